@@ -1,0 +1,114 @@
+// Package apierror is the interface's JSON error envelope, with the types and codes the
+// gateway uses. HTTP statuses are chosen at the edge; this package only renders.
+package apierror
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Error types.
+const (
+	TypeInvalidRequest    = "invalid_request_error"
+	TypeAuthentication    = "authentication_error"
+	TypePermission        = "permission_error"
+	TypeNotFound          = "not_found_error"
+	TypeInsufficientQuota = "insufficient_quota"
+	TypeRateLimit         = "rate_limit_error"
+	TypeAPI               = "api_error"
+	TypeUpstream          = "upstream_error"
+	TypeOverloaded        = "overloaded_error"
+	TypeTimeout           = "timeout_error"
+	TypeNotSupported      = "not_supported_error"
+	TypeTooLarge          = "request_too_large"
+)
+
+// Error codes.
+const (
+	CodeInvalidAPIKey        = "invalid_api_key"
+	CodeAPIKeyExpired        = "api_key_expired"
+	CodeInsufficientQuota    = "insufficient_quota"
+	CodeAccountSuspended     = "account_suspended"
+	CodeResidencyUnsatisfied = "residency_unsatisfiable"
+	CodeModelNotFound        = "model_not_found"
+	CodeEndpointNotFound     = "endpoint_not_found"
+	CodeRequestNotFound      = "request_not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeEndpointNotSupported = "endpoint_not_supported"
+	CodeUnsupportedProtocol  = "unsupported_protocol"
+	CodeBodyTooLarge         = "request_too_large"
+	CodeRateLimited          = "rate_limit_exceeded"
+	CodeConcurrencyLimited   = "concurrency_limit_exceeded"
+	CodeProviderRateLimited  = "provider_rate_limited"
+	CodeProviderError        = "provider_error"
+	CodeNoRoute              = "no_route_available"
+	CodeProviderTimeout      = "provider_timeout"
+	CodeNotReady             = "not_ready"
+	CodeInternal             = "internal_error"
+)
+
+// Error is one gateway error: the HTTP status and the envelope's fields.
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	Code    string // empty renders as null
+	Param   string // empty renders as null
+	DocURL  string // empty omits documentation_url
+	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return strconv.Itoa(e.Status) + " " + e.Type + ": " + e.Message }
+
+// New builds an Error.
+func New(status int, typ, code, message string) *Error {
+	return &Error{Status: status, Type: typ, Code: code, Message: message}
+}
+
+// InvalidParam is a 400 invalid_request_error naming the offending parameter.
+func InvalidParam(param, message string) *Error {
+	return &Error{Status: 400, Type: TypeInvalidRequest, Param: param, Message: message}
+}
+
+// WithParam returns a copy with Param set.
+func (e *Error) WithParam(p string) *Error { c := *e; c.Param = p; return &c }
+
+// WithRetryAfter returns a copy with RetryAfter set.
+func (e *Error) WithRetryAfter(s int) *Error { c := *e; c.RetryAfter = s; return &c }
+
+// WithDoc returns a copy with DocURL set.
+func (e *Error) WithDoc(u string) *Error { c := *e; c.DocURL = u; return &c }
+
+type body struct {
+	Type   string  `json:"type,omitempty"`
+	Error  inner   `json:"error"`
+	DocURL *string `json:"documentation_url,omitempty"`
+}
+
+type inner struct {
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Code    *string `json:"code"`
+	Param   *string `json:"param"`
+}
+
+// JSON renders the envelope. messagesStyle adds the top-level "type":"error" that
+// Messages-style clients expect.
+func (e *Error) JSON(messagesStyle bool) []byte {
+	b := body{Error: inner{Type: e.Type, Message: e.Message}}
+	if messagesStyle {
+		b.Type = "error"
+	}
+	if e.Code != "" {
+		b.Error.Code = &e.Code
+	}
+	if e.Param != "" {
+		b.Error.Param = &e.Param
+	}
+	if e.DocURL != "" {
+		b.DocURL = &e.DocURL
+	}
+	out, _ := json.Marshal(b) // cannot fail: only strings
+	return out
+}

@@ -1,0 +1,153 @@
+// Package snapshot holds the wire types of the snapshot the control plane compiles and
+// pushes to data-plane nodes: everything a node needs to serve inference without Postgres.
+package snapshot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Endpoint paths, used as protocol names for models and routes.
+const (
+	EndpointChat        = "/v1/chat/completions"
+	EndpointCompletions = "/v1/completions"
+	EndpointEmbeddings  = "/v1/embeddings"
+	EndpointResponses   = "/v1/responses"
+	EndpointMessages    = "/v1/messages"
+	EndpointSystemOne   = "/v1/systemone"
+)
+
+// KnownEndpoint reports whether p is one of the inference endpoint paths above.
+func KnownEndpoint(p string) bool {
+	switch p {
+	case EndpointChat, EndpointCompletions, EndpointEmbeddings, EndpointResponses, EndpointMessages, EndpointSystemOne:
+		return true
+	}
+	return false
+}
+
+// Snapshot is the full state a data-plane node serves from.
+type Snapshot struct {
+	Version     int64     `json:"version"`
+	Hash        string    `json:"hash"` // hex SHA-256 of the Content's canonical JSON
+	GeneratedAt time.Time `json:"generated_at"`
+	Content
+}
+
+// Content is the hashed part of a snapshot.
+type Content struct {
+	Accounts []Account `json:"accounts"`
+	Keys     []Key     `json:"keys"`
+	Models   []Model   `json:"models"`
+	Routes   []Route   `json:"routes"`
+	// Balances as of BalanceSeq (the newest ledger entry included).
+	Balances   []Balance `json:"balances"`
+	BalanceSeq int64     `json:"balance_seq"`
+	// DefaultLimits apply to accounts and keys without their own.
+	DefaultLimits Limits `json:"default_limits"`
+}
+
+// Account is a customer account.
+type Account struct {
+	ID        string `json:"id"`
+	Customer  string `json:"customer"`
+	Residency string `json:"residency"` // se, eu, any
+	Suspended bool   `json:"suspended"`
+	// Models the account may use (canonical IDs).
+	Models []string `json:"models"`
+	Limits *Limits  `json:"limits,omitempty"`
+}
+
+// Key is an API key; revoked keys are left out of the snapshot.
+type Key struct {
+	ID        string     `json:"id"`      // key_<12 hex>
+	AccountID string     `json:"account"` // Account.ID
+	Hash      string     `json:"hash"`    // hex SHA-256 of the secret
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Limits    *Limits    `json:"limits,omitempty"`
+}
+
+// Model is a catalogue entry with its price.
+type Model struct {
+	ID            string   `json:"id"`
+	Aliases       []string `json:"aliases"`
+	Endpoint      string   `json:"endpoint"` // primary endpoint path
+	Created       int64    `json:"created"`
+	ContextTokens int64    `json:"context_tokens,omitempty"`
+	Tokenizer     string   `json:"tokenizer,omitempty"`
+	// Prices in integer öre per million tokens.
+	InputOrePerMillion  int64 `json:"input_ore_per_million_tokens"`
+	OutputOrePerMillion int64 `json:"output_ore_per_million_tokens"`
+}
+
+// Route is one way to serve a model: an upstream at a location speaking some protocols.
+type Route struct {
+	ID       string `json:"id"`
+	Model    string `json:"model"`    // canonical model ID
+	Provider string `json:"provider"` // name reported in X-Service-Provider
+	BaseURL  string `json:"base_url"` // e.g. http://10.0.0.5:8000/v1 (paths are appended)
+	// UpstreamModel is the model name the upstream expects; empty means the canonical ID.
+	UpstreamModel string `json:"upstream_model,omitempty"`
+	// CredentialsRef names where the node finds the upstream credential, e.g. "env:VLLM_KEY".
+	// Secrets never travel in snapshots.
+	CredentialsRef string `json:"credentials_ref,omitempty"`
+	// Protocols the upstream speaks natively (endpoint paths).
+	Protocols []string `json:"protocols"`
+	// Translate allows serving Messages-style and Responses-style requests through the
+	// upstream's chat completions protocol.
+	Translate bool   `json:"translate"`
+	Region    string `json:"region"`   // operator's name for the location, e.g. "se-sto-1"
+	Country   string `json:"country"`  // ISO 3166-1 alpha-2 of the region, upper case
+	Priority  int    `json:"priority"` // lower is preferred
+	Weight    int    `json:"weight"`   // relative share among routes of equal priority
+	// MaxConns bounds concurrent connections to the upstream (0 = node default).
+	MaxConns int `json:"max_conns,omitempty"`
+	// Timeouts in milliseconds (0 = node default).
+	ConnectTimeoutMS   int `json:"connect_timeout_ms,omitempty"`
+	FirstByteTimeoutMS int `json:"first_byte_timeout_ms,omitempty"`
+	IdleTimeoutMS      int `json:"idle_timeout_ms,omitempty"`
+	TotalTimeoutMS     int `json:"total_timeout_ms,omitempty"`
+}
+
+// Balance is an account's balance in micro-SEK.
+type Balance struct {
+	AccountID string `json:"account"`
+	MicroSEK  int64  `json:"micro_sek"`
+}
+
+// Limits are request-rate and concurrency limits; zero means unlimited.
+type Limits struct {
+	RequestsPerSecond float64 `json:"requests_per_second,omitempty"`
+	Burst             int     `json:"burst,omitempty"`
+	MaxConcurrent     int     `json:"max_concurrent,omitempty"`
+}
+
+// ComputeHash returns the hex SHA-256 of c's JSON encoding. Producers must emit slices in
+// a deterministic order (the control plane sorts by ID) for equal content to hash equally.
+func ComputeHash(c *Content) (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("snapshot: encode content: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// ErrHashMismatch means a snapshot's content does not match its declared hash.
+var ErrHashMismatch = errors.New("snapshot: content hash mismatch")
+
+// Verify checks the snapshot's hash against its content.
+func (s *Snapshot) Verify() error {
+	h, err := ComputeHash(&s.Content)
+	if err != nil {
+		return err
+	}
+	if h != s.Hash {
+		return fmt.Errorf("%w: version %d declares %s, content is %s", ErrHashMismatch, s.Version, s.Hash, h)
+	}
+	return nil
+}

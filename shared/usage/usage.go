@@ -1,0 +1,81 @@
+// Package usage holds the wire types of request records and the usage batches data-plane
+// nodes send to the control plane.
+package usage
+
+import (
+	"time"
+
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// Result values of a request record.
+const (
+	ResultOK            = "ok"             // completed, terminal event seen for streams
+	ResultIncomplete    = "incomplete"     // stream ended without its terminal event
+	ResultCancelled     = "cancelled"      // client closed the connection
+	ResultUpstreamError = "upstream_error" // provider answered an error or broke the protocol
+	ResultTimeout       = "timeout"        // provider timed out
+	ResultRateLimited   = "rate_limited"   // provider answered 429
+	ResultNoRoute       = "no_route"       // no eligible route could take the request
+	ResultRejected      = "rejected"       // refused after routing began (e.g. provider 4xx)
+)
+
+// Record is one request's execution metadata. It never holds prompt or answer content.
+type Record struct {
+	RequestID        string    `json:"request_id"`
+	TS               time.Time `json:"ts"`
+	AccountID        string    `json:"account_id"`
+	KeyID            *string   `json:"key_id"` // nil for console test-box requests
+	Model            string    `json:"model"`  // canonical model ID
+	Endpoint         string    `json:"endpoint"`
+	Stream           bool      `json:"stream"`
+	Provider         string    `json:"provider,omitempty"`
+	Residency        string    `json:"residency,omitempty"` // region of the route that answered
+	Status           int       `json:"status"`
+	Result           string    `json:"result"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	PriceMicroSEK    int64     `json:"price_micro_sek"`
+	DurationMS       int64     `json:"duration_ms"`
+	Routing          *Routing  `json:"routing,omitempty"`
+}
+
+// Routing records how a request was routed.
+type Routing struct {
+	Policy     string    `json:"policy"`               // account residency policy
+	Translated bool      `json:"translated,omitempty"` // served through chat completions
+	Attempts   []Attempt `json:"attempts"`
+}
+
+// Attempt is one try at one route.
+type Attempt struct {
+	Route      string `json:"route"`
+	Provider   string `json:"provider"`
+	Region     string `json:"region"`
+	Status     int    `json:"status"`          // upstream HTTP status, 0 when none was received
+	Error      string `json:"error,omitempty"` // transport error class, e.g. "connect", "timeout"
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Batch is a group of records sent together. BatchID is unique per node and batch; the
+// control plane's exactly-once guarantee rests on RequestID, not on BatchID.
+type Batch struct {
+	NodeID  string   `json:"node_id"`
+	BatchID string   `json:"batch_id"`
+	Records []Record `json:"records"`
+}
+
+// Reply confirms a batch. Once a node has it, the batch may leave the spool.
+type Reply struct {
+	BatchID    string             `json:"batch_id"`
+	Inserted   int                `json:"inserted"`
+	Duplicates int                `json:"duplicates"`
+	Balances   []snapshot.Balance `json:"balances"`    // accounts touched by the batch
+	BalanceSeq int64              `json:"balance_seq"` // ledger position the balances reflect
+}
+
+// BalanceUpdate answers a balance watch: balances changed since the asked sequence.
+type BalanceUpdate struct {
+	Seq      int64              `json:"seq"`
+	Balances []snapshot.Balance `json:"balances"`
+}
