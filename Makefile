@@ -1,0 +1,45 @@
+# The gateway's two everyday commands are `make run` and `make test`.
+GO        ?= go
+BIN       ?= bin
+BINARIES  := dataplane controlplane simulator gatewayctl
+# Packages the data plane is built from must never reach the control plane or Postgres.
+DP_PKGS   := ./dataplane/... ./cmd/dataplane
+
+.PHONY: all build run test test-race vet check-imports fuzz bench bench-short clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+## run: local Postgres under .data/, control plane, data plane, simulator and a demo account.
+run: build
+	@BIN=$(BIN) deploy/local/run.sh
+
+## test: every test, including real-Postgres control-plane tests and the import boundary.
+test: vet check-imports
+	$(GO) test -count=1 -timeout 12m ./...
+
+test-race:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+vet:
+	$(GO) vet ./...
+
+check-imports:
+	@bad=$$($(GO) list -deps $(DP_PKGS) | grep -E '/controlplane|github.com/jackc/pgx' || true); \
+	if [ -n "$$bad" ]; then echo "data plane imports forbidden packages:"; echo "$$bad"; exit 1; fi; \
+	echo "check-imports: data plane is free of controlplane/ and pgx"
+
+## fuzz: run each fuzz target for FUZZTIME (default 20s each).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf $(BIN)
