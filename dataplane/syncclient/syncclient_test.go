@@ -1,0 +1,272 @@
+package syncclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// fakeCP is a fake control plane serving the snapshot long poll.
+type fakeCP struct {
+	mu      sync.Mutex
+	snap    *snapshot.Snapshot
+	changed chan struct{}
+	haves   []int64
+	bad     atomic.Int32 // requests with wrong auth
+}
+
+func newFakeCP(s *snapshot.Snapshot) *fakeCP { return &fakeCP{snap: s, changed: make(chan struct{})} }
+
+func (f *fakeCP) set(s *snapshot.Snapshot) {
+	f.mu.Lock()
+	f.snap = s
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *fakeCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != internalapi.PathSnapshot || r.Header.Get("Authorization") != "Bearer node-secret" || r.Header.Get(internalapi.HeaderNodeID) != "node-1" {
+		f.bad.Add(1)
+		http.Error(w, `{"error":{"type":"authentication_error","message":"no"}}`, http.StatusUnauthorized)
+		return
+	}
+	have, _ := strconv.ParseInt(r.URL.Query().Get("have"), 10, 64)
+	wait, _ := strconv.Atoi(r.URL.Query().Get("wait"))
+	f.mu.Lock()
+	f.haves = append(f.haves, have)
+	s, ch := f.snap, f.changed
+	f.mu.Unlock()
+	if s.Version == have {
+		select {
+		case <-ch:
+			f.mu.Lock()
+			s = f.snap
+			f.mu.Unlock()
+		case <-time.After(time.Duration(wait) * time.Second):
+			w.WriteHeader(http.StatusNotModified)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s)
+}
+
+func newClient(t *testing.T, url, dir string, st *catalog.Store, seen *atomic.Int64) *Client {
+	t.Helper()
+	c, err := New(Config{
+		ControlPlaneURL: url, NodeToken: "node-secret", NodeID: "node-1", DataDir: dir, Store: st,
+		Wait: time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		OnSnapshot: func(s *snapshot.Snapshot) {
+			if seen != nil {
+				seen.Store(s.Version)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSyncSwapsOnNewVersionAndWritesDisk(t *testing.T) {
+	now := time.Now()
+	s1, _ := fixture.Snapshot(1, "http://up/v1", now)
+	cp := newFakeCP(s1)
+	srv := httptest.NewServer(cp)
+	defer srv.Close()
+	dir := t.TempDir()
+	var st catalog.Store
+	var seen atomic.Int64
+	c := newClient(t, srv.URL, dir, &st, &seen)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	waitFor(t, "version 1", func() bool { x := st.Load(); return x != nil && x.Version() == 1 })
+	first := st.Load()
+	s2, ks2 := fixture.Snapshot(2, "http://up/v1", now)
+	cp.set(s2)
+	waitFor(t, "version 2", func() bool { return st.Load().Version() == 2 })
+	if st.Load() == first {
+		t.Fatal("index not swapped")
+	}
+	if _, ok := st.Load().Key(ks2.IDs["se"]); !ok {
+		t.Fatal("new key not visible after swap")
+	}
+	waitFor(t, "OnSnapshot(2)", func() bool { return seen.Load() == 2 })
+	waitFor(t, "disk version 2", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, FileName))
+		if err != nil {
+			return false
+		}
+		var d snapshot.Snapshot
+		return json.Unmarshal(b, &d) == nil && d.Version == 2 && d.Verify() == nil
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+	if cp.bad.Load() != 0 {
+		t.Fatal("node sent bad auth")
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.haves[0] != 0 || !contains(cp.haves, 1) {
+		t.Errorf("have parameters %v", cp.haves)
+	}
+	// No temp files left behind.
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("data dir holds %d entries", len(ents))
+	}
+}
+
+func contains(xs []int64, v int64) bool {
+	for _, x := range xs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRejectsHashMismatchKeepsCurrent(t *testing.T) {
+	s1, _ := fixture.Snapshot(1, "http://up/v1", time.Now())
+	var st catalog.Store
+	c := newClient(t, "http://127.0.0.1:1", t.TempDir(), &st, nil)
+	if err := c.Apply(s1); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := fixture.Snapshot(2, "http://up/v1", time.Now())
+	s2.Accounts[0].Suspended = true // content changed after hashing
+	if err := c.Apply(s2); !errors.Is(err, snapshot.ErrHashMismatch) {
+		t.Fatalf("err = %v", err)
+	}
+	if st.Load().Version() != 1 {
+		t.Fatal("bad snapshot replaced the good one")
+	}
+}
+
+func TestServesFromDiskWhenControlPlaneDown(t *testing.T) {
+	dir := t.TempDir()
+	s1, ks := fixture.Snapshot(5, "http://up/v1", time.Now())
+	var st1 catalog.Store
+	if err := newClient(t, "http://127.0.0.1:1", dir, &st1, nil).Apply(s1); err != nil {
+		t.Fatal(err)
+	}
+
+	// A "restarted" node: fresh store, control plane unreachable.
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	var st catalog.Store
+	var seen atomic.Int64
+	c := newClient(t, downURL, dir, &st, &seen)
+	ok, err := c.LoadDisk()
+	if err != nil || !ok {
+		t.Fatalf("LoadDisk = %v, %v", ok, err)
+	}
+	if st.Load().Version() != 5 || seen.Load() != 5 {
+		t.Fatalf("version %d seen %d", st.Load().Version(), seen.Load())
+	}
+	if _, ok := st.Load().Key(ks.IDs["se"]); !ok {
+		t.Fatal("key missing after disk load")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	if err := c.Run(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run = %v", err)
+	}
+	if st.Load().Version() != 5 {
+		t.Fatal("lost the disk snapshot while the control plane was down")
+	}
+}
+
+func TestNoDiskSnapshotNotReady(t *testing.T) {
+	var st catalog.Store
+	c := newClient(t, "http://127.0.0.1:1", t.TempDir(), &st, nil)
+	ok, err := c.LoadDisk()
+	if ok || err != nil || st.Ready() {
+		t.Fatalf("LoadDisk = %v, %v, ready %v", ok, err, st.Ready())
+	}
+	// A corrupt file is an error and leaves the node not ready.
+	if err := os.WriteFile(c.Path(), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LoadDisk(); err == nil || st.Ready() {
+		t.Fatalf("corrupt file: err %v ready %v", err, st.Ready())
+	}
+}
+
+func TestBackoffRespectsContext(t *testing.T) {
+	var st catalog.Store
+	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", NodeToken: "t", NodeID: "n", Store: &st,
+		MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := c.Run(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run = %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Run slept through cancellation: %v", d)
+	}
+}
+
+func TestUnexpectedStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	var st catalog.Store
+	c := newClient(t, srv.URL, "", &st, nil)
+	if err := c.Poll(context.Background()); !errors.Is(err, ErrStatus) {
+		t.Fatalf("Poll = %v", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	var st catalog.Store
+	for _, cfg := range []Config{
+		{NodeToken: "t", NodeID: "n", Store: &st},
+		{ControlPlaneURL: "http://x", NodeID: "n", Store: &st},
+		{ControlPlaneURL: "http://x", NodeToken: "t", Store: &st},
+		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n"},
+		{ControlPlaneURL: "not a url", NodeToken: "t", NodeID: "n", Store: &st},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+}
