@@ -1,0 +1,84 @@
+// Package routing chooses among the eligible routes of a request: lowest priority value
+// first, then a weighted random choice among routes of equal priority. It is the place for
+// health-aware selection (circuit breakers, outlier ejection) and failover ordering.
+package routing
+
+import (
+	"math/rand/v2"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+)
+
+// Selector picks routes. The zero value uses math/rand/v2's global generator.
+type Selector struct {
+	// IntN, when set, replaces the random source (tests).
+	IntN func(n int) int
+}
+
+func (s *Selector) intN(n int) int {
+	if s != nil && s.IntN != nil {
+		return s.IntN(n)
+	}
+	return rand.IntN(n)
+}
+
+// Pick returns the candidate to try first among cands, which must be sorted by priority
+// (catalog does this). It reports false when cands is empty.
+func (s *Selector) Pick(cands []catalog.Candidate) (catalog.Candidate, bool) {
+	if len(cands) == 0 {
+		return catalog.Candidate{}, false
+	}
+	group := firstGroup(cands)
+	if len(group) == 1 {
+		return group[0], true
+	}
+	return group[s.weighted(group)], true
+}
+
+// Plan appends to dst every candidate in the order they should be tried: priority groups in
+// order, each group in a weighted random order. It allocates only when dst is too small.
+func (s *Selector) Plan(dst, cands []catalog.Candidate) []catalog.Candidate {
+	for len(cands) > 0 {
+		group := firstGroup(cands)
+		cands = cands[len(group):]
+		start := len(dst)
+		dst = append(dst, group...)
+		rest := dst[start:]
+		for len(rest) > 1 {
+			i := s.weighted(rest)
+			rest[0], rest[i] = rest[i], rest[0]
+			rest = rest[1:]
+		}
+	}
+	return dst
+}
+
+// firstGroup returns the leading run of cands with equal priority.
+func firstGroup(cands []catalog.Candidate) []catalog.Candidate {
+	p := cands[0].Route.Priority
+	n := 1
+	for n < len(cands) && cands[n].Route.Priority == p {
+		n++
+	}
+	return cands[:n]
+}
+
+// weighted returns an index into group drawn with probability proportional to weight;
+// when every weight is zero the draw is uniform.
+func (s *Selector) weighted(group []catalog.Candidate) int {
+	total := 0
+	for _, c := range group {
+		total += c.Route.Weight
+	}
+	if total <= 0 {
+		return s.intN(len(group))
+	}
+	r := s.intN(total)
+	for i, c := range group {
+		if r < c.Route.Weight {
+			return i
+		}
+		r -= c.Route.Weight
+	}
+	return len(group) - 1
+}
