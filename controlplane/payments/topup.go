@@ -1,0 +1,236 @@
+package payments
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/client"
+
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+// Top-up bounds in whole SEK, inclusive.
+const (
+	MinTopupSEK = 100
+	MaxTopupSEK = 50000
+)
+
+// maxTopupBody bounds the top-up request body; the real body is a few dozen bytes.
+const maxTopupBody = 8 << 10
+
+// ErrInvalidAmount is returned by ParseTopupBody for every body that is not a JSON object
+// with an integer amount_sek within [MinTopupSEK, MaxTopupSEK].
+var ErrInvalidAmount = errors.New("amount_sek must be an integer number of SEK from 100 to 50000")
+
+// ParseTopupBody reads {"amount_sek": n} and returns n. n must be a JSON number with an
+// integer value (100 and 100.0 are accepted, 100.5, "100" and 1e2 are not) within the
+// top-up bounds. Other members of the object are ignored.
+func ParseTopupBody(body []byte) (int64, error) {
+	var v struct {
+		AmountSEK json.RawMessage `json:"amount_sek"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&v); err != nil {
+		return 0, fmt.Errorf("%w: body is not a JSON object: %v", ErrInvalidAmount, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidAmount)
+	}
+	raw := string(bytes.TrimSpace(v.AmountSEK))
+	if raw == "" || raw == "null" {
+		return 0, fmt.Errorf("%w: amount_sek is missing", ErrInvalidAmount)
+	}
+	whole, frac, hasDot := strings.Cut(raw, ".")
+	if hasDot && strings.Trim(frac, "0") != "" {
+		return 0, fmt.Errorf("%w: %s is not a whole number", ErrInvalidAmount, raw)
+	}
+	if whole == "" || len(whole) > 6 {
+		return 0, fmt.Errorf("%w: got %.20s", ErrInvalidAmount, raw)
+	}
+	for i := 0; i < len(whole); i++ {
+		if whole[i] < '0' || whole[i] > '9' {
+			return 0, fmt.Errorf("%w: got %.20s", ErrInvalidAmount, raw)
+		}
+	}
+	n, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || n < MinTopupSEK || n > MaxTopupSEK {
+		return 0, fmt.Errorf("%w: got %s", ErrInvalidAmount, whole)
+	}
+	return n, nil
+}
+
+// TopupConfig configures the top-up handler.
+type TopupConfig struct {
+	// SecretKey is the payment provider's secret API key (a test-mode key during the
+	// evaluation). Required.
+	SecretKey string
+	// APIBase is the provider API's base URL without /v1 (for tests, a stripe-mock
+	// address). Empty means the provider's public API.
+	APIBase string
+	// SuccessURL and CancelURL are where the hosted checkout sends the customer after
+	// paying or giving up. Required, absolute http(s) URLs. The provider replaces the
+	// literal {CHECKOUT_SESSION_ID} in them.
+	SuccessURL string
+	CancelURL  string
+	// ProductName is the line item's name on the checkout page. Default "Gateway credit".
+	ProductName string
+	// HTTPClient talks to the provider. Default: a client with a 20 s timeout.
+	HTTPClient *http.Client
+	// MaxNetworkRetries is how often the provider client retries a failed call (with the
+	// same idempotency key). Default 2; negative means 0.
+	MaxNetworkRetries int64
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Topup serves POST /v1/service/topup.
+type Topup struct {
+	api    *client.API
+	cfg    TopupConfig
+	logger *slog.Logger
+}
+
+// NewTopup validates cfg, fills defaults and builds the handler with its own provider
+// client (no package-global key).
+func NewTopup(cfg TopupConfig) (*Topup, error) {
+	if cfg.SecretKey == "" {
+		return nil, errors.New("payments: TopupConfig.SecretKey is required")
+	}
+	for name, u := range map[string]string{"SuccessURL": cfg.SuccessURL, "CancelURL": cfg.CancelURL} {
+		if err := checkAbsURL(u); err != nil {
+			return nil, fmt.Errorf("payments: TopupConfig.%s: %w", name, err)
+		}
+	}
+	if cfg.APIBase != "" {
+		if err := checkAbsURL(cfg.APIBase); err != nil {
+			return nil, fmt.Errorf("payments: TopupConfig.APIBase: %w", err)
+		}
+		cfg.APIBase = strings.TrimSuffix(strings.TrimSuffix(cfg.APIBase, "/"), "/v1")
+	}
+	if cfg.ProductName == "" {
+		cfg.ProductName = "Gateway credit"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 20 * time.Second}
+	}
+	if cfg.MaxNetworkRetries == 0 {
+		cfg.MaxNetworkRetries = 2
+	} else if cfg.MaxNetworkRetries < 0 {
+		cfg.MaxNetworkRetries = 0
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	bc := &stripe.BackendConfig{
+		HTTPClient:        cfg.HTTPClient,
+		MaxNetworkRetries: stripe.Int64(cfg.MaxNetworkRetries),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+	}
+	if cfg.APIBase != "" {
+		bc.URL = stripe.String(cfg.APIBase)
+	}
+	return &Topup{
+		api:    client.New(cfg.SecretKey, stripe.NewBackendsWithConfig(bc)),
+		cfg:    cfg,
+		logger: cfg.Logger,
+	}, nil
+}
+
+func checkAbsURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL", s)
+	}
+	return nil
+}
+
+// ServeHTTP creates the checkout session. The caller (the control plane's server) must
+// have checked the node token: the account header is trusted as is.
+func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, r)
+		return
+	}
+	account := r.Header.Get(internalapi.HeaderAccountID)
+	if account == "" {
+		writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
+			"the request carries no authenticated account"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTopupBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+				"the top-up body is limited to 8 KiB").WithParam("amount_sek"))
+			return
+		}
+		writeError(w, apierror.InvalidParam("amount_sek", "could not read the request body"))
+		return
+	}
+	amount, err := ParseTopupBody(body)
+	if err != nil {
+		writeError(w, apierror.InvalidParam("amount_sek", err.Error()))
+		return
+	}
+	requestID := r.Header.Get(internalapi.HeaderRequestID)
+	url, err := t.createSession(r, account, amount, requestID)
+	if err != nil {
+		t.logger.ErrorContext(r.Context(), "create checkout session",
+			"account_id", account, "amount_sek", amount, "request_id", requestID, "err", err)
+		writeError(w, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "payment_provider_error",
+			"the payment provider could not create a checkout session; try again later"))
+		return
+	}
+	t.logger.InfoContext(r.Context(), "checkout session created",
+		"account_id", account, "amount_sek", amount, "request_id", requestID)
+	writeJSON(w, http.StatusOK, map[string]string{"url": url})
+}
+
+func (t *Topup) createSession(r *http.Request, account string, amountSEK int64, requestID string) (string, error) {
+	amountStr := strconv.FormatInt(amountSEK, 10)
+	params := &stripe.CheckoutSessionParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
+		Currency:          stripe.String(string(stripe.CurrencySEK)),
+		ClientReferenceID: stripe.String(account),
+		SuccessURL:        stripe.String(t.cfg.SuccessURL),
+		CancelURL:         stripe.String(t.cfg.CancelURL),
+		LineItems: []*stripe.CheckoutSessionLineItemParams{{
+			Quantity: stripe.Int64(1),
+			PriceData: &stripe.CheckoutSessionLineItemPriceDataParams{
+				Currency:   stripe.String(string(stripe.CurrencySEK)),
+				UnitAmount: stripe.Int64(amountSEK * 100), // öre
+				ProductData: &stripe.CheckoutSessionLineItemPriceDataProductDataParams{
+					Name: stripe.String(t.cfg.ProductName),
+				},
+			},
+		}},
+		Metadata: map[string]string{"account_id": account, "amount_sek": amountStr},
+	}
+	params.Context = r.Context()
+	if requestID != "" {
+		params.SetIdempotencyKey("topup-" + requestID)
+	}
+	s, err := t.api.CheckoutSessions.New(params)
+	if err != nil {
+		return "", fmt.Errorf("checkout session for %s (%s SEK): %w", account, amountStr, err)
+	}
+	if s.URL == "" {
+		return "", fmt.Errorf("checkout session %s for %s has no URL", s.ID, account)
+	}
+	return s.URL, nil
+}
