@@ -1,0 +1,151 @@
+// Package sse reads server-sent event streams as the HTML standard defines them: a stream
+// of lines (ended by LF or CRLF), an event ending at a blank line, "data" fields joined with
+// LF, lines starting with ':' being comments. It returns each event's raw bytes too, so a
+// proxy can forward events byte for byte and one event at a time.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// ErrEventTooLarge is returned when one event exceeds the reader's size limit.
+var ErrEventTooLarge = errors.New("sse: event exceeds size limit")
+
+// ErrTruncated is returned when the stream ends in the middle of an event.
+var ErrTruncated = errors.New("sse: stream ended inside an event")
+
+// DefaultMaxEvent is the interface's limit on one streamed event (2 MiB).
+const DefaultMaxEvent = 2 << 20
+
+// Event is one parsed event. Its slices point into the reader's buffers and stay valid only
+// until the next call to Next.
+type Event struct {
+	// Raw is the event as received: every line including the blank line that ended it.
+	Raw []byte
+	// Data is the event's data field values joined with LF; nil when it had none.
+	Data []byte
+	// Name is the value of the event field, if any.
+	Name []byte
+}
+
+// Reader reads events from a stream.
+type Reader struct {
+	br      *bufio.Reader
+	max     int
+	raw     []byte
+	data    []byte
+	dataSet bool
+}
+
+// NewReader returns a Reader over r that refuses events over max bytes (DefaultMaxEvent
+// when max <= 0).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxEvent
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+}
+
+// Reset makes the reader read from r, keeping its buffers.
+func (r *Reader) Reset(src io.Reader) {
+	r.br.Reset(src)
+	r.raw = r.raw[:0]
+	r.data = r.data[:0]
+}
+
+// Next reads the next event. Blocks of only comments are events too (with nil Data), so
+// keep-alive comments can be relayed. At the end of the stream Next returns io.EOF, or
+// ErrTruncated when a partial event was pending (the standard discards it).
+func (r *Reader) Next() (Event, error) {
+	r.raw = r.raw[:0]
+	r.data = r.data[:0]
+	r.dataSet = false
+	var name []byte
+	nameStart, nameEnd := -1, -1
+	for {
+		lineStart := len(r.raw)
+		if err := r.readLine(); err != nil {
+			if err == io.EOF {
+				if len(r.raw) > 0 {
+					return Event{}, ErrTruncated
+				}
+				return Event{}, io.EOF
+			}
+			return Event{}, err
+		}
+		line := r.raw[lineStart:]
+		// Strip the line ending.
+		line = line[:len(line)-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(line) == 0 {
+			if lineStart == 0 {
+				// Blank lines between events (or a stray CRLF): skip, do not emit.
+				r.raw = r.raw[:0]
+				continue
+			}
+			ev := Event{Raw: r.raw}
+			if r.dataSet {
+				ev.Data = r.data
+				if ev.Data == nil {
+					ev.Data = []byte{}
+				}
+			}
+			if nameStart >= 0 {
+				name = r.raw[nameStart:nameEnd]
+				ev.Name = name
+			}
+			return ev, nil
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if r.dataSet {
+				r.data = append(r.data, '\n')
+			}
+			r.data = append(r.data, value...)
+			r.dataSet = true
+		case "event":
+			off := lineStart + (len(line) - len(value))
+			nameStart, nameEnd = off, off+len(value)
+		}
+	}
+}
+
+// readLine appends one line including its LF to r.raw.
+func (r *Reader) readLine() error {
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(r.raw)+len(chunk) > r.max {
+			return ErrEventTooLarge
+		}
+		r.raw = append(r.raw, chunk...)
+		switch err {
+		case nil:
+			return nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			if len(chunk) > 0 {
+				// Unterminated last line: the event cannot be complete.
+				return io.EOF
+			}
+			return io.EOF
+		default:
+			return err
+		}
+	}
+}
