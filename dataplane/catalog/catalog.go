@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -70,9 +72,49 @@ type Route struct {
 	snapshot.Route
 	// UpstreamModel is the model name to send upstream (the canonical ID when unset).
 	UpstreamModel string
+	// UpstreamTLS, UpstreamAddr (host:port) and UpstreamHost (Host header) come from BaseURL.
+	UpstreamTLS  bool
+	UpstreamAddr string
+	UpstreamHost string
+	// PathPrefix is BaseURL's path without a trailing "/v1" or "/"; the upstream URL of an
+	// endpoint is PathPrefix + endpoint path, so a base URL ending in /v1 never yields /v1/v1.
+	PathPrefix string
 	// speaks has bit e set when the upstream speaks endpoint e natively.
 	speaks uint8
 }
+
+func (r *Route) parseBaseURL() error {
+	u, err := url.Parse(r.BaseURL)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "http":
+	case "https":
+		r.UpstreamTLS = true
+	default:
+		return fmt.Errorf("base_url %q: scheme must be http or https", r.BaseURL)
+	}
+	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("base_url %q: want scheme://host[:port][/path]", r.BaseURL)
+	}
+	r.UpstreamHost = u.Host
+	r.UpstreamAddr = u.Host
+	if u.Port() == "" {
+		port := "80"
+		if r.UpstreamTLS {
+			port = "443"
+		}
+		r.UpstreamAddr = net.JoinHostPort(u.Hostname(), port)
+	}
+	p := strings.TrimRight(u.EscapedPath(), "/")
+	p = strings.TrimSuffix(p, "/v1")
+	r.PathPrefix = strings.TrimRight(p, "/")
+	return nil
+}
+
+// URLPath returns the upstream request path for endpoint e.
+func (r *Route) URLPath(e Endpoint) string { return r.PathPrefix + e.Path() }
 
 // Speaks reports whether the route's upstream speaks e natively.
 func (r *Route) Speaks(e Endpoint) bool { return r.speaks&(1<<e) != 0 }
@@ -228,6 +270,9 @@ func Build(s *snapshot.Snapshot) (*Index, error) {
 			return nil, invalid("route %q has no base_url", sr.ID)
 		}
 		r := &Route{Route: sr, UpstreamModel: sr.UpstreamModel}
+		if err := r.parseBaseURL(); err != nil {
+			return nil, invalid("route %q: %v", sr.ID, err)
+		}
 		if r.UpstreamModel == "" {
 			r.UpstreamModel = m.ID
 		}

@@ -177,3 +177,31 @@ func TestStoreSwap(t *testing.T) {
 		t.Fatal("swap did not install b")
 	}
 }
+
+func TestRouteURL(t *testing.T) {
+	cases := []struct {
+		base, addr, host, path string
+		tls                    bool
+	}{
+		{"http://10.0.0.5:8000/v1", "10.0.0.5:8000", "10.0.0.5:8000", "/v1/chat/completions", false},
+		{"http://10.0.0.5:8000/v1/", "10.0.0.5:8000", "10.0.0.5:8000", "/v1/chat/completions", false},
+		{"http://10.0.0.5:8000", "10.0.0.5:8000", "10.0.0.5:8000", "/v1/chat/completions", false},
+		{"https://llm.example/openai/v1", "llm.example:443", "llm.example", "/openai/v1/chat/completions", true},
+		{"http://[::1]/v1", "[::1]:80", "[::1]", "/v1/chat/completions", false},
+	}
+	for _, c := range cases {
+		r := &Route{Route: snapshot.Route{BaseURL: c.base}}
+		if err := r.parseBaseURL(); err != nil {
+			t.Fatalf("%s: %v", c.base, err)
+		}
+		if r.UpstreamAddr != c.addr || r.UpstreamHost != c.host || r.URLPath(EPChat) != c.path || r.UpstreamTLS != c.tls {
+			t.Errorf("%s: addr %q host %q path %q tls %v", c.base, r.UpstreamAddr, r.UpstreamHost, r.URLPath(EPChat), r.UpstreamTLS)
+		}
+	}
+	for _, bad := range []string{"ftp://x/v1", "http:///v1", "http://u:p@x/v1", "://"} {
+		r := &Route{Route: snapshot.Route{BaseURL: bad}}
+		if err := r.parseBaseURL(); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
