@@ -99,7 +99,11 @@ func TestSignupRedirects(t *testing.T) {
 		{"email invalid", formCT, func() string { v := validForm(); v.Set("email", "not-an-email"); return v.Encode() }, wantErrorRedirect("email"), false},
 		{"email display name", formCT, func() string { v := validForm(); v.Set("email", "Ada <ada@example.com>"); return v.Encode() }, wantErrorRedirect("email"), false},
 		{"email angle brackets", formCT, func() string { v := validForm(); v.Set("email", "<ada@example.com>"); return v.Encode() }, wantErrorRedirect("email"), false},
-		{"email too long", formCT, func() string { v := validForm(); v.Set("email", strings.Repeat("a", 64)+"@"+strings.Repeat("b", 186)+".com"); return v.Encode() }, wantErrorRedirect("email"), false},
+		{"email too long", formCT, func() string {
+			v := validForm()
+			v.Set("email", strings.Repeat("a", 64)+"@"+strings.Repeat("b", 186)+".com")
+			return v.Encode()
+		}, wantErrorRedirect("email"), false},
 		{"consent missing", formCT, func() string { v := validForm(); v.Del("consent"); return v.Encode() }, wantErrorRedirect("consent"), false},
 		{"consent not yes", formCT, func() string { v := validForm(); v.Set("consent", "on"); return v.Encode() }, wantErrorRedirect("consent"), false},
 		{"company too long", formCT, func() string { v := validForm(); v.Set("company", strings.Repeat("c", 201)); return v.Encode() }, wantErrorRedirect("company"), false},
