@@ -1,0 +1,180 @@
+// Package catalog is the operator's model catalogue: the file format loaded with
+// PUT /admin/v1/catalog (JSON, or YAML of the same shape in configs/) and its validation.
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/sekgate/gateway/shared/snapshot"
+	"gopkg.in/yaml.v3"
+)
+
+// Catalog is a set of models with their routes.
+type Catalog struct {
+	Models []Model `json:"models"`
+}
+
+// Model is a catalogue entry: the snapshot's model fields plus its routes.
+type Model struct {
+	snapshot.Model
+	Routes []snapshot.Route `json:"routes"`
+}
+
+// Error describes what is wrong with a catalogue; Param names the offending field path.
+type Error struct {
+	Param   string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Param + ": " + e.Message }
+
+// ErrInvalid is wrapped by every *Error.
+var ErrInvalid = errors.New("invalid catalogue")
+
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+func invalid(param, format string, args ...any) error {
+	return &Error{Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// DecodeJSON reads a JSON catalogue, refusing unknown fields.
+func DecodeJSON(r io.Reader) (*Catalog, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var c Catalog
+	if err := dec.Decode(&c); err != nil {
+		return nil, &Error{Param: "body", Message: "malformed catalogue JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return nil, &Error{Param: "body", Message: "trailing data after the catalogue"}
+	}
+	return &c, nil
+}
+
+// ParseYAML reads a YAML catalogue of the same shape as the JSON one.
+func ParseYAML(b []byte) (*Catalog, error) {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, &Error{Param: "body", Message: "malformed catalogue YAML: " + err.Error()}
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, &Error{Param: "body", Message: "catalogue YAML has no JSON form: " + err.Error()}
+	}
+	return DecodeJSON(bytes.NewReader(j))
+}
+
+var (
+	countryRe = regexp.MustCompile(`^[A-Z]{2}$`)
+	nameRe    = regexp.MustCompile(`^[\x21-\x7e]{1,200}$`) // printable ASCII, no spaces
+)
+
+// Validate checks the catalogue and fills defaults: a route's model is its parent's ID and
+// a route without protocols speaks the model's endpoint. It returns the first problem.
+func (c *Catalog) Validate() error {
+	names := map[string]string{} // id or alias -> where it was declared
+	routeIDs := map[string]bool{}
+	for i := range c.Models {
+		m := &c.Models[i]
+		p := fmt.Sprintf("models[%d]", i)
+		if !nameRe.MatchString(m.ID) {
+			return invalid(p+".id", "model id must be 1 to 200 printable characters without spaces")
+		}
+		if prev, dup := names[m.ID]; dup {
+			return invalid(p+".id", "model id %q already used by %s", m.ID, prev)
+		}
+		names[m.ID] = p + ".id"
+		for j, a := range m.Aliases {
+			ap := fmt.Sprintf("%s.aliases[%d]", p, j)
+			if !nameRe.MatchString(a) {
+				return invalid(ap, "alias must be 1 to 200 printable characters without spaces")
+			}
+			if prev, dup := names[a]; dup {
+				return invalid(ap, "alias %q already used by %s", a, prev)
+			}
+			names[a] = ap
+		}
+		if m.Aliases == nil {
+			m.Aliases = []string{}
+		}
+		if !snapshot.KnownEndpoint(m.Endpoint) {
+			return invalid(p+".endpoint", "unknown endpoint %q", m.Endpoint)
+		}
+		if m.Created < 0 {
+			return invalid(p+".created", "must be 0 (unknown) or a Unix timestamp")
+		}
+		if m.ContextTokens < 0 {
+			return invalid(p+".context_tokens", "must be positive or 0 (unknown)")
+		}
+		if m.InputOrePerMillion < 0 {
+			return invalid(p+".input_ore_per_million_tokens", "must not be negative")
+		}
+		if m.OutputOrePerMillion < 0 {
+			return invalid(p+".output_ore_per_million_tokens", "must not be negative")
+		}
+		for j := range m.Routes {
+			r := &m.Routes[j]
+			rp := fmt.Sprintf("%s.routes[%d]", p, j)
+			if !nameRe.MatchString(r.ID) {
+				return invalid(rp+".id", "route id must be 1 to 200 printable characters without spaces")
+			}
+			if routeIDs[r.ID] {
+				return invalid(rp+".id", "route id %q is used twice", r.ID)
+			}
+			routeIDs[r.ID] = true
+			if r.Model != "" && r.Model != m.ID {
+				return invalid(rp+".model", "route belongs to model %q, not %q", m.ID, r.Model)
+			}
+			r.Model = m.ID
+			if strings.TrimSpace(r.Provider) == "" {
+				return invalid(rp+".provider", "provider is required")
+			}
+			u, err := url.Parse(r.BaseURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return invalid(rp+".base_url", "base_url must be an absolute http(s) URL")
+			}
+			if len(r.Protocols) == 0 {
+				r.Protocols = []string{m.Endpoint}
+			}
+			seen := map[string]bool{}
+			for k, proto := range r.Protocols {
+				if !snapshot.KnownEndpoint(proto) {
+					return invalid(fmt.Sprintf("%s.protocols[%d]", rp, k), "unknown endpoint %q", proto)
+				}
+				if seen[proto] {
+					return invalid(fmt.Sprintf("%s.protocols[%d]", rp, k), "protocol %q listed twice", proto)
+				}
+				seen[proto] = true
+			}
+			if strings.TrimSpace(r.Region) == "" {
+				return invalid(rp+".region", "region is required")
+			}
+			if !countryRe.MatchString(r.Country) {
+				return invalid(rp+".country", "country must be an upper-case ISO 3166-1 alpha-2 code")
+			}
+			if r.Weight <= 0 {
+				return invalid(rp+".weight", "weight must be greater than 0")
+			}
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"max_conns", r.MaxConns}, {"connect_timeout_ms", r.ConnectTimeoutMS}, {"first_byte_timeout_ms", r.FirstByteTimeoutMS},
+				{"idle_timeout_ms", r.IdleTimeoutMS}, {"total_timeout_ms", r.TotalTimeoutMS}} {
+				if f.v < 0 {
+					return invalid(rp+"."+f.name, "must not be negative")
+				}
+			}
+		}
+		if m.Routes == nil {
+			m.Routes = []snapshot.Route{}
+		}
+	}
+	return nil
+}

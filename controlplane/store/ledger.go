@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// Ledger entry kinds.
+const (
+	KindCredit = "credit" // operator credit
+	KindDebit  = "debit"  // usage charge; reference is the request ID
+	KindTopup  = "topup"  // customer payment
+)
+
+// Credit is a positive ledger entry to append.
+type Credit struct {
+	AccountID string
+	// AmountMicroSEK must be positive.
+	AmountMicroSEK int64
+	// Kind is KindCredit or KindTopup.
+	Kind string
+	// Reference, when not empty, makes the credit idempotent: a second credit with the
+	// same reference is not applied (see CreditTx).
+	Reference string
+	Note      string
+}
+
+// Entry is a ledger entry.
+type Entry struct {
+	ID             int64
+	AccountID      string
+	AmountMicroSEK int64
+	Kind           string
+	Reference      string
+	Note           string
+	CreatedAt      time.Time
+}
+
+// CreditResult is the outcome of a credit.
+type CreditResult struct {
+	Entry Entry
+	// Applied is false when an entry with the same reference already existed; Entry is
+	// then that earlier entry.
+	Applied bool
+	// BalanceMicroSEK is the account's balance after the credit.
+	BalanceMicroSEK int64
+	// Seq is the ledger clock after the credit.
+	Seq int64
+}
+
+// AddCredit appends a credit in its own transaction.
+func (s *Store) AddCredit(ctx context.Context, c Credit) (CreditResult, error) {
+	var res CreditResult
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.CreditTx(ctx, tx, c)
+		return err
+	})
+	return res, err
+}
+
+// CreditTx appends a credit inside the caller's transaction, which lets a payment handler
+// record its own rows and the credit atomically. A credit whose reference exists already
+// is not applied again: the result carries the earlier entry and Applied=false (ErrConflict
+// if that entry differs in account or amount). Call it last in the transaction: it takes
+// the ledger clock lock, which is held until commit.
+func (s *Store) CreditTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult, error) {
+	if c.AmountMicroSEK <= 0 {
+		return CreditResult{}, fmt.Errorf("credit %s: amount must be positive: %w", c.AccountID, ErrInvalid)
+	}
+	if c.Kind != KindCredit && c.Kind != KindTopup {
+		return CreditResult{}, fmt.Errorf("credit %s: kind %q: %w", c.AccountID, c.Kind, ErrInvalid)
+	}
+	if err := lockBalances(ctx, tx, []string{c.AccountID}); err != nil {
+		return CreditResult{}, err
+	}
+	var ref *string
+	if c.Reference != "" {
+		ref = &c.Reference
+	}
+	e := Entry{AccountID: c.AccountID, AmountMicroSEK: c.AmountMicroSEK, Kind: c.Kind, Reference: c.Reference, Note: c.Note}
+	err := tx.QueryRow(ctx, `INSERT INTO ledger (account_id, amount_micro_sek, kind, reference, note, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (reference) DO NOTHING RETURNING id, created_at`,
+		c.AccountID, c.AmountMicroSEK, c.Kind, ref, c.Note, s.now()).Scan(&e.ID, &e.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		prev, err := entryByReference(ctx, tx, c.Reference)
+		if err != nil {
+			return CreditResult{}, err
+		}
+		if prev.AccountID != c.AccountID || prev.AmountMicroSEK != c.AmountMicroSEK {
+			return CreditResult{}, fmt.Errorf("credit reference %q already used for %s %d: %w", c.Reference, prev.AccountID, prev.AmountMicroSEK, ErrConflict)
+		}
+		res := CreditResult{Entry: prev}
+		err = tx.QueryRow(ctx, `SELECT b.balance_micro_sek, (SELECT seq FROM ledger_clock) FROM account_balances b WHERE b.account_id = $1`,
+			c.AccountID).Scan(&res.BalanceMicroSEK, &res.Seq)
+		return res, translate(err, "balance of "+c.AccountID)
+	}
+	if err != nil {
+		return CreditResult{}, translate(err, "credit "+c.AccountID)
+	}
+	seq, bals, err := applyDeltas(ctx, tx, map[string]int64{c.AccountID: c.AmountMicroSEK})
+	if err != nil {
+		return CreditResult{}, err
+	}
+	// Credits also bump the snapshot, which carries balances.
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, 'ledger')`, ChannelChanged); err != nil {
+		return CreditResult{}, translate(err, "notify")
+	}
+	return CreditResult{Entry: e, Applied: true, BalanceMicroSEK: bals[0].MicroSEK, Seq: seq}, nil
+}
+
+func entryByReference(ctx context.Context, q querier, ref string) (Entry, error) {
+	var e Entry
+	var r *string
+	err := q.QueryRow(ctx, `SELECT id, account_id, amount_micro_sek, kind, reference, note, created_at FROM ledger WHERE reference = $1`, ref).
+		Scan(&e.ID, &e.AccountID, &e.AmountMicroSEK, &e.Kind, &r, &e.Note, &e.CreatedAt)
+	if r != nil {
+		e.Reference = *r
+	}
+	return e, translate(err, "ledger entry "+ref)
+}
+
+// EntryByReference returns the ledger entry with the given reference.
+func (s *Store) EntryByReference(ctx context.Context, ref string) (Entry, error) {
+	return entryByReference(ctx, s.pool, ref)
+}
+
+// lockBalances locks the accounts' balance rows in ID order, so that concurrent ledger
+// transactions over overlapping accounts cannot deadlock. ErrNotFound when one is missing.
+func lockBalances(ctx context.Context, tx pgx.Tx, ids []string) error {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows, err := tx.Query(ctx, `SELECT account_id FROM account_balances WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE`, ids)
+	if err != nil {
+		return translate(err, "lock balances")
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return translate(err, "lock balances")
+	}
+	if len(got) != len(ids) {
+		for _, id := range ids {
+			if !slices.Contains(got, id) {
+				return fmt.Errorf("account %s: %w", id, ErrNotFound)
+			}
+		}
+	}
+	return nil
+}
+
+// applyDeltas adds deltas to the (already locked) balance rows, ticks the ledger clock
+// (last, so clock order is commit order), stamps the rows with the new clock value and
+// notifies the balance channel. It returns the clock and the new balances sorted by ID.
+func applyDeltas(ctx context.Context, tx pgx.Tx, deltas map[string]int64) (int64, []snapshot.Balance, error) {
+	ids := make([]string, 0, len(deltas))
+	for id := range deltas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	amounts := make([]int64, len(ids))
+	for i, id := range ids {
+		amounts[i] = deltas[id]
+	}
+	var seq int64
+	if err := tx.QueryRow(ctx, `UPDATE ledger_clock SET seq = seq + 1 RETURNING seq`).Scan(&seq); err != nil {
+		return 0, nil, translate(err, "tick ledger clock")
+	}
+	rows, err := tx.Query(ctx, `UPDATE account_balances b SET balance_micro_sek = b.balance_micro_sek + d.amount, seq = $3
+		FROM unnest($1::text[], $2::bigint[]) AS d(account_id, amount)
+		WHERE b.account_id = d.account_id RETURNING b.account_id, b.balance_micro_sek`, ids, amounts, seq)
+	if err != nil {
+		return 0, nil, translate(err, "update balances")
+	}
+	bals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Balance, error) {
+		var b snapshot.Balance
+		err := r.Scan(&b.AccountID, &b.MicroSEK)
+		return b, err
+	})
+	if err != nil {
+		return 0, nil, translate(err, "update balances")
+	}
+	slices.SortFunc(bals, func(a, b snapshot.Balance) int { return cmpString(a.AccountID, b.AccountID) })
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelBalances, strconv.FormatInt(seq, 10)); err != nil {
+		return 0, nil, translate(err, "notify balances")
+	}
+	return seq, bals, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Balance returns the account's balance.
+func (s *Store) Balance(ctx context.Context, accountID string) (int64, error) {
+	var b int64
+	err := s.pool.QueryRow(ctx, `SELECT balance_micro_sek FROM account_balances WHERE account_id = $1`, accountID).Scan(&b)
+	return b, translate(err, "balance of "+accountID)
+}
+
+// BalancesSince returns the balances changed after ledger clock value since, and the
+// current clock. Every change with a clock value up to the returned one is included.
+func (s *Store) BalancesSince(ctx context.Context, since int64) (int64, []snapshot.Balance, error) {
+	var seq int64
+	bals := []snapshot.Balance{}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT seq FROM ledger_clock`).Scan(&seq); err != nil {
+			return err
+		}
+		if seq <= since {
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM account_balances WHERE seq > $1 ORDER BY account_id`, since)
+		if err != nil {
+			return err
+		}
+		bals, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Balance, error) {
+			var b snapshot.Balance
+			err := r.Scan(&b.AccountID, &b.MicroSEK)
+			return b, err
+		})
+		return err
+	})
+	return seq, bals, translate(err, "balances since")
+}
+
+// LedgerSeq returns the current ledger clock.
+func (s *Store) LedgerSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT seq FROM ledger_clock`).Scan(&seq)
+	return seq, translate(err, "ledger clock")
+}
+
+// LedgerSum returns the sum of the account's ledger entries (the definition of its
+// balance; the cached balance must always equal it).
+func (s *Store) LedgerSum(ctx context.Context, accountID string) (int64, error) {
+	var sum int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(sum(amount_micro_sek), 0)::bigint FROM ledger WHERE account_id = $1`, accountID).Scan(&sum)
+	return sum, translate(err, "ledger sum of "+accountID)
+}

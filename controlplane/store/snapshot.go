@@ -1,0 +1,172 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// CompileSnapshot reads everything a data-plane node serves from in one consistent
+// (repeatable read) transaction and versions it: the current version is kept when the
+// content hash is unchanged, otherwise the version is bumped. The version row is locked
+// first, so replicas compiling at once agree on versions. Slices are sorted by ID so
+// that equal content hashes equally.
+func (s *Store) CompileSnapshot(ctx context.Context, defaults snapshot.Limits) (*snapshot.Snapshot, error) {
+	var snap *snapshot.Snapshot
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		snap, err = s.compileTx(ctx, tx, defaults)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compile snapshot: %w", err)
+	}
+	return snap, nil
+}
+
+func (s *Store) compileTx(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*snapshot.Snapshot, error) {
+	// Repeatable read: every query below sees one snapshot of the database. The first
+	// statement takes the version row lock; a concurrent compile that committed first makes
+	// this one fail with a serialization error, and retryTx runs it again.
+	if _, err := tx.Exec(ctx, `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		return nil, err
+	}
+	snap := &snapshot.Snapshot{}
+	var hash string
+	if err := tx.QueryRow(ctx, `SELECT version, hash, generated_at FROM snapshot_state FOR UPDATE`).
+		Scan(&snap.Version, &hash, &snap.GeneratedAt); err != nil {
+		return nil, err
+	}
+	content, err := readContent(ctx, tx, defaults)
+	if err != nil {
+		return nil, err
+	}
+	snap.Content = *content
+	snap.Hash, err = snapshot.ComputeHash(content)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Hash != hash || snap.Version == 0 {
+		snap.Version++
+		snap.GeneratedAt = s.now().UTC().Truncate(time.Microsecond)
+		if _, err := tx.Exec(ctx, `UPDATE snapshot_state SET version = $1, hash = $2, generated_at = $3`,
+			snap.Version, snap.Hash, snap.GeneratedAt); err != nil {
+			return nil, err
+		}
+	}
+	snap.GeneratedAt = snap.GeneratedAt.UTC()
+	return snap, nil
+}
+
+// SnapshotState returns the stored version, hash and generation time.
+func (s *Store) SnapshotState(ctx context.Context) (version int64, hash string, generatedAt time.Time, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT version, hash, generated_at FROM snapshot_state`).Scan(&version, &hash, &generatedAt)
+	return version, hash, generatedAt.UTC(), translate(err, "snapshot state")
+}
+
+func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*snapshot.Content, error) {
+	c := &snapshot.Content{DefaultLimits: defaults}
+
+	rows, err := tx.Query(ctx, `SELECT a.id, a.customer, a.residency, a.suspended, a.limits,
+			COALESCE((SELECT array_agg(m.model_id ORDER BY m.model_id) FROM account_models m WHERE m.account_id = a.id), '{}')
+		FROM accounts a ORDER BY a.id`)
+	if err != nil {
+		return nil, translate(err, "read accounts")
+	}
+	c.Accounts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Account, error) {
+		var a snapshot.Account
+		var limits []byte
+		if err := r.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &a.Models); err != nil {
+			return a, err
+		}
+		a.Limits, err = decodeLimits(limits)
+		return a, err
+	})
+	if err != nil {
+		return nil, translate(err, "read accounts")
+	}
+
+	rows, err = tx.Query(ctx, `SELECT id, account_id, hash, expires_at, limits FROM api_keys WHERE revoked_at IS NULL ORDER BY id`)
+	if err != nil {
+		return nil, translate(err, "read keys")
+	}
+	c.Keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Key, error) {
+		var k snapshot.Key
+		var limits []byte
+		if err := r.Scan(&k.ID, &k.AccountID, &k.Hash, &k.ExpiresAt, &limits); err != nil {
+			return k, err
+		}
+		if k.ExpiresAt != nil {
+			t := k.ExpiresAt.UTC()
+			k.ExpiresAt = &t
+		}
+		k.Limits, err = decodeLimits(limits)
+		return k, err
+	})
+	if err != nil {
+		return nil, translate(err, "read keys")
+	}
+
+	if c.Models, err = listModels(ctx, tx); err != nil {
+		return nil, err
+	}
+	if c.Routes, err = listRoutes(ctx, tx); err != nil {
+		return nil, err
+	}
+
+	if err := tx.QueryRow(ctx, `SELECT seq FROM ledger_clock`).Scan(&c.BalanceSeq); err != nil {
+		return nil, translate(err, "read ledger clock")
+	}
+	rows, err = tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM account_balances ORDER BY account_id`)
+	if err != nil {
+		return nil, translate(err, "read balances")
+	}
+	c.Balances, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Balance, error) {
+		var b snapshot.Balance
+		err := r.Scan(&b.AccountID, &b.MicroSEK)
+		return b, err
+	})
+	if err != nil {
+		return nil, translate(err, "read balances")
+	}
+	// Empty lists encode as [] rather than null, so the hash does not depend on it.
+	if c.Accounts == nil {
+		c.Accounts = []snapshot.Account{}
+	}
+	if c.Keys == nil {
+		c.Keys = []snapshot.Key{}
+	}
+	if c.Models == nil {
+		c.Models = []snapshot.Model{}
+	}
+	if c.Routes == nil {
+		c.Routes = []snapshot.Route{}
+	}
+	if c.Balances == nil {
+		c.Balances = []snapshot.Balance{}
+	}
+	return c, nil
+}
+
+func decodeLimits(b []byte) (*snapshot.Limits, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return nil, nil
+	}
+	l := new(snapshot.Limits)
+	if err := json.Unmarshal(b, l); err != nil {
+		return nil, fmt.Errorf("decode limits: %w", err)
+	}
+	return l, nil
+}
+
+func sortRoutes(rs []snapshot.Route) {
+	slices.SortFunc(rs, func(a, b snapshot.Route) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.ID, b.ID))
+	})
+}
