@@ -188,6 +188,8 @@ func (s *Spec) unsupportedRoot(path string) string {
 // Rules beyond a plain lookup:
 //   - A method the path does not declare, answered 405, is checked against
 //     components/responses/MethodNotAllowed.
+//   - A method an unsupported path does not declare, answered 501, is checked against
+//     components/responses/NotSupported; so is any child of an unsupported family.
 //   - A path the document does not know, answered 404, is checked against
 //     components/responses/NotFound (endpoint_not_found).
 //   - HEAD responses must have an empty body; their content is not validated.
@@ -307,6 +309,11 @@ func (s *Spec) responsePointer(method, path string, status int) (string, error) 
 	opPtr := "/paths/" + escapeToken(template) + "/" + m
 	op := asMap(s.at(opPtr))
 	if op == nil {
+		unsupported, _ := asMap(s.at("/paths/" + escapeToken(template)))["x-gateway-unsupported"].(bool)
+		if unsupported && status == http.StatusNotImplemented {
+			// Every method on an unsupported path is refused alike.
+			return "/components/responses/NotSupported", nil
+		}
 		if status == http.StatusMethodNotAllowed {
 			return "/components/responses/MethodNotAllowed", nil
 		}
