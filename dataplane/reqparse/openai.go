@@ -1,0 +1,286 @@
+package reqparse
+
+import (
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+const storeWhy = "the service is stateless and stores nothing"
+
+var chatKeys = []string{"model", "messages", "store", "stream", "stream_options", "max_tokens",
+	"max_completion_tokens", "n", "stop", "temperature", "top_p", "seed", "tools", "response_format"}
+
+const (
+	chModel = iota
+	chMessages
+	chStore
+	chStream
+	chStreamOptions
+	chMaxTokens
+	chMaxCompletionTokens
+	chN
+	chStop
+	chTemperature
+	chTopP
+	chSeed
+	chTools
+	chResponseFormat
+	chNumKeys
+)
+
+func parseChat(obj string) (Request, *apierror.Error) {
+	var f [chNumKeys]string
+	if d := pick(obj, chatKeys, f[:]); d != "" {
+		return Request{}, dupKey("", d)
+	}
+	var r Request
+	var err *apierror.Error
+	if r.Model, err = checkModel(f[chModel]); err != nil {
+		return r, err
+	}
+	if r.PromptBytes, err = chatMessages(f[chMessages]); err != nil {
+		return r, err
+	}
+	if err = onlyFalse("store", f[chStore], storeWhy); err != nil {
+		return r, err
+	}
+	if r.Stream, err = optBool("stream", f[chStream]); err != nil {
+		return r, err
+	}
+	if r.IncludeUsage, err = optStreamOptions(f[chStreamOptions]); err != nil {
+		return r, err
+	}
+	if r.MaxTokens, err = optMin("max_tokens", f[chMaxTokens], 1); err != nil {
+		return r, err
+	}
+	mct, err := optMin("max_completion_tokens", f[chMaxCompletionTokens], 1)
+	if err != nil {
+		return r, err
+	}
+	if mct > 0 {
+		r.MaxTokens = mct
+	}
+	if _, err = optMin("n", f[chN], 1); err != nil {
+		return r, err
+	}
+	err = firstErr(
+		optStop("stop", f[chStop]),
+		optNumber("temperature", f[chTemperature]),
+		optNumber("top_p", f[chTopP]),
+		optInt("seed", f[chSeed]),
+		optArrayOfObjects("tools", f[chTools]),
+		optObject("response_format", f[chResponseFormat]),
+	)
+	return r, err
+}
+
+var chatMessageKeys = []string{"role", "content", "tool_calls", "tool_call_id"}
+
+var textKeys = []string{"text"}
+
+// chatMessages checks the chat messages array and returns the size of its text.
+func chatMessages(v string) (int64, *apierror.Error) {
+	switch kindOf(v) {
+	case kAbsent, kNull:
+		return 0, bad("messages", "messages is required")
+	case kArray:
+	default:
+		return 0, bad("messages", "messages must be an array of message objects")
+	}
+	var (
+		size int64
+		err  *apierror.Error
+		n    int
+	)
+	eachElement(v, func(i int, m string) bool {
+		n++
+		if kindOf(m) != kObject {
+			err = bad(at("messages", i, ""), "each message must be an object")
+			return false
+		}
+		var f [4]string
+		if d := pick(m, chatMessageKeys, f[:]); d != "" {
+			err = dupKey(at("messages", i, "."), d)
+			return false
+		}
+		if kindOf(f[0]) != kString || len(f[0]) == 2 {
+			err = bad(at("messages", i, ".role"), "role is required and must be a non-empty string")
+			return false
+		}
+		switch kindOf(f[1]) {
+		case kAbsent, kNull:
+		case kString:
+			size += textLen(f[1])
+		case kArray:
+			eachElement(f[1], func(j int, part string) bool {
+				if kindOf(part) != kObject {
+					err = bad(at("messages", i, at(".content", j, "")), "each content part must be an object")
+					return false
+				}
+				var t [1]string
+				pick(part, textKeys, t[:])
+				size += textLen(t[0])
+				return true
+			})
+			if err != nil {
+				return false
+			}
+		default:
+			err = bad(at("messages", i, ".content"), "content must be a string, an array of content parts, or null")
+			return false
+		}
+		if given(f[2]) {
+			if e := optArrayOfObjects(at("messages", i, ".tool_calls"), f[2]); e != nil {
+				err = e
+				return false
+			}
+		}
+		if given(f[3]) && kindOf(f[3]) != kString {
+			err = bad(at("messages", i, ".tool_call_id"), "tool_call_id must be a string")
+			return false
+		}
+		return true
+	})
+	if err == nil && n == 0 {
+		err = bad("messages", "messages must contain at least one message")
+	}
+	return size, err
+}
+
+var completionKeys = []string{"model", "prompt", "n", "best_of", "echo", "suffix", "logprobs",
+	"store", "stream", "stream_options", "temperature", "top_p", "stop", "seed", "max_tokens"}
+
+const (
+	coModel = iota
+	coPrompt
+	coN
+	coBestOf
+	coEcho
+	coSuffix
+	coLogprobs
+	coStore
+	coStream
+	coStreamOptions
+	coTemperature
+	coTopP
+	coStop
+	coSeed
+	coMaxTokens
+	coNumKeys
+)
+
+func parseCompletions(obj string) (Request, *apierror.Error) {
+	var f [coNumKeys]string
+	if d := pick(obj, completionKeys, f[:]); d != "" {
+		return Request{}, dupKey("", d)
+	}
+	var r Request
+	var err *apierror.Error
+	if r.Model, err = checkModel(f[coModel]); err != nil {
+		return r, err
+	}
+	switch kindOf(f[coPrompt]) {
+	case kString:
+		r.PromptBytes = textLen(f[coPrompt])
+	case kAbsent, kNull:
+		return r, bad("prompt", "prompt is required")
+	default:
+		return r, bad("prompt", "prompt must be exactly one string; prompt arrays and token IDs are not supported")
+	}
+	for _, k := range [...]int{coN, coBestOf} {
+		if v := f[k]; given(v) {
+			if n, ok := asInt(v); !ok || n != 1 {
+				return r, bad(completionKeys[k], completionKeys[k]+" must be 1")
+			}
+		}
+	}
+	if _, err = optBool("echo", f[coEcho]); err != nil {
+		return r, err
+	}
+	if err = optString("suffix", f[coSuffix]); err != nil {
+		return r, err
+	}
+	if v := f[coLogprobs]; given(v) {
+		if n, ok := asInt(v); !ok || n < 0 || n > 5 {
+			return r, bad("logprobs", "logprobs must be an integer from 0 to 5")
+		}
+	}
+	if err = onlyFalse("store", f[coStore], storeWhy); err != nil {
+		return r, err
+	}
+	if r.Stream, err = optBool("stream", f[coStream]); err != nil {
+		return r, err
+	}
+	if r.IncludeUsage, err = optStreamOptions(f[coStreamOptions]); err != nil {
+		return r, err
+	}
+	if r.MaxTokens, err = optMin("max_tokens", f[coMaxTokens], 1); err != nil {
+		return r, err
+	}
+	err = firstErr(
+		optNumber("temperature", f[coTemperature]),
+		optNumber("top_p", f[coTopP]),
+		optStop("stop", f[coStop]),
+		optInt("seed", f[coSeed]),
+	)
+	return r, err
+}
+
+// MaxEmbeddingInputs is the most inputs one embeddings request may carry.
+const MaxEmbeddingInputs = 128
+
+var embeddingKeys = []string{"model", "input", "encoding_format", "dimensions", "user", "stream"}
+
+func parseEmbeddings(obj string) (Request, *apierror.Error) {
+	var f [6]string
+	if d := pick(obj, embeddingKeys, f[:]); d != "" {
+		return Request{}, dupKey("", d)
+	}
+	var r Request
+	var err *apierror.Error
+	if r.Model, err = checkModel(f[0]); err != nil {
+		return r, err
+	}
+	const inputRule = "input must be a non-empty string or an array of 1 to 128 non-empty strings; token arrays are not supported"
+	switch in := f[1]; kindOf(in) {
+	case kString:
+		if len(in) == 2 {
+			return r, bad("input", inputRule)
+		}
+		r.InputCount, r.PromptBytes = 1, textLen(in)
+	case kArray:
+		eachElement(in, func(i int, e string) bool {
+			if kindOf(e) != kString || len(e) == 2 {
+				err = bad(at("input", i, ""), inputRule)
+				return false
+			}
+			r.InputCount++
+			if r.InputCount > MaxEmbeddingInputs {
+				err = bad("input", inputRule)
+				return false
+			}
+			r.PromptBytes = max(r.PromptBytes, textLen(e))
+			return true
+		})
+		if err != nil {
+			return r, err
+		}
+		if r.InputCount == 0 {
+			return r, bad("input", inputRule)
+		}
+	case kAbsent, kNull:
+		return r, bad("input", "input is required")
+	default:
+		return r, bad("input", inputRule)
+	}
+	if v := f[2]; given(v) && v != `"float"` && v != `"base64"` {
+		return r, bad("encoding_format", "encoding_format must be float or base64")
+	}
+	if _, err = optMin("dimensions", f[3], 1); err != nil {
+		return r, err
+	}
+	if err = optString("user", f[4]); err != nil {
+		return r, err
+	}
+	err = onlyFalse("stream", f[5], "streaming is not supported for embeddings")
+	return r, err
+}

@@ -1,0 +1,352 @@
+package reqparse
+
+import (
+	"math"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file walks JSON text that gjson.Valid has already accepted. gjson validates without
+// allocating, but its iterators unescape every string value they pass (one allocation per
+// string containing an escape, i.e. nearly every message content), so the walk over the
+// validated bytes is done here: it hands out raw value text and allocates nothing unless a
+// key itself is escaped.
+
+// MaxDepth is the deepest nesting of arrays and objects a body may have. gjson's validator
+// is recursive: a few MiB of "[" would overflow the goroutine stack and crash the process,
+// so nesting is bounded by an iterative scan before any recursive code runs.
+const MaxDepth = 128
+
+// ValidJSON reports whether b is one valid JSON value nested at most MaxDepth deep. It is
+// safe on any input, including bodies built to exhaust the stack of recursive parsers.
+func ValidJSON(b []byte) bool {
+	s := bstr(b)
+	return nestingOK(s) && gjson.Valid(s)
+}
+
+// bstr views b as a string without copying. Strings derived from it must not outlive the
+// caller's use of b unless cloned.
+func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// nestingOK reports whether s nests at most MaxDepth deep, skipping string contents.
+func nestingOK(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i = stringEnd(s, i) - 1
+		case '{', '[':
+			depth++
+			if depth > MaxDepth {
+				return false
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return true
+}
+
+// stringEnd returns the index just past the string literal starting at s[i] == '"', or
+// len(s) when it is not terminated.
+func stringEnd(s string, i int) int {
+	j := i + 1
+	for j < len(s) {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return len(s)
+		}
+		j += k
+		n := 0
+		for p := j - 1; p > i && s[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return len(s)
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the JSON value starting at s[i].
+func valueEnd(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	switch s[i] {
+	case '"':
+		return stringEnd(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				i = stringEnd(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(s)
+	default:
+		for i < len(s) {
+			switch s[i] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return len(s)
+	}
+}
+
+// eachMember calls fn with each key (unescaped) and raw value of the object obj, in order,
+// until fn returns false. obj must be the raw text of a validated object.
+func eachMember(obj string, fn func(key, val string) bool) {
+	if len(obj) < 2 || obj[0] != '{' {
+		return
+	}
+	i := 1
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] == '}' {
+			return
+		}
+		if obj[i] == ',' {
+			i++
+			continue
+		}
+		if obj[i] != '"' {
+			return
+		}
+		ke := stringEnd(obj, i)
+		if ke-1 <= i {
+			return
+		}
+		key := obj[i+1 : ke-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = unescape(obj[i:ke])
+		}
+		i = skipWS(obj, ke)
+		if i < len(obj) && obj[i] == ':' {
+			i++
+		}
+		i = skipWS(obj, i)
+		ve := valueEnd(obj, i)
+		if ve <= i {
+			return
+		}
+		if !fn(key, obj[i:ve]) {
+			return
+		}
+		i = ve
+	}
+}
+
+// eachElement calls fn with the index and raw text of each element of the array arr, in
+// order, until fn returns false.
+func eachElement(arr string, fn func(i int, val string) bool) {
+	if len(arr) < 2 || arr[0] != '[' {
+		return
+	}
+	i, n := 1, 0
+	for {
+		i = skipWS(arr, i)
+		if i >= len(arr) || arr[i] == ']' {
+			return
+		}
+		if arr[i] == ',' {
+			i++
+			continue
+		}
+		ve := valueEnd(arr, i)
+		if ve <= i {
+			return
+		}
+		if !fn(n, arr[i:ve]) {
+			return
+		}
+		n++
+		i = ve
+	}
+}
+
+// pick scans obj once and stores the raw values of the keys in names into out (out[k] for
+// names[k]; "" when absent). It returns the first of those keys that occurs twice: the
+// gateway reads the first occurrence while many upstream parsers keep the last, so a
+// duplicated key the gateway looks at could make it route or meter a different request
+// than the one the upstream runs.
+func pick(obj string, names []string, out []string) (dup string) {
+	eachMember(obj, func(key, val string) bool {
+		for k, n := range names {
+			if n == key {
+				if out[k] != "" {
+					dup = key
+					return false
+				}
+				out[k] = val
+				break
+			}
+		}
+		return true
+	})
+	return dup
+}
+
+// JSON kinds of raw values.
+const (
+	kAbsent = iota
+	kNull
+	kBool
+	kNumber
+	kString
+	kObject
+	kArray
+)
+
+func kindOf(v string) int {
+	if v == "" {
+		return kAbsent
+	}
+	switch v[0] {
+	case 'n':
+		return kNull
+	case 't', 'f':
+		return kBool
+	case '"':
+		return kString
+	case '{':
+		return kObject
+	case '[':
+		return kArray
+	}
+	return kNumber
+}
+
+// given reports whether the optional field v is present and not null.
+func given(v string) bool { return v != "" && v != "null" }
+
+// str returns the content of the string literal v, unescaped (allocating only when v
+// contains an escape).
+func str(v string) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	in := v[1 : len(v)-1]
+	if strings.IndexByte(in, '\\') < 0 {
+		return in
+	}
+	return unescape(v)
+}
+
+func unescape(lit string) string { return gjson.Parse(lit).Str }
+
+// textLen returns the UTF-8 length of the unescaped content of the string literal v without
+// allocating. Clients often send non-ASCII text as \u escapes, which would inflate a size
+// estimate taken from the raw bytes up to six times.
+func textLen(v string) int64 {
+	if len(v) < 2 || v[0] != '"' {
+		return 0
+	}
+	in := v[1 : len(v)-1]
+	n := int64(len(in))
+	for {
+		k := strings.IndexByte(in, '\\')
+		if k < 0 || k+1 >= len(in) {
+			return n
+		}
+		in = in[k+1:]
+		if in[0] != 'u' || len(in) < 5 {
+			n-- // two bytes of escape, one byte of text
+			in = in[1:]
+			continue
+		}
+		r := hex4(in[1:5])
+		if r >= 0xD800 && r < 0xDC00 && len(in) >= 11 && in[5] == '\\' && in[6] == 'u' {
+			// surrogate pair: twelve bytes of escape, four bytes of text
+			n -= 8
+			in = in[11:]
+			continue
+		}
+		n -= 6 - int64(utf8.RuneLen(rune(r)))
+		in = in[5:]
+	}
+}
+
+func hex4(s string) int {
+	r := 0
+	for i := 0; i < 4 && i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | int(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// asInt returns the value of the number v when it is an integer (JSON Schema's sense: a
+// number with no fractional part, so 1.0 counts), clamped to the int64 range.
+func asInt(v string) (int64, bool) {
+	if kindOf(v) != kNumber {
+		return 0, false
+	}
+	neg := v[0] == '-'
+	d := v
+	if neg {
+		d = v[1:]
+	}
+	plain := d != ""
+	var n int64
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if c < '0' || c > '9' {
+			plain = false
+			break
+		}
+		if n > (1<<63-1-9)/10 {
+			n = 1<<63 - 1 // clamp; keep scanning for non-digits
+			continue
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if plain {
+		if neg {
+			return -n, true
+		}
+		return n, true
+	}
+	f := gjson.Parse(v).Num
+	switch {
+	case math.IsNaN(f):
+		return 0, false
+	case f >= 9.2e18:
+		return 1<<63 - 1, true
+	case f <= -9.2e18:
+		return -1 << 63, true
+	case f != math.Trunc(f):
+		return 0, false
+	}
+	return int64(f), true
+}
