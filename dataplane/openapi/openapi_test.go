@@ -537,3 +537,132 @@ func TestGatewayChoicesDocumented(t *testing.T) {
 		t.Error("signup redirect mapping not documented")
 	}
 }
+
+// objectKeys are the fields OpenAPI 3.1 allows on each object (besides x- extensions);
+// the official meta-schema closes every object with unevaluatedProperties: false.
+var objectKeys = map[string][]string{
+	"root":       {"openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"},
+	"info":       {"title", "summary", "description", "termsOfService", "contact", "license", "version"},
+	"license":    {"name", "identifier", "url"},
+	"server":     {"url", "description", "variables"},
+	"variable":   {"enum", "default", "description"},
+	"components": {"schemas", "responses", "parameters", "examples", "requestBodies", "headers", "securitySchemes", "links", "callbacks", "pathItems"},
+	"pathItem":   {"$ref", "summary", "description", "servers", "parameters", "get", "put", "post", "delete", "options", "head", "patch", "trace"},
+	"operation":  {"tags", "summary", "description", "externalDocs", "operationId", "parameters", "requestBody", "responses", "callbacks", "deprecated", "security", "servers"},
+	"parameter":  {"name", "in", "description", "required", "deprecated", "allowEmptyValue", "schema", "content", "style", "explode", "allowReserved", "example", "examples"},
+	"body":       {"description", "content", "required"},
+	"media":      {"schema", "encoding", "example", "examples"},
+	"response":   {"description", "headers", "content", "links"},
+	"header":     {"description", "required", "deprecated", "allowEmptyValue", "schema", "style", "explode", "example", "examples", "content"},
+	"reference":  {"$ref", "summary", "description"},
+	"tag":        {"name", "description", "externalDocs"},
+	"security":   {"type", "description", "name", "in", "scheme", "bearerFormat", "flows", "openIdConnectUrl"},
+}
+
+var (
+	componentNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+	responseKeyRE   = regexp.MustCompile(`^([1-5]([0-9][0-9]|XX)|default)$`)
+)
+
+func TestOpenAPIObjectFields(t *testing.T) {
+	doc := decoded(t)
+	check := func(where, kind string, v any) map[string]any {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			t.Errorf("%s: %s is not an object", where, kind)
+			return nil
+		}
+		if _, isRef := obj["$ref"]; isRef && kind != "pathItem" {
+			kind = "reference"
+		}
+		for k := range obj {
+			if !strings.HasPrefix(k, "x-") && !slices.Contains(objectKeys[kind], k) {
+				t.Errorf("%s: field %q not allowed on a %s object", where, k, kind)
+			}
+		}
+		return obj
+	}
+	var media func(where string, content any)
+	headersOf := func(where string, hs any) {
+		for n, h := range asMap(hs) {
+			hh := check(where+" header "+n, "header", h)
+			if _, isRef := hh["$ref"]; !isRef && hh["schema"] == nil {
+				t.Errorf("%s header %s has no schema", where, n)
+			}
+		}
+	}
+	response := func(where string, r any) {
+		rr := check(where, "response", r)
+		if _, isRef := rr["$ref"]; isRef {
+			return
+		}
+		if _, ok := rr["description"].(string); !ok {
+			t.Errorf("%s: response without description", where)
+		}
+		headersOf(where, rr["headers"])
+		media(where, rr["content"])
+	}
+	media = func(where string, content any) {
+		for ct, m := range asMap(content) {
+			check(where+" "+ct, "media", m)
+		}
+	}
+	root := check("root", "root", doc)
+	info := check("info", "info", root["info"])
+	lic := check("license", "license", info["license"])
+	if (lic["identifier"] == nil) == (lic["url"] == nil) {
+		t.Error("license needs exactly one of identifier and url")
+	}
+	for _, s := range asSlice(root["servers"]) {
+		for n, v := range asMap(check("server", "server", s)["variables"]) {
+			check("server variable "+n, "variable", v)
+		}
+	}
+	for _, tag := range asSlice(root["tags"]) {
+		check("tag", "tag", tag)
+	}
+	comps := check("components", "components", root["components"])
+	for section, entries := range comps {
+		for name, v := range asMap(entries) {
+			if !componentNameRE.MatchString(name) {
+				t.Errorf("components.%s name %q does not match %s", section, name, componentNameRE)
+			}
+			where := "components." + section + "." + name
+			switch section {
+			case "responses":
+				response(where, v)
+			case "parameters":
+				check(where, "parameter", v)
+			case "headers":
+				check(where, "header", v)
+			case "securitySchemes":
+				check(where, "security", v)
+			}
+		}
+	}
+	for p, item := range asMap(root["paths"]) {
+		it := check(p, "pathItem", item)
+		for _, prm := range asSlice(it["parameters"]) {
+			check(p+" parameter", "parameter", prm)
+		}
+		for _, m := range methods {
+			if it[m] == nil {
+				continue
+			}
+			where := strings.ToUpper(m) + " " + p
+			op := check(where, "operation", it[m])
+			for _, prm := range asSlice(op["parameters"]) {
+				check(where+" parameter", "parameter", prm)
+			}
+			if rb := op["requestBody"]; rb != nil {
+				media(where+" requestBody", check(where+" requestBody", "body", rb)["content"])
+			}
+			for code, r := range asMap(op["responses"]) {
+				if !responseKeyRE.MatchString(code) {
+					t.Errorf("%s: response key %q", where, code)
+				}
+				response(where+" "+code, r)
+			}
+		}
+	}
+}
