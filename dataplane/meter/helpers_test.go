@@ -1,0 +1,141 @@
+package meter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// testConfig is a config with short waits for tests.
+func testConfig(t testing.TB, cpURL, dir string) Config {
+	t.Helper()
+	return Config{
+		DataDir:         dir,
+		ControlPlaneURL: cpURL,
+		NodeID:          "node-a",
+		NodeToken:       testToken,
+		BatchSize:       100,
+		BatchInterval:   20 * time.Millisecond,
+		RetryWaitMin:    5 * time.Millisecond,
+		RetryWaitMax:    50 * time.Millisecond,
+		BalanceWait:     time.Second,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics:         metrics.NewSet(),
+	}
+}
+
+func newMeter(t testing.TB, cfg Config) *Meter {
+	t.Helper()
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// run starts m.Run and returns a stop function that cancels it and waits for it to return.
+func run(t testing.TB, m *Meter) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Run did not return after cancel")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func flush(t testing.TB, m *Meter) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+var testTS = time.Date(2026, 11, 22, 10, 11, 12, 123456789, time.UTC)
+
+// mkRecord builds a varied record.
+func mkRecord(i int, acct string, price int64) *usage.Record {
+	r := &usage.Record{
+		RequestID:        fmt.Sprintf("req_%08d", i),
+		TS:               testTS.Add(time.Duration(i) * time.Millisecond),
+		AccountID:        acct,
+		Model:            "llama-3.3-70b",
+		Endpoint:         "/v1/chat/completions",
+		Stream:           i%2 == 0,
+		Provider:         "simulator",
+		Residency:        "se",
+		Status:           200,
+		Result:           usage.ResultOK,
+		PromptTokens:     int64(10 + i),
+		CompletionTokens: int64(i % 7),
+		PriceMicroSEK:    price,
+		DurationMS:       int64(i % 100),
+	}
+	if i%3 != 0 {
+		k := fmt.Sprintf("key_%012x", i)
+		r.KeyID = &k
+	}
+	if i%5 == 0 {
+		r.Routing = &usage.Routing{Policy: "se", Attempts: []usage.Attempt{
+			{Route: "r1", Provider: "p1", Region: "se-sto", Status: 503, Error: "upstream", DurationMS: 3},
+			{Route: "r2", Provider: "p2", Region: "se-got", Status: 200, DurationMS: 40},
+		}}
+	}
+	return r
+}
+
+func segFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "spool", segPrefix+"*"+segSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func fileSize(t testing.TB, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -1,0 +1,253 @@
+package meter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// Errors of the Meter's lifecycle.
+var (
+	ErrClosed  = errors.New("meter closed")
+	ErrRunning = errors.New("meter already running")
+)
+
+// Meter spools request records, delivers them to the control plane and keeps the node's
+// balance view. Its methods are safe for concurrent use.
+type Meter struct {
+	cfg         Config
+	log         *slog.Logger
+	spool       *spool
+	bal         *balances
+	client      *retryablehttp.Client
+	usageURL    string
+	balancesURL string
+
+	running atomic.Bool
+	closed  atomic.Bool
+	// inflight is the batch being sent; kept across Run calls so it is resent first.
+	inflight *batch
+
+	batches *metrics.Counter
+	retries *metrics.Counter
+	records *metrics.Counter
+	fsyncs  *metrics.Counter
+	set     *metrics.Set
+	ownSet  bool
+
+	errMu   sync.Mutex
+	lastErr string
+	lastAt  time.Time
+
+	// minPoll spaces balance polls that came back early with nothing new.
+	minPoll time.Duration
+}
+
+// Stats is the meter's state for operators.
+type Stats struct {
+	// SpoolRecords counts records handed over and not yet confirmed by the control plane
+	// (QueuedRecords of them not yet durable).
+	SpoolRecords  int64
+	QueuedRecords int64
+	// SpoolBytes is the size of the spool's segment files, confirmed records not yet
+	// deleted included.
+	SpoolBytes int64
+	// OldestUnconfirmedAge is how long the oldest unconfirmed record has waited (0 when
+	// none does). For records recovered after a restart it counts from the request's time.
+	OldestUnconfirmedAge time.Duration
+	// BatchesSent counts batches the control plane confirmed; Retries counts repeated
+	// attempts to send a batch; Fsyncs counts grouped spool writes.
+	BatchesSent uint64
+	Retries     uint64
+	Fsyncs      uint64
+	// LastError is the most recent failure talking to the control plane or writing the
+	// spool, and when it happened; empty when none occurred.
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// New opens the spool under cfg.DataDir/spool, recovers the records it holds (they count
+// as unconfirmed spend and are sent again by Run) and starts the spool writer.
+func New(cfg Config) (*Meter, error) {
+	cfg.fill()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	base := strings.TrimRight(cfg.ControlPlaneURL, "/")
+	m := &Meter{
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "meter"),
+		bal:         newBalances(),
+		usageURL:    base + internalapi.PathUsage,
+		balancesURL: base + internalapi.PathBalances,
+		minPoll:     time.Second,
+	}
+	m.initCounters()
+	sp, err := openSpool(filepath.Join(cfg.DataDir, "spool"), cfg.SegmentBytes, cfg.FsyncWindow, m.log, cfg.Now, m.fsyncs.Inc,
+		func(p []byte) {
+			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek")
+			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
+		})
+	if err != nil {
+		if m.ownSet {
+			metrics.UnregisterSet(m.set, true)
+		}
+		return nil, fmt.Errorf("open spool: %w", err)
+	}
+	m.spool = sp
+	m.client = m.newClient()
+	m.initGauges()
+	return m, nil
+}
+
+// Record hands over a finished request's record. It encodes the record, counts its price
+// as unconfirmed spend of the account and queues it for the spool writer; it does not
+// wait for the disk or the network. rec may be reused after Record returns.
+func (m *Meter) Record(rec *usage.Record) {
+	if rec == nil {
+		return
+	}
+	p, err := json.Marshal(rec)
+	if err != nil { // a usage.Record always encodes; keep the spend anyway
+		m.log.Error("meter: encode record", "request_id", rec.RequestID, "err", err)
+		m.bal.addUnconfirmed(rec.AccountID, rec.PriceMicroSEK)
+		return
+	}
+	m.bal.addUnconfirmed(rec.AccountID, rec.PriceMicroSEK)
+	if !m.spool.enqueue(p) {
+		m.log.Error("meter: record after Close is lost", "request_id", rec.RequestID,
+			"account_id", rec.AccountID, "price_micro_sek", rec.PriceMicroSEK)
+		return
+	}
+	m.records.Inc()
+}
+
+// Spendable returns the account's balance as the node knows it minus the spend the node
+// has not yet had confirmed, in micro-SEK. An account the node knows nothing about has 0.
+// Admit inference only when it is positive.
+func (m *Meter) Spendable(accountID string) int64 {
+	return m.bal.spendable(accountID)
+}
+
+// SeedBalances takes the balances of a snapshot, complete as of ledger sequence seq. An
+// account whose known balance is as new or newer keeps it.
+func (m *Meter) SeedBalances(b []snapshot.Balance, seq int64) {
+	m.bal.apply(b, seq, true)
+}
+
+// Flush waits until every record handed over before the call is durable in the spool.
+func (m *Meter) Flush(ctx context.Context) error {
+	_, want := m.spool.seqs()
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		if got, _ := m.spool.seqs(); got >= want {
+			return nil
+		}
+		if m.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Stats returns the meter's counters and spool depth.
+func (m *Meter) Stats() Stats {
+	st := m.spool.state()
+	s := Stats{
+		SpoolRecords:  st.records,
+		QueuedRecords: st.queued,
+		SpoolBytes:    st.bytes,
+		BatchesSent:   m.batches.Get(),
+		Retries:       m.retries.Get(),
+		Fsyncs:        m.fsyncs.Get(),
+	}
+	if !st.oldest.IsZero() {
+		s.OldestUnconfirmedAge = max(m.cfg.Now().Sub(st.oldest), 0)
+	}
+	m.errMu.Lock()
+	s.LastError, s.LastErrorAt = m.lastErr, m.lastAt
+	m.errMu.Unlock()
+	if st.werr != nil && (s.LastError == "" || !strings.HasPrefix(s.LastError, "spool")) {
+		s.LastError = "spool: " + st.werr.Error()
+	}
+	return s
+}
+
+func (m *Meter) setErr(err error) {
+	m.errMu.Lock()
+	m.lastErr, m.lastAt = err.Error(), m.cfg.Now()
+	m.errMu.Unlock()
+}
+
+// Close writes what is queued to the spool and closes it. Call it after Run returned;
+// records handed over afterwards are lost (and logged). Unconfirmed records stay in the
+// spool for the next Meter.
+func (m *Meter) Close() error {
+	if !m.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	err := m.spool.close()
+	if m.ownSet {
+		metrics.UnregisterSet(m.set, true)
+	}
+	if err != nil {
+		return fmt.Errorf("close spool: %w", err)
+	}
+	return nil
+}
+
+func (m *Meter) initCounters() {
+	m.set = m.cfg.Metrics
+	if m.set == nil {
+		m.set, m.ownSet = metrics.NewSet(), true
+	}
+	m.batches = m.set.NewCounter("gateway_usage_batches_total")
+	m.retries = m.set.NewCounter("gateway_usage_retries_total")
+	m.records = m.set.NewCounter("gateway_usage_records_total")
+	m.fsyncs = m.set.NewCounter("gateway_spool_fsyncs_total")
+}
+
+func (m *Meter) initGauges() {
+	m.set.NewGauge("gateway_spool_records", func() float64 { return float64(m.spool.state().records) })
+	m.set.NewGauge("gateway_spool_bytes", func() float64 { return float64(m.spool.state().bytes) })
+	m.set.NewGauge("gateway_spool_oldest_age_seconds", func() float64 {
+		return m.Stats().OldestUnconfirmedAge.Seconds()
+	})
+	if m.ownSet {
+		metrics.RegisterSet(m.set)
+	}
+}
+
+// recordTime returns a spooled record's ts, or the zero time.
+func recordTime(p []byte) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(p, "ts").String())
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// validRecordJSON reports whether a spooled payload is a JSON object.
+func validRecordJSON(p []byte) bool {
+	return len(p) > 0 && p[0] == '{' && gjson.ValidBytes(p)
+}

@@ -1,0 +1,403 @@
+package meter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := func(c *Config) {}
+	tests := []struct {
+		name    string
+		mod     func(*Config)
+		wantErr string
+	}{
+		{"defaults", ok, ""},
+		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir"},
+		{"no url", func(c *Config) { c.ControlPlaneURL = "" }, "ControlPlaneURL"},
+		{"url without scheme", func(c *Config) { c.ControlPlaneURL = "127.0.0.1:8081" }, "ControlPlaneURL"},
+		{"ftp url", func(c *Config) { c.ControlPlaneURL = "ftp://cp" }, "ControlPlaneURL"},
+		{"no node id", func(c *Config) { c.NodeID = "" }, "NodeID"},
+		{"token with newline", func(c *Config) { c.NodeToken = "a\nb" }, "NodeToken"},
+		{"batch too big", func(c *Config) { c.BatchSize = maxBatchSize + 1 }, "BatchSize"},
+		{"negative batch size", func(c *Config) { c.BatchSize = -1 }, "BatchSize"},
+		{"negative interval", func(c *Config) { c.BatchInterval = -time.Second }, "BatchInterval"},
+		{"retry max under min", func(c *Config) { c.RetryWaitMin, c.RetryWaitMax = time.Second, time.Millisecond }, "retry waits"},
+		{"sub-second balance wait", func(c *Config) { c.BalanceWait = 10 * time.Millisecond }, "BalanceWait"},
+		{"client timeout under wait", func(c *Config) { c.HTTPClient = &http.Client{Timeout: 5 * time.Second} }, "HTTPClient.Timeout"},
+		{"client without timeout", func(c *Config) { c.HTTPClient = &http.Client{} }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{DataDir: "d", ControlPlaneURL: "http://127.0.0.1:1", NodeID: "n", NodeToken: "t"}
+			tt.mod(&c)
+			c.fill()
+			err := c.validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("validate: %v", err)
+				}
+				if c.BatchSize != DefaultBatchSize || c.FsyncWindow != DefaultFsyncWindow || c.Now == nil || c.Logger == nil {
+					t.Errorf("defaults not filled: %+v", c)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("validate = %v, want ErrConfig mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRecordsReachControlPlaneExactly(t *testing.T) {
+	for _, n := range []int{1, 99, 100, 101, 750} {
+		t.Run("", func(t *testing.T) {
+			cp := newFakeCP(t)
+			m := newMeter(t, testConfig(t, cp.srv.URL, t.TempDir()))
+			var want []usage.Record
+			for i := range n {
+				r := mkRecord(i, "acct_a", int64(i*3))
+				want = append(want, *r)
+				m.Record(r)
+			}
+			run(t, m)
+			eventually(t, 5*time.Second, "all records delivered", func() bool { return cp.count() == n })
+			for _, w := range want {
+				got, ok := cp.record(w.RequestID)
+				if !ok {
+					t.Fatalf("record %s missing", w.RequestID)
+				}
+				if d := cmp.Diff(w, got); d != "" {
+					t.Fatalf("record %s changed on the way (-sent +received):\n%s", w.RequestID, d)
+				}
+			}
+			eventually(t, 5*time.Second, "spool emptied", func() bool {
+				s := m.Stats()
+				return s.SpoolRecords == 0 && s.SpoolBytes == 0
+			})
+			if s := m.Stats(); s.BatchesSent < uint64((n+99)/100) || s.OldestUnconfirmedAge != 0 {
+				t.Errorf("stats after delivery: %+v", s)
+			}
+		})
+	}
+}
+
+func TestGroupedFsync(t *testing.T) {
+	const writers, each = 8, 250
+	m := newMeter(t, testConfig(t, "http://127.0.0.1:1", t.TempDir()))
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				m.Record(mkRecord(w*each+i, "acct_a", 1))
+			}
+		})
+	}
+	wg.Wait()
+	flush(t, m)
+	s := m.Stats()
+	if s.SpoolRecords != writers*each || s.QueuedRecords != 0 {
+		t.Fatalf("spool holds %d records (%d queued), want %d durable", s.SpoolRecords, s.QueuedRecords, writers*each)
+	}
+	if s.Fsyncs == 0 || s.Fsyncs > writers*each/20 {
+		t.Fatalf("%d fsyncs for %d records; want grouped (at most %d)", s.Fsyncs, writers*each, writers*each/20)
+	}
+	t.Logf("%d records, %d fsyncs", writers*each, s.Fsyncs)
+}
+
+func TestControlPlaneDownThenBack(t *testing.T) {
+	cp := newFakeCP(t)
+	cp.down.Store(true)
+	m := newMeter(t, testConfig(t, cp.srv.URL, t.TempDir()))
+	run(t, m)
+	const n = 1000
+	for i := range n {
+		m.Record(mkRecord(i, "acct_a", 2))
+		if i%100 == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	eventually(t, 5*time.Second, "several retries", func() bool { return m.Stats().Retries >= 5 })
+	s := m.Stats()
+	if s.SpoolRecords != n || s.LastError == "" || !strings.Contains(s.LastError, "503") || s.OldestUnconfirmedAge <= 0 {
+		t.Fatalf("while down: %+v", s)
+	}
+	if got := m.Spendable("acct_a"); got != -2*n {
+		t.Fatalf("Spendable while down = %d, want %d", got, -2*n)
+	}
+	cp.down.Store(false)
+	eventually(t, 10*time.Second, "all records delivered", func() bool { return cp.count() == n })
+	eventually(t, 5*time.Second, "spool emptied", func() bool { return m.Stats().SpoolRecords == 0 })
+	if got := cp.balance("acct_a"); got != -2*n {
+		t.Fatalf("ledger balance = %d, want %d", got, -2*n)
+	}
+	eventually(t, 2*time.Second, "balance view", func() bool { return m.Spendable("acct_a") == -2*n })
+}
+
+func TestCrashThenResend(t *testing.T) {
+	dir := t.TempDir()
+	cp := newFakeCP(t)
+	cfg := testConfig(t, cp.srv.URL, dir)
+	m1, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	for i := range n {
+		m1.Record(mkRecord(i, "acct_a", 10))
+	}
+	flush(t, m1)
+	m1.spool.abandon() // the process dies: no final write, nothing sent
+	m1.closed.Store(true)
+
+	cfg.Metrics = nil
+	m2 := newMeter(t, cfg)
+	if s := m2.Stats(); s.SpoolRecords != n {
+		t.Fatalf("recovered %d records, want %d", s.SpoolRecords, n)
+	}
+	if got := m2.Spendable("acct_a"); got != -10*n {
+		t.Fatalf("recovered unconfirmed spend: Spendable = %d, want %d", got, -10*n)
+	}
+	if cp.count() != 0 {
+		t.Fatal("records sent before Run")
+	}
+	run(t, m2)
+	eventually(t, 5*time.Second, "recovered records delivered", func() bool { return cp.count() == n })
+	eventually(t, 5*time.Second, "spool emptied", func() bool { return len(segFiles(t, dir)) == 0 })
+}
+
+func TestSpoolLockedByOtherMeter(t *testing.T) {
+	dir := t.TempDir()
+	newMeter(t, testConfig(t, "http://127.0.0.1:1", dir))
+	cfg := testConfig(t, "http://127.0.0.1:1", dir)
+	if _, err := New(cfg); !errors.Is(err, ErrSpoolLocked) {
+		t.Fatalf("second meter on one spool: err = %v, want ErrSpoolLocked", err)
+	}
+}
+
+func TestTornTailSkipped(t *testing.T) {
+	valid := appendFrame(nil, []byte(`{"request_id":"x","account_id":"acct_a","price_micro_sek":1}`))
+	tests := []struct {
+		name string
+		tail []byte
+	}{
+		{"half header", valid[:5]},
+		{"header only", valid[:frameHeader]},
+		{"partial payload", valid[:len(valid)-3]},
+		{"bad checksum", append(append([]byte{}, valid[:len(valid)-1]...), '!')},
+		{"zero-filled block", make([]byte, 4096)},
+		{"huge length", []byte{0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4, 5}},
+		{"checksummed non-JSON", appendFrame(nil, []byte("not json"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cp := newFakeCP(t)
+			cfg := testConfig(t, cp.srv.URL, dir)
+			m1, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 50
+			for i := range n {
+				m1.Record(mkRecord(i, "acct_a", 1))
+			}
+			if err := m1.Close(); err != nil {
+				t.Fatal(err)
+			}
+			segs := segFiles(t, dir)
+			if len(segs) != 1 {
+				t.Fatalf("segments: %v", segs)
+			}
+			f, err := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(tt.tail)
+			f.Close()
+
+			cfg.Metrics = nil
+			m2 := newMeter(t, cfg)
+			if s := m2.Stats(); s.SpoolRecords != n {
+				t.Fatalf("recovered %d records, want %d", s.SpoolRecords, n)
+			}
+			// New records go to a new segment, never behind the torn tail.
+			m2.Record(mkRecord(n, "acct_a", 1))
+			run(t, m2)
+			eventually(t, 5*time.Second, "records delivered", func() bool { return cp.count() == n+1 })
+			eventually(t, 5*time.Second, "spool emptied", func() bool { return len(segFiles(t, dir)) == 0 })
+		})
+	}
+}
+
+func TestConfirmedNotResentAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	cp := newFakeCP(t)
+	cfg := testConfig(t, cp.srv.URL, dir)
+	cfg.SegmentBytes = 2 << 10 // several segments
+	m1, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	for i := range n {
+		m1.Record(mkRecord(i, "acct_a", 1))
+		if i%40 == 39 {
+			flush(t, m1) // a segment is sealed after the write that fills it
+		}
+	}
+	if segs := segFiles(t, dir); len(segs) < 3 {
+		t.Fatalf("want several segments with SegmentBytes=2KiB, got %d", len(segs))
+	}
+	stop := run(t, m1)
+	eventually(t, 5*time.Second, "delivered", func() bool { return cp.count() == n })
+	eventually(t, 5*time.Second, "spool shrinks to nothing", func() bool {
+		s := m1.Stats()
+		return s.SpoolRecords == 0 && s.SpoolBytes == 0 && len(segFiles(t, dir)) == 0
+	})
+	stop()
+	if err := m1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	posts := cp.posts.Load()
+
+	cfg.Metrics = nil
+	m2 := newMeter(t, cfg)
+	if s := m2.Stats(); s.SpoolRecords != 0 {
+		t.Fatalf("restarted meter holds %d records", s.SpoolRecords)
+	}
+	run(t, m2)
+	time.Sleep(100 * time.Millisecond)
+	if got := cp.posts.Load(); got != posts {
+		t.Fatalf("restarted meter sent %d batches of confirmed records", got-posts)
+	}
+}
+
+func TestRunReturnsPromptlyMidBackoff(t *testing.T) {
+	cp := newFakeCP(t)
+	cp.down.Store(true)
+	cfg := testConfig(t, cp.srv.URL, t.TempDir())
+	cfg.RetryWaitMin, cfg.RetryWaitMax = 10*time.Second, 30*time.Second
+	m := newMeter(t, cfg)
+	m.Record(mkRecord(1, "acct_a", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	eventually(t, 5*time.Second, "first attempt failed", func() bool { return cp.posts.Load() >= 1 })
+	time.Sleep(20 * time.Millisecond) // now sleeping in a 5..10 s backoff
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run still sleeping in backoff 2s after cancel")
+	}
+	if el := time.Since(start); el > 500*time.Millisecond {
+		t.Errorf("Run took %s to return", el)
+	}
+	// The unconfirmed batch is kept and goes out on the next Run.
+	cp.down.Store(false)
+	m.cfg.RetryWaitMin, m.cfg.RetryWaitMax = time.Millisecond, time.Millisecond
+	m.client = m.newClient()
+	run(t, m)
+	eventually(t, 5*time.Second, "delivered after restart of Run", func() bool { return cp.count() == 1 })
+}
+
+func TestRunTwiceAndAfterClose(t *testing.T) {
+	m := newMeter(t, testConfig(t, "http://127.0.0.1:1", t.TempDir()))
+	run(t, m)
+	eventually(t, time.Second, "running", m.running.Load)
+	if err := m.Run(context.Background()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second Run = %v, want ErrRunning", err)
+	}
+	m2 := newMeter(t, testConfig(t, "http://127.0.0.1:1", t.TempDir()))
+	m2.Close()
+	if err := m2.Run(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Run after Close = %v, want ErrClosed", err)
+	}
+	m2.Record(mkRecord(1, "a", 1)) // logged, no panic
+}
+
+func TestBadReplyIsRetried(t *testing.T) {
+	cp := newFakeCP(t)
+	cp.badReply.Store(true)
+	m := newMeter(t, testConfig(t, cp.srv.URL, t.TempDir()))
+	m.Record(mkRecord(1, "acct_a", 5))
+	run(t, m)
+	eventually(t, 5*time.Second, "retries", func() bool { return m.Stats().Retries >= 3 })
+	if s := m.Stats(); s.SpoolRecords != 1 || !strings.Contains(s.LastError, "confirms batch") {
+		t.Fatalf("a reply for another batch must not confirm: %+v", s)
+	}
+	cp.badReply.Store(false)
+	eventually(t, 5*time.Second, "confirmed", func() bool { return m.Stats().SpoolRecords == 0 })
+}
+
+func TestBalanceWatchDeliversTopUp(t *testing.T) {
+	cp := newFakeCP(t)
+	cp.credit("acct_a", 1000)
+	m := newMeter(t, testConfig(t, cp.srv.URL, t.TempDir()))
+	bals, seq := cp.snapshotBalances()
+	m.SeedBalances(bals, seq)
+	if got := m.Spendable("acct_a"); got != 1000 {
+		t.Fatalf("seeded Spendable = %d", got)
+	}
+	run(t, m)
+	time.Sleep(50 * time.Millisecond) // the watch is now waiting
+	start := time.Now()
+	cp.credit("acct_a", 5_000_000)
+	cp.credit("acct_b", 7)
+	eventually(t, 3*time.Second, "top-up seen", func() bool {
+		return m.Spendable("acct_a") == 5_001_000 && m.Spendable("acct_b") == 7
+	})
+	t.Logf("top-up reached the node in %s", time.Since(start))
+}
+
+func TestMetricsExposed(t *testing.T) {
+	cfg := testConfig(t, "http://127.0.0.1:1", t.TempDir())
+	m := newMeter(t, cfg)
+	m.Record(mkRecord(1, "a", 1))
+	flush(t, m)
+	var buf bytes.Buffer
+	cfg.Metrics.WritePrometheus(&buf)
+	for _, want := range []string{
+		"gateway_spool_records 1", "gateway_spool_bytes ", "gateway_spool_oldest_age_seconds ",
+		"gateway_usage_batches_total 0", "gateway_usage_retries_total 0", "gateway_spool_fsyncs_total 1",
+		"gateway_usage_records_total 1",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestSeedBalancesIgnoresStale(t *testing.T) {
+	m := newMeter(t, testConfig(t, "http://127.0.0.1:1", t.TempDir()))
+	m.SeedBalances([]snapshot.Balance{{AccountID: "a", MicroSEK: 100}}, 10)
+	m.SeedBalances([]snapshot.Balance{{AccountID: "a", MicroSEK: 999}}, 9)
+	m.SeedBalances([]snapshot.Balance{{AccountID: "a", MicroSEK: 999}}, 10)
+	if got := m.Spendable("a"); got != 100 {
+		t.Fatalf("Spendable = %d, want 100 (older and equal seqs ignored)", got)
+	}
+	m.SeedBalances([]snapshot.Balance{{AccountID: "a", MicroSEK: 50}}, 11)
+	if got := m.Spendable("a"); got != 50 {
+		t.Fatalf("Spendable = %d, want 50", got)
+	}
+	if got := m.bal.cursor.Load(); got != 11 {
+		t.Fatalf("watch cursor = %d, want 11", got)
+	}
+}
