@@ -281,13 +281,14 @@ func TestValidateHeaders(t *testing.T) {
 		{"429 without Retry-After", "POST", "/v1/completions", 429, hdr("X-Request-Id", "r1"), true},
 		{"405 with Allow", "PATCH", "/v1/models", 405, hdr("X-Request-Id", "r1", "Allow", "GET, HEAD, OPTIONS"), true},
 		{"405 without Allow", "DELETE", "/v1/models/{model}", 405, hdr("X-Request-Id", "r1"), false},
-		{"options", "OPTIONS", "/v1/service/account", 204, hdr("Allow", "GET, HEAD, OPTIONS"), true},
-		{"options without Allow", "OPTIONS", "/v1/service/account", 204, hdr(), false},
+		{"options", "OPTIONS", "/v1/service/account", 204, hdr("X-Request-Id", "r1", "Allow", "GET, HEAD, OPTIONS"), true},
+		{"options without Allow", "OPTIONS", "/v1/service/account", 204, hdr("X-Request-Id", "r1"), false},
 		{"signup without Location", "POST", "/v1/service/signup", 303, hdr("X-Request-Id", "r1"), false},
-		{"signup relative Location", "POST", "/v1/service/signup", 303, hdr("Location", "/thanks"), false},
-		{"signup Location", "POST", "/v1/service/signup", 303, hdr("Location", "https://example.com/thanks"), true},
-		{"docs", "GET", "/docs", 302, hdr("Location", "https://example.com/reference"), true},
-		{"healthz", "GET", "/healthz", 200, hdr(), true},
+		{"signup relative Location", "POST", "/v1/service/signup", 303, hdr("X-Request-Id", "r1", "Location", "/thanks"), false},
+		{"signup Location", "POST", "/v1/service/signup", 303, hdr("X-Request-Id", "r1", "Location", "https://example.com/thanks"), true},
+		{"docs", "GET", "/docs", 302, hdr("X-Request-Id", "r1", "Location", "https://example.com/reference"), true},
+		{"healthz", "GET", "/healthz", 200, hdr("X-Request-Id", "r1"), true},
+		{"healthz without request id", "GET", "/healthz", 200, hdr(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
