@@ -1,0 +1,81 @@
+// Package memmeter is an in-memory meter for tests and for running a node without usage
+// transport: it charges records against balances seeded from snapshots and keeps the most
+// recent records. It never sends anything anywhere.
+package memmeter
+
+import (
+	"sync"
+
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// DefaultKeep is how many recent records a Meter keeps when Keep is 0.
+const DefaultKeep = 1024
+
+// Meter implements the data plane's Meter interface in memory.
+type Meter struct {
+	mu       sync.Mutex
+	balances map[string]int64 // known balance as of seq
+	spent    map[string]int64 // spend recorded since
+	seq      int64
+	keep     int
+	records  []*usage.Record
+	total    int
+}
+
+// New returns a Meter keeping the last keep records (DefaultKeep when keep <= 0).
+func New(keep int) *Meter {
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	return &Meter{balances: map[string]int64{}, spent: map[string]int64{}, keep: keep}
+}
+
+// Record charges rec's price to its account and keeps rec.
+func (m *Meter) Record(rec *usage.Record) {
+	m.mu.Lock()
+	m.spent[rec.AccountID] += rec.PriceMicroSEK
+	if len(m.records) >= m.keep {
+		copy(m.records, m.records[1:])
+		m.records = m.records[:len(m.records)-1]
+	}
+	m.records = append(m.records, rec)
+	m.total++
+	m.mu.Unlock()
+}
+
+// Spendable is the seeded balance minus the spend recorded since.
+func (m *Meter) Spendable(accountID string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.balances[accountID] - m.spent[accountID]
+}
+
+// SeedBalances replaces the known balances when seq is not older than the current one. The
+// in-memory meter has no confirmations, so spend recorded so far stays counted.
+func (m *Meter) SeedBalances(b []snapshot.Balance, seq int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if seq < m.seq {
+		return
+	}
+	m.seq = seq
+	for _, x := range b {
+		m.balances[x.AccountID] = x.MicroSEK
+	}
+}
+
+// Records returns a copy of the kept records, oldest first.
+func (m *Meter) Records() []*usage.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*usage.Record(nil), m.records...)
+}
+
+// Count is the number of records ever recorded.
+func (m *Meter) Count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.total
+}

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+)
+
+// Failure classes of an upstream exchange, as recorded in usage.Attempt.Error.
+const (
+	FailConnect   = "connect"
+	FailTimeout   = "timeout"
+	FailTransport = "transport"
+	FailOverload  = "overload" // no free connection to the upstream within the wait
+	FailConfig    = "config"   // the node cannot use the route (e.g. missing credential)
+)
+
+// Classify names the failure class of an error returned by Do.
+func Classify(err error) string {
+	var de *DialError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrCredentials):
+		return FailConfig
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return FailOverload
+	case errors.As(err, &de):
+		if isTimeout(de.Err) {
+			return FailConnect // a connect timeout is still a connect failure
+		}
+		return FailConnect
+	case isTimeout(err):
+		return FailTimeout
+	}
+	return FailTransport
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Prepare fills req for a call to route r's endpoint e with body. body must stay unchanged
+// until the call completes (it is not copied).
+func (u *Upstream) Prepare(req *fasthttp.Request, r *catalog.Route, e catalog.Endpoint, body []byte, requestID string, stream bool) {
+	req.Header.SetMethod(fasthttp.MethodPost)
+	uri := req.URI()
+	uri.DisablePathNormalizing = true
+	if r.UpstreamTLS {
+		uri.SetScheme("https")
+	} else {
+		uri.SetScheme("http")
+	}
+	uri.SetHost(u.host)
+	uri.SetPath(r.URLPath(e))
+	req.Header.SetHost(u.host)
+	req.Header.SetContentType("application/json")
+	req.Header.SetUserAgent(u.userAgent)
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if u.auth != "" {
+		req.Header.Set("Authorization", u.auth)
+	}
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
+	}
+	req.SetBodyRaw(body)
+}
+
+// Do sends req. Without stream the whole response is read within the upstream's total
+// timeout; with stream the call returns after the headers, and the body is read with
+// resp.BodyStream() (idle timeout between reads) and must be closed with CloseBodyStream.
+func (u *Upstream) Do(req *fasthttp.Request, resp *fasthttp.Response, stream bool) error {
+	if u.credentialErr != nil {
+		return u.credentialErr
+	}
+	if stream {
+		resp.StreamBody = true
+		return u.hc.Do(req, resp)
+	}
+	return u.hc.DoDeadline(req, resp, time.Now().Add(u.total))
+}
+
+// TotalTimeout is the upstream's limit on a whole exchange.
+func (u *Upstream) TotalTimeout() time.Duration { return u.total }
+
+// RewriteBody makes the minimal edits a same-protocol body needs before it goes upstream:
+// the model name becomes the route's upstream model when it differs, and a stream always
+// asks for usage (so it can be billed). It returns body itself when nothing changes.
+func RewriteBody(body []byte, sentModel, upstreamModel string, stream, clientIncludeUsage bool) ([]byte, error) {
+	var err error
+	if sentModel != upstreamModel {
+		if body, err = sjson.SetBytes(body, "model", upstreamModel); err != nil {
+			return nil, err
+		}
+	}
+	if stream && !clientIncludeUsage {
+		if body, err = sjson.SetBytes(body, "stream_options.include_usage", true); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// Usage returns the billed token counts of a complete (non-streaming) response body of
+// endpoint e: chat and completions bill prompt and completion tokens, embeddings only
+// prompt tokens, Responses- and Messages-style bodies input and output tokens.
+func Usage(e catalog.Endpoint, body []byte) (in, out int64, ok bool) {
+	u := gjson.GetBytes(body, "usage")
+	if !u.IsObject() {
+		return 0, 0, false
+	}
+	return usageOf(e, u)
+}
+
+func usageOf(e catalog.Endpoint, u gjson.Result) (in, out int64, ok bool) {
+	switch e {
+	case catalog.EPChat, catalog.EPCompletions:
+		in, out = u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int()
+	case catalog.EPEmbeddings:
+		in = u.Get("prompt_tokens").Int()
+	case catalog.EPResponses, catalog.EPMessages:
+		in, out = u.Get("input_tokens").Int(), u.Get("output_tokens").Int()
+	default:
+		return 0, 0, false
+	}
+	return max(in, 0), max(out, 0), true
+}
+
+// RetryAfter returns the upstream's Retry-After in whole seconds (0 when absent or given
+// as a date).
+func RetryAfter(resp *fasthttp.Response) int {
+	v := resp.Header.Peek("Retry-After")
+	if len(v) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

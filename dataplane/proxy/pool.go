@@ -1,0 +1,219 @@
+// Package proxy forwards same-protocol inference requests to upstream model servers: a pool
+// of keep-alive fasthttp clients per upstream with connect, first-byte, idle and total
+// timeouts, minimal body edits, usage extraction, and an SSE relay that flushes each event
+// to the client as it arrives.
+package proxy
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+)
+
+// Config configures a Pool. Zero fields take the defaults noted; routes may override the
+// timeouts and MaxConns per upstream.
+type Config struct {
+	MaxConnsPerUpstream int           // default 1024
+	ConnectTimeout      time.Duration // default 5s
+	FirstByteTimeout    time.Duration // time from request sent to first response byte; default 60s
+	IdleTimeout         time.Duration // longest silence while reading a response; default 60s
+	TotalTimeout        time.Duration // whole exchange; default 10m
+	MaxIdleConnDuration time.Duration // default 90s
+	// MaxResponseBodySize bounds buffered (non-streaming) upstream bodies; default 64 MiB.
+	MaxResponseBodySize int
+	// UserAgent sent upstream; default "sekgate-gateway".
+	UserAgent string
+	// Getenv resolves "env:NAME" credential references; default os.Getenv.
+	Getenv func(string) string
+}
+
+func (c *Config) fill() {
+	if c.MaxConnsPerUpstream <= 0 {
+		c.MaxConnsPerUpstream = 1024
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 5 * time.Second
+	}
+	if c.FirstByteTimeout <= 0 {
+		c.FirstByteTimeout = 60 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.TotalTimeout <= 0 {
+		c.TotalTimeout = 10 * time.Minute
+	}
+	if c.MaxIdleConnDuration <= 0 {
+		c.MaxIdleConnDuration = 90 * time.Second
+	}
+	if c.MaxResponseBodySize <= 0 {
+		c.MaxResponseBodySize = 64 << 20
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "sekgate-gateway"
+	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+}
+
+// Pool hands out one Upstream per distinct upstream configuration, shared across snapshots
+// so connection pools survive snapshot swaps.
+type Pool struct {
+	cfg Config
+	m   sync.Map // upstreamKey -> *Upstream
+	mu  sync.Mutex
+}
+
+// NewPool returns a Pool.
+func NewPool(cfg Config) *Pool {
+	cfg.fill()
+	return &Pool{cfg: cfg}
+}
+
+type upstreamKey struct {
+	tls                      bool
+	addr, host, credentials  string
+	maxConns                 int
+	connect, firstByte, idle int
+	total                    int
+}
+
+// Upstream is a pooled client for one upstream server.
+type Upstream struct {
+	hc        *fasthttp.HostClient
+	host      string
+	auth      string // "Bearer <credential>" or ""
+	userAgent string
+	total     time.Duration
+	// credentialErr is set when the route's credential reference cannot be resolved.
+	credentialErr error
+}
+
+// ErrCredentials means a route's credential reference could not be resolved on this node.
+var ErrCredentials = errors.New("proxy: upstream credential unavailable")
+
+// For returns the Upstream serving route r.
+func (p *Pool) For(r *catalog.Route) *Upstream {
+	k := upstreamKey{
+		tls: r.UpstreamTLS, addr: r.UpstreamAddr, host: r.UpstreamHost, credentials: r.CredentialsRef,
+		maxConns: r.MaxConns, connect: r.ConnectTimeoutMS, firstByte: r.FirstByteTimeoutMS,
+		idle: r.IdleTimeoutMS, total: r.TotalTimeoutMS,
+	}
+	if u, ok := p.m.Load(k); ok {
+		return u.(*Upstream)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if u, ok := p.m.Load(k); ok {
+		return u.(*Upstream)
+	}
+	u := p.newUpstream(k)
+	p.m.Store(k, u)
+	return u
+}
+
+func ms(v int, def time.Duration) time.Duration {
+	if v > 0 {
+		return time.Duration(v) * time.Millisecond
+	}
+	return def
+}
+
+func (p *Pool) newUpstream(k upstreamKey) *Upstream {
+	maxConns := k.maxConns
+	if maxConns <= 0 {
+		maxConns = p.cfg.MaxConnsPerUpstream
+	}
+	connect := ms(k.connect, p.cfg.ConnectTimeout)
+	firstByte := ms(k.firstByte, p.cfg.FirstByteTimeout)
+	idle := ms(k.idle, p.cfg.IdleTimeout)
+	u := &Upstream{host: k.host, userAgent: p.cfg.UserAgent, total: ms(k.total, p.cfg.TotalTimeout)}
+	switch ref := k.credentials; {
+	case ref == "":
+	case strings.HasPrefix(ref, "env:"):
+		if v := p.cfg.Getenv(strings.TrimPrefix(ref, "env:")); v != "" {
+			u.auth = "Bearer " + v
+		} else {
+			u.credentialErr = ErrCredentials
+		}
+	default:
+		u.credentialErr = ErrCredentials
+	}
+	u.hc = &fasthttp.HostClient{
+		Addr:                          k.addr,
+		IsTLS:                         k.tls,
+		Name:                          p.cfg.UserAgent,
+		MaxConns:                      maxConns,
+		MaxIdleConnDuration:           p.cfg.MaxIdleConnDuration,
+		MaxResponseBodySize:           p.cfg.MaxResponseBodySize,
+		WriteTimeout:                  connect + firstByte,
+		ReadBufferSize:                16 << 10,
+		WriteBufferSize:               16 << 10,
+		MaxIdemponentCallAttempts:     1, // inference is not idempotent: never resend
+		DisableHeaderNamesNormalizing: false,
+		DisablePathNormalizing:        true,
+		MaxConnWaitTimeout:            connect,
+		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			c, err := fasthttp.DialTimeout(addr, min(timeout, connect))
+			if err != nil {
+				return nil, &DialError{Err: err}
+			}
+			return &timedConn{Conn: c, firstByte: firstByte, idle: idle}, nil
+		},
+	}
+	return u
+}
+
+// DialError marks a failure to connect to the upstream.
+type DialError struct{ Err error }
+
+func (e *DialError) Error() string { return "dial upstream: " + e.Err.Error() }
+func (e *DialError) Unwrap() error { return e.Err }
+
+// timedConn applies the first-byte timeout to the first read after a write (the wait for
+// the response) and the idle timeout to every later read, capped by any deadline the HTTP
+// client set itself. fasthttp uses a connection from one goroutine at a time.
+type timedConn struct {
+	net.Conn
+	firstByte, idle time.Duration
+	hard            time.Time
+	wrote           bool
+}
+
+func (c *timedConn) Write(b []byte) (int, error) {
+	c.wrote = true
+	return c.Conn.Write(b)
+}
+
+func (c *timedConn) SetReadDeadline(t time.Time) error {
+	c.hard = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *timedConn) SetDeadline(t time.Time) error {
+	c.hard = t
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *timedConn) Read(b []byte) (int, error) {
+	d := c.idle
+	if c.wrote {
+		d, c.wrote = c.firstByte, false
+	}
+	dl := time.Now().Add(d)
+	if !c.hard.IsZero() && c.hard.Before(dl) {
+		dl = c.hard
+	}
+	if err := c.Conn.SetReadDeadline(dl); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}

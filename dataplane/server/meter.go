@@ -1,0 +1,19 @@
+package server
+
+import (
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// Meter is the server's view of metering: it admits requests against the account's
+// spendable balance and takes every routed request's record. dataplane/meter provides the
+// production implementation; dataplane/memmeter an in-memory one.
+type Meter interface {
+	// Record hands a finished request's record to metering. It must be fast and must not
+	// block; the meter owns rec afterwards.
+	Record(rec *usage.Record)
+	// Spendable is the account's known balance minus spend not yet confirmed (micro-SEK).
+	Spendable(accountID string) int64
+	// SeedBalances replaces known balances with those of a snapshot taken at ledger seq.
+	SeedBalances(b []snapshot.Balance, seq int64)
+}

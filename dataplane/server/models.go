@@ -1,0 +1,120 @@
+package server
+
+import (
+	"encoding/json"
+	"net/url"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+type pricingJSON struct {
+	Currency  string `json:"currency"`
+	InputOre  int64  `json:"input_ore_per_million_tokens"`
+	OutputOre int64  `json:"output_ore_per_million_tokens"`
+}
+
+type modelJSON struct {
+	ID            string      `json:"id"`
+	Object        string      `json:"object"`
+	Created       int64       `json:"created"`
+	OwnedBy       string      `json:"owned_by"`
+	Aliases       []string    `json:"aliases"`
+	Endpoint      string      `json:"endpoint"`
+	Endpoints     []string    `json:"endpoints"`
+	Pricing       pricingJSON `json:"pricing"`
+	ContextTokens int64       `json:"context_tokens,omitempty"`
+	Tokenizer     string      `json:"tokenizer,omitempty"`
+}
+
+type serviceNote struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type modelListJSON struct {
+	Object  string       `json:"object"`
+	Data    []modelJSON  `json:"data"`
+	Service *serviceNote `json:"service,omitempty"`
+}
+
+func renderModel(m *catalog.Model, policy string) modelJSON {
+	aliases := m.Aliases
+	if aliases == nil {
+		aliases = []string{}
+	}
+	eps := m.Endpoints(policy)
+	if eps == nil {
+		eps = []string{}
+	}
+	return modelJSON{
+		ID: m.ID, Object: "model", Created: max(m.Created, 0), OwnedBy: "service", Aliases: aliases,
+		Endpoint: m.Endpoint, Endpoints: eps,
+		Pricing:       pricingJSON{Currency: "SEK", InputOre: m.InputOrePerMillion, OutputOre: m.OutputOrePerMillion},
+		ContextTokens: max(m.ContextTokens, 0), Tokenizer: m.Tokenizer,
+	}
+}
+
+// authedRead authenticates a model read and sets X-Service-Policy.
+func (s *Server) authedRead(ctx *fasthttp.RequestCtx) (principal, bool) {
+	p, aerr := s.authenticate(ctx, false, true)
+	if p.acct != nil {
+		ctx.Response.Header.Set("X-Service-Policy", p.acct.Residency)
+	}
+	if aerr != nil {
+		writeError(ctx, aerr)
+		return p, false
+	}
+	return p, true
+}
+
+func (s *Server) listModels(ctx *fasthttp.RequestCtx) {
+	p, ok := s.authedRead(ctx)
+	if !ok {
+		return
+	}
+	out := modelListJSON{Object: "list", Data: make([]modelJSON, 0, len(p.acct.Visible))}
+	for _, m := range p.acct.Visible {
+		out.Data = append(out.Data, renderModel(m, p.acct.Residency))
+	}
+	if len(out.Data) == 0 {
+		out.Service = &serviceNote{Code: "no_models_available",
+			Message: "no model is enabled for this account under its residency policy; ask the operator to enable one"}
+	}
+	writeJSON(ctx, 200, out)
+}
+
+func (s *Server) getModel(ctx *fasthttp.RequestCtx) {
+	p, ok := s.authedRead(ctx)
+	if !ok {
+		return
+	}
+	raw, _ := ctx.UserValue("model").(string)
+	name, err := url.PathUnescape(raw)
+	if err != nil || name == "" {
+		writeError(ctx, errModelNotFound)
+		return
+	}
+	m, ok := p.idx.Model(name)
+	if ok {
+		_, ok = p.acct.VisibleModel(m.ID)
+	}
+	if !ok {
+		writeError(ctx, errModelNotFound)
+		return
+	}
+	writeJSON(ctx, 200, renderModel(m, p.acct.Residency))
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(ctx, apierror.New(500, apierror.TypeAPI, apierror.CodeInternal, "encode response"))
+		return
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
