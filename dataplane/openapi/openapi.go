@@ -3,7 +3,10 @@
 // responses against the document's JSON Schema 2020-12 schemas.
 //
 // The document is the single source of truth for the wire shapes; the validator reads it and
-// never duplicates a shape in Go.
+// never duplicates a shape in Go. Edit openapi.json by hand and run
+// `go test ./dataplane/openapi`: the tests lint the document (references, operation IDs,
+// statuses and headers the interface requires, OpenAPI object fields) and compile every
+// schema as JSON Schema 2020-12.
 package openapi
 
 import (
@@ -332,6 +335,39 @@ func (s *Spec) responsePointer(method, path string, status int) (string, error) 
 	}
 	sort.Strings(documented)
 	return "", fmt.Errorf("%w: %d (documented: %s)", ErrUndocumentedStatus, status, strings.Join(documented, ", "))
+}
+
+// ErrIncompleteStream: a stream lacks its documented terminal event.
+var ErrIncompleteStream = errors.New("openapi: stream ends without its terminal event")
+
+// CheckStreamTerminal reports whether a text/event-stream body of a 200 response ends with
+// the terminal event the document names in x-sse-terminal ("[DONE]" data, or an event name
+// such as message_stop or response.completed). It returns ErrIncompleteStream otherwise.
+func (s *Spec) CheckStreamTerminal(method, pathTemplate string, body []byte) error {
+	ctx := fmt.Sprintf("%s %s", strings.ToUpper(method), pathTemplate)
+	respPtr, err := s.responsePointer(method, pathTemplate, http.StatusOK)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ctx, err)
+	}
+	terminal, _ := asMap(asMap(asMap(s.at(respPtr))["content"])["text/event-stream"])["x-sse-terminal"].(string)
+	if terminal == "" {
+		return fmt.Errorf("%s: %w: text/event-stream", ctx, ErrUndocumentedContentType)
+	}
+	events := ParseSSE(body)
+	if len(events) == 0 {
+		return fmt.Errorf("%s: %w: no event", ctx, ErrIncompleteStream)
+	}
+	last := events[len(events)-1]
+	if last.Data == terminal || last.Event == terminal {
+		return nil
+	}
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal([]byte(last.Data), &probe) == nil && probe.Type == terminal {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: want %q last, got event %q data %.80q", ctx, ErrIncompleteStream, terminal, last.Event, last.Data)
 }
 
 // validateSSE parses body as server-sent events and validates each event's data.

@@ -303,6 +303,33 @@ func TestValidateHeaders(t *testing.T) {
 	}
 }
 
+func TestCheckStreamTerminal(t *testing.T) {
+	s := compiled(t)
+	respStream := "event: response.created\ndata: {\"type\":\"response.created\"}\n\n"
+	tests := []struct {
+		name, path, body string
+		want             error
+	}{
+		{"chat done", "/v1/chat/completions", chatStream, nil},
+		{"chat cut", "/v1/chat/completions", strings.TrimSuffix(chatStream, "data: [DONE]\n\n"), ErrIncompleteStream},
+		{"completions done", "/v1/completions", "data: {\"choices\":[]}\n\ndata: [DONE]\n\n", nil},
+		{"messages stop", "/v1/messages", msgStream, nil},
+		{"messages cut", "/v1/messages", strings.Split(msgStream, "event: message_stop")[0], ErrIncompleteStream},
+		{"responses completed", "/v1/responses", respStream + "event: response.completed\ndata: {\"type\":\"response.completed\"}\n\n", nil},
+		{"responses failed", "/v1/responses", respStream + "event: response.failed\ndata: {\"type\":\"response.failed\"}\n\n", ErrIncompleteStream},
+		{"empty", "/v1/messages", "", ErrIncompleteStream},
+		{"no stream documented", "/v1/embeddings", chatStream, ErrUndocumentedContentType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.CheckStreamTerminal("POST", tt.path, []byte(tt.body))
+			if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestMatchPath(t *testing.T) {
 	s := compiled(t)
 	tests := map[string]string{
