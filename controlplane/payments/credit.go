@@ -1,0 +1,158 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/money"
+)
+
+// Ledger is what the webhook needs from the store: a transaction and a ledger credit
+// inside it. *store.Store implements it.
+type Ledger interface {
+	InTx(ctx context.Context, fn func(tx pgx.Tx) error) error
+	CreditTx(ctx context.Context, tx pgx.Tx, c store.Credit) (store.CreditResult, error)
+}
+
+// Outcome is what applying a checkout event did; it is stored with the event.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeCredited        Outcome = "credited"         // the account was credited
+	OutcomeAlreadyCredited Outcome = "already_credited" // another event credited this session
+	OutcomeNotPaid         Outcome = "not_paid"         // completed, payment still pending
+	OutcomePaymentFailed   Outcome = "payment_failed"   // async payment failed
+	OutcomeUnknownAccount  Outcome = "unknown_account"  // the named account does not exist
+	OutcomeRejected        Outcome = "rejected"         // no account, no amount or not SEK
+	OutcomeDuplicateEvent  Outcome = "duplicate_event"  // this event was applied before (not stored)
+)
+
+// CheckoutEvent is the part of a checkout.session.* event the credit needs.
+type CheckoutEvent struct {
+	EventID       string
+	Type          string
+	Created       time.Time
+	Livemode      bool
+	SessionID     string
+	AccountID     string
+	PaymentStatus string
+	AmountOre     int64
+	Currency      string
+	// Credit says whether the event pays (completed+paid, or async_payment_succeeded).
+	Credit bool
+	// Outcome, when set, is stored without crediting (not_paid, payment_failed, rejected).
+	Outcome Outcome
+}
+
+// ApplyResult is the result of Apply.
+type ApplyResult struct {
+	Outcome         Outcome
+	AmountMicroSEK  int64 // credited amount when Outcome is credited
+	BalanceMicroSEK int64 // balance after the credit when Outcome is credited
+}
+
+// Apply records the event and, when it pays, credits the account, all in one transaction:
+// the event ID (payment_events) and the session ID (payment_credits) are each inserted
+// with ON CONFLICT DO NOTHING before the ledger entry, so a repeated event, a second event
+// for the same session and concurrent deliveries credit at most once. Concurrent
+// transactions inserting the same key wait for the first to commit and then see the
+// conflict.
+func Apply(ctx context.Context, l Ledger, ev CheckoutEvent) (ApplyResult, error) {
+	var res ApplyResult
+	err := l.InTx(ctx, func(tx pgx.Tx) error {
+		res = ApplyResult{}
+		outcome := ev.Outcome
+		var micro int64
+		if outcome == "" && ev.Credit {
+			outcome = OutcomeCredited
+			var err error
+			switch {
+			case ev.AccountID == "" || ev.SessionID == "" || ev.AmountOre <= 0 || ev.Currency != "sek":
+				outcome = OutcomeRejected
+			default:
+				micro, err = money.OreToMicro(ev.AmountOre)
+				if err != nil {
+					outcome = OutcomeRejected
+				}
+			}
+			if outcome == OutcomeCredited {
+				var exists bool
+				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, ev.AccountID).Scan(&exists); err != nil {
+					return fmt.Errorf("look up account %s: %w", ev.AccountID, err)
+				}
+				if !exists {
+					outcome = OutcomeUnknownAccount
+				}
+			}
+		}
+		if outcome == "" {
+			outcome = OutcomeNotPaid
+		}
+		var created *time.Time
+		if !ev.Created.IsZero() {
+			created = &ev.Created
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO payment_events (event_id, type, checkout_session_id, account_id,
+				payment_status, amount_ore, currency, livemode, outcome, provider_created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (event_id) DO NOTHING`,
+			ev.EventID, ev.Type, ev.SessionID, ev.AccountID, ev.PaymentStatus, ev.AmountOre, ev.Currency, ev.Livemode,
+			string(outcome), created)
+		if err != nil {
+			return fmt.Errorf("record payment event %s: %w", ev.EventID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			res.Outcome = OutcomeDuplicateEvent
+			return nil
+		}
+		res.Outcome = outcome
+		if outcome != OutcomeCredited {
+			return nil
+		}
+		tag, err = tx.Exec(ctx, `INSERT INTO payment_credits (checkout_session_id, account_id, event_id, amount_ore, amount_micro_sek)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (checkout_session_id) DO NOTHING`,
+			ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
+		if err != nil {
+			return fmt.Errorf("record payment credit %s: %w", ev.SessionID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, &res)
+		}
+		cr, err := l.CreditTx(ctx, tx, store.Credit{
+			AccountID:      ev.AccountID,
+			AmountMicroSEK: micro,
+			Kind:           store.KindTopup,
+			Reference:      ev.SessionID,
+			Note:           "checkout " + ev.SessionID + " (event " + ev.EventID + ")",
+		})
+		if err != nil {
+			return fmt.Errorf("credit %s for checkout %s: %w", ev.AccountID, ev.SessionID, err)
+		}
+		if !cr.Applied { // the ledger already had this session (e.g. credited by hand)
+			return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, &res)
+		}
+		res.AmountMicroSEK = micro
+		res.BalanceMicroSEK = cr.BalanceMicroSEK
+		return nil
+	})
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	return res, nil
+}
+
+func markOutcome(ctx context.Context, tx pgx.Tx, eventID string, o Outcome, res *ApplyResult) error {
+	if _, err := tx.Exec(ctx, `UPDATE payment_events SET outcome = $2 WHERE event_id = $1`, eventID, string(o)); err != nil {
+		return fmt.Errorf("update payment event %s: %w", eventID, err)
+	}
+	res.Outcome = o
+	return nil
+}
+
+// errBadEvent marks a signed event whose content cannot be used.
+var errBadEvent = errors.New("unusable event")

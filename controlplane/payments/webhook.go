@@ -1,0 +1,198 @@
+package payments
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/webhook"
+
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// Event types the webhook acts on.
+const (
+	EventCheckoutCompleted     = "checkout.session.completed"
+	EventAsyncPaymentSucceeded = "checkout.session.async_payment_succeeded"
+	EventAsyncPaymentFailed    = "checkout.session.async_payment_failed"
+)
+
+// HeaderSignature carries the provider's signature ("t=<unix>,v1=<hex>"). The provider's
+// own name for it, Stripe-Signature, is read when this one is absent.
+const (
+	HeaderSignature         = "Payment-Signature"
+	HeaderProviderSignature = "Stripe-Signature"
+)
+
+// maxWebhookBody bounds an event body; checkout session events are a few KiB.
+const maxWebhookBody = 1 << 20
+
+// WebhookConfig configures the webhook handler.
+type WebhookConfig struct {
+	// Secret is the endpoint's signing secret (whsec_...). Required.
+	Secret string
+	// Ledger records events and credits accounts. Required (*store.Store).
+	Ledger Ledger
+	// Tolerance is the accepted age of a signature timestamp. Default 300 s.
+	Tolerance time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Webhook serves POST /v1/stripe/webhook.
+type Webhook struct {
+	cfg WebhookConfig
+	log *slog.Logger
+}
+
+// NewWebhook validates cfg and fills defaults.
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	if cfg.Secret == "" {
+		return nil, errors.New("payments: WebhookConfig.Secret is required")
+	}
+	if cfg.Ledger == nil {
+		return nil, errors.New("payments: WebhookConfig.Ledger is required")
+	}
+	if cfg.Tolerance <= 0 {
+		cfg.Tolerance = webhook.DefaultTolerance
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Webhook{cfg: cfg, log: cfg.Logger}, nil
+}
+
+type received struct {
+	Received bool `json:"received"`
+}
+
+func badSignature(msg string) *apierror.Error {
+	return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "invalid_signature", msg).WithParam(HeaderSignature)
+}
+
+// ServeHTTP verifies and applies one event.
+func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, r)
+		return
+	}
+	ctx := r.Context()
+	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge, "event body over 1 MiB"))
+			return
+		}
+		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the event body"))
+		return
+	}
+	sig := r.Header.Get(HeaderSignature)
+	if sig == "" {
+		sig = r.Header.Get(HeaderProviderSignature)
+	}
+	if sig == "" {
+		writeError(w, badSignature("the "+HeaderSignature+" header is missing"))
+		return
+	}
+	ev, err := webhook.ConstructEventWithOptions(payload, sig, h.cfg.Secret, webhook.ConstructEventOptions{
+		Tolerance:                h.cfg.Tolerance,
+		IgnoreAPIVersionMismatch: true,
+	})
+	if err != nil {
+		h.log.WarnContext(ctx, "payment webhook refused", "err", err)
+		switch {
+		case errors.Is(err, webhook.ErrTooOld):
+			writeError(w, badSignature("the signature timestamp is outside the tolerance"))
+		case errors.Is(err, webhook.ErrInvalidHeader), errors.Is(err, webhook.ErrNotSigned):
+			writeError(w, badSignature("the "+HeaderSignature+" header is malformed"))
+		case errors.Is(err, webhook.ErrNoValidSignature):
+			writeError(w, badSignature("no valid signature"))
+		default: // signature fine, body not an event
+			writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the body is not a payment event"))
+		}
+		return
+	}
+	if ev.ID == "" {
+		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the event has no id"))
+		return
+	}
+	log := h.log.With("event_id", ev.ID, "event_type", string(ev.Type))
+	var ce CheckoutEvent
+	switch string(ev.Type) {
+	case EventCheckoutCompleted, EventAsyncPaymentSucceeded, EventAsyncPaymentFailed:
+		ce, err = checkoutEvent(ev)
+		if err != nil {
+			log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
+			writeJSON(w, http.StatusOK, received{true})
+			return
+		}
+	default:
+		log.DebugContext(ctx, "payment event type not handled; acknowledged")
+		writeJSON(w, http.StatusOK, received{true})
+		return
+	}
+	res, err := Apply(ctx, h.cfg.Ledger, ce)
+	if err != nil {
+		log.ErrorContext(ctx, "apply payment event", "err", err)
+		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
+		return
+	}
+	attrs := []any{"outcome", string(res.Outcome), "checkout_session_id", ce.SessionID, "account_id", ce.AccountID,
+		"amount_ore", ce.AmountOre, "currency", ce.Currency, "payment_status", ce.PaymentStatus}
+	switch res.Outcome {
+	case OutcomeUnknownAccount, OutcomeRejected:
+		log.ErrorContext(ctx, "payment event not credited; resolve by hand", attrs...)
+	case OutcomeCredited:
+		log.InfoContext(ctx, "account credited from payment", append(attrs, "balance_micro_sek", res.BalanceMicroSEK)...)
+	default:
+		log.InfoContext(ctx, "payment event recorded", attrs...)
+	}
+	writeJSON(w, http.StatusOK, received{true})
+}
+
+// checkoutEvent reads the checkout session of a checkout.session.* event.
+func checkoutEvent(ev stripe.Event) (CheckoutEvent, error) {
+	if ev.Data == nil || len(ev.Data.Raw) == 0 {
+		return CheckoutEvent{}, fmt.Errorf("%w: no data.object", errBadEvent)
+	}
+	var s stripe.CheckoutSession
+	if err := json.Unmarshal(ev.Data.Raw, &s); err != nil {
+		return CheckoutEvent{}, fmt.Errorf("%w: data.object is not a checkout session: %v", errBadEvent, err)
+	}
+	account := s.ClientReferenceID
+	if account == "" {
+		account = s.Metadata["account_id"]
+	}
+	ce := CheckoutEvent{
+		EventID:       ev.ID,
+		Type:          string(ev.Type),
+		Livemode:      ev.Livemode,
+		SessionID:     s.ID,
+		AccountID:     account,
+		PaymentStatus: string(s.PaymentStatus),
+		AmountOre:     s.AmountTotal,
+		Currency:      string(s.Currency),
+	}
+	if ev.Created > 0 {
+		ce.Created = time.Unix(ev.Created, 0).UTC()
+	}
+	switch string(ev.Type) {
+	case EventCheckoutCompleted:
+		if s.PaymentStatus == stripe.CheckoutSessionPaymentStatusPaid {
+			ce.Credit = true
+		} else {
+			ce.Outcome = OutcomeNotPaid
+		}
+	case EventAsyncPaymentSucceeded:
+		ce.Credit = true
+	case EventAsyncPaymentFailed:
+		ce.Outcome = OutcomePaymentFailed
+	}
+	return ce, nil
+}
