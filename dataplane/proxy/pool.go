@@ -162,7 +162,10 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 		DisablePathNormalizing:        true,
 		MaxConnWaitTimeout:            connect,
 		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-			c, err := fasthttp.DialTimeout(addr, min(timeout, connect))
+			if timeout <= 0 || timeout > connect {
+				timeout = connect
+			}
+			c, err := fasthttp.DialTimeout(addr, timeout)
 			if err != nil {
 				return nil, &DialError{Err: err}
 			}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"bufio"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func streamReq(t *testing.T, g *gateway, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+g.Keys.SE)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func waitRecords(t *testing.T, g *gateway, n int) []*usage.Record {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Meter.Count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for %d records, have %d", n, g.Meter.Count())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return g.Meter.Records()
+}
+
+func TestStreamGolden(t *testing.T) {
+	cases := []struct {
+		name, body, golden string
+	}{
+		{"no usage asked", `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true}`, "chat_stream_no_usage.golden"},
+		{"usage asked", `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"stream_options":{"include_usage":true}}`, "chat_stream_usage.golden"},
+		{"keep-alive comments", `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"test_mode":"comment"}`, "chat_stream_comments.golden"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := startGateway(t)
+			resp := streamReq(t, g, c.body)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), got)
+			}
+			if resp.Header.Get("X-Service-Provider") != "sim-se" || !strings.HasPrefix(resp.Header.Get("X-Request-Id"), "req_") {
+				t.Errorf("headers %v", resp.Header)
+			}
+			// The gateway always asks upstream for usage.
+			if !gjson.Get(g.Up.lastBody(), "stream_options.include_usage").Bool() {
+				t.Errorf("upstream not asked for usage: %s", g.Up.lastBody())
+			}
+			path := filepath.Join("testdata", c.golden)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("stream bytes differ from %s:\n got %q\nwant %q", path, got, want)
+			}
+			recs := waitRecords(t, g, 1)
+			rec := recs[0]
+			if !rec.Stream || rec.Result != usage.ResultOK || rec.PromptTokens != 12 || rec.CompletionTokens != 2 ||
+				rec.PriceMicroSEK != 180+120 || rec.Status != 200 {
+				t.Errorf("case %d record %+v", i, rec)
+			}
+		})
+	}
+}
+
+// TestStreamFlushPerEvent reads events with timestamps while the upstream sleeps 150 ms
+// between them: every event must arrive on its own, not batched with the next.
+func TestStreamFlushPerEvent(t *testing.T) {
+	g := startGateway(t)
+	resp := streamReq(t, g, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"test_mode":"sleepy"}`)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var stamps []time.Time
+	var events []string
+	var cur strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break
+		}
+		cur.WriteString(line)
+		if line == "\n" {
+			stamps = append(stamps, time.Now())
+			events = append(events, cur.String())
+			cur.Reset()
+		}
+	}
+	if len(events) != 4 || events[3] != "data: [DONE]\n\n" {
+		t.Fatalf("events %q", events)
+	}
+	for i := 1; i < 3; i++ {
+		if gap := stamps[i].Sub(stamps[i-1]); gap < 100*time.Millisecond {
+			t.Errorf("event %d arrived %v after event %d: batched", i, gap, i-1)
+		}
+	}
+}
+
+func TestStreamUpstreamBreaksMidStream(t *testing.T) {
+	g := startGateway(t)
+	resp := streamReq(t, g, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"test_mode":"break"}`)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if strings.Contains(string(got), "[DONE]") || strings.Count(string(got), "data: ") != 2 {
+		t.Fatalf("broken stream relayed as %q", got)
+	}
+	rec := waitRecords(t, g, 1)[0]
+	if rec.Result != usage.ResultIncomplete || rec.Status != 200 {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
+	g := startGateway(t)
+	resp := streamReq(t, g, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"test_mode":"endless"}`)
+	br := bufio.NewReader(resp.Body)
+	for i := 0; i < 6; i++ { // a few events, then hang up
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp.Body.Close()
+	select {
+	case <-g.Up.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("upstream request not cancelled after client disconnect")
+	}
+	rec := waitRecords(t, g, 1)[0]
+	if rec.Result != usage.ResultCancelled {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+func TestStreamUpstreamErrorBeforeFirstByte(t *testing.T) {
+	g := startGateway(t)
+	resp := streamReq(t, g, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"test_mode":"429"}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || gjson.GetBytes(b, "error.code").Str != "provider_rate_limited" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, b)
+	}
+}
