@@ -218,7 +218,7 @@ func atoi(t *testing.T, s string) int {
 
 // The interface's summary table, with the methods each path serves.
 var summary = map[string][]string{
-	"/healthz":                  {"get", "head"},
+	"/healthz":                  {"get", "head", "options"},
 	"/v1/models":                {"get", "head", "options"},
 	"/v1/models/{model}":        {"get", "head", "options"},
 	"/v1/chat/completions":      {"post", "options"},
@@ -235,7 +235,7 @@ var summary = map[string][]string{
 	"/v1/service/signup":        {"post"},
 	"/v1/stripe/webhook":        {"post", "options"},
 	"/openapi.json":             {"get", "head", "options"},
-	"/docs":                     {"get", "head"},
+	"/docs":                     {"get", "head", "options"},
 }
 
 var publicOps = map[string]bool{
@@ -349,8 +349,8 @@ func TestStatuses(t *testing.T) {
 	want["get /v1/models/{model}"] = []string{"200", "401", "404"}
 	want["get /v1/service/requests"] = []string{"200", "400", "401"}
 	want["get /v1/service/requests/{id}"] = []string{"200", "401", "404"}
-	want["post /v1/service/topup"] = []string{"200", "400", "401"}
-	want["post /v1/service/signup"] = []string{"303"}
+	want["post /v1/service/topup"] = []string{"200", "400", "401", "413", "502"}
+	want["post /v1/service/signup"] = []string{"303", "429"}
 	want["get /v1/service/signup"] = []string{"405"}
 	want["delete /v1/models/{model}"] = []string{"405"}
 	want["post /v1/stripe/webhook"] = []string{"200", "400"}
@@ -527,13 +527,13 @@ func TestGatewayChoicesDocumented(t *testing.T) {
 		"residency_unsatisfiable", "model_not_found", "endpoint_not_found", "request_not_found", "method_not_allowed",
 		"endpoint_not_supported", "unsupported_protocol", "request_too_large", "rate_limit_exceeded",
 		"concurrency_limit_exceeded", "provider_rate_limited", "provider_error", "no_route_available",
-		"provider_timeout", "not_ready", "internal_error"} {
+		"provider_timeout", "not_ready", "internal_error", "payment_provider_error", "invalid_signature"} {
 		if codes[c] == nil {
 			t.Errorf("error code %s not documented", c)
 		}
 	}
 	signup := asMap(asMap(asMap(asMap(doc["paths"])["/v1/service/signup"])["post"])["x-gateway-choices"])
-	if len(asMap(signup["error_reasons"])) == 0 || signup["accepted"] == nil {
+	if len(asMap(signup["error_codes"])) == 0 || signup["accepted"] == nil {
 		t.Error("signup redirect mapping not documented")
 	}
 }
