@@ -1,0 +1,147 @@
+package signup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// Reviewer is what the admin endpoints need. *PGStore implements it.
+type Reviewer interface {
+	ListSignups(ctx context.Context, status string, limit int) ([]Signup, error)
+	ApproveSignup(ctx context.Context, id string, a Approval) (Signup, error)
+	RejectSignup(ctx context.Context, id string) (Signup, error)
+}
+
+// Admin serves the operator's review endpoints. They must run behind the admin-token
+// check; Routes returns them keyed by net/http mux pattern.
+type Admin struct {
+	rev Reviewer
+	log *slog.Logger
+}
+
+// NewAdmin returns the admin endpoints on rev; logger defaults to slog.Default().
+func NewAdmin(rev Reviewer, logger *slog.Logger) (*Admin, error) {
+	if rev == nil {
+		return nil, errors.New("signup: NewAdmin needs a Reviewer")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Admin{rev: rev, log: logger}, nil
+}
+
+// Routes maps mux patterns to handlers:
+//
+//	GET  /admin/v1/signups?status=pending|approved|rejected&limit=1..1000 -> {"data": [Signup]}
+//	POST /admin/v1/signups/{id}/approve {"create_account": bool, "residency": "se"} -> Signup
+//	POST /admin/v1/signups/{id}/reject -> Signup
+func (a *Admin) Routes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"GET /admin/v1/signups":               http.HandlerFunc(a.list),
+		"POST /admin/v1/signups/{id}/approve": http.HandlerFunc(a.approve),
+		"POST /admin/v1/signups/{id}/reject":  http.HandlerFunc(a.reject),
+	}
+}
+
+// Register adds Routes to mux as they are (without any authentication of its own).
+func (a *Admin) Register(mux *http.ServeMux) {
+	for p, h := range a.Routes() {
+		mux.Handle(p, h)
+	}
+}
+
+func (a *Admin) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	switch status {
+	case "", StatusPending, StatusApproved, StatusRejected:
+	default:
+		writeError(w, apierror.InvalidParam("status", "status must be pending, approved or rejected"))
+		return
+	}
+	limit := 100
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, apierror.InvalidParam("limit", "limit must be an integer from 1 to 1000"))
+			return
+		}
+		limit = n
+	}
+	list, err := a.rev.ListSignups(r.Context(), status, limit)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+}
+
+type approveBody struct {
+	CreateAccount bool   `json:"create_account"`
+	Residency     string `json:"residency"`
+}
+
+func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
+	var body approveBody
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
+	if err != nil {
+		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the body"))
+		return
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "",
+				"body must be {\"create_account\": bool, \"residency\": \"se\"|\"eu\"|\"any\"}: "+err.Error()))
+			return
+		}
+	}
+	s, err := a.rev.ApproveSignup(r.Context(), r.PathValue("id"), Approval{CreateAccount: body.CreateAccount, Residency: body.Residency})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "signup approved", "signup_id", s.ID, "account_id", s.AccountID)
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *Admin) reject(w http.ResponseWriter, r *http.Request) {
+	s, err := a.rev.RejectSignup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "signup rejected", "signup_id", s.ID)
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *Admin) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, "not_found", "Signup not found."))
+	case errors.Is(err, ErrConflict):
+		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, "conflict", err.Error()))
+	case errors.Is(err, ErrInvalidResidency):
+		writeError(w, apierror.InvalidParam("residency", "residency must be se, eu or any (the signup's own value is not a policy)"))
+	default:
+		a.log.ErrorContext(r.Context(), "signup review", "err", err)
+		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error; try again later."))
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error."))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
