@@ -73,7 +73,7 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html>not json")
 		return
 	case "slow":
-		time.Sleep(2 * time.Second)
+		time.Sleep(600 * time.Millisecond)
 	}
 	if gjson.GetBytes(b, "stream").Bool() {
 		f.stream(w, r, mode, model)
@@ -170,7 +170,7 @@ func startGateway(t testing.TB, opts ...func(*Config)) *gateway {
 	}
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(snap.Balances, snap.BalanceSeq)
-	cfg := Config{Store: g.Store, Meter: g.Meter, Pool: proxy.NewPool(proxy.Config{FirstByteTimeout: time.Second})}
+	cfg := Config{Store: g.Store, Meter: g.Meter, Pool: proxy.NewPool(proxy.Config{FirstByteTimeout: 300 * time.Millisecond})}
 	for _, o := range opts {
 		o(&cfg)
 	}

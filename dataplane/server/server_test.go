@@ -1,11 +1,17 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -317,8 +323,21 @@ func TestBadInputGetsEnvelopes(t *testing.T) {
 
 func TestBodyTooLarge(t *testing.T) {
 	g := startGateway(t)
-	big := `{"model":"llama8b","messages":[{"role":"user","content":"` + strings.Repeat("a", MaxBodySize) + `"}]}`
-	checkEnvelope(t, g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, big), 413, "request_too_large")
+	// Declare a body over the limit and send only its start: the gateway must answer from
+	// the headers, before the body is buffered.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"model\":", g.Keys.SE, MaxBodySize+1)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	checkEnvelope(t, result{resp.StatusCode, resp.Header, string(b)}, 413, "request_too_large")
 }
 
 func TestUpstreamErrors(t *testing.T) {
