@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,4 +401,33 @@ func TestSeedBalancesIgnoresStale(t *testing.T) {
 	if got := m.bal.cursor.Load(); got != 11 {
 		t.Fatalf("watch cursor = %d, want 11", got)
 	}
+}
+
+func TestSpoolWriteFailureIsRetried(t *testing.T) {
+	cp := newFakeCP(t)
+	m := newMeter(t, testConfig(t, cp.srv.URL, t.TempDir()))
+	var fails atomic.Int32
+	fails.Store(3)
+	real := m.spool.createFile
+	m.spool.mu.Lock()
+	m.spool.createFile = func(path string) (*os.File, error) {
+		if fails.Add(-1) >= 0 {
+			return nil, errors.New("disk full")
+		}
+		return real(path)
+	}
+	m.spool.mu.Unlock()
+	const n = 20
+	for i := range n {
+		m.Record(mkRecord(i, "acct_a", 1))
+	}
+	eventually(t, 2*time.Second, "write error reported", func() bool {
+		return strings.Contains(m.Stats().LastError, "disk full")
+	})
+	if s := m.Stats(); s.SpoolRecords != n {
+		t.Fatalf("records in transit not counted: %+v", s)
+	}
+	flush(t, m)
+	run(t, m)
+	eventually(t, 5*time.Second, "delivered after the disk recovered", func() bool { return cp.count() == n })
 }

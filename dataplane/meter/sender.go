@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -80,7 +81,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 			m.log.Warn("meter: reply counts differ from batch size", "batch_id", b.id, "records", b.n,
 				"inserted", reply.Inserted, "duplicates", reply.Duplicates)
 		}
-		if m.log.Enabled(ctx, -4) { // slog.LevelDebug
+		if m.log.Enabled(ctx, slog.LevelDebug) {
 			m.log.Debug("meter: batch confirmed", "batch_id", b.id, "records", b.n,
 				"inserted", reply.Inserted, "duplicates", reply.Duplicates)
 		}

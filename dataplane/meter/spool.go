@@ -59,6 +59,8 @@ type spool struct {
 	now      func() time.Time
 	lockFile *os.File
 	onSync   func() // called after each grouped fsync
+	// createFile creates a segment file; tests replace it to inject disk failures.
+	createFile func(path string) (*os.File, error)
 
 	// queue of framed records handed over but not yet written; guarded by qmu.
 	qmu     sync.Mutex
@@ -103,7 +105,10 @@ func openSpool(dir string, segBytes int64, window time.Duration, log *slog.Logge
 	s := &spool{
 		dir: dir, segBytes: segBytes, window: window, log: log, now: now, onSync: onSync, lockFile: lf,
 		nextID: 1,
-		wake:   make(chan struct{}, 1), avail: make(chan struct{}, 1),
+		createFile: func(path string) (*os.File, error) {
+			return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+		},
+		wake: make(chan struct{}, 1), avail: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := s.recover(fn); err != nil {
@@ -386,7 +391,7 @@ func (s *spool) writeDurable(buf []byte, n int, first time.Time, seq uint64) err
 func (s *spool) createSegmentLocked() (*segment, error) {
 	id := s.nextID
 	path := s.segPath(id)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := s.createFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", id, err)
 	}
