@@ -1,0 +1,131 @@
+// Command dataplane runs a data-plane node: the public listener of the gateway. Every flag
+// can also be set with an environment variable GATEWAY_<FLAG_NAME_UPPER_SNAKE>.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/memmeter"
+	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/server"
+	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+type options struct {
+	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel string
+	snapshotWait                                                  time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "public listen address")
+	fs.StringVar(&o.controlPlaneURL, "control-plane-url", "http://127.0.0.1:8081", "control plane base URL")
+	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane (required)")
+	fs.StringVar(&o.nodeID, "node-id", host, "name of this node")
+	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
+	// Environment variables fill flags not given on the command line.
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv("GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
+			_ = f.Value.Set(v)
+		}
+	})
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.nodeToken == "" {
+		return o, errors.New("--node-token (GATEWAY_NODE_TOKEN) is required")
+	}
+	if o.nodeID == "" {
+		o.nodeID = "dataplane"
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dataplane:", err)
+		os.Exit(2)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "dataplane: bad --log-level:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error("dataplane stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, log *slog.Logger) error {
+	store := &catalog.Store{}
+	// The in-memory meter stands in until the spooling meter is wired in.
+	meter := memmeter.New(0)
+	syncer, err := syncclient.New(syncclient.Config{
+		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
+		Store: store, Wait: o.snapshotWait, Logger: log,
+		OnSnapshot: func(s *snapshot.Snapshot) { meter.SeedBalances(s.Balances, s.BalanceSeq) },
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := syncer.LoadDisk(); err != nil {
+		log.Warn("no usable last-known-good snapshot", "err", err)
+	}
+	srv, err := server.New(server.Config{
+		Store: store, Meter: meter, Pool: proxy.NewPool(proxy.Config{}),
+		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.listen, err)
+	}
+	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", store.Ready())
+
+	syncDone := make(chan error, 1)
+	go func() { syncDone <- syncer.Run(ctx) }()
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveDone:
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down")
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown() }()
+	select {
+	case err := <-shutdown:
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+	case <-time.After(30 * time.Second):
+		log.Warn("shutdown timed out with requests still open")
+	}
+	<-syncDone
+	return nil
+}
