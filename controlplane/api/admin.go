@@ -1,0 +1,387 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/apikey"
+	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/residency"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+const (
+	adminBodyLimit   = 1 << 20
+	catalogBodyLimit = 8 << 20
+)
+
+type accountJSON struct {
+	ID              string           `json:"id"`
+	Customer        string           `json:"customer"`
+	Residency       string           `json:"residency"`
+	Suspended       bool             `json:"suspended"`
+	CreatedAt       time.Time        `json:"created_at"`
+	BalanceMicroSEK int64            `json:"balance_micro_sek"`
+	BalanceSEK      string           `json:"balance_sek"`
+	Models          []string         `json:"models"`
+	Limits          *snapshot.Limits `json:"limits,omitempty"`
+}
+
+func toAccountJSON(a store.Account) accountJSON {
+	m := a.Models
+	if m == nil {
+		m = []string{}
+	}
+	return accountJSON{ID: a.ID, Customer: a.Customer, Residency: a.Residency, Suspended: a.Suspended,
+		CreatedAt: a.CreatedAt.UTC(), BalanceMicroSEK: a.BalanceMicroSEK, BalanceSEK: money.FormatSEK(a.BalanceMicroSEK),
+		Models: m, Limits: a.Limits}
+}
+
+type keyJSON struct {
+	ID        string     `json:"id"`
+	Secret    string     `json:"secret,omitempty"` // only in the creation answer
+	AccountID string     `json:"account_id"`
+	Name      string     `json:"name"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+func toKeyJSON(k store.Key) keyJSON {
+	return keyJSON{ID: k.ID, AccountID: k.AccountID, Name: k.Name, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt), RevokedAt: utc(k.RevokedAt)}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+type list[T any] struct {
+	Data []T `json:"data"`
+}
+
+func validText(s string, max int) bool {
+	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= max && !strings.ContainsAny(s, "\x00")
+}
+
+func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Customer  string `json:"customer"`
+		Residency string `json:"residency"`
+	}
+	if !decodeJSON(w, r, adminBodyLimit, &in) {
+		return
+	}
+	in.Customer = strings.TrimSpace(in.Customer)
+	if in.Customer == "" || !validText(in.Customer, 200) {
+		writeError(w, invalid("customer", "customer is required (at most 200 characters)."))
+		return
+	}
+	if !residency.Valid(in.Residency) {
+		writeError(w, invalid("residency", "residency must be one of se, eu, any."))
+		return
+	}
+	a, err := s.cfg.Store.CreateAccount(r.Context(), in.Customer, in.Residency)
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	writeJSON(w, http.StatusCreated, toAccountJSON(a))
+}
+
+func (s *server) listAccounts(w http.ResponseWriter, r *http.Request) {
+	accts, err := s.cfg.Store.ListAccounts(r.Context())
+	if err != nil {
+		s.storeError(w, r, err, "accounts")
+		return
+	}
+	out := list[accountJSON]{Data: make([]accountJSON, len(accts))}
+	for i, a := range accts {
+		out.Data[i] = toAccountJSON(a)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
+	a, err := s.cfg.Store.GetAccount(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	writeJSON(w, http.StatusOK, toAccountJSON(a))
+}
+
+func validLimits(l *snapshot.Limits) bool {
+	return l.RequestsPerSecond >= 0 && !math.IsInf(l.RequestsPerSecond, 0) && !math.IsNaN(l.RequestsPerSecond) &&
+		l.Burst >= 0 && l.MaxConcurrent >= 0
+}
+
+func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Residency *string         `json:"residency"`
+		Suspended *bool           `json:"suspended"`
+		Limits    json.RawMessage `json:"limits"`
+	}
+	if !decodeJSON(w, r, adminBodyLimit, &in) {
+		return
+	}
+	p := store.AccountPatch{Residency: in.Residency, Suspended: in.Suspended}
+	if in.Residency != nil && !residency.Valid(*in.Residency) {
+		writeError(w, invalid("residency", "residency must be one of se, eu, any."))
+		return
+	}
+	if len(in.Limits) > 0 {
+		if string(in.Limits) == "null" {
+			p.ClearLimits = true
+		} else {
+			dec := json.NewDecoder(strings.NewReader(string(in.Limits)))
+			dec.DisallowUnknownFields()
+			var l snapshot.Limits
+			if err := dec.Decode(&l); err != nil || !validLimits(&l) {
+				writeError(w, invalid("limits", "limits must be an object of non-negative requests_per_second, burst and max_concurrent, or null."))
+				return
+			}
+			p.Limits = &l
+		}
+	}
+	a, err := s.cfg.Store.UpdateAccount(r.Context(), r.PathValue("id"), p)
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	writeJSON(w, http.StatusOK, toAccountJSON(a))
+}
+
+func (s *server) addCredit(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		AmountSEK json.RawMessage `json:"amount_sek"`
+		Note      string          `json:"note"`
+		Reference string          `json:"reference"`
+	}
+	if !decodeJSON(w, r, adminBodyLimit, &in) {
+		return
+	}
+	var amountStr string
+	if err := json.Unmarshal(in.AmountSEK, &amountStr); err != nil {
+		writeError(w, invalid("amount_sek", `amount_sek must be a decimal string such as "100.00".`))
+		return
+	}
+	micro, err := money.ParseSEK(amountStr)
+	if err != nil || micro <= 0 {
+		writeError(w, invalid("amount_sek", `amount_sek must be a positive decimal string with at most 6 decimals, such as "100.00".`))
+		return
+	}
+	if !validText(in.Note, 1000) {
+		writeError(w, invalid("note", "note must be at most 1000 characters."))
+		return
+	}
+	if !validText(in.Reference, 200) {
+		writeError(w, invalid("reference", "reference must be at most 200 characters."))
+		return
+	}
+	ref := ""
+	if in.Reference != "" {
+		ref = "admin:" + in.Reference
+	}
+	res, err := s.cfg.Store.AddCredit(r.Context(), store.Credit{AccountID: r.PathValue("id"), AmountMicroSEK: micro,
+		Kind: store.KindCredit, Reference: ref, Note: in.Note})
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"entry_id":          res.Entry.ID,
+		"applied":           res.Applied,
+		"balance_micro_sek": res.BalanceMicroSEK,
+		"balance_sek":       money.FormatSEK(res.BalanceMicroSEK),
+	})
+}
+
+func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name          string          `json:"name"`
+		ExpiresInDays json.RawMessage `json:"expires_in_days"`
+	}
+	if !decodeJSON(w, r, adminBodyLimit, &in) {
+		return
+	}
+	if !validText(in.Name, 200) {
+		writeError(w, invalid("name", "name must be at most 200 characters."))
+		return
+	}
+	var expires *time.Time
+	if len(in.ExpiresInDays) > 0 && string(in.ExpiresInDays) != "null" {
+		var days int
+		if err := json.Unmarshal(in.ExpiresInDays, &days); err != nil || days < apikey.MinExpiryDays || days > apikey.MaxExpiryDays {
+			writeError(w, invalid("expires_in_days", "expires_in_days must be a whole number of days from %d to %d.", apikey.MinExpiryDays, apikey.MaxExpiryDays))
+			return
+		}
+		t := s.now().UTC().Add(time.Duration(days) * 24 * time.Hour).Truncate(time.Second)
+		expires = &t
+	}
+	k, secret, err := s.cfg.Store.CreateKey(r.Context(), r.PathValue("id"), in.Name, expires)
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	out := toKeyJSON(k)
+	out.Secret = secret
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.cfg.Store.ListKeys(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	out := list[keyJSON]{Data: make([]keyJSON, len(keys))}
+	for i, k := range keys {
+		out.Data[i] = toKeyJSON(k)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !apikey.ValidID(id) {
+		writeError(w, notFound("key"))
+		return
+	}
+	k, err := s.cfg.Store.RevokeKey(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err, "key")
+		return
+	}
+	writeJSON(w, http.StatusOK, toKeyJSON(k))
+}
+
+func (s *server) enableModels(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Models []string `json:"models"`
+	}
+	if !decodeJSON(w, r, adminBodyLimit, &in) {
+		return
+	}
+	if len(in.Models) == 0 {
+		writeError(w, invalid("models", "models must list at least one model ID or alias."))
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := s.cfg.Store.EnableModels(r.Context(), id, in.Models); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			// Say which: the account or one of the models.
+			if _, aerr := s.cfg.Store.GetAccount(r.Context(), id); aerr == nil {
+				writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeModelNotFound, err.Error()).WithParam("models"))
+				return
+			}
+		}
+		s.storeError(w, r, err, "account")
+		return
+	}
+	s.getAccount(w, r)
+}
+
+func (s *server) disableModel(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Store.DisableModel(r.Context(), r.PathValue("id"), r.PathValue("model")); err != nil {
+		s.storeError(w, r, err, "account or enabled model")
+		return
+	}
+	s.getAccount(w, r)
+}
+
+type modelJSON struct {
+	snapshot.Model
+	Aliases []string         `json:"aliases"`
+	Routes  []snapshot.Route `json:"routes"`
+}
+
+func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
+	models, err := s.cfg.Store.ListModels(r.Context())
+	if err != nil {
+		s.storeError(w, r, err, "models")
+		return
+	}
+	out := list[modelJSON]{Data: make([]modelJSON, len(models))}
+	for i, m := range models {
+		al := m.Aliases
+		if al == nil {
+			al = []string{}
+		}
+		out.Data[i] = modelJSON{Model: m.Model, Aliases: al, Routes: m.Routes}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) listRoutes(w http.ResponseWriter, r *http.Request) {
+	routes, err := s.cfg.Store.ListRoutes(r.Context())
+	if err != nil {
+		s.storeError(w, r, err, "routes")
+		return
+	}
+	if routes == nil {
+		routes = []snapshot.Route{}
+	}
+	writeJSON(w, http.StatusOK, list[snapshot.Route]{Data: routes})
+}
+
+func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
+	var c catalog.Catalog
+	if !decodeJSON(w, r, catalogBodyLimit, &c) {
+		return
+	}
+	if err := c.Validate(); err != nil {
+		s.storeError(w, r, err, "catalogue")
+		return
+	}
+	nm, nr, err := s.cfg.Store.UpsertCatalog(r.Context(), &c)
+	if err != nil {
+		s.storeError(w, r, err, "model")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"models": nm, "routes": nr})
+}
+
+func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
+	nodes, err := s.cfg.Store.ListNodes(r.Context())
+	if err != nil {
+		s.storeError(w, r, err, "nodes")
+		return
+	}
+	type nodeJSON struct {
+		NodeID         string    `json:"node_id"`
+		AppliedVersion int64     `json:"applied_version"`
+		LastSeen       time.Time `json:"last_seen"`
+	}
+	out := list[nodeJSON]{Data: make([]nodeJSON, len(nodes))}
+	for i, n := range nodes {
+		out.Data[i] = nodeJSON{n.NodeID, n.AppliedVersion, n.LastSeen.UTC()}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) snapshotInfo(w http.ResponseWriter, r *http.Request) {
+	cur, _ := s.cfg.Snapshots.Current()
+	if cur == nil {
+		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeNotReady,
+			"No snapshot compiled yet.").WithRetryAfter(1))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"version":      cur.Snapshot.Version,
+		"hash":         cur.Snapshot.Hash,
+		"generated_at": cur.Snapshot.GeneratedAt,
+		"balance_seq":  cur.Snapshot.BalanceSeq,
+	})
+}

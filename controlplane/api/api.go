@@ -1,0 +1,269 @@
+// Package api is the control plane's HTTP surface on one net/http listener:
+//
+//   - /admin/v1/*: the operator's admin API (Authorization: Bearer <admin token>);
+//   - /internal/v1/*: snapshot sync, usage ingest and balance watch for data-plane nodes
+//     (Authorization: Bearer <node token>, X-Node-Id);
+//   - /v1/service/* and /v1/stripe/webhook: customer paths forwarded by a data-plane node
+//     with its node token; the account the node authenticated comes in
+//     X-Gateway-Account-Id and X-Gateway-Key-Id and is trusted only with a valid node token.
+//
+// Every error is the interface's JSON envelope (shared/apierror), unknown paths included,
+// and every response carries X-Request-Id (the node's, when it sent one).
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/publish"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+// Snapshots is what the API needs from the snapshot publisher (*publish.Publisher).
+type Snapshots interface {
+	Current() (*publish.Current, <-chan struct{})
+	Wait(ctx context.Context, have int64, wait time.Duration) *publish.Current
+	BalanceSignal() <-chan struct{}
+}
+
+// Config configures the handler.
+type Config struct {
+	// Store is the control plane's state. Required.
+	Store *store.Store
+	// Snapshots serves snapshot long-polls and balance wake-ups. Required.
+	Snapshots Snapshots
+	// AdminToken authenticates the admin API. Required.
+	AdminToken string
+	// NodeTokens authenticate data-plane nodes; at least one is required.
+	NodeTokens []string
+	// MaxWait caps the wait of snapshot and balance long-polls (default 60 s). The server's
+	// write timeout must be longer.
+	MaxWait time.Duration
+	// UsageWindow is the period of usage_30d (default 30 days).
+	UsageWindow int
+	// Optional handlers of forwarded paths owned by other packages; nil leaves the path
+	// answering 404. They run behind the node-token check.
+	Topup   http.Handler // POST /v1/service/topup (account in X-Gateway-Account-Id)
+	Signup  http.Handler // /v1/service/signup
+	Webhook http.Handler // /v1/stripe/webhook
+	// Admin mounts further admin routes (patterns relative to the mux, e.g.
+	// "GET /admin/v1/signups"); they run behind the admin-token check.
+	Admin map[string]http.Handler
+	// Logger (default slog.Default()) and clock (default time.Now).
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+type server struct {
+	cfg Config
+	log *slog.Logger
+	now func() time.Time
+	mux *http.ServeMux
+}
+
+// New validates cfg and returns the control plane's HTTP handler.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Store == nil || cfg.Snapshots == nil {
+		return nil, errors.New("api: store and snapshots are required")
+	}
+	if cfg.AdminToken == "" {
+		return nil, errors.New("api: admin token is required")
+	}
+	var tokens []string
+	for _, t := range cfg.NodeTokens {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("api: at least one node token is required")
+	}
+	cfg.NodeTokens = tokens
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 60 * time.Second
+	}
+	if cfg.UsageWindow <= 0 {
+		cfg.UsageWindow = 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, mux: http.NewServeMux()}
+	s.routes()
+	return s, nil
+}
+
+func (s *server) routes() {
+	admin := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.adminAuth(h)) }
+	admin("POST /admin/v1/accounts", s.createAccount)
+	admin("GET /admin/v1/accounts", s.listAccounts)
+	admin("GET /admin/v1/accounts/{id}", s.getAccount)
+	admin("PATCH /admin/v1/accounts/{id}", s.patchAccount)
+	admin("POST /admin/v1/accounts/{id}/credits", s.addCredit)
+	admin("POST /admin/v1/accounts/{id}/keys", s.createKey)
+	admin("GET /admin/v1/accounts/{id}/keys", s.listKeys)
+	admin("POST /admin/v1/keys/{id}/revoke", s.revokeKey)
+	admin("POST /admin/v1/accounts/{id}/models", s.enableModels)
+	admin("DELETE /admin/v1/accounts/{id}/models/{model...}", s.disableModel)
+	admin("GET /admin/v1/models", s.listModels)
+	admin("GET /admin/v1/routes", s.listRoutes)
+	admin("PUT /admin/v1/catalog", s.putCatalog)
+	admin("GET /admin/v1/nodes", s.listNodes)
+	admin("GET /admin/v1/snapshot", s.snapshotInfo)
+	for p, h := range s.cfg.Admin {
+		s.mux.Handle(p, s.adminAuth(h.ServeHTTP))
+	}
+
+	node := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.nodeAuth(h)) }
+	node("GET "+internalapi.PathSnapshot, s.getSnapshot)
+	node("POST "+internalapi.PathUsage, s.postUsage)
+	node("GET "+internalapi.PathBalances, s.getBalances)
+
+	node("GET /v1/service/account", s.serviceAccount)
+	node("GET /v1/service/requests", s.serviceRequests)
+	node("GET /v1/service/requests/{id}", s.serviceRequest)
+	if s.cfg.Topup != nil {
+		node("POST /v1/service/topup", s.cfg.Topup.ServeHTTP)
+	}
+	if s.cfg.Signup != nil {
+		node("/v1/service/signup", s.cfg.Signup.ServeHTTP)
+	}
+	if s.cfg.Webhook != nil {
+		node("/v1/stripe/webhook", s.cfg.Webhook.ServeHTTP)
+	}
+	s.mux.HandleFunc("/", s.notFoundOrNotAllowed)
+}
+
+// ServeHTTP sets X-Request-Id, recovers panics and turns the mux's own plain-text
+// answers (405 with Allow) into JSON errors.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(internalapi.HeaderRequestID)
+	if id == "" || len(id) > 200 {
+		id = newRequestID()
+	}
+	w.Header().Set(internalapi.HeaderRequestID, id)
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("handler panic", "path", r.URL.Path, "panic", v)
+			writeError(w, internalError())
+		}
+	}()
+	if _, pattern := s.mux.Handler(r); pattern == "" { // the mux's own answer, e.g. a redirect
+		s.mux.ServeHTTP(&jsonErrorWriter{ResponseWriter: w}, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// notFoundOrNotAllowed answers paths only the catch-all matched: 405 with Allow when the
+// path exists for other methods, else 404 endpoint_not_found.
+func (s *server) notFoundOrNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
+			"Method "+r.Method+" is not allowed here; see the Allow header."))
+		return
+	}
+	writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeEndpointNotFound,
+		"Unknown path "+r.URL.Path+"."))
+}
+
+// jsonErrorWriter replaces the body of error answers written by the mux with the envelope.
+type jsonErrorWriter struct {
+	http.ResponseWriter
+	swallow bool
+}
+
+func (j *jsonErrorWriter) WriteHeader(code int) {
+	if code < 400 {
+		j.ResponseWriter.WriteHeader(code)
+		return
+	}
+	j.swallow = true
+	e := apierror.New(code, apierror.TypeInvalidRequest, "", http.StatusText(code)+".")
+	if code == http.StatusMethodNotAllowed {
+		e = apierror.New(code, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
+			"Method not allowed; see the Allow header.")
+	}
+	j.ResponseWriter.Header().Del("X-Content-Type-Options")
+	writeError(j.ResponseWriter, e)
+}
+
+func (j *jsonErrorWriter) Write(b []byte) (int, error) {
+	if j.swallow {
+		return len(b), nil
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const p = "Bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(p):]), true
+}
+
+func tokenEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func (s *server) adminAuth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r)
+		if !ok || !tokenEqual(tok, s.cfg.AdminToken) {
+			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_admin_token",
+				"A valid admin token is required (Authorization: Bearer <token>)."))
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (s *server) nodeAuth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r)
+		valid := false
+		if ok {
+			for _, t := range s.cfg.NodeTokens {
+				if tokenEqual(tok, t) {
+					valid = true // no early exit: compare against every token
+				}
+			}
+		}
+		if !valid {
+			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_node_token",
+				"A valid node token is required."))
+			return
+		}
+		h(w, r)
+	})
+}

@@ -1,0 +1,201 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/controlplane/publish"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	adminToken = "admin-secret"
+	nodeToken  = "node-secret"
+)
+
+type env struct {
+	t     *testing.T
+	store *store.Store
+	pub   *publish.Publisher
+	srv   *httptest.Server
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := store.Open(ctx, store.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: quiet(), MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := publish.New(publish.Config{Store: st, Logger: quiet(), Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { pub.Run(ctx); close(done) }()
+	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"other", nodeToken},
+		Logger: quiet(), MaxWait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cancel()
+		<-done
+		st.Close()
+	})
+	// Wait for the first snapshot.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if cur, _ := pub.Current(); cur != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot compiled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return &env{t: t, store: st, pub: pub, srv: srv}
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// errInfo returns the envelope's type, code and param ("" for null).
+func (r resp) errInfo(t *testing.T) (typ, code, param string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Type    string  `json:"type"`
+			Message string  `json:"message"`
+			Code    *string `json:"code"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+	}
+	r.json(t, &e)
+	if e.Error.Type == "" || e.Error.Message == "" {
+		t.Fatalf("not an error envelope: %s", r.body)
+	}
+	if e.Error.Code != nil {
+		code = *e.Error.Code
+	}
+	if e.Error.Param != nil {
+		param = *e.Error.Param
+	}
+	return e.Error.Type, code, param
+}
+
+func (e *env) do(method, path, token string, body any, hdr map[string]string) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.Header.Get(internalapi.HeaderRequestID) == "" {
+		e.t.Errorf("%s %s: no X-Request-Id", method, path)
+	}
+	if res.StatusCode >= 400 && res.Header.Get("Content-Type") != "application/json" {
+		e.t.Errorf("%s %s: error %d with Content-Type %q", method, path, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	return resp{res.StatusCode, res.Header, b}
+}
+
+func (e *env) admin(method, path string, body any) resp {
+	e.t.Helper()
+	return e.do(method, path, adminToken, body, nil)
+}
+
+// node calls an internal or forwarded path as a data-plane node; account may be empty.
+func (e *env) node(method, path, account string) resp {
+	e.t.Helper()
+	h := map[string]string{internalapi.HeaderNodeID: "node-1"}
+	if account != "" {
+		h[internalapi.HeaderAccountID] = account
+	}
+	return e.do(method, path, nodeToken, nil, h)
+}
+
+func (e *env) mustStatus(r resp, want int) resp {
+	e.t.Helper()
+	if r.status != want {
+		e.t.Fatalf("status %d, want %d: %s", r.status, want, r.body)
+	}
+	return r
+}
+
+// createAccount makes an account through the admin API and returns its ID.
+func (e *env) createAccount(customer, res string) string {
+	e.t.Helper()
+	var a struct{ ID string }
+	e.mustStatus(e.admin("POST", "/admin/v1/accounts", map[string]string{"customer": customer, "residency": res}), 201).json(e.t, &a)
+	return a.ID
+}
+
+var testCatalog = map[string]any{"models": []any{
+	map[string]any{
+		"id": "llama-3.1-8b", "aliases": []string{"llama", "meta/llama"}, "endpoint": "/v1/chat/completions",
+		"created": 1700000000, "context_tokens": 8192, "tokenizer": "llama3",
+		"input_ore_per_million_tokens": 150, "output_ore_per_million_tokens": 300,
+		"routes": []any{
+			map[string]any{"id": "llama-se", "provider": "vllm", "base_url": "http://127.0.0.1:8090/v1", "upstream_model": "meta-llama/Llama-3.1-8B",
+				"credentials_ref": "env:VLLM_KEY", "protocols": []string{"/v1/chat/completions", "/v1/completions"}, "translate": true,
+				"region": "se-sto-1", "country": "SE", "priority": 0, "weight": 1},
+		},
+	},
+	map[string]any{
+		"id": "nomic-embed", "aliases": []string{}, "endpoint": "/v1/embeddings",
+		"input_ore_per_million_tokens": 10, "output_ore_per_million_tokens": 0,
+		"routes": []any{
+			map[string]any{"id": "embed-de", "provider": "tei", "base_url": "http://127.0.0.1:8090/v1", "protocols": []string{"/v1/embeddings"},
+				"region": "de-fra-1", "country": "DE", "priority": 0, "weight": 3},
+		},
+	},
+}}

@@ -1,0 +1,136 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+const usageBodyLimit = 32 << 20
+
+// parseWait reads the wait parameter (whole seconds, default 0) capped at MaxWait.
+func (s *server) parseWait(r *http.Request) (time.Duration, bool) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return min(time.Duration(n)*time.Second, s.cfg.MaxWait), true
+}
+
+func parseSeq(r *http.Request, name string) (int64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func nodeID(r *http.Request) (string, bool) {
+	id := strings.TrimSpace(r.Header.Get(internalapi.HeaderNodeID))
+	return id, id != "" && len(id) <= 200 && validText(id, 200)
+}
+
+// getSnapshot answers GET /internal/v1/snapshot?have=<version>&wait=<seconds>: 200 with
+// the snapshot when the current version differs from have (at once, or as soon as it
+// changes within wait), else 304. have is the node's acknowledgement of what it applied.
+func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
+	node, ok := nodeID(r)
+	if !ok {
+		writeError(w, invalid(internalapi.HeaderNodeID, "The %s header is required (at most 200 characters).", internalapi.HeaderNodeID))
+		return
+	}
+	have, ok := parseSeq(r, "have")
+	if !ok {
+		writeError(w, invalid("have", "have must be a non-negative integer version."))
+		return
+	}
+	wait, ok := s.parseWait(r)
+	if !ok {
+		writeError(w, invalid("wait", "wait must be a non-negative whole number of seconds."))
+		return
+	}
+	if err := s.cfg.Store.TouchNode(r.Context(), node, have); err != nil {
+		// Serving the snapshot matters more than the bookkeeping.
+		s.log.Warn("record node poll", "node", node, "err", err)
+	}
+	if cur, _ := s.cfg.Snapshots.Current(); cur == nil {
+		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeNotReady,
+			"No snapshot compiled yet.").WithRetryAfter(1))
+		return
+	}
+	cur := s.cfg.Snapshots.Wait(r.Context(), have, wait)
+	if cur == nil {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(cur.JSON)))
+	w.Header().Set("ETag", strconv.Quote(cur.Snapshot.Hash))
+	w.WriteHeader(http.StatusOK)
+	w.Write(cur.JSON)
+}
+
+// postUsage applies a usage.Batch and answers usage.Reply once committed.
+func (s *server) postUsage(w http.ResponseWriter, r *http.Request) {
+	var b usage.Batch
+	if !decodeJSON(w, r, usageBodyLimit, &b) {
+		return
+	}
+	if b.NodeID == "" {
+		b.NodeID, _ = nodeID(r)
+	}
+	reply, err := s.cfg.Store.IngestBatch(r.Context(), b)
+	if err != nil {
+		s.storeError(w, r, err, "batch")
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// getBalances answers GET /internal/v1/balances?since=<seq>&wait=<seconds> with the
+// balances changed after since, waiting up to wait for a change; an empty list when none.
+func (s *server) getBalances(w http.ResponseWriter, r *http.Request) {
+	since, ok := parseSeq(r, "since")
+	if !ok {
+		writeError(w, invalid("since", "since must be a non-negative integer."))
+		return
+	}
+	wait, ok := s.parseWait(r)
+	if !ok {
+		writeError(w, invalid("wait", "wait must be a non-negative whole number of seconds."))
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		signal := s.cfg.Snapshots.BalanceSignal() // before reading, so no change is missed
+		seq, bals, err := s.cfg.Store.BalancesSince(r.Context(), since)
+		if err != nil {
+			s.storeError(w, r, err, "balances")
+			return
+		}
+		if len(bals) > 0 {
+			writeJSON(w, http.StatusOK, usage.BalanceUpdate{Seq: seq, Balances: bals})
+			return
+		}
+		select {
+		case <-signal:
+			continue
+		case <-timer.C:
+		case <-r.Context().Done():
+		}
+		writeJSON(w, http.StatusOK, usage.BalanceUpdate{Seq: max(seq, since), Balances: []snapshot.Balance{}})
+		return
+	}
+}

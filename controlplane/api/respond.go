@@ -1,0 +1,107 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, internalError())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, e *apierror.Error) {
+	b := e.JSON(false)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.WriteHeader(e.Status)
+	w.Write(append(b, '\n'))
+}
+
+func internalError() *apierror.Error {
+	return apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error; try again later.")
+}
+
+func invalid(param, format string, args ...any) *apierror.Error {
+	return apierror.InvalidParam(param, fmt.Sprintf(format, args...))
+}
+
+func notFound(what string) *apierror.Error {
+	return apierror.New(http.StatusNotFound, apierror.TypeNotFound, "not_found", what+" not found.")
+}
+
+// storeError chooses the status of a store error: the edge is the only place that does.
+func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
+	var ce *catalog.Error
+	switch {
+	case errors.As(err, &ce):
+		writeError(w, invalid(ce.Param, "%s", ce.Message))
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, notFound(what))
+	case errors.Is(err, store.ErrConflict):
+		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, "conflict", err.Error()))
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", err.Error()))
+	case r.Context().Err() != nil:
+		// The client went away; nothing useful to answer.
+		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, "", "Request cancelled."))
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, "unavailable",
+			"The control plane cannot serve this now; try again later.").WithRetryAfter(1))
+	}
+}
+
+// decodeJSON reads a JSON body of at most limit bytes into v, refusing unknown fields and
+// trailing data. It writes the error answer itself and reports whether to go on.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		writeError(w, invalid("body", "Could not read the request body."))
+		return false
+	}
+	if int64(len(body)) > limit {
+		writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+			fmt.Sprintf("The request body is larger than %d bytes.", limit)))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, invalid(jsonParam(err), "Malformed JSON body: %v.", err))
+		return false
+	}
+	if dec.More() {
+		writeError(w, invalid("body", "Unexpected data after the JSON body."))
+		return false
+	}
+	return true
+}
+
+func jsonParam(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return te.Field
+	}
+	return "body"
+}
