@@ -220,3 +220,17 @@ func (c *timedConn) Read(b []byte) (int, error) {
 	}
 	return c.Conn.Read(b)
 }
+
+// SetDialForTest makes the upstream of route r dial with dial (benchmarks and tests that
+// use in-memory listeners).
+func (p *Pool) SetDialForTest(r *catalog.Route, dial func(addr string) (net.Conn, error)) {
+	u := p.For(r)
+	u.hc.DialTimeout = nil
+	u.hc.Dial = func(addr string) (net.Conn, error) {
+		c, err := dial(addr)
+		if err != nil {
+			return nil, &DialError{Err: err}
+		}
+		return c, nil
+	}
+}
