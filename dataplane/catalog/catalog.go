@@ -79,6 +79,7 @@ type Route struct {
 	// PathPrefix is BaseURL's path without a trailing "/v1" or "/"; the upstream URL of an
 	// endpoint is PathPrefix + endpoint path, so a base URL ending in /v1 never yields /v1/v1.
 	PathPrefix string
+	paths      [numEndpoints]string
 	// speaks has bit e set when the upstream speaks endpoint e natively.
 	speaks uint8
 }
@@ -110,11 +111,14 @@ func (r *Route) parseBaseURL() error {
 	p := strings.TrimRight(u.EscapedPath(), "/")
 	p = strings.TrimSuffix(p, "/v1")
 	r.PathPrefix = strings.TrimRight(p, "/")
+	for e := range numEndpoints {
+		r.paths[e] = r.PathPrefix + e.Path()
+	}
 	return nil
 }
 
 // URLPath returns the upstream request path for endpoint e.
-func (r *Route) URLPath(e Endpoint) string { return r.PathPrefix + e.Path() }
+func (r *Route) URLPath(e Endpoint) string { return r.paths[e] }
 
 // Speaks reports whether the route's upstream speaks e natively.
 func (r *Route) Speaks(e Endpoint) bool { return r.speaks&(1<<e) != 0 }
