@@ -1,0 +1,322 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// ChatToMessagesStream turns a streamed chat completion into Messages-style events. Feed it
+// each chat SSE data payload in order, then call Finish on "data: [DONE]". When the upstream
+// stream ends without [DONE], do not call Finish: the client then gets no message_stop and
+// knows the output is incomplete. Usage is available at any point for billing.
+//
+// Events: message_start (on the first chunk), then per content block content_block_start,
+// content_block_delta (text_delta, or input_json_delta whose partial_json fragments are the
+// upstream's argument fragments, unchanged and in order), content_block_stop; then, on
+// Finish, message_delta with stop_reason, stop_sequence and usage (input_tokens and
+// output_tokens, from the upstream's usage chunk), and message_stop.
+//
+// Each chat tool call (by its index) gets its own tool_use block; a block is opened once the
+// call's name is known (fragments arriving earlier are held) and closed when another block
+// starts, as Messages-style streams never interleave blocks. A fragment for a call whose
+// block is already closed is an ErrUpstream error rather than being merged into another
+// call. Reasoning deltas (reasoning_content) are dropped; only choice 0 is translated.
+//
+// Not safe for concurrent use.
+type ChatToMessagesStream struct {
+	model string
+	w     func(event, data []byte) error
+
+	started  bool
+	finished bool
+	failed   bool
+	id       string
+	next     int // index of the next content block
+	open     int // index of the open block, -1 when none
+	openTool int // chat index of the tool call in the open block, -1 for text
+	tools    map[int]*streamTool
+	order    []int // chat tool indexes by first appearance
+	finish   string
+	seq      string
+	usage    Usage
+}
+
+type streamTool struct {
+	id, name string
+	pending  []string // argument fragments received before the name
+	started  bool
+	closed   bool
+}
+
+// NewChatToMessagesStream returns a translator writing each event through w; model is the
+// name the client asked for.
+func NewChatToMessagesStream(model string, w func(event, data []byte) error) *ChatToMessagesStream {
+	return &ChatToMessagesStream{model: model, w: w, open: -1, openTool: -1, tools: map[int]*streamTool{}}
+}
+
+// Usage returns the usage reported so far (zero until the upstream's usage chunk).
+func (s *ChatToMessagesStream) Usage() Usage { return s.usage }
+
+func (s *ChatToMessagesStream) emit(event string, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.w([]byte(event), b)
+}
+
+// Feed translates one chat completion chunk (the data of one SSE event, without "data: ").
+func (s *ChatToMessagesStream) Feed(chunk []byte) error {
+	if s.finished || s.failed {
+		return fmt.Errorf("%w: chunk after the end of the stream", ErrUpstream)
+	}
+	root, ok := parseObject(chunk)
+	if !ok {
+		s.failed = true
+		return fmt.Errorf("%w: stream chunk is not a JSON object", ErrUpstream)
+	}
+	if e := root.Get("error"); given(e) {
+		s.failed = true
+		msg := e.Get("message").Str
+		if msg == "" {
+			msg = "upstream error"
+		}
+		if err := s.emit("error", evError{Type: "error", Error: errBody{Type: "api_error", Message: msg}}); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
+	}
+	if err := s.start(root.Get("id").Str); err != nil {
+		return err
+	}
+	if u, ok := usageFromChat(root.Get("usage")); ok {
+		s.usage = u
+	}
+	var err error
+	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("index").Int() != 0 {
+			return true
+		}
+		err = s.choice(c)
+		return err == nil
+	})
+	if err != nil {
+		s.failed = true
+	}
+	return err
+}
+
+func (s *ChatToMessagesStream) start(upstreamID string) error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	s.id = "msg_" + idSuffix(upstreamID)
+	return s.emit("message_start", evMessageStart{Type: "message_start", Message: anthropicMessage{
+		ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []any{}}})
+}
+
+func (s *ChatToMessagesStream) choice(c gjson.Result) error {
+	d := c.Get("delta")
+	if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
+		if err := s.text(t.Str); err != nil {
+			return err
+		}
+	}
+	var err error
+	d.Get("tool_calls").ForEach(func(k, tc gjson.Result) bool {
+		idx := int(k.Int())
+		if i := tc.Get("index"); i.Type == gjson.Number {
+			idx = int(i.Int())
+		}
+		err = s.toolDelta(idx, tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").Str)
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if f := c.Get("finish_reason"); f.Type == gjson.String {
+		s.finish = f.Str
+		s.seq = stringOnly(c.Get("stop_reason"))
+	}
+	return nil
+}
+
+func (s *ChatToMessagesStream) text(t string) error {
+	if s.open < 0 || s.openTool >= 0 {
+		if err := s.closeOpen(); err != nil {
+			return err
+		}
+		s.open, s.openTool = s.next, -1
+		s.next++
+		if err := s.emit("content_block_start", evBlockStart{Type: "content_block_start", Index: s.open,
+			ContentBlock: anthropicText{Type: "text", Text: ""}}); err != nil {
+			return err
+		}
+	}
+	return s.emit("content_block_delta", evBlockDelta{Type: "content_block_delta", Index: s.open,
+		Delta: textDelta{Type: "text_delta", Text: t}})
+}
+
+func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
+	st := s.tools[idx]
+	if st == nil {
+		st = &streamTool{}
+		s.tools[idx] = st
+		s.order = append(s.order, idx)
+	}
+	if st.closed {
+		if args != "" {
+			return fmt.Errorf("%w: arguments for tool call %d after its block was closed", ErrUpstream, idx)
+		}
+		return nil
+	}
+	if st.id == "" {
+		st.id = id
+	}
+	if !st.started {
+		st.name += name
+		if args != "" {
+			st.pending = append(st.pending, args)
+		}
+		if st.name == "" {
+			return nil
+		}
+		return s.startTool(idx, st)
+	}
+	if args == "" {
+		return nil
+	}
+	return s.inputDelta(args)
+}
+
+func (s *ChatToMessagesStream) startTool(idx int, st *streamTool) error {
+	if err := s.closeOpen(); err != nil {
+		return err
+	}
+	st.started = true
+	if st.id == "" {
+		st.id = "toolu_" + s.id[len("msg_"):] + "_" + strconv.Itoa(idx)
+	}
+	s.open, s.openTool = s.next, idx
+	s.next++
+	if err := s.emit("content_block_start", evBlockStart{Type: "content_block_start", Index: s.open,
+		ContentBlock: anthropicToolUse{Type: "tool_use", ID: st.id, Name: st.name, Input: []byte("{}")}}); err != nil {
+		return err
+	}
+	p := st.pending
+	st.pending = nil
+	for _, frag := range p {
+		if err := s.inputDelta(frag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *ChatToMessagesStream) inputDelta(args string) error {
+	return s.emit("content_block_delta", evBlockDelta{Type: "content_block_delta", Index: s.open,
+		Delta: inputJSONDelta{Type: "input_json_delta", PartialJSON: args}})
+}
+
+func (s *ChatToMessagesStream) closeOpen() error {
+	if s.open < 0 {
+		return nil
+	}
+	if s.openTool >= 0 {
+		s.tools[s.openTool].closed = true
+	}
+	i := s.open
+	s.open, s.openTool = -1, -1
+	return s.emit("content_block_stop", evBlockStop{Type: "content_block_stop", Index: i})
+}
+
+// Finish ends the message after the upstream's [DONE]: it closes the open block, sends
+// message_delta (stop reason and usage) and message_stop.
+func (s *ChatToMessagesStream) Finish() error {
+	if s.failed {
+		return fmt.Errorf("%w: stream already failed", ErrUpstream)
+	}
+	if s.finished {
+		return nil
+	}
+	if err := s.start(""); err != nil {
+		return err
+	}
+	// A call whose name never arrived still gets its block, so no argument is lost.
+	for _, idx := range s.order {
+		if st := s.tools[idx]; !st.started && !st.closed {
+			if err := s.startTool(idx, st); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.closeOpen(); err != nil {
+		return err
+	}
+	s.finished = true
+	kind := classifyFinish(s.finish, s.seq, len(s.tools) > 0)
+	reason := messagesStop(kind)
+	var seq *string
+	if kind == stopSequence {
+		seq = &s.seq
+	}
+	if err := s.emit("message_delta", evMessageDelta{Type: "message_delta",
+		Delta: messageDelta{StopReason: reason, StopSequence: seq},
+		Usage: anthropicUsage{InputTokens: s.usage.InputTokens, OutputTokens: s.usage.OutputTokens}}); err != nil {
+		return err
+	}
+	return s.emit("message_stop", evType{Type: "message_stop"})
+}
+
+// Messages-style stream events, fields in the order the protocol documents them.
+type (
+	evType struct {
+		Type string `json:"type"`
+	}
+	evError struct {
+		Type  string  `json:"type"`
+		Error errBody `json:"error"`
+	}
+	errBody struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	evMessageStart struct {
+		Type    string           `json:"type"`
+		Message anthropicMessage `json:"message"`
+	}
+	evBlockStart struct {
+		Type         string `json:"type"`
+		Index        int    `json:"index"`
+		ContentBlock any    `json:"content_block"`
+	}
+	evBlockDelta struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta any    `json:"delta"`
+	}
+	textDelta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	inputJSONDelta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}
+	evBlockStop struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	evMessageDelta struct {
+		Type  string         `json:"type"`
+		Delta messageDelta   `json:"delta"`
+		Usage anthropicUsage `json:"usage"`
+	}
+	messageDelta struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+)

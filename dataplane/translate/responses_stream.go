@@ -1,0 +1,420 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// ChatToResponsesStream turns a streamed chat completion into Responses-style events. Feed
+// it each chat SSE data payload in order, then call Finish on "data: [DONE]"; when the
+// upstream ends without [DONE], do not call Finish (the client then gets no terminal event
+// and knows the output is incomplete). Every event carries a sequence_number from 0.
+//
+// Events: response.created and response.in_progress (on the first chunk); for text,
+// response.output_item.added (a message item), response.content_part.added,
+// response.output_text.delta..., response.output_text.done, response.content_part.done,
+// response.output_item.done; for each tool call (by chat index), response.output_item.added
+// (a function_call item, once its name is known), response.function_call_arguments.delta
+// (the upstream's fragments, unchanged and in order), response.function_call_arguments.done,
+// response.output_item.done. An item is closed when another starts; a fragment for a closed
+// call is an ErrUpstream error. On Finish: response.completed with the whole response and
+// usage, or, when finish_reason was length (content_filter), response.incomplete with
+// incomplete_details.reason max_output_tokens (content_filter). An error object inside the
+// upstream stream produces response.failed and an ErrUpstream error.
+//
+// Not safe for concurrent use.
+type ChatToResponsesStream struct {
+	model string
+	w     func(event, data []byte) error
+
+	seq      int64
+	started  bool
+	finished bool
+	failed   bool
+	suffix   string
+	created  int64
+	items    []*respItem
+	open     int // index in items of the open item, -1 when none
+	tools    map[int]*respTool
+	order    []int
+	finish   string
+	stopSeq  string
+	usage    Usage
+	cached   int64
+	reason   int64
+}
+
+type respItem struct {
+	call   bool
+	id     string
+	callID string
+	name   string
+	buf    strings.Builder // text, or arguments
+	status string
+}
+
+type respTool struct {
+	item    int // index in items, -1 until started
+	callID  string
+	name    string
+	pending []string // argument fragments received before the name
+	closed  bool
+}
+
+// NewChatToResponsesStream returns a translator writing each event through w; model is the
+// name the client asked for.
+func NewChatToResponsesStream(model string, w func(event, data []byte) error) *ChatToResponsesStream {
+	return &ChatToResponsesStream{model: model, w: w, open: -1, tools: map[int]*respTool{}}
+}
+
+// Usage returns the usage reported so far (zero until the upstream's usage chunk).
+func (s *ChatToResponsesStream) Usage() Usage { return s.usage }
+
+func (s *ChatToResponsesStream) emit(event string, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	s.seq++
+	return s.w([]byte(event), b)
+}
+
+// Feed translates one chat completion chunk (the data of one SSE event, without "data: ").
+func (s *ChatToResponsesStream) Feed(chunk []byte) error {
+	if s.finished || s.failed {
+		return fmt.Errorf("%w: chunk after the end of the stream", ErrUpstream)
+	}
+	root, ok := parseObject(chunk)
+	if !ok {
+		s.failed = true
+		return fmt.Errorf("%w: stream chunk is not a JSON object", ErrUpstream)
+	}
+	if e := root.Get("error"); given(e) {
+		return s.fail(e.Get("message").Str)
+	}
+	if err := s.start(root); err != nil {
+		return err
+	}
+	if u := root.Get("usage"); u.IsObject() {
+		if bu, ok := usageFromChat(u); ok {
+			s.usage = bu
+			s.cached = nonNeg(u.Get("prompt_tokens_details.cached_tokens").Int())
+			s.reason = nonNeg(u.Get("completion_tokens_details.reasoning_tokens").Int())
+		}
+	}
+	var err error
+	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("index").Int() != 0 {
+			return true
+		}
+		err = s.choice(c)
+		return err == nil
+	})
+	if err != nil {
+		s.failed = true
+	}
+	return err
+}
+
+func (s *ChatToResponsesStream) fail(msg string) error {
+	s.failed = true
+	if msg == "" {
+		msg = "upstream error"
+	}
+	if !s.started {
+		s.suffix, s.created = idSuffix(""), created(gjson.Result{})
+	}
+	r := s.response("failed", nil)
+	r.Error = map[string]string{"code": "server_error", "message": msg}
+	if err := s.emit("response.failed", evResponse{Type: "response.failed", SequenceNumber: s.seq, Response: r}); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
+}
+
+// response renders the response object in its current state.
+func (s *ChatToResponsesStream) response(status string, details *incompleteDetails) responseObject {
+	r := responseObject{ID: "resp_" + s.suffix, Object: "response", CreatedAt: s.created, Status: status,
+		IncompleteDetails: details, Model: s.model, Output: []any{}}
+	for _, it := range s.items {
+		r.Output = append(r.Output, it.render())
+	}
+	if status != "in_progress" {
+		r.Usage = &responseUsage{InputTokens: s.usage.InputTokens, InputTokensDetails: cachedTokens{s.cached},
+			OutputTokens: s.usage.OutputTokens, OutputTokensDetails: reasoningTokensObj{s.reason}, TotalTokens: s.usage.Total()}
+	}
+	return r
+}
+
+func (it *respItem) render() any {
+	if it.call {
+		return functionCallItem{ID: it.id, Type: "function_call", Status: it.status, CallID: it.callID,
+			Name: it.name, Arguments: it.buf.String()}
+	}
+	content := []outputText{}
+	if it.status != "in_progress" {
+		content = append(content, newOutputText(it.buf.String()))
+	}
+	return messageItem{ID: it.id, Type: "message", Status: it.status, Role: "assistant", Content: content}
+}
+
+func (s *ChatToResponsesStream) start(root gjson.Result) error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	s.suffix, s.created = idSuffix(root.Get("id").Str), created(root)
+	r := s.response("in_progress", nil)
+	if err := s.emit("response.created", evResponse{Type: "response.created", SequenceNumber: s.seq, Response: r}); err != nil {
+		return err
+	}
+	return s.emit("response.in_progress", evResponse{Type: "response.in_progress", SequenceNumber: s.seq, Response: r})
+}
+
+func (s *ChatToResponsesStream) choice(c gjson.Result) error {
+	d := c.Get("delta")
+	if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
+		if err := s.text(t.Str); err != nil {
+			return err
+		}
+	}
+	var err error
+	d.Get("tool_calls").ForEach(func(k, tc gjson.Result) bool {
+		idx := int(k.Int())
+		if i := tc.Get("index"); i.Type == gjson.Number {
+			idx = int(i.Int())
+		}
+		err = s.toolDelta(idx, tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").Str)
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if f := c.Get("finish_reason"); f.Type == gjson.String {
+		s.finish = f.Str
+		s.stopSeq = stringOnly(c.Get("stop_reason"))
+	}
+	return nil
+}
+
+func (s *ChatToResponsesStream) text(t string) error {
+	if s.open < 0 || s.items[s.open].call {
+		if err := s.closeOpen("completed"); err != nil {
+			return err
+		}
+		n := len(s.items)
+		it := &respItem{id: "msg_" + s.suffix + "_" + strconv.Itoa(n), status: "in_progress"}
+		s.items = append(s.items, it)
+		s.open = n
+		if err := s.emit("response.output_item.added", evItem{Type: "response.output_item.added",
+			SequenceNumber: s.seq, OutputIndex: n, Item: it.render()}); err != nil {
+			return err
+		}
+		if err := s.emit("response.content_part.added", evPart{Type: "response.content_part.added",
+			SequenceNumber: s.seq, ItemID: it.id, OutputIndex: n, Part: newOutputText("")}); err != nil {
+			return err
+		}
+	}
+	it := s.items[s.open]
+	it.buf.WriteString(t)
+	return s.emit("response.output_text.delta", evTextDelta{Type: "response.output_text.delta", SequenceNumber: s.seq,
+		ItemID: it.id, OutputIndex: s.open, Delta: t, Logprobs: []any{}})
+}
+
+func (s *ChatToResponsesStream) toolDelta(idx int, id, name, args string) error {
+	st := s.tools[idx]
+	if st == nil {
+		st = &respTool{item: -1}
+		s.tools[idx] = st
+		s.order = append(s.order, idx)
+	}
+	if st.closed {
+		if args != "" {
+			return fmt.Errorf("%w: arguments for tool call %d after its item was closed", ErrUpstream, idx)
+		}
+		return nil
+	}
+	if st.callID == "" {
+		st.callID = id
+	}
+	if st.item < 0 {
+		st.name += name
+		if args != "" {
+			st.pending = append(st.pending, args)
+		}
+		if st.name == "" {
+			return nil
+		}
+		return s.startTool(idx, st)
+	}
+	return s.argsDelta(args)
+}
+
+func (s *ChatToResponsesStream) startTool(idx int, st *respTool) error {
+	if err := s.closeOpen("completed"); err != nil {
+		return err
+	}
+	n := len(s.items)
+	if st.callID == "" {
+		st.callID = "call_" + s.suffix + "_" + strconv.Itoa(idx)
+	}
+	it := &respItem{call: true, id: "fc_" + s.suffix + "_" + strconv.Itoa(n), callID: st.callID, name: st.name, status: "in_progress"}
+	s.items = append(s.items, it)
+	st.item, s.open = n, n
+	if err := s.emit("response.output_item.added", evItem{Type: "response.output_item.added",
+		SequenceNumber: s.seq, OutputIndex: n, Item: it.render()}); err != nil {
+		return err
+	}
+	p := st.pending
+	st.pending = nil
+	for _, frag := range p {
+		if err := s.argsDelta(frag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *ChatToResponsesStream) argsDelta(args string) error {
+	if args == "" {
+		return nil
+	}
+	it := s.items[s.open]
+	it.buf.WriteString(args)
+	return s.emit("response.function_call_arguments.delta", evArgsDelta{Type: "response.function_call_arguments.delta",
+		SequenceNumber: s.seq, ItemID: it.id, OutputIndex: s.open, Delta: args})
+}
+
+// closeOpen finishes the open item with status.
+func (s *ChatToResponsesStream) closeOpen(status string) error {
+	if s.open < 0 {
+		return nil
+	}
+	n := s.open
+	it := s.items[n]
+	s.open = -1
+	if it.call {
+		for _, st := range s.tools {
+			if st.item == n {
+				st.closed = true
+			}
+		}
+		if strings.TrimSpace(it.buf.String()) == "" {
+			// Clients parse the arguments: never hand out an empty string.
+			s.open = n
+			if err := s.argsDelta("{}"); err != nil {
+				return err
+			}
+			s.open = -1
+		}
+		it.status = "completed"
+		if err := s.emit("response.function_call_arguments.done", evArgsDone{Type: "response.function_call_arguments.done",
+			SequenceNumber: s.seq, ItemID: it.id, OutputIndex: n, Name: it.name, Arguments: it.buf.String()}); err != nil {
+			return err
+		}
+	} else {
+		it.status = status
+		text := it.buf.String()
+		if err := s.emit("response.output_text.done", evTextDone{Type: "response.output_text.done", SequenceNumber: s.seq,
+			ItemID: it.id, OutputIndex: n, Text: text, Logprobs: []any{}}); err != nil {
+			return err
+		}
+		if err := s.emit("response.content_part.done", evPart{Type: "response.content_part.done", SequenceNumber: s.seq,
+			ItemID: it.id, OutputIndex: n, Part: newOutputText(text)}); err != nil {
+			return err
+		}
+	}
+	return s.emit("response.output_item.done", evItem{Type: "response.output_item.done", SequenceNumber: s.seq,
+		OutputIndex: n, Item: it.render()})
+}
+
+// Finish ends the response after the upstream's [DONE]: it closes the open item and sends
+// response.completed, or response.incomplete for a length or content-filter stop.
+func (s *ChatToResponsesStream) Finish() error {
+	if s.failed {
+		return fmt.Errorf("%w: stream already failed", ErrUpstream)
+	}
+	if s.finished {
+		return nil
+	}
+	if err := s.start(gjson.Result{}); err != nil {
+		return err
+	}
+	for _, idx := range s.order {
+		if st := s.tools[idx]; st.item < 0 && !st.closed {
+			if err := s.startTool(idx, st); err != nil {
+				return err
+			}
+		}
+	}
+	kind := classifyFinish(s.finish, s.stopSeq, len(s.tools) > 0)
+	status, details := responseStatus(kind)
+	if err := s.closeOpen(status); err != nil {
+		return err
+	}
+	s.finished = true
+	event := "response.completed"
+	if status == "incomplete" {
+		event = "response.incomplete"
+	}
+	return s.emit(event, evResponse{Type: event, SequenceNumber: s.seq, Response: s.response(status, details)})
+}
+
+// Responses-style stream events.
+type (
+	evResponse struct {
+		Type           string         `json:"type"`
+		SequenceNumber int64          `json:"sequence_number"`
+		Response       responseObject `json:"response"`
+	}
+	evItem struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		OutputIndex    int    `json:"output_index"`
+		Item           any    `json:"item"`
+	}
+	evPart struct {
+		Type           string     `json:"type"`
+		SequenceNumber int64      `json:"sequence_number"`
+		ItemID         string     `json:"item_id"`
+		OutputIndex    int        `json:"output_index"`
+		ContentIndex   int        `json:"content_index"`
+		Part           outputText `json:"part"`
+	}
+	evTextDelta struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Delta          string `json:"delta"`
+		Logprobs       []any  `json:"logprobs"`
+	}
+	evTextDone struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Text           string `json:"text"`
+		Logprobs       []any  `json:"logprobs"`
+	}
+	evArgsDelta struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		Delta          string `json:"delta"`
+	}
+	evArgsDone struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		Name           string `json:"name"`
+		Arguments      string `json:"arguments"`
+	}
+)
