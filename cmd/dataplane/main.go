@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
-	"github.com/sekgate/gateway/dataplane/memmeter"
+	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/dataplane/syncclient"
@@ -25,7 +25,7 @@ import (
 
 type options struct {
 	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel string
-	snapshotWait                                                  time.Duration
+	snapshotWait, batchInterval                                   time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -36,9 +36,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.controlPlaneURL, "control-plane-url", "http://127.0.0.1:8081", "control plane base URL")
 	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane (required)")
 	fs.StringVar(&o.nodeID, "node-id", host, "name of this node")
-	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot")
+	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
+	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	// Environment variables fill flags not given on the command line.
 	fs.VisitAll(func(f *flag.Flag) {
 		if v, ok := os.LookupEnv("GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
@@ -79,12 +80,22 @@ func main() {
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
 	store := &catalog.Store{}
-	// The in-memory meter stands in until the spooling meter is wired in.
-	meter := memmeter.New(0)
+	usageMeter, err := meter.New(meter.Config{
+		DataDir: o.dataDir, ControlPlaneURL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken,
+		BatchInterval: o.batchInterval, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("open usage spool: %w", err)
+	}
+	defer func() {
+		if err := usageMeter.Close(); err != nil {
+			log.Error("close usage spool", "err", err)
+		}
+	}()
 	syncer, err := syncclient.New(syncclient.Config{
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
-		OnSnapshot: func(s *snapshot.Snapshot) { meter.SeedBalances(s.Balances, s.BalanceSeq) },
+		OnSnapshot: func(s *snapshot.Snapshot) { usageMeter.SeedBalances(s.Balances, s.BalanceSeq) },
 	})
 	if err != nil {
 		return err
@@ -93,7 +104,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		log.Warn("no usable last-known-good snapshot", "err", err)
 	}
 	srv, err := server.New(server.Config{
-		Store: store, Meter: meter, Pool: proxy.NewPool(proxy.Config{}),
+		Store: store, Meter: usageMeter, Pool: proxy.NewPool(proxy.Config{}),
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, Logger: log,
 	})
 	if err != nil {
@@ -107,6 +118,8 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 
 	syncDone := make(chan error, 1)
 	go func() { syncDone <- syncer.Run(ctx) }()
+	meterDone := make(chan error, 1)
+	go func() { meterDone <- usageMeter.Run(ctx) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 
@@ -127,5 +140,8 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		log.Warn("shutdown timed out with requests still open")
 	}
 	<-syncDone
+	if err := <-meterDone; err != nil {
+		log.Error("usage sender stopped", "err", err)
+	}
 	return nil
 }
