@@ -118,7 +118,9 @@ func TestAdminValidation(t *testing.T) {
 	if len(models.Data) != 0 {
 		t.Fatalf("an invalid catalogue was stored: %d models", len(models.Data))
 	}
-	var a struct{ BalanceMicroSEK int64 `json:"balance_micro_sek"` }
+	var a struct {
+		BalanceMicroSEK int64 `json:"balance_micro_sek"`
+	}
 	e.mustStatus(e.admin("GET", "/admin/v1/accounts/"+acct, nil), 200).json(t, &a)
 	if a.BalanceMicroSEK != 0 {
 		t.Fatalf("a refused credit changed the balance: %d", a.BalanceMicroSEK)

@@ -54,7 +54,7 @@ func testCatalog() *catalog.Catalog {
 			},
 		},
 		{
-			Model: snapshot.Model{ID: "nomic-embed", Endpoint: snapshot.EndpointEmbeddings, InputOrePerMillion: 10},
+			Model:  snapshot.Model{ID: "nomic-embed", Endpoint: snapshot.EndpointEmbeddings, InputOrePerMillion: 10},
 			Routes: []snapshot.Route{{ID: "embed-se", Provider: "tei", BaseURL: "http://127.0.0.1:9/v1", Region: "se-sto-1", Country: "SE", Weight: 1}},
 		},
 	}}

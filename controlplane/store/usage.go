@@ -71,11 +71,11 @@ func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []u
 	n := len(recs)
 	var (
 		ids, accounts, models, endpoints, providers, residencies, results []string
-		keyIDs, routing                                                          []*string
-		tss                                                                      []time.Time
-		streams                                                                  []bool
-		statuses                                                                 []int32
-		prompt, completion, price, duration                                      []int64
+		keyIDs, routing                                                   []*string
+		tss                                                               []time.Time
+		streams                                                           []bool
+		statuses                                                          []int32
+		prompt, completion, price, duration                               []int64
 	)
 	for _, r := range recs {
 		ids = append(ids, r.RequestID)

@@ -1,0 +1,218 @@
+// Command controlplane runs the gateway's control plane: the admin API, snapshot sync,
+// usage ingest and balance watch for data-plane nodes, and the customer paths the data
+// plane forwards, on one HTTP listener backed by Postgres.
+//
+// Every flag can also be set by an environment variable GATEWAY_<FLAG_NAME_UPPER_SNAKE>
+// (for example --database-url / GATEWAY_DATABASE_URL); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/payments"
+	"github.com/sekgate/gateway/controlplane/publish"
+	"github.com/sekgate/gateway/controlplane/retention"
+	"github.com/sekgate/gateway/controlplane/signup"
+	"github.com/sekgate/gateway/controlplane/store"
+)
+
+type config struct {
+	listen, databaseURL, adminToken, nodeTokens, logLevel string
+	retentionDays, maxConns                               int
+	// Optional integrations: each is enabled when its required settings are given.
+	signupConfirmURL, signupErrorURL                    string
+	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
+	topupSuccessURL, topupCancelURL                     string
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the HTTP listener")
+	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL (required)")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API (required)")
+	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes (required)")
+	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept")
+	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
+	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")
+	fs.StringVar(&c.stripeSecretKey, "stripe-secret-key", "", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
+	fs.StringVar(&c.stripeAPIBase, "stripe-api-base", "", "payment provider API base URL (tests: a stripe-mock address)")
+	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
+	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
+	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	switch {
+	case c.databaseURL == "":
+		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
+	case c.adminToken == "":
+		return c, errors.New("--admin-token (GATEWAY_ADMIN_TOKEN) is required")
+	case strings.Trim(c.nodeTokens, ", ") == "":
+		return c, errors.New("--node-tokens (GATEWAY_NODE_TOKENS) is required")
+	case c.retentionDays < 1:
+		return c, errors.New("--retention-days must be at least 1")
+	}
+	return c, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		os.Exit(2)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane: --log-level:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, log); err != nil {
+		log.Error("control plane stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config, log *slog.Logger) error {
+	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MaxConns: int32(cfg.maxConns), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pub, err := publish.New(publish.Config{Store: st, Logger: log})
+	if err != nil {
+		return err
+	}
+	ret, err := retention.New(retention.Config{Store: st, Days: cfg.retentionDays, Logger: log})
+	if err != nil {
+		return err
+	}
+	acfg := api.Config{Store: st, Snapshots: pub, AdminToken: cfg.adminToken, NodeTokens: strings.Split(cfg.nodeTokens, ","), Logger: log}
+	if err := addIntegrations(&acfg, cfg, st, log); err != nil {
+		return err
+	}
+	handler, err := api.New(acfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
+	}
+	// Requests derive from base, which is cancelled during shutdown to end long-polls.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           handler,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second, // longer than the longest long-poll (60 s)
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	bg, cancelBG := context.WithCancel(context.Background())
+	defer cancelBG()
+	done := make(chan struct{}, 2)
+	go func() { pub.Run(bg); done <- struct{}{} }()
+	go func() { ret.Run(bg); done <- struct{}{} }()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("control plane listening", "addr", ln.Addr().String())
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-serveErr:
+	}
+	// Stop accepting, let in-flight requests (usage batches) finish; after a short grace
+	// period cancel what is still running, which ends long-polls at once. A batch cut off
+	// here is rolled back and resent by its node.
+	shCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(shCtx) }()
+	select {
+	case <-shutdown:
+	case <-time.After(2 * time.Second):
+		cancelBase()
+		if shErr := <-shutdown; shErr != nil {
+			srv.Close()
+		}
+	}
+	cancelBG()
+	<-done
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// addIntegrations mounts the signup form, its admin review and the payment paths when
+// their settings are given.
+func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logger) error {
+	signups := signup.NewPGStore(st.Pool(), time.Now)
+	rev, err := signup.NewAdmin(signups, log)
+	if err != nil {
+		return err
+	}
+	a.Admin = rev.Routes()
+	if cfg.signupConfirmURL != "" || cfg.signupErrorURL != "" {
+		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.signupConfirmURL, ErrorURL: cfg.signupErrorURL, Logger: log})
+		if err != nil {
+			return err
+		}
+		a.Signup = h
+	}
+	if cfg.stripeSecretKey != "" {
+		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey, APIBase: cfg.stripeAPIBase,
+			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log})
+		if err != nil {
+			return err
+		}
+		a.Topup = h
+	}
+	if cfg.stripeWebhookSecret != "" {
+		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, Ledger: st, Logger: log})
+		if err != nil {
+			return err
+		}
+		a.Webhook = h
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestFlagsAndEnv(t *testing.T) {
+	t.Setenv("GATEWAY_DATABASE_URL", "postgres://env/db")
+	t.Setenv("GATEWAY_ADMIN_TOKEN", "env-admin")
+	t.Setenv("GATEWAY_NODE_TOKENS", "a,b")
+	t.Setenv("GATEWAY_RETENTION_DAYS", "30")
+	c, err := parseFlags([]string{"--admin-token", "flag-admin", "--listen", "127.0.0.1:9999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.databaseURL != "postgres://env/db" || c.adminToken != "flag-admin" || c.nodeTokens != "a,b" || c.retentionDays != 30 || c.listen != "127.0.0.1:9999" {
+		t.Fatalf("config %+v", c)
+	}
+	t.Setenv("GATEWAY_RETENTION_DAYS", "many")
+	if _, err := parseFlags(nil); err == nil {
+		t.Fatal("bad env value accepted")
+	}
+	t.Setenv("GATEWAY_RETENTION_DAYS", "90")
+	t.Setenv("GATEWAY_NODE_TOKENS", "")
+	if _, err := parseFlags(nil); err == nil {
+		t.Fatal("missing node tokens accepted")
+	}
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := config{listen: addr, databaseURL: pgtest.NewDatabase(t), adminToken: "adm", nodeTokens: "nt", retentionDays: 90, maxConns: 4}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+
+	get := func(path, token string) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Node-Id", "n1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for get("/admin/v1/snapshot", "adm") != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("control plane did not become ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A node long-polls; shutdown must not wait for it to time out.
+	go get("/internal/v1/snapshot?have=1&wait=60", "nt")
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown hung")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+}

@@ -1,0 +1,61 @@
+package retention_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/controlplane/retention"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestRetentionDeletesOnlyOldRecords(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(ctx, store.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, _ := st.CreateAccount(ctx, "acme", "se")
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	var b usage.Batch
+	for i := 0; i < 25; i++ { // ages 0, 5, 10, ... 120 days
+		b.Records = append(b.Records, usage.Record{RequestID: fmt.Sprint("r", i), TS: now.AddDate(0, 0, -5*i), AccountID: a.ID,
+			Model: "m", Status: 200, Result: "ok", PromptTokens: 1})
+	}
+	if _, err := st.IngestBatch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		days, wantDeleted, wantLeft int
+	}{
+		{100, 4, 21}, // ages 105..120
+		{90, 2, 19},  // ages 95, 100
+		{30, 12, 7},  // ages 35..90
+		{30, 0, 7},   // nothing left to do
+	} {
+		j, err := retention.New(retention.Config{Store: st, Days: tc.days, BatchSize: 3, Pause: time.Millisecond, Logger: log, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := j.RunOnce(ctx)
+		if err != nil || n != tc.wantDeleted {
+			t.Fatalf("days %d: deleted %d (%v), want %d", tc.days, n, err, tc.wantDeleted)
+		}
+		recs, _ := st.ListRecords(ctx, store.RecordQuery{AccountID: a.ID, Limit: 100})
+		if len(recs) != tc.wantLeft {
+			t.Fatalf("days %d: %d left, want %d", tc.days, len(recs), tc.wantLeft)
+		}
+	}
+	if _, err := retention.New(retention.Config{Store: st, Days: -1}); err == nil {
+		t.Fatal("negative days accepted")
+	}
+}
