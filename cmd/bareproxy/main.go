@@ -1,0 +1,67 @@
+// Command bareproxy is a bare fasthttp reverse proxy in front of one upstream: no auth, no
+// routing, no metering, no body inspection. `make bench` runs it beside the data plane as
+// the floor any gateway built on fasthttp can reach. Server-sent event streams are relayed
+// with a flush at the end of every event (blank line), as the data plane does.
+//
+// Every flag can also be set by the environment variable GATEWAY_<FLAG_NAME_UPPER_SNAKE>.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sekgate/gateway/cmd/bareproxy/bare"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bareproxy:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fs := flag.NewFlagSet("bareproxy", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8085", "address to listen on")
+	var cfg bare.Config
+	fs.StringVar(&cfg.Upstream, "upstream", "127.0.0.1:8090", "upstream host:port (plain HTTP)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "most connections to the upstream (0 = 20,000)")
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv("GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
+			_ = f.Value.Set(v)
+		}
+	})
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	p, err := bare.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
+	log.Info("bare proxy listening", "addr", ln.Addr().String(), "upstream", cfg.Upstream)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return p.Shutdown(sctx)
+}
