@@ -1,0 +1,136 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const validJSON = `{"models":[{"id":"llama-3.1-8b","aliases":["llama","meta/llama"],"endpoint":"/v1/chat/completions",
+ "created":1700000000,"context_tokens":8192,"tokenizer":"llama3","input_ore_per_million_tokens":150,"output_ore_per_million_tokens":300,
+ "routes":[{"id":"r1","provider":"vllm","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions"],
+  "region":"se-sto-1","country":"SE","priority":0,"weight":1}]}]}`
+
+const validYAML = `
+models:
+  - id: llama-3.1-8b
+    aliases: [llama, meta/llama]
+    endpoint: /v1/chat/completions
+    created: 1700000000
+    context_tokens: 8192
+    tokenizer: llama3
+    input_ore_per_million_tokens: 150
+    output_ore_per_million_tokens: 300
+    routes:
+      - id: r1
+        provider: vllm
+        base_url: http://127.0.0.1:8090/v1
+        protocols: [/v1/chat/completions]
+        region: se-sto-1
+        country: SE
+        priority: 0
+        weight: 1
+`
+
+func TestDecodeAndValidate(t *testing.T) {
+	j, err := DecodeJSON(strings.NewReader(validJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := ParseYAML([]byte(validYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Catalog{j, y} {
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		r := c.Models[0].Routes[0]
+		if r.Model != "llama-3.1-8b" || r.Country != "SE" || c.Models[0].InputOrePerMillion != 150 {
+			t.Fatalf("decoded %+v", c.Models[0])
+		}
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(c *Catalog)
+		param string
+	}{
+		{"empty id", func(c *Catalog) { c.Models[0].ID = "" }, "models[0].id"},
+		{"id with space", func(c *Catalog) { c.Models[0].ID = "a b" }, "models[0].id"},
+		{"unknown endpoint", func(c *Catalog) { c.Models[0].Endpoint = "/v1/images" }, "models[0].endpoint"},
+		{"duplicate alias", func(c *Catalog) { c.Models[0].Aliases = []string{"x", "x"} }, "models[0].aliases[1]"},
+		{"alias equals own id", func(c *Catalog) { c.Models[0].Aliases = []string{"llama-3.1-8b"} }, "models[0].aliases[0]"},
+		{"negative context", func(c *Catalog) { c.Models[0].ContextTokens = -1 }, "models[0].context_tokens"},
+		{"negative output price", func(c *Catalog) { c.Models[0].OutputOrePerMillion = -1 }, "models[0].output_ore_per_million_tokens"},
+		{"no provider", func(c *Catalog) { c.Models[0].Routes[0].Provider = " " }, "models[0].routes[0].provider"},
+		{"relative base url", func(c *Catalog) { c.Models[0].Routes[0].BaseURL = "/v1" }, "models[0].routes[0].base_url"},
+		{"lower-case country", func(c *Catalog) { c.Models[0].Routes[0].Country = "se" }, "models[0].routes[0].country"},
+		{"empty country", func(c *Catalog) { c.Models[0].Routes[0].Country = "" }, "models[0].routes[0].country"},
+		{"no region", func(c *Catalog) { c.Models[0].Routes[0].Region = "" }, "models[0].routes[0].region"},
+		{"zero weight", func(c *Catalog) { c.Models[0].Routes[0].Weight = 0 }, "models[0].routes[0].weight"},
+		{"negative weight", func(c *Catalog) { c.Models[0].Routes[0].Weight = -2 }, "models[0].routes[0].weight"},
+		{"duplicate protocol", func(c *Catalog) {
+			c.Models[0].Routes[0].Protocols = []string{"/v1/chat/completions", "/v1/chat/completions"}
+		}, "models[0].routes[0].protocols[1]"},
+		{"route of another model", func(c *Catalog) { c.Models[0].Routes[0].Model = "other" }, "models[0].routes[0].model"},
+		{"duplicate route id", func(c *Catalog) { c.Models[0].Routes = append(c.Models[0].Routes, c.Models[0].Routes[0]) }, "models[0].routes[1].id"},
+		{"negative timeout", func(c *Catalog) { c.Models[0].Routes[0].TotalTimeoutMS = -1 }, "models[0].routes[0].total_timeout_ms"},
+	} {
+		c, _ := DecodeJSON(strings.NewReader(validJSON))
+		tc.edit(c)
+		err := c.Validate()
+		var ce *Error
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if ce.Param != tc.param {
+			t.Errorf("%s: param %q, want %q", tc.name, ce.Param, tc.param)
+		}
+	}
+	// Defaults: protocols default to the model's endpoint.
+	c, _ := DecodeJSON(strings.NewReader(validJSON))
+	c.Models[0].Routes[0].Protocols = nil
+	if err := c.Validate(); err != nil || len(c.Models[0].Routes[0].Protocols) != 1 {
+		t.Fatalf("default protocols: %v %v", err, c.Models[0].Routes[0].Protocols)
+	}
+	for _, bad := range []string{`{"models":[{"id":"x","endpoint":"/v1/chat/completions","nope":1}]}`, `{"models":[]} {}`, `[`} {
+		if _, err := DecodeJSON(strings.NewReader(bad)); err == nil {
+			t.Errorf("decoded %s", bad)
+		}
+	}
+}
+
+func FuzzCatalog(f *testing.F) {
+	f.Add([]byte(validJSON))
+	f.Add([]byte(validYAML))
+	f.Add([]byte(`{"models":[{"id":"a","aliases":["a"]}]}`))
+	f.Add([]byte("models: [{id: x, routes: [{weight: -1}]}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, parse := range []func([]byte) (*Catalog, error){
+			func(b []byte) (*Catalog, error) { return DecodeJSON(strings.NewReader(string(b))) },
+			ParseYAML,
+		} {
+			c, err := parse(b)
+			if err != nil {
+				continue
+			}
+			if err := c.Validate(); err != nil {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("validation error not wrapping ErrInvalid: %v", err)
+				}
+				continue
+			}
+			for _, m := range c.Models {
+				for _, r := range m.Routes {
+					if r.Weight <= 0 || r.Model != m.ID || len(r.Protocols) == 0 {
+						t.Fatalf("valid catalogue with bad route %+v", r)
+					}
+				}
+			}
+		}
+	})
+}
