@@ -24,8 +24,8 @@ import (
 )
 
 type options struct {
-	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel string
-	snapshotWait, batchInterval                                   time.Duration
+	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel, docsURL string
+	snapshotWait, batchInterval                                            time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -38,6 +38,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.nodeID, "node-id", host, "name of this node")
 	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.docsURL, "docs-url", "", "public reference that GET /docs redirects to and 501 answers link (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	// Environment variables fill flags not given on the command line.
@@ -105,7 +106,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	srv, err := server.New(server.Config{
 		Store: store, Meter: usageMeter, Pool: proxy.NewPool(proxy.Config{}),
-		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, Logger: log,
+		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DocsURL: o.docsURL, Logger: log,
 	})
 	if err != nil {
 		return err

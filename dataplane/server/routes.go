@@ -16,58 +16,130 @@ var unsupportedFamilies = []string{
 	"/v1/realtime", "/v1/threads", "/v1/uploads", "/v1/vector_stores", "/v1/videos",
 }
 
+// storedObjectPrefixes are the stored-object operations of supported endpoints (stored
+// completions and their messages, stored responses and their children): every method on a
+// child path is refused with 501, without authentication.
+var storedObjectPrefixes = []string{"/v1/chat/completions", "/v1/responses"}
+
+// Allowed-method sets. Their order is the document's x-gateway-allow (a test compares them).
+const (
+	allowRead   = "GET, HEAD, OPTIONS"
+	allowPost   = "POST, OPTIONS"
+	allowSignup = "POST" // the interface: other methods of the signup form return 405
+)
+
+// endpoint is one supported path with its handlers per method. Methods without a handler
+// answer 405 method_not_allowed with Allow; OPTIONS answers 204 with Allow unless options
+// is false.
+type endpoint struct {
+	path      string
+	allow     string
+	get, post fasthttp.RequestHandler
+	// head, when nil and get is set, runs get; fasthttp drops the body of HEAD answers, so
+	// status and headers (Content-Length included) are those of GET.
+	head    fasthttp.RequestHandler
+	options bool
+}
+
+// endpoints lists every supported path of the interface.
+func (s *Server) endpoints() []endpoint {
+	eps := []endpoint{
+		{path: "/healthz", allow: allowRead, get: s.healthz, options: true},
+		{path: "/openapi.json", allow: allowRead, get: s.openAPI, options: true},
+		{path: "/docs", allow: allowRead, get: s.docs, options: true},
+		{path: "/v1/models", allow: allowRead, get: s.listModels, options: true},
+		// A catch-all takes aliases with a literal slash as well as %2F (the router matches
+		// the raw path, so %2F reaches the handler encoded). DELETE here is 405: model
+		// lifecycle belongs to the operator.
+		{path: "/v1/models/{model:*}", allow: allowRead, get: s.getModel, options: true},
+	}
+	for _, e := range []catalog.Endpoint{catalog.EPChat, catalog.EPCompletions, catalog.EPEmbeddings,
+		catalog.EPResponses, catalog.EPMessages, catalog.EPSystemOne} {
+		eps = append(eps, endpoint{path: e.Path(), allow: allowPost, post: s.inference(e), options: true})
+	}
+	eps = append(eps,
+		endpoint{path: "/v1/messages/count_tokens", allow: allowPost, post: s.countTokens, options: true},
+		// Account reads are forwarded to the control plane; HEAD is forwarded as GET so the
+		// control plane needs no HEAD routes, and the body is dropped on the way out.
+		endpoint{path: "/v1/service/account", allow: allowRead, get: s.forwardAuthed, head: headAsGet(s.forwardAuthed), options: true},
+		endpoint{path: "/v1/service/requests", allow: allowRead, get: s.forwardAuthed, head: headAsGet(s.forwardAuthed), options: true},
+		endpoint{path: "/v1/service/requests/{id}", allow: allowRead, get: s.forwardAuthed, head: headAsGet(s.forwardAuthed), options: true},
+		endpoint{path: "/v1/service/topup", allow: allowPost, post: s.forwardAuthed, options: true},
+		// The signup form is POST only: OPTIONS is 405 like every other method.
+		endpoint{path: "/v1/service/signup", allow: allowSignup, post: s.forwardPublic},
+		endpoint{path: "/v1/stripe/webhook", allow: allowPost, post: s.forwardPublic, options: true},
+	)
+	return eps
+}
+
 func (s *Server) routes() *router.Router {
 	r := router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.HandleMethodNotAllowed = true
-	r.HandleOPTIONS = true
-	r.GlobalOPTIONS = func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusNoContent) }
-	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) { writeError(ctx, errMethodNotAllowed) }
+	// Allowed methods, OPTIONS and 405 are answered per endpoint below (the router's own
+	// answers would list methods in another order and grant OPTIONS on the signup form).
+	r.HandleMethodNotAllowed = false
+	r.HandleOPTIONS = false
 	r.NotFound = s.notFound
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		s.log.Error("panic in handler", "panic", v, "path", string(ctx.Path()))
 		writeError(ctx, errInternal)
 	}
 
-	r.GET("/healthz", s.healthz)
-	r.HEAD("/healthz", s.healthz)
-	r.GET("/v1/models", s.listModels)
-	r.HEAD("/v1/models", s.listModels)
-	// A catch-all takes aliases with a literal slash as well as %2F (the router matches the
-	// raw path, so %2F reaches the handler encoded).
-	r.GET("/v1/models/{model:*}", s.getModel)
-	r.HEAD("/v1/models/{model:*}", s.getModel)
-
-	for _, e := range []catalog.Endpoint{catalog.EPChat, catalog.EPCompletions, catalog.EPEmbeddings,
-		catalog.EPResponses, catalog.EPMessages, catalog.EPSystemOne} {
-		r.POST(e.Path(), s.inference(e))
-	}
-	r.POST("/v1/messages/count_tokens", s.countTokens)
-
-	// Stored-object operations are not offered.
-	for _, p := range []string{"/v1/chat/completions/{rest:*}", "/v1/responses/{rest:*}"} {
-		for _, m := range []string{fasthttp.MethodGet, fasthttp.MethodPost, fasthttp.MethodDelete} {
-			r.Handle(m, p, s.unsupported)
+	for _, e := range s.endpoints() {
+		if e.get != nil {
+			r.GET(e.path, e.get)
+			head := e.head
+			if head == nil {
+				head = e.get
+			}
+			r.HEAD(e.path, head)
 		}
+		if e.post != nil {
+			r.POST(e.path, e.post)
+		}
+		// The method-agnostic tree is searched after the method's own: every other method
+		// lands here.
+		r.ANY(e.path, otherMethods(e.allow, e.options))
+	}
+
+	// Stored-object operations and unsupported families: every method, every child path.
+	for _, p := range storedObjectPrefixes {
+		r.ANY(p+"/{rest:*}", s.unsupported)
 	}
 	for _, f := range unsupportedFamilies {
 		r.ANY(f, s.unsupported)
 		r.ANY(f+"/{rest:*}", s.unsupported)
 	}
 
-	r.GET("/v1/service/account", s.forwardAuthed)
-	r.HEAD("/v1/service/account", s.forwardAuthed)
-	r.GET("/v1/service/requests", s.forwardAuthed)
-	r.GET("/v1/service/requests/{id}", s.forwardAuthed)
-	r.POST("/v1/service/topup", s.forwardAuthed)
-	r.POST("/v1/service/signup", s.forwardPublic)
-	r.POST("/v1/stripe/webhook", s.forwardPublic)
-
 	if s.cfg.Register != nil {
 		s.cfg.Register(r)
 	}
 	return r
+}
+
+// otherMethods answers methods an endpoint has no handler for: OPTIONS with 204 and Allow
+// (when the endpoint offers it), anything else with 405 and Allow. No Access-Control-*
+// header is ever sent: a browser preflight gets the same 204 and no cross-origin grant.
+func otherMethods(allow string, options bool) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, allow)
+		if options && ctx.IsOptions() {
+			ctx.SetStatusCode(fasthttp.StatusNoContent)
+			return
+		}
+		writeError(ctx, errMethodNotAllowed)
+	}
+}
+
+// headAsGet runs a GET handler for a HEAD request (for handlers that forward the method),
+// then restores HEAD so the server drops the body.
+func headAsGet(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		ctx.Request.Header.SetMethod(fasthttp.MethodGet)
+		h(ctx)
+		ctx.Request.Header.SetMethod(fasthttp.MethodHead)
+	}
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
@@ -86,4 +158,12 @@ func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
 	writeError(ctx, errEndpointNotFound)
 }
 
-func (s *Server) unsupported(ctx *fasthttp.RequestCtx) { writeError(ctx, s.notSupported) }
+// unsupported refuses an unsupported family or stored-object operation: 501 with a
+// documentation link, before authentication, forwarding, storing or billing.
+func (s *Server) unsupported(ctx *fasthttp.RequestCtx) {
+	if s.notSupported.DocURL != "" {
+		writeError(ctx, s.notSupported)
+		return
+	}
+	writeError(ctx, errNotSupported.WithDoc(s.selfURL(ctx, "/openapi.json")))
+}

@@ -43,7 +43,8 @@ type Config struct {
 	ControlPlaneURL string
 	// NodeToken and NodeID identify this node to the control plane.
 	NodeToken, NodeID string
-	// DocsURL, when set, is the documentation_url of endpoint_not_supported errors.
+	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
+	// endpoint_not_supported errors (default: this gateway's /openapi.json).
 	DocsURL string
 	// Register, when set, adds routes (e.g. /openapi.json, /docs) before the server starts.
 	Register func(r *router.Router)
