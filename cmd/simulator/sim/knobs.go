@@ -52,6 +52,9 @@ type Knobs struct {
 	Malformed bool `json:"malformed"`
 }
 
+// maxOutputTokens bounds per-request output lengths.
+const maxOutputTokens = 1 << 20
+
 // withDefaults fills zero values that have a default.
 func (k Knobs) withDefaults() Knobs {
 	if k.ErrorStatus == 0 {
@@ -157,7 +160,7 @@ func (k *Knobs) set(key, v string) {
 			k.RetryAfterS = n
 		}
 	case "output_tokens":
-		if n, ok := atoi(); ok && n > 0 {
+		if n, ok := atoi(); ok && n > 0 && n <= maxOutputTokens {
 			k.OutputTokens = n
 		}
 	case "fail_after_events":
