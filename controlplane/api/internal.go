@@ -84,7 +84,7 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 // postUsage applies a usage.Batch and answers usage.Reply once committed.
 func (s *server) postUsage(w http.ResponseWriter, r *http.Request) {
 	var b usage.Batch
-	if !decodeJSON(w, r, usageBodyLimit, &b) {
+	if !decodeBody(w, r, usageBodyLimit, &b, false) {
 		return
 	}
 	if b.NodeID == "" {

@@ -75,6 +75,12 @@ func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 // decodeJSON reads a JSON body of at most limit bytes into v, refusing unknown fields and
 // trailing data. It writes the error answer itself and reports whether to go on.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	return decodeBody(w, r, limit, v, true)
+}
+
+// decodeBody is decodeJSON with unknown fields optionally allowed (node payloads, so a
+// newer node's extra fields never block its usage spool).
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, strict bool) bool {
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		writeError(w, invalid("body", "Could not read the request body."))
@@ -86,7 +92,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		writeError(w, invalid(jsonParam(err), "Malformed JSON body: %v.", err))
 		return false
