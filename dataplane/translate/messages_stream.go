@@ -33,17 +33,19 @@ type ChatToMessagesStream struct {
 	finished bool
 	failed   bool
 	id       string
-	next     int // index of the next content block
-	open     int // index of the open block, -1 when none
-	openTool int // chat index of the tool call in the open block, -1 for text
-	tools    map[int]*streamTool
-	order    []int // chat tool indexes by first appearance
+	next     int                 // index of the next content block
+	open     int                 // index of the open block, -1 when none
+	openTool *streamTool         // tool call in the open block, nil for text
+	tools    map[int]*streamTool // current call per chat tool index
+	order    []*streamTool       // every call, by first appearance
 	finish   string
 	seq      string
 	usage    Usage
 }
 
 type streamTool struct {
+	n        int    // position among the answer's tool calls
+	upID     string // the upstream's call ID
 	id, name string
 	pending  []string // argument fragments received before the name
 	started  bool
@@ -53,7 +55,7 @@ type streamTool struct {
 // NewChatToMessagesStream returns a translator writing each event through w; model is the
 // name the client asked for.
 func NewChatToMessagesStream(model string, w func(event, data []byte) error) *ChatToMessagesStream {
-	return &ChatToMessagesStream{model: model, w: w, open: -1, openTool: -1, tools: map[int]*streamTool{}}
+	return &ChatToMessagesStream{model: model, w: w, open: -1, tools: map[int]*streamTool{}}
 }
 
 // Usage returns the usage reported so far (zero until the upstream's usage chunk).
@@ -145,11 +147,11 @@ func (s *ChatToMessagesStream) choice(c gjson.Result) error {
 }
 
 func (s *ChatToMessagesStream) text(t string) error {
-	if s.open < 0 || s.openTool >= 0 {
+	if s.open < 0 || s.openTool != nil {
 		if err := s.closeOpen(); err != nil {
 			return err
 		}
-		s.open, s.openTool = s.next, -1
+		s.open, s.openTool = s.next, nil
 		s.next++
 		if err := s.emit("content_block_start", evBlockStart{Type: "content_block_start", Index: s.open,
 			ContentBlock: anthropicText{Type: "text", Text: ""}}); err != nil {
@@ -162,10 +164,12 @@ func (s *ChatToMessagesStream) text(t string) error {
 
 func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
 	st := s.tools[idx]
-	if st == nil {
-		st = &streamTool{}
+	if st == nil || id != "" && st.upID != "" && id != st.upID {
+		// A new ID at a known index is a new call (some servers number every call 0):
+		// it gets its own block rather than being merged into the previous call.
+		st = &streamTool{n: len(s.order), upID: id}
 		s.tools[idx] = st
-		s.order = append(s.order, idx)
+		s.order = append(s.order, st)
 	}
 	if st.closed {
 		if args != "" {
@@ -173,8 +177,8 @@ func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
 		}
 		return nil
 	}
-	if st.id == "" {
-		st.id = id
+	if st.upID == "" {
+		st.upID = id
 	}
 	if !st.started {
 		st.name += name
@@ -184,7 +188,7 @@ func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
 		if st.name == "" {
 			return nil
 		}
-		return s.startTool(idx, st)
+		return s.startTool(st)
 	}
 	if args == "" {
 		return nil
@@ -192,15 +196,16 @@ func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
 	return s.inputDelta(args)
 }
 
-func (s *ChatToMessagesStream) startTool(idx int, st *streamTool) error {
+func (s *ChatToMessagesStream) startTool(st *streamTool) error {
 	if err := s.closeOpen(); err != nil {
 		return err
 	}
 	st.started = true
+	st.id = st.upID
 	if st.id == "" {
-		st.id = "toolu_" + s.id[len("msg_"):] + "_" + strconv.Itoa(idx)
+		st.id = "toolu_" + s.id[len("msg_"):] + "_" + strconv.Itoa(st.n)
 	}
-	s.open, s.openTool = s.next, idx
+	s.open, s.openTool = s.next, st
 	s.next++
 	if err := s.emit("content_block_start", evBlockStart{Type: "content_block_start", Index: s.open,
 		ContentBlock: anthropicToolUse{Type: "tool_use", ID: st.id, Name: st.name, Input: []byte("{}")}}); err != nil {
@@ -225,11 +230,11 @@ func (s *ChatToMessagesStream) closeOpen() error {
 	if s.open < 0 {
 		return nil
 	}
-	if s.openTool >= 0 {
-		s.tools[s.openTool].closed = true
+	if s.openTool != nil {
+		s.openTool.closed = true
 	}
 	i := s.open
-	s.open, s.openTool = -1, -1
+	s.open, s.openTool = -1, nil
 	return s.emit("content_block_stop", evBlockStop{Type: "content_block_stop", Index: i})
 }
 
@@ -246,9 +251,9 @@ func (s *ChatToMessagesStream) Finish() error {
 		return err
 	}
 	// A call whose name never arrived still gets its block, so no argument is lost.
-	for _, idx := range s.order {
-		if st := s.tools[idx]; !st.started && !st.closed {
-			if err := s.startTool(idx, st); err != nil {
+	for _, st := range s.order {
+		if !st.started && !st.closed {
+			if err := s.startTool(st); err != nil {
 				return err
 			}
 		}
@@ -257,7 +262,7 @@ func (s *ChatToMessagesStream) Finish() error {
 		return err
 	}
 	s.finished = true
-	kind := classifyFinish(s.finish, s.seq, len(s.tools) > 0)
+	kind := classifyFinish(s.finish, s.seq, len(s.order) > 0)
 	reason := messagesStop(kind)
 	var seq *string
 	if kind == stopSequence {

@@ -37,9 +37,9 @@ type ChatToResponsesStream struct {
 	suffix   string
 	created  int64
 	items    []*respItem
-	open     int // index in items of the open item, -1 when none
-	tools    map[int]*respTool
-	order    []int
+	open     int               // index in items of the open item, -1 when none
+	tools    map[int]*respTool // current call per chat tool index
+	order    []*respTool       // every call, by first appearance
 	finish   string
 	stopSeq  string
 	usage    Usage
@@ -57,6 +57,7 @@ type respItem struct {
 }
 
 type respTool struct {
+	n       int // position among the answer's tool calls
 	item    int // index in items, -1 until started
 	callID  string
 	name    string
@@ -226,10 +227,12 @@ func (s *ChatToResponsesStream) text(t string) error {
 
 func (s *ChatToResponsesStream) toolDelta(idx int, id, name, args string) error {
 	st := s.tools[idx]
-	if st == nil {
-		st = &respTool{item: -1}
+	if st == nil || id != "" && st.callID != "" && id != st.callID {
+		// A new ID at a known index is a new call (some servers number every call 0):
+		// it gets its own item rather than being merged into the previous call.
+		st = &respTool{n: len(s.order), item: -1, callID: id}
 		s.tools[idx] = st
-		s.order = append(s.order, idx)
+		s.order = append(s.order, st)
 	}
 	if st.closed {
 		if args != "" {
@@ -248,18 +251,18 @@ func (s *ChatToResponsesStream) toolDelta(idx int, id, name, args string) error 
 		if st.name == "" {
 			return nil
 		}
-		return s.startTool(idx, st)
+		return s.startTool(st)
 	}
 	return s.argsDelta(args)
 }
 
-func (s *ChatToResponsesStream) startTool(idx int, st *respTool) error {
+func (s *ChatToResponsesStream) startTool(st *respTool) error {
 	if err := s.closeOpen("completed"); err != nil {
 		return err
 	}
 	n := len(s.items)
 	if st.callID == "" {
-		st.callID = "call_" + s.suffix + "_" + strconv.Itoa(idx)
+		st.callID = "call_" + s.suffix + "_" + strconv.Itoa(st.n)
 	}
 	it := &respItem{call: true, id: "fc_" + s.suffix + "_" + strconv.Itoa(n), callID: st.callID, name: st.name, status: "in_progress"}
 	s.items = append(s.items, it)
@@ -297,7 +300,7 @@ func (s *ChatToResponsesStream) closeOpen(status string) error {
 	it := s.items[n]
 	s.open = -1
 	if it.call {
-		for _, st := range s.tools {
+		for _, st := range s.order {
 			if st.item == n {
 				st.closed = true
 			}
@@ -343,14 +346,14 @@ func (s *ChatToResponsesStream) Finish() error {
 	if err := s.start(gjson.Result{}); err != nil {
 		return err
 	}
-	for _, idx := range s.order {
-		if st := s.tools[idx]; st.item < 0 && !st.closed {
-			if err := s.startTool(idx, st); err != nil {
+	for _, st := range s.order {
+		if st.item < 0 && !st.closed {
+			if err := s.startTool(st); err != nil {
 				return err
 			}
 		}
 	}
-	kind := classifyFinish(s.finish, s.stopSeq, len(s.tools) > 0)
+	kind := classifyFinish(s.finish, s.stopSeq, len(s.order) > 0)
 	status, details := responseStatus(kind)
 	if err := s.closeOpen(status); err != nil {
 		return err

@@ -61,6 +61,8 @@ func TestAnthropicSDKAccumulatesTranslatedStream(t *testing.T) {
 		{"length_stop.sse", anthropic.StopReasonMaxTokens, "Once upon a time", nil, 8, 4},
 		{"stop_sequence.sse", anthropic.StopReasonStopSequence, "1, 2, 3", nil, 10, 7},
 		{"tool_call_single_chunk_stop.sse", anthropic.StopReasonToolUse, "", map[string]string{"call_x1y2": `{"q":"fika"}`}, 55, 12},
+		{"same_index_two_calls.sse", anthropic.StopReasonToolUse, "",
+			map[string]string{"call_one": `{"city":"Umeå"}`, "call_two": `{"city":"Luleå"}`}, 40, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -147,6 +149,7 @@ func TestOpenAISDKReadsTranslatedResponsesStream(t *testing.T) {
 			map[string]string{"chatcmpl-tool-9f8e": `{"city": "Stockholm", "unit": "celsius"}`}, 312, 29},
 		{"parallel_tool_calls.sse", "completed", "", map[string]string{"call_A": `{"city":"Oslo"}`, "call_B": `{"tz":"Europe/Oslo"}`}, 120, 44},
 		{"length_stop.sse", "incomplete", "Once upon a time", nil, 8, 4},
+		{"same_index_two_calls.sse", "completed", "", map[string]string{"call_one": `{"city":"Umeå"}`, "call_two": `{"city":"Luleå"}`}, 40, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
