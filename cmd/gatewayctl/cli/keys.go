@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
+)
+
+func (a *app) keysCmd() *cobra.Command {
+	var name string
+	var days int
+	create := &cobra.Command{
+		Use:   "create ACCOUNT_ID [--name NAME] [--expires-in-days N]",
+		Short: "Issue an API key; its secret is printed once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("expires-in-days") && (days < 30 || days > 365) {
+				return fmt.Errorf("--expires-in-days %d: want 30 to 365", days)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			k, raw, err := c.CreateKey(cmd.Context(), args[0], adminclient.CreateKeyRequest{Name: name, ExpiresInDays: days})
+			if err != nil {
+				return fmt.Errorf("create key for %s: %w", args[0], err)
+			}
+			fmt.Fprintln(a.errOut, "Warning: the key's secret is shown only now; it cannot be shown again. Store it safely.")
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			return a.details(
+				"Key ID", k.ID,
+				"Account", k.AccountID,
+				"Name", orDash(k.Name),
+				"Created", fmtTime(k.CreatedAt),
+				"Expires", fmtTimePtr(k.ExpiresAt),
+				"Secret", k.Secret,
+			)
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "a name to recognise the key by")
+	create.Flags().IntVar(&days, "expires-in-days", 0, "expire the key after N days (30 to 365; default: no expiry)")
+
+	listCmd := &cobra.Command{
+		Use:   "list ACCOUNT_ID",
+		Short: "List an account's keys (never their secrets)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, raw, err := c.ListKeys(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("list keys of %s: %w", args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			now := time.Now()
+			rows := make([][]string, 0, len(l.Data))
+			for _, k := range l.Data {
+				rows = append(rows, []string{k.ID, orDash(k.Name), keyStatus(k, now), fmtTime(k.CreatedAt),
+					fmtTimePtr(k.ExpiresAt), fmtTimePtr(k.RevokedAt)})
+			}
+			return a.table([]any{"ID", "Name", "Status", "Created", "Expires", "Revoked"}, rows)
+		},
+	}
+
+	revoke := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke a key",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			k, raw, err := c.RevokeKey(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("revoke key %s: %w", args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			_, err = fmt.Fprintf(a.out, "Revoked key %s of account %s at %s\n", k.ID, k.AccountID, fmtTimePtr(k.RevokedAt))
+			return err
+		},
+	}
+	return group("keys", "Create, list and revoke API keys", create, listCmd, revoke)
+}
+
+func keyStatus(k adminclient.Key, now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !k.ExpiresAt.After(now):
+		return "expired"
+	}
+	return "active"
+}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) nodesCmd() *cobra.Command {
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List data-plane nodes, the snapshot version each applied and when each was last seen",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, raw, err := c.ListNodes(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list nodes: %w", err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			now := time.Now()
+			rows := make([][]string, 0, len(l.Data))
+			for _, n := range l.Data {
+				ago := "-"
+				if !n.LastSeen.IsZero() {
+					ago = now.Sub(n.LastSeen).Round(time.Second).String() + " ago"
+				}
+				rows = append(rows, []string{n.NodeID, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago})
+			}
+			return a.table([]any{"Node", "Applied version", "Last seen", "Age"}, rows)
+		},
+	}
+	return group("nodes", "Inspect data-plane nodes", listCmd)
+}
+
+func (a *app) snapshotCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "snapshot",
+		Short: "Show the current snapshot's version and hash",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			s, raw, err := c.Snapshot(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			return a.details("Version", itoa(s.Version), "Hash", s.Hash, "Generated", fmtTime(s.GeneratedAt))
+		},
+	}
+}

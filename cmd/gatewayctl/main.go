@@ -1,0 +1,20 @@
+// Command gatewayctl is the operator CLI over the control plane's admin API. See package
+// cli for the commands; --admin-url / GATEWAY_ADMIN_URL and --admin-token /
+// GATEWAY_ADMIN_TOKEN point it at a control plane.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sekgate/gateway/cmd/gatewayctl/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
