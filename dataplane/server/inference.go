@@ -168,7 +168,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, p principal, m *catalog.Model
 		return
 	}
 	rb := uresp.Body()
-	if !gjson.ValidBytes(rb) {
+	if !reqparse.ValidJSON(rb) { // depth-bounded: gjson's validator alone is recursive
 		fasthttp.ReleaseResponse(uresp)
 		att.Error = "invalid_response"
 		s.finish(ctx, box, m, start, errInvalidUpstream, usage.ResultUpstreamError)
@@ -336,16 +336,14 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	model := gjson.GetBytes(ctx.PostBody(), "model")
-	if !gjson.ValidBytes(ctx.PostBody()) {
-		writeError(ctx, apierror.InvalidParam("", "request body is not valid JSON"))
+	// reqparse applies every count_tokens rule and bounds nesting before any recursive
+	// parser sees the client's bytes.
+	req, perr := reqparse.Parse(reqparse.EndpointCountTokens, ctx.PostBody())
+	if perr != nil {
+		writeError(ctx, perr)
 		return
 	}
-	if model.Type != gjson.String || model.Str == "" {
-		writeError(ctx, apierror.InvalidParam("model", "model is required and must be a non-empty string"))
-		return
-	}
-	if _, ok := resolve(p, model.Str); !ok {
+	if _, ok := resolve(p, req.Model); !ok {
 		writeError(ctx, errModelNotFound)
 		return
 	}
