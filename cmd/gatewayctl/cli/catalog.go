@@ -170,6 +170,7 @@ type catalogFile struct {
 		OutputOrePerMillion int64    `yaml:"output_ore_per_million_tokens"`
 		Routes              []struct {
 			ID                 string   `yaml:"id"`
+			Model              string   `yaml:"model"`
 			Provider           string   `yaml:"provider"`
 			BaseURL            string   `yaml:"base_url"`
 			UpstreamModel      string   `yaml:"upstream_model"`

@@ -39,7 +39,13 @@ func newTable(w io.Writer, header ...any) *tablewriter.Table {
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
 	)
+	for i, h := range header {
+		if s, ok := h.(string); ok {
+			header[i] = strings.ToUpper(s)
+		}
+	}
 	t.Header(header...)
 	return t
 }

@@ -87,7 +87,7 @@ func TestOpenAISDK(t *testing.T) {
 
 	// Completions and embeddings.
 	cmpl, err := client.Completions.New(ctx, openai.CompletionNewParams{
-		Model:  "qwen2.5-1.5b-instruct",
+		Model:  "qwen2.5-coder-1.5b",
 		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon")},
 	})
 	if err != nil || cmpl.Choices[0].Text != sim.GenerateText("Once upon", 5) || cmpl.Usage.PromptTokens != 2 {

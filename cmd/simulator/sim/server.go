@@ -51,7 +51,7 @@ type Config struct {
 
 // DefaultModels are listed by GET /v1/models when Config.Models is empty.
 var DefaultModels = []string{
-	"llama-3.1-8b-instruct", "qwen2.5-1.5b-instruct", "nomic-embed-text-v1.5",
+	"llama-3.1-8b-instruct", "qwen2.5-coder-1.5b", "nomic-embed-text-v1.5",
 	"mistral-small-24b-instruct", "gemma-2-9b-it", "systemone-decider",
 }
 
