@@ -19,8 +19,10 @@ const (
 	FailConnect   = "connect"
 	FailTimeout   = "timeout"
 	FailTransport = "transport"
-	FailOverload  = "overload" // no free connection to the upstream within the wait
-	FailConfig    = "config"   // the node cannot use the route (e.g. missing credential)
+	FailOverload  = "overload"         // no free connection to the upstream within the wait
+	FailConfig    = "config"           // the node cannot use the route (e.g. missing credential)
+	FailCancelled = "cancelled"        // the client went away; the exchange was aborted
+	FailInvalid   = "invalid_response" // the upstream answered 200 with an unusable body
 )
 
 // Classify names the failure class of an error returned by Do.
@@ -29,15 +31,14 @@ func Classify(err error) string {
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, ErrCancelled):
+		return FailCancelled
 	case errors.Is(err, ErrCredentials):
 		return FailConfig
 	case errors.Is(err, fasthttp.ErrNoFreeConns):
 		return FailOverload
 	case errors.As(err, &de):
-		if isTimeout(de.Err) {
-			return FailConnect // a connect timeout is still a connect failure
-		}
-		return FailConnect
+		return FailConnect // a connect timeout is still a connect failure
 	case isTimeout(err):
 		return FailTimeout
 	}
@@ -82,18 +83,41 @@ func (u *Upstream) Prepare(req *fasthttp.Request, r *catalog.Route, e catalog.En
 	req.SetBodyRaw(body)
 }
 
-// Do sends req. Without stream the whole response is read within the upstream's total
-// timeout; with stream the call returns after the headers, and the body is read with
-// resp.BodyStream() (idle timeout between reads) and must be closed with CloseBodyStream.
-func (u *Upstream) Do(req *fasthttp.Request, resp *fasthttp.Response, stream bool) error {
+// Do sends req and waits for the response headers until deadline (zero: now plus the
+// upstream's total timeout). Without stream the whole body is read within the deadline;
+// with stream the call returns after the headers, the body is read with resp.BodyStream()
+// (idle timeout between reads, reads capped by the deadline) and must be closed with
+// CloseBodyStream.
+//
+// call, when not nil, lets another goroutine cancel the exchange at once (see Call); it
+// must stay untouched until call.Done. For a stream the first-byte timeout bounds the wait
+// for the headers; a non-streaming answer arrives whole when generation ends, so its wait
+// is bounded only by the deadline.
+func (u *Upstream) Do(req *fasthttp.Request, resp *fasthttp.Response, stream bool, deadline time.Time, call *Call) error {
 	if u.credentialErr != nil {
 		return u.credentialErr
 	}
-	if stream {
-		resp.StreamBody = true
-		return u.hc.Do(req, resp)
+	if deadline.IsZero() {
+		deadline = time.Now().Add(u.total)
 	}
-	return u.hc.DoDeadline(req, resp, time.Now().Add(u.total))
+	if call != nil {
+		if call.Cancelled() {
+			return ErrCancelled
+		}
+		call.firstByte = u.firstByte
+		if !stream {
+			call.firstByte = u.total
+		}
+		body := req.Body()
+		call.hook = bodyHook{call: call, resp: resp, body: body}
+		req.SetBodyStream(&call.hook, len(body))
+	}
+	resp.StreamBody = stream
+	err := u.hc.DoDeadline(req, resp, deadline)
+	if err != nil && call != nil && call.Cancelled() {
+		return ErrCancelled
+	}
+	return err
 }
 
 // TotalTimeout is the upstream's limit on a whole exchange.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -20,11 +21,17 @@ import (
 // Config configures a Pool. Zero fields take the defaults noted; routes may override the
 // timeouts and MaxConns per upstream.
 type Config struct {
-	MaxConnsPerUpstream int           // default 1024
-	ConnectTimeout      time.Duration // default 5s
-	FirstByteTimeout    time.Duration // time from request sent to first response byte; default 60s
-	IdleTimeout         time.Duration // longest silence while reading a response; default 60s
-	TotalTimeout        time.Duration // whole exchange; default 10m
+	// MaxConnsPerUpstream bounds open connections to one upstream (route MaxConns
+	// overrides); a request finding none free waits up to ConnectTimeout, then fails over.
+	// Default 1024.
+	MaxConnsPerUpstream int
+	ConnectTimeout      time.Duration // TCP (and TLS) connect; default 5s
+	// FirstByteTimeout bounds the wait from request sent to the first response byte of a
+	// streaming request; default 60s. Non-streaming answers arrive whole when generation
+	// ends, so their wait is bounded by TotalTimeout (and the request deadline) only.
+	FirstByteTimeout    time.Duration
+	IdleTimeout         time.Duration // longest silence between reads of a response (stream chunks); default 60s
+	TotalTimeout        time.Duration // whole exchange, streams included; default 10m
 	MaxIdleConnDuration time.Duration // default 90s
 	// MaxResponseBodySize bounds buffered (non-streaming) upstream bodies; default 64 MiB.
 	MaxResponseBodySize int
@@ -92,6 +99,7 @@ type Upstream struct {
 	host      string
 	auth      string // "Bearer <credential>" or ""
 	userAgent string
+	firstByte time.Duration
 	total     time.Duration
 	// credentialErr is set when the route's credential reference cannot be resolved.
 	credentialErr error
@@ -135,7 +143,7 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 	connect := ms(k.connect, p.cfg.ConnectTimeout)
 	firstByte := ms(k.firstByte, p.cfg.FirstByteTimeout)
 	idle := ms(k.idle, p.cfg.IdleTimeout)
-	u := &Upstream{host: k.host, userAgent: p.cfg.UserAgent, total: ms(k.total, p.cfg.TotalTimeout)}
+	u := &Upstream{host: k.host, userAgent: p.cfg.UserAgent, firstByte: firstByte, total: ms(k.total, p.cfg.TotalTimeout)}
 	switch ref := k.credentials; {
 	case ref == "":
 	case strings.HasPrefix(ref, "env:"):
@@ -169,7 +177,7 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 			if err != nil {
 				return nil, &DialError{Err: err}
 			}
-			return &timedConn{Conn: c, firstByte: firstByte, idle: idle}, nil
+			return newTimedConn(c, firstByte, idle), nil
 		},
 	}
 	return u
@@ -183,13 +191,29 @@ func (e *DialError) Unwrap() error { return e.Err }
 
 // timedConn applies the first-byte timeout to the first read after a write (the wait for
 // the response) and the idle timeout to every later read, capped by any deadline the HTTP
-// client set itself. fasthttp uses a connection from one goroutine at a time.
+// client set itself. fasthttp uses a connection from one goroutine at a time; the fields
+// under mu are shared with a Call cancelling from another goroutine.
 type timedConn struct {
 	net.Conn
 	firstByte, idle time.Duration
 	hard            time.Time
 	wrote           bool
+	laddr           *connAddr
+
+	mu           sync.Mutex
+	owner        *Call         // exchange currently using the connection
+	reqFirstByte time.Duration // the owner's first-byte wait (0: firstByte)
+	cancelled    atomic.Bool   // the owner cancelled: reads fail at once
 }
+
+func newTimedConn(c net.Conn, firstByte, idle time.Duration) *timedConn {
+	tc := &timedConn{Conn: c, firstByte: firstByte, idle: idle}
+	tc.laddr = &connAddr{Addr: c.LocalAddr(), c: tc}
+	return tc
+}
+
+// LocalAddr returns the local address with the connection attached (see Call).
+func (c *timedConn) LocalAddr() net.Addr { return c.laddr }
 
 func (c *timedConn) Write(b []byte) (int, error) {
 	c.wrote = true
@@ -207,9 +231,17 @@ func (c *timedConn) SetDeadline(t time.Time) error {
 }
 
 func (c *timedConn) Read(b []byte) (int, error) {
+	if c.cancelled.Load() {
+		return 0, ErrCancelled
+	}
 	d := c.idle
 	if c.wrote {
 		d, c.wrote = c.firstByte, false
+		c.mu.Lock()
+		if c.reqFirstByte > 0 {
+			d = c.reqFirstByte
+		}
+		c.mu.Unlock()
 	}
 	dl := time.Now().Add(d)
 	if !c.hard.IsZero() && c.hard.Before(dl) {
@@ -218,7 +250,16 @@ func (c *timedConn) Read(b []byte) (int, error) {
 	if err := c.Conn.SetReadDeadline(dl); err != nil {
 		return 0, err
 	}
-	return c.Conn.Read(b)
+	// A Cancel between the check above and here has set a past deadline after ours; one
+	// before it is seen here.
+	if c.cancelled.Load() {
+		return 0, ErrCancelled
+	}
+	n, err := c.Conn.Read(b)
+	if err != nil && c.cancelled.Load() {
+		err = ErrCancelled
+	}
+	return n, err
 }
 
 // SetDialForTest makes the upstream of route r dial with dial (benchmarks and tests that

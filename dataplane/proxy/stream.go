@@ -81,6 +81,25 @@ func (s *Stream) Peek() error {
 	return nil
 }
 
+// Next returns the next upstream event, the peeked one first, after reading usage and the
+// terminal signal from it into Result. It serves callers that transform events rather
+// than relay them (protocol translation); Relay is the byte-exact path. An error ends the
+// stream and is also kept in Result.Err.
+func (s *Stream) Next() (sse.Event, error) {
+	var ev sse.Event
+	if s.hasPending {
+		ev, s.hasPending = s.pending, false
+	} else {
+		var err error
+		if ev, err = s.rd.Next(); err != nil {
+			s.Result.Err = s.upstreamErr(err)
+			return sse.Event{}, s.Result.Err
+		}
+	}
+	s.inspect(ev)
+	return ev, nil
+}
+
 func (s *Stream) upstreamErr(err error) error {
 	if s.timedOut.Load() {
 		return ErrStreamTimeout

@@ -2,10 +2,7 @@ package server
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -19,11 +16,37 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// recordBox holds a record with its routing detail in one allocation.
+// recordBox holds a record with its routing detail in one allocation (room for three
+// attempts inline).
 type recordBox struct {
 	rec     usage.Record
 	routing usage.Routing
-	attempt [1]usage.Attempt
+	attempt [3]usage.Attempt
+}
+
+// newRecordBox starts the record of call c.
+func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall) *recordBox {
+	box := &recordBox{}
+	rec := &box.rec
+	rec.RequestID = requestID(ctx)
+	rec.TS = c.start
+	rec.AccountID = c.p.acct.ID
+	rec.KeyID = &c.p.key.ID
+	rec.Model = c.m.ID
+	rec.Endpoint = c.e.Path()
+	rec.Stream = c.stream
+	box.routing.Policy = c.p.acct.Residency
+	box.routing.Attempts = box.attempt[:0]
+	rec.Routing = &box.routing
+	return box
+}
+
+// addAttempt appends an attempt at route r and names r in the record as the route tried
+// last (the one that answered, if any does).
+func (b *recordBox) addAttempt(r *catalog.Route) *usage.Attempt {
+	b.routing.Attempts = append(b.routing.Attempts, usage.Attempt{Route: r.ID, Provider: r.Provider, Region: r.Region})
+	b.rec.Provider, b.rec.Residency = r.Provider, r.Region
+	return &b.routing.Attempts[len(b.routing.Attempts)-1]
 }
 
 // admit authenticates an inference request, checks the balance and sets X-Service-Policy.
@@ -80,165 +103,79 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 			writeError(ctx, errModelNotFound)
 			return
 		}
-		cand, ok := s.pick(m.Candidates(p.acct.Residency, e))
-		if !ok {
-			writeError(ctx, errUnsupportedProtocol)
-			return
-		}
-		s.forward(ctx, p, m, e, &req, cand.Route, body, start)
+		s.passThrough(ctx, &upstreamCall{p: p, m: m, e: e, cands: m.Candidates(p.acct.Residency, e),
+			stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model})
 	}
 }
 
-// pick chooses a native route; translated candidates are served by the translation layer.
-func (s *Server) pick(cands []catalog.Candidate) (catalog.Candidate, bool) {
-	native := cands
+// passThrough forwards a same-protocol request on the routes that speak its protocol
+// natively (translated candidates are served by the translation handlers) and relays the
+// answer unchanged.
+func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
+	c.cands = nativeCandidates(c.cands)
+	ex := s.forward(ctx, c)
+	if ex == nil {
+		return
+	}
+	if c.stream {
+		s.relayStream(ctx, ex)
+		return
+	}
+	rb := ex.resp.Body()
+	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens, _ = proxy.Usage(c.e, rb)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
+	ctx.SetBody(rb)
+	ex.end(fasthttp.StatusOK, usage.ResultOK)
+}
+
+// nativeCandidates returns the candidates that need no translation, without copying when
+// there are none to drop (the common case).
+func nativeCandidates(cands []catalog.Candidate) []catalog.Candidate {
 	for i, c := range cands {
 		if c.Translate {
-			// Rare: copy only when the list mixes translated candidates in.
-			native = make([]catalog.Candidate, 0, len(cands))
+			native := make([]catalog.Candidate, i, len(cands))
+			copy(native, cands[:i])
 			for _, c := range cands[i:] {
 				if !c.Translate {
 					native = append(native, c)
 				}
 			}
-			native = append(cands[:i:i], native...)
-			break
+			return native
 		}
 	}
-	return s.cfg.Selector.Pick(native)
-}
-
-// forward sends the request to route r and relays the answer; it always hands a record to
-// the meter.
-func (s *Server) forward(ctx *fasthttp.RequestCtx, p principal, m *catalog.Model, e catalog.Endpoint,
-	pr *reqparse.Request, r *catalog.Route, body []byte, start time.Time) {
-	box := &recordBox{}
-	rec := &box.rec
-	rec.RequestID = requestID(ctx)
-	rec.TS = start
-	rec.AccountID = p.acct.ID
-	rec.KeyID = &p.key.ID
-	rec.Model = m.ID
-	rec.Endpoint = e.Path()
-	rec.Stream = pr.Stream
-	rec.Provider = r.Provider
-	rec.Residency = r.Region
-	box.routing.Policy = p.acct.Residency
-	box.routing.Attempts = box.attempt[:]
-	att := &box.attempt[0]
-	att.Route, att.Provider, att.Region = r.ID, r.Provider, r.Region
-	rec.Routing = &box.routing
-
-	ctx.Response.Header.Set("X-Service-Provider", r.Provider)
-	ctx.Response.Header.Set("X-Service-Residency", r.Region)
-
-	out, err := proxy.RewriteBody(body, pr.Model, r.UpstreamModel, pr.Stream, pr.IncludeUsage)
-	if err != nil {
-		s.finish(ctx, box, m, start, apierror.InvalidParam("", "request body cannot be edited for the upstream"), usage.ResultRejected)
-		return
-	}
-	up := s.cfg.Pool.For(r)
-	ureq := fasthttp.AcquireRequest()
-	uresp := fasthttp.AcquireResponse()
-	up.Prepare(ureq, r, e, out, rec.RequestID, pr.Stream)
-	t0 := time.Now()
-	err = up.Do(ureq, uresp, pr.Stream)
-	fasthttp.ReleaseRequest(ureq)
-	att.DurationMS = time.Since(t0).Milliseconds()
-	if err != nil {
-		fasthttp.ReleaseResponse(uresp)
-		att.Error = proxy.Classify(err)
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("upstream failed", "request_id", rec.RequestID, "route", r.ID, "err", err)
-		}
-		s.finish(ctx, box, m, start, transportError(att.Error), resultOf(att.Error))
-		return
-	}
-	status := uresp.StatusCode()
-	att.Status = status
-	if status != fasthttp.StatusOK {
-		aerr, result := upstreamStatusError(status, uresp, e)
-		_ = uresp.CloseBodyStream()
-		fasthttp.ReleaseResponse(uresp)
-		s.finish(ctx, box, m, start, aerr, result)
-		return
-	}
-	if pr.Stream {
-		s.relayStream(ctx, box, m, e, pr, up, uresp, start)
-		return
-	}
-	rb := uresp.Body()
-	if !reqparse.ValidJSON(rb) { // depth-bounded: gjson's validator alone is recursive
-		fasthttp.ReleaseResponse(uresp)
-		att.Error = "invalid_response"
-		s.finish(ctx, box, m, start, errInvalidUpstream, usage.ResultUpstreamError)
-		return
-	}
-	rec.PromptTokens, rec.CompletionTokens, _ = proxy.Usage(e, rb)
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentTypeBytes(uresp.Header.ContentType())
-	ctx.SetBody(rb)
-	fasthttp.ReleaseResponse(uresp)
-	s.finish(ctx, box, m, start, nil, usage.ResultOK)
+	return cands
 }
 
 var errInvalidUpstream = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
 	"the provider returned an invalid response")
 
-// relayStream peeks the first event (an error there is still a JSON error), then streams.
-func (s *Server) relayStream(ctx *fasthttp.RequestCtx, box *recordBox, m *catalog.Model, e catalog.Endpoint,
-	pr *reqparse.Request, up *proxy.Upstream, uresp *fasthttp.Response, start time.Time) {
-	att := &box.attempt[0]
-	if !bytes.HasPrefix(uresp.Header.ContentType(), []byte("text/event-stream")) {
-		_ = uresp.CloseBodyStream()
-		fasthttp.ReleaseResponse(uresp)
-		att.Error = "invalid_response"
-		s.finish(ctx, box, m, start, errInvalidUpstream, usage.ResultUpstreamError)
-		return
-	}
-	st := proxy.OpenStream(uresp, e, !pr.IncludeUsage, up.TotalTimeout())
-	if err := st.Peek(); err != nil {
-		st.Close()
-		fasthttp.ReleaseResponse(uresp)
-		class := proxy.FailTransport
-		if errors.Is(err, proxy.ErrStreamTimeout) || proxy.Classify(err) == proxy.FailTimeout {
-			class = proxy.FailTimeout
-		}
-		att.Error = class
-		s.finish(ctx, box, m, start, transportError(class), resultOf(class))
-		return
-	}
+// relayStream relays a committed stream (its first event already read) to the client.
+func (s *Server) relayStream(ctx *fasthttp.RequestCtx, ex *exchange) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		st := ex.stream
 		st.Relay(w)
-		st.Close()
-		fasthttp.ReleaseResponse(uresp)
-		rec := &box.rec
+		rec := &ex.box.rec
 		rec.PromptTokens, rec.CompletionTokens = st.Result.PromptTokens, st.Result.CompletionTokens
-		result := usage.ResultOK
-		switch {
-		case st.Result.ClientGone:
-			result = usage.ResultCancelled
-		case errors.Is(st.Result.Err, proxy.ErrStreamTimeout) || proxy.Classify(st.Result.Err) == proxy.FailTimeout:
-			result = usage.ResultTimeout
-		case st.Result.Err != nil || !st.Result.Done:
-			result = usage.ResultIncomplete
-		}
-		s.record(box, m, start, 200, result)
+		ex.end(200, streamResult(&st.Result, ex.cancelled()))
 	})
 }
 
-// finish answers with aerr (nil: the response is already set) and records the request.
-func (s *Server) finish(ctx *fasthttp.RequestCtx, box *recordBox, m *catalog.Model, start time.Time, aerr *apierror.Error, result string) {
-	status := fasthttp.StatusOK
-	if aerr != nil {
-		writeError(ctx, aerr)
-		status = aerr.Status
+// streamResult is the record's result of a relayed stream.
+func streamResult(r *proxy.StreamResult, cancelled bool) string {
+	switch {
+	case r.ClientGone || cancelled:
+		return usage.ResultCancelled
+	case errors.Is(r.Err, proxy.ErrStreamTimeout) || proxy.Classify(r.Err) == proxy.FailTimeout:
+		return usage.ResultTimeout
+	case r.Err != nil || !r.Done:
+		return usage.ResultIncomplete
 	}
-	s.record(box, m, start, status, result)
+	return usage.ResultOK
 }
 
 func (s *Server) record(box *recordBox, m *catalog.Model, start time.Time, status int, result string) {

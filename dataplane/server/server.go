@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -36,8 +37,22 @@ type Config struct {
 	Meter Meter
 	// Pool forwards to upstreams (default: proxy.NewPool with defaults).
 	Pool *proxy.Pool
-	// Selector chooses routes (default: weighted random).
+	// Selector orders eligible routes: priority, then weighted random (default: math/rand).
 	Selector *routing.Selector
+	// Health holds the per-route circuit breakers (default: routing.NewHealth defaults:
+	// open after 5 consecutive failures or half of >= 20 attempts in 30s, probe after 10s).
+	Health *routing.Health
+	// Limiter enforces per-key and per-account rate and concurrency limits (default: each
+	// node the full limits of the snapshot, limits.New with ShareNodes 1).
+	Limiter *limits.Limiter
+	// MaxAttempts bounds the routes one request tries before its first byte (default 3).
+	MaxAttempts int
+	// RequestTimeout bounds a request from routing to its last byte, failover and streams
+	// included (default 10m); single attempts are bounded by their route's timeouts too.
+	RequestTimeout time.Duration
+	// DisableClientWatch turns off watching the client's connection for a disconnect while
+	// the upstream works (then a disconnect is noticed at the next write to the client).
+	DisableClientWatch bool
 	// ControlPlaneURL is where /v1/service/* and /v1/stripe/webhook are forwarded; without it
 	// those paths answer 503.
 	ControlPlaneURL string
@@ -95,6 +110,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Health == nil {
+		cfg.Health = routing.NewHealth(routing.HealthConfig{Logger: cfg.Logger})
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = limits.New(limits.Config{Now: cfg.Now})
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Minute
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported}
 	if cfg.DocsURL != "" {

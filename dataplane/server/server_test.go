@@ -18,6 +18,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
+	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -341,7 +342,11 @@ func TestBodyTooLarge(t *testing.T) {
 }
 
 func TestUpstreamErrors(t *testing.T) {
-	g := startGateway(t)
+	// A non-streaming answer arrives whole when generation ends: its wait is bounded by the
+	// total timeout, not the first-byte one.
+	g := startGateway(t, func(c *Config) {
+		c.Pool = proxy.NewPool(proxy.Config{FirstByteTimeout: 300 * time.Millisecond, TotalTimeout: 300 * time.Millisecond})
+	})
 	cases := []struct {
 		mode   string
 		status int

@@ -1,0 +1,239 @@
+// Package limits enforces per-key and per-account request-rate and concurrency limits on a
+// data-plane node: token buckets (golang.org/x/time/rate) for rates, counters for requests
+// in flight. Limits come from the snapshot (Account.Limits, Key.Limits, falling back to
+// Content.DefaultLimits); a zero field means unlimited.
+//
+// # Several nodes
+//
+// Counters live in the node's memory; nodes share nothing. By default each node enforces
+// the full configured limit, so a deployment of N nodes behind a load balancer admits up to
+// N times the limit. With Config.ShareNodes = N (flag --limit-share-nodes) each node
+// enforces 1/N of every limit (rates and bursts divided by N, concurrency divided by N and
+// rounded up, never below 1), so the deployment together admits about the configured limit
+// when the load balancer spreads a client's requests evenly; a client pinned to one node
+// meets its limit earlier. An exact global limit would need a shared store (e.g. Redis) on
+// the request path; this design deliberately has none, so a node keeps serving when every
+// other component is down.
+//
+// Limiter state lives across snapshot swaps: entries are keyed by key or account ID and
+// re-configured in place when their limits change.
+package limits
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// Config configures a Limiter.
+type Config struct {
+	// ShareNodes is the number of data-plane nodes sharing the deployment's limits; each
+	// node enforces 1/ShareNodes of every limit. Default 1 (each node the full limit).
+	ShareNodes int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Reason says why a request was refused.
+type Reason uint8
+
+// Reasons of a refusal.
+const (
+	OK          Reason = iota
+	Rate               // request rate exceeded
+	Concurrency        // too many requests in flight
+)
+
+// Scope says whose limit refused a request.
+type Scope uint8
+
+// Scopes of a refusal.
+const (
+	ScopeKey Scope = iota + 1
+	ScopeAccount
+)
+
+// Denial describes a refusal: why, whose limit, and when a retry may succeed.
+type Denial struct {
+	Reason     Reason
+	Scope      Scope
+	RetryAfter time.Duration
+}
+
+// Limiter holds the node's limiter entries. Safe for concurrent use.
+type Limiter struct {
+	cfg      Config
+	mu       sync.RWMutex
+	keys     map[string]*entry
+	accounts map[string]*entry
+}
+
+// New returns a Limiter.
+func New(cfg Config) *Limiter {
+	if cfg.ShareNodes <= 0 {
+		cfg.ShareNodes = 1
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Limiter{cfg: cfg, keys: make(map[string]*entry), accounts: make(map[string]*entry)}
+}
+
+// ShareNodes returns the configured share divisor.
+func (l *Limiter) ShareNodes() int { return l.cfg.ShareNodes }
+
+// Effective returns the limits this node enforces for configured limits c: c divided by
+// the share. Rates without a burst get a burst of one second's rate (at least 1).
+func (l *Limiter) Effective(c snapshot.Limits) snapshot.Limits {
+	n := l.cfg.ShareNodes
+	var e snapshot.Limits
+	if c.RequestsPerSecond > 0 {
+		e.RequestsPerSecond = c.RequestsPerSecond / float64(n)
+		b := c.Burst
+		if b <= 0 {
+			b = int(math.Ceil(c.RequestsPerSecond))
+		}
+		e.Burst = max(1, ceilDiv(b, n))
+	}
+	if c.MaxConcurrent > 0 {
+		e.MaxConcurrent = max(1, ceilDiv(c.MaxConcurrent, n))
+	}
+	return e
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Ticket is an admitted request's hold on concurrency slots; Release it when the request
+// ends (the stream included). The zero Ticket holds nothing.
+type Ticket struct{ key, account *entry }
+
+// Release frees the ticket's slots. Call it once.
+func (t Ticket) Release() {
+	if t.key != nil {
+		t.key.inflight.Add(-1)
+	}
+	if t.account != nil {
+		t.account.inflight.Add(-1)
+	}
+}
+
+// Acquire admits one request of key keyID (limits keyLimits, nil: defaults) of account
+// acctID (acctLimits, nil: defaults). On refusal the Denial's Reason is not OK and the
+// ticket holds nothing. The key's limits are checked first; a rate token the key spent is
+// not returned when the account then refuses.
+func (l *Limiter) Acquire(keyID string, keyLimits *snapshot.Limits, acctID string, acctLimits *snapshot.Limits, defaults *snapshot.Limits) (Ticket, Denial) {
+	kl, al := keyLimits, acctLimits
+	if kl == nil {
+		kl = defaults
+	}
+	if al == nil {
+		al = defaults
+	}
+	var t Ticket
+	if kl != nil && !unlimited(kl) {
+		e := l.entry(l.keys, keyID)
+		if d := e.acquire(l, kl); d.Reason != OK {
+			d.Scope = ScopeKey
+			return Ticket{}, d
+		}
+		t.key = e
+	}
+	if al != nil && !unlimited(al) {
+		e := l.entry(l.accounts, acctID)
+		if d := e.acquire(l, al); d.Reason != OK {
+			t.Release()
+			d.Scope = ScopeAccount
+			return Ticket{}, d
+		}
+		t.account = e
+	}
+	return t, Denial{}
+}
+
+func unlimited(c *snapshot.Limits) bool { return c.RequestsPerSecond <= 0 && c.MaxConcurrent <= 0 }
+
+func (l *Limiter) entry(m map[string]*entry, id string) *entry {
+	l.mu.RLock()
+	e := m[id]
+	l.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e = m[id]; e == nil {
+		e = &entry{}
+		m[id] = e
+	}
+	return e
+}
+
+// entry is one key's or account's limiter state.
+type entry struct {
+	mu       sync.Mutex
+	conf     atomic.Pointer[snapshot.Limits] // configured limits applied (before the share)
+	rl       atomic.Pointer[rate.Limiter]    // nil: no rate limit
+	max      atomic.Int64                    // 0: no concurrency limit
+	inflight atomic.Int64
+}
+
+// configure applies configured limits c when they differ from the applied ones.
+func (e *entry) configure(l *Limiter, c *snapshot.Limits) {
+	if cur := e.conf.Load(); cur != nil && *cur == *c {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cur := e.conf.Load(); cur != nil && *cur == *c {
+		return
+	}
+	eff := l.Effective(*c)
+	now := l.cfg.Now()
+	switch rl := e.rl.Load(); {
+	case eff.RequestsPerSecond <= 0:
+		e.rl.Store(nil)
+	case rl == nil:
+		e.rl.Store(rate.NewLimiter(rate.Limit(eff.RequestsPerSecond), eff.Burst))
+	default:
+		rl.SetLimitAt(now, rate.Limit(eff.RequestsPerSecond))
+		rl.SetBurstAt(now, eff.Burst)
+	}
+	e.max.Store(int64(eff.MaxConcurrent))
+	cp := *c
+	e.conf.Store(&cp)
+}
+
+func (e *entry) acquire(l *Limiter, c *snapshot.Limits) Denial {
+	e.configure(l, c)
+	if m := e.max.Load(); m > 0 {
+		if e.inflight.Add(1) > m {
+			e.inflight.Add(-1)
+			return Denial{Reason: Concurrency, RetryAfter: time.Second}
+		}
+	} else {
+		e.inflight.Add(1)
+	}
+	if rl := e.rl.Load(); rl != nil {
+		now := l.cfg.Now()
+		if !rl.AllowN(now, 1) {
+			e.inflight.Add(-1)
+			wait := time.Second
+			if lim := float64(rl.Limit()); lim > 0 {
+				need := 1 - rl.TokensAt(now)
+				wait = time.Duration(math.Ceil(need / lim * float64(time.Second)))
+			}
+			return Denial{Reason: Rate, RetryAfter: max(wait, time.Millisecond)}
+		}
+	}
+	return Denial{}
+}
+
+// RetryAfterSeconds rounds d up to whole seconds, at least 1 (the Retry-After header).
+func RetryAfterSeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}

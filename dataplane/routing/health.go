@@ -1,0 +1,168 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+)
+
+// HealthConfig configures the per-route circuit breakers. Zero fields take the defaults
+// noted.
+type HealthConfig struct {
+	// ConsecutiveFailures opens a route's breaker after this many failures in a row;
+	// default 5.
+	ConsecutiveFailures int
+	// FailureRatio and MinRequests also open it when, within Window, at least MinRequests
+	// attempts were made and at least FailureRatio of them failed; defaults 0.5 and 20.
+	FailureRatio float64
+	MinRequests  int
+	// Window is how long the closed state accumulates counts before clearing them; default
+	// 30s (10 buckets, rolling).
+	Window time.Duration
+	// OpenFor is how long an open breaker refuses attempts before letting probes through
+	// (half-open); default 10s.
+	OpenFor time.Duration
+	// Probes is how many concurrent attempts a half-open breaker lets through; that many
+	// successes in a row close it, one failure opens it again. Default 1.
+	Probes int
+	Logger *slog.Logger
+}
+
+func (c *HealthConfig) fill() {
+	if c.ConsecutiveFailures <= 0 {
+		c.ConsecutiveFailures = 5
+	}
+	if c.FailureRatio <= 0 || c.FailureRatio > 1 {
+		c.FailureRatio = 0.5
+	}
+	if c.MinRequests <= 0 {
+		c.MinRequests = 20
+	}
+	if c.Window <= 0 {
+		c.Window = 30 * time.Second
+	}
+	if c.OpenFor <= 0 {
+		c.OpenFor = 10 * time.Second
+	}
+	if c.Probes <= 0 {
+		c.Probes = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Outcomes an attempt reports to Health.Do besides nil (healthy).
+var (
+	// ErrRouteFailed: the route failed (connect error, timeout, 5xx, 429, invalid answer).
+	ErrRouteFailed = errors.New("routing: route failed")
+	// ErrNeutral: the attempt says nothing about the route's health (the client went away,
+	// this node's own connection pool was full, a credential is missing on this node).
+	ErrNeutral = errors.New("routing: outcome not counted")
+	// ErrOpen: the route's breaker refused the attempt; fn was not called.
+	ErrOpen = errors.New("routing: route circuit open")
+)
+
+// Health keeps one circuit breaker (github.com/sony/gobreaker/v2) per upstream route,
+// keyed by route ID and base URL, so breaker state survives snapshot swaps while a route
+// whose address changed starts fresh. The zero value is not usable; see NewHealth.
+type Health struct {
+	cfg HealthConfig
+	// byPtr caches the breaker of each *catalog.Route seen, so the request path looks it up
+	// by pointer without allocating; it is cleared when it grows well beyond byKey (routes
+	// of old snapshots).
+	byPtr  sync.Map // *catalog.Route -> *breaker
+	nPtr   atomic.Int64
+	mu     sync.Mutex
+	byKey  map[routeKey]*breaker
+	opened atomic.Int64
+}
+
+type routeKey struct{ id, baseURL string }
+
+type breaker struct {
+	cb *gobreaker.CircuitBreaker[struct{}]
+}
+
+// NewHealth returns a Health with cfg's defaults filled.
+func NewHealth(cfg HealthConfig) *Health {
+	cfg.fill()
+	return &Health{cfg: cfg, byKey: make(map[routeKey]*breaker)}
+}
+
+// RetryAfter is the longest a caller waits before an open breaker lets a probe through.
+func (h *Health) RetryAfter() time.Duration { return h.cfg.OpenFor }
+
+// Opened counts breaker openings since start (metrics, tests).
+func (h *Health) Opened() int64 { return h.opened.Load() }
+
+func (h *Health) breaker(r *catalog.Route) *breaker {
+	if b, ok := h.byPtr.Load(r); ok {
+		return b.(*breaker)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := routeKey{r.ID, r.BaseURL}
+	b := h.byKey[k]
+	if b == nil {
+		b = h.newBreaker(r.ID)
+		h.byKey[k] = b
+	}
+	if h.nPtr.Add(1) > int64(2*len(h.byKey)+1024) {
+		h.byPtr.Clear()
+		h.nPtr.Store(1)
+	}
+	h.byPtr.Store(r, b)
+	return b
+}
+
+func (h *Health) newBreaker(name string) *breaker {
+	cfg := h.cfg
+	return &breaker{cb: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         name,
+		MaxRequests:  uint32(cfg.Probes),
+		Interval:     cfg.Window,
+		BucketPeriod: cfg.Window / 10,
+		Timeout:      cfg.OpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			if c.ConsecutiveFailures >= uint32(cfg.ConsecutiveFailures) {
+				return true
+			}
+			return c.Requests >= uint32(cfg.MinRequests) &&
+				float64(c.TotalFailures) >= cfg.FailureRatio*float64(c.Requests)
+		},
+		IsSuccessful: func(err error) bool { return err == nil },
+		IsExcluded:   func(err error) bool { return err == ErrNeutral },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				h.opened.Add(1)
+			}
+			if cfg.Logger.Enabled(context.Background(), slog.LevelInfo) {
+				cfg.Logger.Info("route health changed", "route", name, "from", from.String(), "to", to.String())
+			}
+		},
+	})}
+}
+
+// Do runs one attempt on route r through its breaker. fn returns nil when the route
+// answered healthily (a client error such as 400 included), ErrNeutral when the outcome
+// says nothing about the route, anything else when the route failed. Do returns ErrOpen
+// without calling fn while the breaker refuses attempts (open, or half-open with its
+// probes in flight); otherwise it returns fn's error.
+func (h *Health) Do(r *catalog.Route, fn func() error) error {
+	_, err := h.breaker(r).cb.Execute(func() (struct{}, error) { return struct{}{}, fn() })
+	if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
+		return ErrOpen
+	}
+	return err
+}
+
+// State names the breaker state of route r: "closed", "half-open" or "open".
+func (h *Health) State(r *catalog.Route) string { return h.breaker(r).cb.State().String() }

@@ -1,0 +1,331 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/reqparse"
+	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// upstreamCall describes one inference request to forward, the attempt loop. Every
+// inference handler, translated protocols included, fills one and calls forward.
+type upstreamCall struct {
+	p principal
+	m *catalog.Model
+	// e is the endpoint the client called (the record's endpoint).
+	e catalog.Endpoint
+	// cands are the routes eligible for the request: m.Candidates(policy, e), i.e. already
+	// inside the account's residency policy and speaking the protocol (natively or by
+	// translation). forward only orders and skips them; it never adds routes.
+	cands []catalog.Candidate
+	// stream asks for a server-sent event answer.
+	stream bool
+	// includeUsage: the client asked for the stream's usage chunk; otherwise the gateway
+	// asks for it on the client's behalf and a same-protocol relay drops it.
+	includeUsage bool
+	start        time.Time
+	// raw is the client's body and sentModel the model name in it: without body, each
+	// attempt sends raw with proxy.RewriteBody's edits (the route's upstream model name,
+	// stream usage), the same-protocol pass-through.
+	raw       []byte
+	sentModel string
+	// body, when set, builds the upstream request body for candidate c instead, once per
+	// attempt (translation: another protocol and model name per route). It may return the
+	// same slice each time. An error is the client's answer (nothing is forwarded, no
+	// other route is tried).
+	body func(c catalog.Candidate) ([]byte, *apierror.Error)
+}
+
+var errBodyEdit = apierror.InvalidParam("", "request body cannot be edited for the upstream")
+
+// upstreamBody returns the body of an attempt on cand.
+func (c *upstreamCall) upstreamBody(cand catalog.Candidate) ([]byte, *apierror.Error) {
+	if c.body != nil {
+		return c.body(cand)
+	}
+	// Only chat and text completions streams have stream_options.include_usage; the
+	// other protocols report usage in their streams anyway.
+	usageOpt := c.stream && (c.e == catalog.EPChat || c.e == catalog.EPCompletions)
+	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage)
+	if err != nil {
+		return nil, errBodyEdit
+	}
+	return out, nil
+}
+
+// exchange is an upstream answer the attempt loop committed to: status 200 with a
+// complete, valid JSON body (resp), or for streams the event-stream response with its
+// first event read (stream). The handler writes the client's answer, sets the record's
+// token counts, and calls end exactly once (from the stream writer for streams).
+type exchange struct {
+	s      *Server
+	box    *recordBox
+	m      *catalog.Model
+	cand   catalog.Candidate
+	up     *proxy.Upstream
+	resp   *fasthttp.Response
+	stream *proxy.Stream
+	start  time.Time
+	ticket limits.Ticket
+	call   proxy.Call
+	watch  clientWatch
+	plan   [8]catalog.Candidate
+}
+
+var exchangePool = sync.Pool{New: func() any { return &exchange{} }}
+
+// upstreamEndpoint is the endpoint a candidate is called on.
+func upstreamEndpoint(e catalog.Endpoint, c catalog.Candidate) catalog.Endpoint {
+	if c.Translate {
+		return catalog.EPChat
+	}
+	return e
+}
+
+// outcome is what one attempt came to.
+type outcome struct {
+	ok     bool
+	retry  bool            // the next eligible route may be tried
+	aerr   *apierror.Error // the client's answer when no later attempt succeeds
+	result string          // the record's result in that case
+	health error           // for the route's breaker: nil, routing.ErrRouteFailed or ErrNeutral
+}
+
+// retryable failure classes: before the first byte reaches the client, these move the
+// request to the next eligible route.
+func retryableClass(class string) bool {
+	switch class {
+	case proxy.FailConnect, proxy.FailTimeout, proxy.FailTransport, proxy.FailOverload,
+		proxy.FailConfig, proxy.FailInvalid:
+		return true
+	}
+	return false
+}
+
+// retryableStatus: upstream statuses that move the request to the next route.
+func retryableStatus(status int) bool {
+	switch status {
+	case 429, 502, 503, 504:
+		return true
+	}
+	return false
+}
+
+func classHealth(class string) error {
+	switch class {
+	case proxy.FailOverload, proxy.FailConfig, proxy.FailCancelled:
+		return routing.ErrNeutral
+	}
+	return routing.ErrRouteFailed
+}
+
+// forward applies the account's and key's limits, then tries the eligible routes in order
+// (priority, then weighted random; routes whose circuit breaker is open are skipped) until
+// one answers, at most MaxAttempts attempts within RequestTimeout. Failures before the
+// first byte reaches the client (connect errors, timeouts, 429, 502, 503, 504, invalid
+// answers) move on to the next route; a client error (e.g. 400 from the provider) does not.
+//
+// It returns the committed exchange, or nil after it has answered the client with the
+// error and recorded the request itself. X-Service-Provider and X-Service-Residency name
+// the route tried last (the one that answered on success).
+func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
+	p := c.p
+	t, d := s.cfg.Limiter.Acquire(p.key.ID, p.key.Limits, p.acct.ID, p.acct.Limits, &p.idx.Snapshot.DefaultLimits)
+	if d.Reason != limits.OK {
+		writeError(ctx, limitError(d))
+		return nil
+	}
+	if len(c.cands) == 0 {
+		t.Release()
+		writeError(ctx, errUnsupportedProtocol)
+		return nil
+	}
+	ex := exchangePool.Get().(*exchange)
+	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
+	ex.box = newRecordBox(ctx, c)
+	if !s.cfg.DisableClientWatch {
+		ex.watch.start(ctx.Conn(), &ex.call)
+	}
+	plan := s.cfg.Selector.Plan(ex.plan[:0], c.cands)
+	deadline := time.Now().Add(s.cfg.RequestTimeout)
+	var last outcome
+	tried, refused := 0, 0
+	for _, cand := range plan {
+		if tried >= s.cfg.MaxAttempts || ex.call.Cancelled() {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			last = outcome{aerr: errProviderTimeout, result: usage.ResultTimeout}
+			break
+		}
+		var o outcome
+		err := s.cfg.Health.Do(cand.Route, func() error {
+			o = s.attempt(ctx, ex, c, cand, deadline)
+			return o.health
+		})
+		if err == routing.ErrOpen {
+			refused++
+			continue
+		}
+		tried++
+		if o.ok {
+			ex.cand = cand
+			ex.box.routing.Translated = cand.Translate
+			return ex
+		}
+		last = o
+		if !o.retry {
+			break
+		}
+	}
+	switch {
+	case ex.call.Cancelled():
+		ex.end(statusClientClosed, usage.ResultCancelled)
+	case tried == 0 && last.aerr == nil:
+		// Every eligible route is recovering (breaker open): nothing was forwarded.
+		_ = refused
+		aerr := errNoRoute.WithRetryAfter(limits.RetryAfterSeconds(s.cfg.Health.RetryAfter()))
+		writeError(ctx, aerr)
+		ex.end(aerr.Status, usage.ResultNoRoute)
+	default:
+		writeError(ctx, last.aerr)
+		ex.end(last.aerr.Status, last.result)
+	}
+	return nil
+}
+
+// statusClientClosed is recorded when the client went away before any answer (nginx's
+// convention); nothing reaches the client.
+const statusClientClosed = 499
+
+// attempt makes one try at candidate cand.
+func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand catalog.Candidate, deadline time.Time) outcome {
+	r := cand.Route
+	ue := upstreamEndpoint(c.e, cand)
+	body, berr := c.upstreamBody(cand)
+	if berr != nil {
+		return outcome{aerr: berr, result: usage.ResultRejected, health: routing.ErrNeutral}
+	}
+	att := ex.box.addAttempt(r)
+	ctx.Response.Header.Set("X-Service-Provider", r.Provider)
+	ctx.Response.Header.Set("X-Service-Residency", r.Region)
+
+	up := s.cfg.Pool.For(r)
+	ureq := fasthttp.AcquireRequest()
+	uresp := fasthttp.AcquireResponse()
+	up.Prepare(ureq, r, ue, body, ex.box.rec.RequestID, c.stream)
+	t0 := time.Now()
+	dl := t0.Add(up.TotalTimeout())
+	if deadline.Before(dl) {
+		dl = deadline
+	}
+	err := up.Do(ureq, uresp, c.stream, dl, &ex.call)
+	fasthttp.ReleaseRequest(ureq)
+	att.DurationMS = time.Since(t0).Milliseconds()
+	if err != nil {
+		fasthttp.ReleaseResponse(uresp)
+		class := proxy.Classify(err)
+		att.Error = class
+		if class == proxy.FailCancelled {
+			return outcome{health: routing.ErrNeutral}
+		}
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("upstream attempt failed", "request_id", ex.box.rec.RequestID, "route", r.ID, "class", class, "err", err)
+		}
+		return outcome{retry: retryableClass(class), aerr: transportError(class), result: resultOf(class), health: classHealth(class)}
+	}
+	status := uresp.StatusCode()
+	att.Status = status
+	if status != fasthttp.StatusOK {
+		aerr, result := upstreamStatusError(status, uresp, c.e)
+		_ = uresp.CloseBodyStream()
+		fasthttp.ReleaseResponse(uresp)
+		var health error
+		if status >= 500 || status == 429 {
+			health = routing.ErrRouteFailed
+		}
+		return outcome{retry: retryableStatus(status), aerr: aerr, result: result, health: health}
+	}
+	if !c.stream {
+		if !reqparse.ValidJSON(uresp.Body()) { // depth-bounded: gjson's validator alone is recursive
+			fasthttp.ReleaseResponse(uresp)
+			att.Error = proxy.FailInvalid
+			return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
+		}
+		ex.up, ex.resp = up, uresp
+		return outcome{ok: true}
+	}
+	if !bytes.HasPrefix(uresp.Header.ContentType(), []byte("text/event-stream")) {
+		_ = uresp.CloseBodyStream()
+		fasthttp.ReleaseResponse(uresp)
+		att.Error = proxy.FailInvalid
+		return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
+	}
+	st := proxy.OpenStream(uresp, ue, c.stream && !c.includeUsage && !cand.Translate && ue == c.e, time.Until(dl))
+	if err := st.Peek(); err != nil {
+		st.Close()
+		fasthttp.ReleaseResponse(uresp)
+		att.DurationMS = time.Since(t0).Milliseconds()
+		if ex.call.Cancelled() {
+			att.Error = proxy.FailCancelled
+			return outcome{health: routing.ErrNeutral}
+		}
+		class := proxy.FailTransport
+		if errors.Is(err, proxy.ErrStreamTimeout) || proxy.Classify(err) == proxy.FailTimeout {
+			class = proxy.FailTimeout
+		}
+		att.Error = class
+		return outcome{retry: true, aerr: transportError(class), result: resultOf(class), health: routing.ErrRouteFailed}
+	}
+	att.DurationMS = time.Since(t0).Milliseconds()
+	ex.up, ex.resp, ex.stream = up, uresp, st
+	return outcome{ok: true}
+}
+
+// end records the request with status and result (token counts already set on the
+// record), releases the upstream response, the limits ticket and the client watch, and
+// returns the exchange to its pool. It must be called exactly once per exchange.
+func (ex *exchange) end(status int, result string) {
+	ex.watch.stop()
+	if ex.stream != nil {
+		ex.stream.Close()
+	}
+	if ex.resp != nil {
+		fasthttp.ReleaseResponse(ex.resp)
+	}
+	ex.call.Done()
+	ex.ticket.Release()
+	ex.s.record(ex.box, ex.m, ex.start, status, result)
+	*ex = exchange{watch: ex.watch} // keep the watch's channel
+	exchangePool.Put(ex)
+}
+
+// cancelled reports whether the client went away during the exchange.
+func (ex *exchange) cancelled() bool { return ex.call.Cancelled() }
+
+// limitError maps a limiter refusal to the 429 the client gets.
+func limitError(d limits.Denial) *apierror.Error {
+	ra := limits.RetryAfterSeconds(d.RetryAfter)
+	who := "API key"
+	if d.Scope == limits.ScopeAccount {
+		who = "account"
+	}
+	if d.Reason == limits.Concurrency {
+		return apierror.New(429, apierror.TypeRateLimit, apierror.CodeConcurrencyLimited,
+			"too many concurrent requests for this "+who+"; retry when one finishes").WithRetryAfter(ra)
+	}
+	return apierror.New(429, apierror.TypeRateLimit, apierror.CodeRateLimited,
+		"request rate limit of this "+who+" exceeded; retry after the indicated delay").WithRetryAfter(ra)
+}
