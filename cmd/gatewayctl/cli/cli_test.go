@@ -365,3 +365,29 @@ func TestCatalogFilesInRepo(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCatalogJSON: any file either is refused with an error or becomes valid JSON with a
+// models list.
+func FuzzCatalogJSON(f *testing.F) {
+	for _, name := range []string{"catalog.demo.yaml", "catalog.example.yaml"} {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "..", "configs", name)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("models:\n  - id: m\n    routes: [{id: r, weight: 1}]\n"))
+	f.Add([]byte(`{"models":[{"id":"m","aliases":["a/b"]}]}`))
+	f.Add([]byte("models:\n  - id: m\n    extra: {1: 2}\n"))
+	f.Add([]byte("- a\n- b\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, n, err := CatalogJSON(src)
+		if err != nil {
+			return
+		}
+		var v struct {
+			Models []map[string]any `json:"models"`
+		}
+		if json.Unmarshal(out, &v) != nil || len(v.Models) != n || n == 0 {
+			t.Fatalf("%q -> %s (%d models)", src, out, n)
+		}
+	})
+}
