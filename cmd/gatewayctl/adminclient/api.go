@@ -38,9 +38,18 @@ type PatchAccountRequest struct {
 	Limits    json.RawMessage `json:"limits,omitempty"`
 }
 
+// CreditRequest is the body of POST /admin/v1/accounts/{id}/credits.
+type CreditRequest struct {
+	AmountSEK string `json:"amount_sek"` // exact decimal string, e.g. "100.00"
+	Note      string `json:"note,omitempty"`
+	Reference string `json:"reference,omitempty"` // idempotency: one credit per reference
+}
+
 // Credit is the answer of POST /admin/v1/accounts/{id}/credits.
 type Credit struct {
-	EntryID         int64  `json:"entry_id"`
+	EntryID int64 `json:"entry_id"`
+	// Applied is false when the reference had already been credited (nil if not reported).
+	Applied         *bool  `json:"applied,omitempty"`
 	BalanceMicroSEK int64  `json:"balance_micro_sek"`
 	BalanceSEK      string `json:"balance_sek"`
 }
@@ -131,13 +140,9 @@ func (c *Client) PatchAccount(ctx context.Context, id string, r PatchAccountRequ
 	return call[Account](ctx, c, http.MethodPatch, "/admin/v1/accounts/"+esc(id), r)
 }
 
-// Credit adds amountSEK (an exact decimal string such as "100.00") to an account's balance.
-func (c *Client) Credit(ctx context.Context, id, amountSEK, note string) (Credit, json.RawMessage, error) {
-	body := struct {
-		AmountSEK string `json:"amount_sek"`
-		Note      string `json:"note,omitempty"`
-	}{amountSEK, note}
-	return call[Credit](ctx, c, http.MethodPost, "/admin/v1/accounts/"+esc(id)+"/credits", body)
+// Credit adds an exact decimal amount of SEK to an account's balance.
+func (c *Client) Credit(ctx context.Context, id string, r CreditRequest) (Credit, json.RawMessage, error) {
+	return call[Credit](ctx, c, http.MethodPost, "/admin/v1/accounts/"+esc(id)+"/credits", r)
 }
 
 // CreateKey issues an API key; the answer holds the secret, shown only this once.

@@ -145,26 +145,28 @@ func (a *app) showAccount(ac adminclient.Account, raw []byte) error {
 }
 
 func (a *app) creditCmd() *cobra.Command {
-	var note string
+	var note, ref string
 	c := &cobra.Command{
-		Use:   "credit ACCOUNT_ID AMOUNT_SEK",
+		Use:   "credit ACCOUNT_ID AMOUNT_SEK [--note TEXT] [--reference REF]",
 		Short: "Credit an account (exact decimal SEK, e.g. 500 or 99.50)",
-		Long: `Credit an account with an exact decimal amount of SEK (up to six decimals). A negative
-amount records a correction. The ledger is append-only: every credit is a new entry.`,
+		Long: `Credit an account with a positive, exact decimal amount of SEK (up to six decimals).
+The ledger is append-only: every credit is a new entry. With --reference, a credit is applied
+at most once per reference, so a retried command never credits twice.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			micro, err := money.ParseSEK(args[1])
 			if err != nil {
 				return fmt.Errorf("amount %q: want an exact decimal SEK amount such as 100 or 99.50: %w", args[1], err)
 			}
-			if micro == 0 {
-				return errors.New("amount must not be zero")
+			if micro <= 0 {
+				return errors.New("amount must be positive")
 			}
 			cl, err := a.client()
 			if err != nil {
 				return err
 			}
-			cr, raw, err := cl.Credit(cmd.Context(), args[0], money.FormatSEK(micro), note)
+			cr, raw, err := cl.Credit(cmd.Context(), args[0], adminclient.CreditRequest{
+				AmountSEK: money.FormatSEK(micro), Note: note, Reference: ref})
 			if err != nil {
 				return fmt.Errorf("credit %s: %w", args[0], err)
 			}
@@ -175,11 +177,17 @@ amount records a correction. The ledger is append-only: every credit is a new en
 			if bal == "" {
 				bal = money.FormatSEK(cr.BalanceMicroSEK)
 			}
+			if cr.Applied != nil && !*cr.Applied {
+				_, err = fmt.Fprintf(a.out, "Reference %q was already credited (ledger entry %d); nothing added. Balance: %s SEK\n",
+					ref, cr.EntryID, bal)
+				return err
+			}
 			_, err = fmt.Fprintf(a.out, "Credited %s SEK to %s (ledger entry %d). Balance: %s SEK\n",
 				money.FormatSEK(micro), args[0], cr.EntryID, bal)
 			return err
 		},
 	}
 	c.Flags().StringVar(&note, "note", "", "note stored with the ledger entry")
+	c.Flags().StringVar(&ref, "reference", "", "idempotency reference: the same reference credits once")
 	return c
 }
