@@ -41,5 +41,20 @@ fuzz:
 	  done; \
 	done
 
+## bench: the performance benchmark (simulator directly, a bare fasthttp proxy and the data
+## plane, same load, same run); results, summary and plot in bench-results/.
+## bench-short: the same in under two minutes.
+BENCH_OUT ?= bench-results
+BENCH_BINS := dataplane controlplane simulator bareproxy benchrun
+bench:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
+	$(BIN)/benchrun --bin $(BIN) --out $(BENCH_OUT)
+
+bench-short:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
+	$(BIN)/benchrun --short --bin $(BIN) --out $(BENCH_OUT)
+
 clean:
 	rm -rf $(BIN)
