@@ -141,9 +141,10 @@ func TestSampleBodies(t *testing.T) {
 		{"RequestRecord", "bad ts", strings.Replace(recordJSON, `"ts":"2026-10-04T12:00:00Z"`, `"ts":"yesterday"`, 1), false},
 		{"RequestRecord", "content leaked", strings.Replace(recordJSON, `"model":"m1"`, `"model":"m1","prompt":"secret"`, 1), false},
 		{"RequestRecord", "null routing", strings.Replace(recordJSON, `"routing":{"policy":"se","translated":false,"attempts":[{"route":"r1","provider":"vllm-sto","region":"se-sto-1","status":200,"duration_ms":12}]}`, `"routing":null`, 1), true},
-		{"RequestRecordList", "ok", `{"data":[` + recordJSON + `],"next_cursor":"abc"}`, true},
+		{"RequestRecordList", "ok", `{"data":[` + recordJSON + `],"has_more":true,"next_after":"abc"}`, true},
+		{"RequestRecordList", "last page", `{"data":[],"has_more":false,"next_after":null}`, true},
 		{"RequestRecordList", "empty", `{"data":[]}`, true},
-		{"RequestRecordList", "no data", `{"next_cursor":"abc"}`, false},
+		{"RequestRecordList", "no data", `{"next_after":"abc"}`, false},
 
 		{"TopupRequest", "ok", `{"amount_sek":100}`, true},
 		{"TopupRequest", "99", `{"amount_sek":99}`, false},
