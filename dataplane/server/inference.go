@@ -103,8 +103,13 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 			writeError(ctx, errModelNotFound)
 			return
 		}
-		s.passThrough(ctx, &upstreamCall{p: p, m: m, e: e, cands: m.Candidates(p.acct.Residency, e),
-			stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model})
+		c := &upstreamCall{p: p, m: m, e: e, cands: m.Candidates(p.acct.Residency, e),
+			stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
+		if servesOwnProtocol(e) {
+			s.serveProtocol(ctx, c) // Messages-style, Responses-style, decision model (protocol.go)
+			return
+		}
+		s.passThrough(ctx, c)
 	}
 }
 

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/translate"
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// This file serves the protocols beyond chat, text completions and embeddings:
+// Messages-style (/v1/messages), Responses-style (/v1/responses) and the decision model
+// (/v1/systemone). They go through the same attempt loop (forward) as every inference
+// request; what differs is per attempt and per answer:
+//
+//   - On a route that speaks the client's protocol natively, the body passes byte for byte
+//     (the model name rewritten only when the route's upstream name differs) and the answer
+//     comes back unchanged; only its usage is read.
+//   - On a chat-only route that allows translation (catalog.Candidate.Translate), the body
+//     is rebuilt as a chat completions request for that route's upstream model, and the
+//     chat answer, whole or streamed, is translated back (dataplane/translate). The record's
+//     routing.translated is set.
+//
+// The anthropic-version header is not checked: the gateway speaks one Messages-style
+// dialect and accepts whatever version an SDK sends (2023-06-01 from the v1 Go SDK,
+// 2026-10-21 from v2, and later ones), so SDK upgrades do not break clients. Native routes
+// receive no anthropic-version header either (the upstream request carries only the
+// gateway's own headers).
+
+// protocol is how one committed exchange answers the client.
+type protocol struct {
+	// client is the endpoint the client called.
+	client catalog.Endpoint
+	// translate is set when the answering route was reached through chat completions.
+	translate bool
+	// model is the model name the client sent; translated answers carry it.
+	model string
+}
+
+// servesOwnProtocol reports whether endpoint e is served by serveProtocol rather than the
+// plain pass-through.
+func servesOwnProtocol(e catalog.Endpoint) bool {
+	return e == catalog.EPMessages || e == catalog.EPResponses || e == catalog.EPSystemOne
+}
+
+// serveProtocol forwards a Messages-style, Responses-style or decision-model request on
+// every eligible candidate, native or translated, and answers the client in its protocol.
+// c.cands must be m.Candidates(policy, c.e); c.body is set here.
+func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
+	c.body = translatingBody(c)
+	ex := s.forward(ctx, c)
+	if ex == nil {
+		return
+	}
+	proto := protocol{client: c.e, translate: ex.cand.Translate, model: c.sentModel}
+	if c.stream {
+		relayProtocolStream(ctx, ex, proto)
+		return
+	}
+	out, u, ok := proto.answer(ex.resp.Body())
+	if !ok {
+		// The route answered 200 with something the client's protocol cannot carry (a chat
+		// completion without choices, tool arguments that are not JSON). The exchange is
+		// committed: no other route is tried.
+		if len(ex.box.routing.Attempts) > 0 {
+			ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1].Error = proxy.FailInvalid
+		}
+		writeError(ctx, errInvalidUpstream)
+		ex.end(errInvalidUpstream.Status, usage.ResultUpstreamError)
+		return
+	}
+	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = u.InputTokens, u.OutputTokens
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	if proto.translate {
+		ctx.SetContentType("application/json")
+	} else {
+		ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
+	}
+	ctx.SetBody(out)
+	ex.end(fasthttp.StatusOK, usage.ResultOK)
+}
+
+// translatingBody returns the per-attempt body builder of c: native candidates get the
+// client's body with the route's model name; translated ones a chat completions request,
+// built once per upstream model name.
+func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror.Error) {
+	var lastModel string
+	var last []byte
+	return func(cand catalog.Candidate) ([]byte, *apierror.Error) {
+		r := cand.Route
+		if !cand.Translate {
+			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false)
+			if err != nil {
+				return nil, errBodyEdit
+			}
+			return out, nil
+		}
+		if last != nil && lastModel == r.UpstreamModel {
+			return last, nil
+		}
+		var (
+			out []byte
+			err error
+		)
+		switch c.e {
+		case catalog.EPMessages:
+			out, err = translate.MessagesToChat(c.raw, r.UpstreamModel)
+		case catalog.EPResponses:
+			out, err = translate.ResponsesToChat(c.raw, r.UpstreamModel)
+		default:
+			return nil, errUnsupportedProtocol
+		}
+		if err != nil {
+			return nil, translateRequestError(err)
+		}
+		lastModel, last = r.UpstreamModel, out
+		return out, nil
+	}
+}
+
+// translateRequestError maps a request translator's error to the client's 400.
+func translateRequestError(err error) *apierror.Error {
+	if errors.Is(err, translate.ErrUnsupported) {
+		return apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
+			"this model's routes serve the request through chat completions, which cannot express it: "+err.Error())
+	}
+	return apierror.InvalidParam("", "request body cannot be translated for the upstream: "+err.Error())
+}
+
+// answer turns the upstream's complete 200 body (valid JSON, checked by the attempt loop)
+// into the client's body and the billed usage. ok is false when the body is not a usable
+// answer.
+func (p protocol) answer(rb []byte) (out []byte, u translate.Usage, ok bool) {
+	if !p.translate {
+		return rb, nativeUsage(p.client, rb), true
+	}
+	var err error
+	switch p.client {
+	case catalog.EPMessages:
+		out, u, err = translate.ChatToMessagesResponse(rb, p.model)
+	case catalog.EPResponses:
+		out, u, err = translate.ChatToResponsesResponse(rb, p.model)
+	default:
+		return nil, u, false
+	}
+	return out, u, err == nil
+}
+
+// nativeUsage reads the billed tokens of a complete same-protocol answer of endpoint e:
+// Messages-style usage counts cache reads and writes as input (translate.UsageFromMessages);
+// Responses-style and decision-model usage are input_tokens and output_tokens.
+func nativeUsage(e catalog.Endpoint, rb []byte) translate.Usage {
+	raw := gjson.GetBytes(rb, "usage")
+	if !raw.IsObject() {
+		return translate.Usage{}
+	}
+	var u translate.Usage
+	switch e {
+	case catalog.EPMessages:
+		u, _ = translate.UsageFromMessages([]byte(raw.Raw))
+	case catalog.EPResponses, catalog.EPSystemOne:
+		u, _ = translate.UsageFromResponses([]byte(raw.Raw))
+	default:
+		in, out, _ := proxy.Usage(e, rb)
+		u = translate.Usage{InputTokens: in, OutputTokens: out}
+	}
+	return u
+}
+
+// relayProtocolStream answers with the committed stream of ex (its first event already
+// read), translated or passed through, and records the request when the stream ends.
+func relayProtocolStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol) {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		st := ex.stream
+		proto.relay(w, st)
+		rec := &ex.box.rec
+		rec.PromptTokens, rec.CompletionTokens = st.Result.PromptTokens, st.Result.CompletionTokens
+		ex.end(200, streamResult(&st.Result, ex.cancelled()))
+	})
+}
