@@ -25,6 +25,8 @@ func TestAdminAuthAndRouting(t *testing.T) {
 		{"root", "GET", "/", "", 404, "endpoint_not_found"},
 		{"wrong method", "DELETE", "/admin/v1/accounts", adminToken, 405, "method_not_allowed"},
 		{"ok", "GET", "/admin/v1/accounts", adminToken, 200, ""},
+		{"health needs no token", "GET", "/healthz", "", 200, ""},
+		{"health is read-only", "POST", "/healthz", "", 405, "method_not_allowed"},
 	} {
 		r := e.do(tc.method, tc.path, tc.token, nil, nil)
 		if r.status != tc.status {

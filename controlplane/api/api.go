@@ -143,6 +143,12 @@ func (s *server) routes() {
 	if s.cfg.Webhook != nil {
 		node("/v1/stripe/webhook", s.cfg.Webhook.ServeHTTP)
 	}
+	// Liveness for supervisors and the local stack: no token, no database round trip
+	// (migrations have run before the listener opens).
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
 	s.mux.HandleFunc("/", s.notFoundOrNotAllowed)
 }
 

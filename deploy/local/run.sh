@@ -8,6 +8,7 @@
 #   GATEWAY_DP_PORT   (8080)  data plane, the public {base_url}
 #   GATEWAY_CP_PORT   (8081)  control plane (admin API, internal API)
 #   GATEWAY_SIM_PORT  (8090)  provider simulator
+#   GATEWAY_PAY_PORT  (12111) stripe-mock, the payment API's test double for local top-ups
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,6 +19,7 @@ PG_PORT=${GATEWAY_PG_PORT:-5433}
 DP_PORT=${GATEWAY_DP_PORT:-8080}
 CP_PORT=${GATEWAY_CP_PORT:-8081}
 SIM_PORT=${GATEWAY_SIM_PORT:-8090}
+PAY_PORT=${GATEWAY_PAY_PORT:-12111}
 CATALOG=${GATEWAY_CATALOG:-configs/catalog.demo.yaml}
 
 mkdir -p "$DATA/logs"
@@ -79,20 +81,35 @@ as_pg "$pg_bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U gateway -d postgres -tAc \
 secrets="$DATA/secrets.env"
 if [ ! -s "$secrets" ]; then
   umask 077
-  printf 'ADMIN_TOKEN=%s\nNODE_TOKEN=%s\n' "adm_$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
-    "node_$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$secrets"
+  rnd() { head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+  printf 'ADMIN_TOKEN=%s\nNODE_TOKEN=%s\nWEBHOOK_SECRET=%s\n' "adm_$(rnd)" "node_$(rnd)" "whsec_$(rnd)" >"$secrets"
 fi
 # shellcheck disable=SC1090
 . "$secrets"
+if [ -z "${WEBHOOK_SECRET:-}" ]; then
+  WEBHOOK_SECRET="whsec_$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  echo "WEBHOOK_SECRET=$WEBHOOK_SECRET" >>"$secrets"
+fi
 
 # --- Processes ----------------------------------------------------------------------------
 log "starting provider simulator on 127.0.0.1:$SIM_PORT"
 "$BIN/simulator" --listen "127.0.0.1:$SIM_PORT" >"$DATA/logs/simulator.log" 2>&1 &
 pids+=($!)
 
+log "starting stripe-mock (payment API test double) on 127.0.0.1:$PAY_PORT"
+[ -x "$BIN/stripe-mock" ] || go build -o "$BIN/stripe-mock" github.com/stripe/stripe-mock
+"$BIN/stripe-mock" -http-addr "127.0.0.1:$PAY_PORT" >"$DATA/logs/stripe-mock.log" 2>&1 &
+pids+=($!)
+
 log "starting control plane on 127.0.0.1:$CP_PORT"
 GATEWAY_DATABASE_URL="postgres://gateway@127.0.0.1:$PG_PORT/gateway?sslmode=disable" \
 GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN" GATEWAY_NODE_TOKENS="$NODE_TOKEN" \
+GATEWAY_STRIPE_SECRET_KEY=sk_test_local GATEWAY_STRIPE_API_BASE="http://127.0.0.1:$PAY_PORT" \
+GATEWAY_STRIPE_WEBHOOK_SECRET="$WEBHOOK_SECRET" \
+GATEWAY_TOPUP_SUCCESS_URL="http://127.0.0.1:$DP_PORT/docs?topup=done" \
+GATEWAY_TOPUP_CANCEL_URL="http://127.0.0.1:$DP_PORT/docs?topup=cancelled" \
+GATEWAY_SIGNUP_CONFIRM_URL="http://127.0.0.1:$DP_PORT/docs?signup=received" \
+GATEWAY_SIGNUP_ERROR_URL="http://127.0.0.1:$DP_PORT/docs?signup=error" \
   "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" >"$DATA/logs/controlplane.log" 2>&1 &
 pids+=($!)
 
@@ -142,6 +159,7 @@ GATEWAY_API_KEY=$key
 GATEWAY_ACCOUNT_ID=$acct
 GATEWAY_ADMIN_URL=http://127.0.0.1:$CP_PORT
 GATEWAY_ADMIN_TOKEN=$ADMIN_TOKEN
+GATEWAY_WEBHOOK_SECRET=$WEBHOOK_SECRET
 ENV
 
 # Wait until the data plane has the key (snapshot push).
