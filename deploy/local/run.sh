@@ -68,7 +68,8 @@ stop_all() {
   as_pg "$pg_bin/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
   log "stopped"
 }
-trap stop_all INT TERM EXIT
+trap stop_all EXIT
+trap 'stop_all; exit 0' INT TERM
 
 log "starting Postgres on 127.0.0.1:$PG_PORT"
 as_pg "$pg_bin/pg_ctl" -D "$PGDATA" -w -l "$DATA/logs/postgres.log" \
