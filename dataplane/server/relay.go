@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"errors"
 
 	"github.com/tidwall/gjson"
 
@@ -37,6 +38,7 @@ type eventWriter struct {
 	w      *bufio.Writer
 	gone   bool
 	events int
+	last   string // name of the last event written
 }
 
 func (ew *eventWriter) write(name, data []byte) error {
@@ -51,10 +53,13 @@ func (ew *eventWriter) write(name, data []byte) error {
 		return err
 	}
 	ew.events++
+	ew.last = string(name)
 	return nil
 }
 
 var doneData = []byte("[DONE]")
+
+var errResponseNotCompleted = errors.New("translated response ended incomplete")
 
 // relayTranslated feeds each chat completions chunk to the client protocol's translator,
 // which writes (and flushes) each translated event as soon as it is produced. The terminal
@@ -91,6 +96,12 @@ func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
 				if !ew.gone {
 					st.Result.Err = err
 				}
+				return
+			}
+			if p.client == catalog.EPResponses && ew.last != "response.completed" {
+				// response.incomplete (output limit, content filter) ends the stream
+				// properly but is a failure signal of the protocol, as on native routes.
+				st.Result.Err = errResponseNotCompleted
 				return
 			}
 			st.Result.Done = true
