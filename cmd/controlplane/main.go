@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/payments"
 	"github.com/sekgate/gateway/controlplane/publish"
@@ -30,7 +32,7 @@ import (
 
 type config struct {
 	listen, databaseURL, adminToken, nodeTokens, logLevel string
-	retentionDays, maxConns                               int
+	retentionDays, maxConns, signupPerMinute              int
 	// Optional integrations: each is enabled when its required settings are given.
 	signupConfirmURL, signupErrorURL                    string
 	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
@@ -49,6 +51,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
 	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")
+	fs.IntVar(&c.signupPerMinute, "signup-rate-per-minute", 5, "signup submissions allowed per client address per minute (also the burst)")
 	fs.StringVar(&c.stripeSecretKey, "stripe-secret-key", "", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
 	fs.StringVar(&c.stripeAPIBase, "stripe-api-base", "", "payment provider API base URL (tests: a stripe-mock address)")
 	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
@@ -193,7 +196,8 @@ func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logge
 	}
 	a.Admin = rev.Routes()
 	if cfg.signupConfirmURL != "" || cfg.signupErrorURL != "" {
-		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.signupConfirmURL, ErrorURL: cfg.signupErrorURL, Logger: log})
+		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.signupConfirmURL, ErrorURL: cfg.signupErrorURL,
+			Rate: rate.Limit(float64(cfg.signupPerMinute) / 60), Burst: cfg.signupPerMinute, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The tests mostly wait on the stack: run more of them at once than there are cores,
+	// unless -parallel was given.
+	flag.Parse()
+	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == f.DefValue {
+		_ = f.Value.Set("6")
+	}
 	code := m.Run()
 	reportObserved()
 	if stack != nil {
@@ -157,7 +164,7 @@ func startStack() (_ *Stack, err error) {
 	}
 	if err := s.spawn("controlplane", "controlplane", []string{"GATEWAY_DATABASE_URL=" + dbURL, "GATEWAY_ADMIN_TOKEN=" + s.AdminToken, "GATEWAY_NODE_TOKENS=" + s.NodeToken},
 		"--listen", cpAddr,
-		"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL,
+		"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL, "--signup-rate-per-minute", "1000",
 		"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,
 		"--stripe-webhook-secret", s.WebhookKey,
 		"--topup-success-url", "https://site.invalid/paid", "--topup-cancel-url", "https://site.invalid/cancelled"); err != nil {
