@@ -29,7 +29,7 @@ type OpenStreamsResult struct {
 	// Projected RSS at 10,000 open streams: baseline + 10,000 × per stream.
 	At10kMiB float64 `json:"rss_at_10k_mib"`
 	// Upstream streams the simulator still had open 1 s after the clients went away, and
-	// how long until all were gone (-1: not within 15 s). A proxy that notices a departed
+	// how long until all were gone (-1: not within the run's drain wait). A proxy that notices a departed
 	// client only when its next write fails keeps the upstream open until the next event
 	// (here up to 10 s).
 	LeftOpen  int      `json:"upstream_open_1s_after_close"`
@@ -41,7 +41,7 @@ type OpenStreamsResult struct {
 // they stay open and nearly idle; once each has delivered its first event it samples the
 // target's RSS, then closes them all. Opening is paced (rampPerSec) and bounded by a
 // deadline; streams that fail are counted, not retried.
-func openStreams(ctx context.Context, t *Target, simURL string, n, rampPerSec int, progress func(string)) (OpenStreamsResult, error) {
+func openStreams(ctx context.Context, t *Target, simURL string, n, rampPerSec int, drainWait time.Duration, progress func(string)) (OpenStreamsResult, error) {
 	res := OpenStreamsResult{Target: t.Name, Want: n}
 	req := streamRequest(hostOf(t.URL), t.Auth, streamBody(100000, 0.1))
 	inFlight0, err := simInFlight(simURL)
@@ -192,7 +192,7 @@ func openStreams(ctx context.Context, t *Target, simURL string, n, rampPerSec in
 			res.DrainSecs = since.Seconds()
 			break
 		}
-		if since > 15*time.Second {
+		if since > drainWait {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -244,7 +244,7 @@ func (r *Report) Markdown() string {
 		for _, o := range r.OpenStreams {
 			drain := fmt.Sprintf("%.1f", o.DrainSecs)
 			if o.DrainSecs < 0 {
-				drain = "> 15"
+				drain = "not within the wait"
 			}
 			w("| %s | %d of %d | %d | %.1f | %.0f | %.0f | %.1f | %.0f | %d | %s |\n", o.Target, o.Opened, o.Want, o.Failed, o.OpenSecs, o.BaselineMiB, o.OpenMiB, o.PerStreamKiB, o.At10kMiB, o.LeftOpen, drain)
 		}
