@@ -109,6 +109,7 @@ func TestKillReplicaMidLoad(t *testing.T) {
 		wg   sync.WaitGroup
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer client.CloseIdleConnections()
 	start := time.Now()
 	stop := start.Add(2 * time.Second)
 	for w := range 4 {
