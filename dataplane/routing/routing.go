@@ -1,6 +1,14 @@
-// Package routing chooses among the eligible routes of a request: lowest priority value
-// first, then a weighted random choice among routes of equal priority. It is the place for
-// health-aware selection (circuit breakers, outlier ejection) and failover ordering.
+// Package routing orders and guards the eligible routes of a request. Eligibility itself
+// (the account's residency policy, the protocol) is decided by the catalogue
+// (catalog.Model.Candidates); routing never adds a route, it only orders and skips:
+//
+//   - Selector.Plan orders candidates for failover: lowest priority value first, then a
+//     weighted random order among routes of equal priority.
+//   - Health keeps a circuit breaker per upstream route (route ID + base URL, so state
+//     survives snapshot swaps): after repeated failures the route is skipped for a while,
+//     then half-open probes (real requests, one at a time) decide whether it is back. A
+//     dead replica thus costs a few failed attempts, each failed over to the next route,
+//     not a timeout per request.
 package routing
 
 import (

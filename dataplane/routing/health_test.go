@@ -1,0 +1,175 @@
+package routing
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/shared/residency"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+func route(id, base string) *catalog.Route {
+	return &catalog.Route{Route: snapshot.Route{ID: id, BaseURL: base}}
+}
+
+func attempt(h *Health, r *catalog.Route, outcome error) (called bool, err error) {
+	err = h.Do(r, func() error { called = true; return outcome })
+	return called, err
+}
+
+func TestBreakerLifecycle(t *testing.T) {
+	h := NewHealth(HealthConfig{ConsecutiveFailures: 3, OpenFor: 100 * time.Millisecond})
+	r := route("a", "http://a/v1")
+	// Neutral outcomes and successes in between do not count toward opening.
+	for range 5 {
+		attempt(h, r, ErrNeutral)
+	}
+	attempt(h, r, ErrRouteFailed)
+	attempt(h, r, ErrRouteFailed)
+	attempt(h, r, nil)
+	attempt(h, r, ErrRouteFailed)
+	attempt(h, r, ErrRouteFailed)
+	if st := h.State(r); st != "closed" {
+		t.Fatalf("state %s with no 3 failures in a row", st)
+	}
+	attempt(h, r, ErrRouteFailed)
+	if st := h.State(r); st != "open" {
+		t.Fatalf("state %s after 3 failures in a row", st)
+	}
+	if called, err := attempt(h, r, nil); called || err != ErrOpen {
+		t.Fatalf("open breaker let an attempt through (%v)", err)
+	}
+	time.Sleep(120 * time.Millisecond)
+	if st := h.State(r); st != "half-open" {
+		t.Fatalf("state %s after the open period", st)
+	}
+	// Half-open: one probe at a time.
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.Do(r, func() error { <-release; return nil })
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if called, err := attempt(h, r, nil); called || err != ErrOpen {
+		t.Fatalf("second probe let through while the first runs (%v)", err)
+	}
+	close(release)
+	wg.Wait()
+	if st := h.State(r); st != "closed" {
+		t.Fatalf("state %s after a successful probe", st)
+	}
+	if h.Opened() != 1 {
+		t.Errorf("opened %d", h.Opened())
+	}
+}
+
+func TestBreakerFailureRatio(t *testing.T) {
+	h := NewHealth(HealthConfig{ConsecutiveFailures: 100, FailureRatio: 0.5, MinRequests: 10})
+	r := route("a", "http://a/v1")
+	for i := range 11 { // the check runs on a failure: the 11th attempt
+		var out error
+		if i%2 == 0 {
+			out = ErrRouteFailed
+		}
+		attempt(h, r, out)
+	}
+	if st := h.State(r); st != "open" {
+		t.Fatalf("state %s at 6 failures in 11 attempts", st)
+	}
+}
+
+func TestBreakerErrorPassesThrough(t *testing.T) {
+	h := NewHealth(HealthConfig{})
+	other := errors.New("x")
+	if _, err := attempt(h, route("a", "u"), other); err != other {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestBreakerSurvivesSnapshotSwap: breakers are keyed by route ID and base URL, not by the
+// *catalog.Route of one snapshot; a route whose address changed starts closed.
+func TestBreakerSurvivesSnapshotSwap(t *testing.T) {
+	h := NewHealth(HealthConfig{ConsecutiveFailures: 2, OpenFor: time.Hour})
+	old := route("a", "http://10.0.0.1:8000/v1")
+	attempt(h, old, ErrRouteFailed)
+	attempt(h, old, ErrRouteFailed)
+	same := route("a", "http://10.0.0.1:8000/v1") // the next snapshot's copy
+	if st := h.State(same); st != "open" {
+		t.Fatalf("state %s after a snapshot swap", st)
+	}
+	moved := route("a", "http://10.0.0.2:8000/v1")
+	if st := h.State(moved); st != "closed" {
+		t.Fatalf("moved route inherited state %s", st)
+	}
+	// Many swaps do not grow the pointer cache without bound.
+	for range 5000 {
+		h.State(route("a", "http://10.0.0.1:8000/v1"))
+	}
+	if n := h.nPtr.Load(); n > 2*int64(len(h.byKey))+1024 {
+		t.Fatalf("pointer cache holds %d entries", n)
+	}
+	if st := h.State(route("a", "http://10.0.0.1:8000/v1")); st != "open" {
+		t.Fatal("state lost when the pointer cache was cleared")
+	}
+}
+
+// TestCandidatesStayInsidePolicy checks the guarantee routing builds on: for every policy
+// and endpoint, the candidates the catalogue offers satisfy the policy and speak the
+// endpoint (natively, or chat with translation allowed for Messages/Responses), and the
+// plan orders only those candidates.
+func TestCandidatesStayInsidePolicy(t *testing.T) {
+	countries := []string{"SE", "DE", "FI", "US", "NO", "GB", "se"}
+	protos := [][]string{
+		{snapshot.EndpointChat}, {snapshot.EndpointChat, snapshot.EndpointCompletions},
+		{snapshot.EndpointEmbeddings}, {snapshot.EndpointMessages}, {snapshot.EndpointResponses, snapshot.EndpointChat},
+	}
+	s := &snapshot.Snapshot{Content: snapshot.Content{Models: []snapshot.Model{{ID: "m"}}}}
+	for i, c := range countries {
+		for j, p := range protos {
+			s.Routes = append(s.Routes, snapshot.Route{ID: c + string(rune('a'+j)) + string(rune('0'+i)), Model: "m",
+				BaseURL: "http://h/v1", Protocols: p, Country: c, Priority: (i + j) % 3, Weight: j, Translate: j%2 == 0})
+		}
+	}
+	x, err := catalog.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := x.Model("m")
+	var sel Selector
+	for _, pol := range []string{residency.SE, residency.EU, residency.Any, "", "mars"} {
+		for e := catalog.EPChat; e <= catalog.EPSystemOne; e++ {
+			cands := m.Candidates(pol, e)
+			if !residency.Valid(pol) && len(cands) > 0 {
+				t.Fatalf("unknown policy %q has candidates", pol)
+			}
+			for _, c := range sel.Plan(nil, cands) {
+				r := c.Route
+				if !residency.Satisfies(pol, r.Country) {
+					t.Fatalf("policy %s offered route %s in %s", pol, r.ID, r.Country)
+				}
+				native := r.Speaks(e)
+				translated := c.Translate && r.Translate && r.Speaks(catalog.EPChat) && (e == catalog.EPMessages || e == catalog.EPResponses)
+				if native == translated {
+					t.Fatalf("route %s for %s: native %v translated %v", r.ID, e.Path(), native, translated)
+				}
+			}
+		}
+	}
+	if n := len(m.Candidates(residency.SE, catalog.EPChat)); n == 0 {
+		t.Fatal("fixture offers no Swedish chat route")
+	}
+}
+
+func BenchmarkHealthDo(b *testing.B) {
+	h := NewHealth(HealthConfig{})
+	r := route("a", "http://a/v1")
+	b.ReportAllocs()
+	for b.Loop() {
+		h.Do(r, func() error { return nil })
+	}
+}
