@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +52,41 @@ func startProtoGateway(t testing.TB, k sim.Knobs) *protoGateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sm.Close() })
-	snap, key, broke := protoSnapshot(sm.BaseURL())
+	g := startProtoGatewayURL(t, sm.BaseURL())
+	g.Sim = sm
+	return g
+}
+
+// recordingUpstream is a scripted provider: answer returns the content type and body for
+// each request; the last request body is kept.
+type recordingUpstream struct {
+	*httptest.Server
+	mu     sync.Mutex
+	answer func(path string, body []byte) (contentType, respBody string)
+}
+
+func newRecordingUpstream(t testing.TB, answer func(path string, body []byte) (string, string)) *recordingUpstream {
+	u := &recordingUpstream{answer: answer}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		ct, body := u.answer(r.URL.Path, b)
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", ct)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+// startProtoGatewayAt serves the protocol catalogue from a scripted upstream.
+func startProtoGatewayAt(t testing.TB, u *recordingUpstream) *protoGateway {
+	return startProtoGatewayURL(t, u.URL+"/v1")
+}
+
+func startProtoGatewayURL(t testing.TB, baseURL string) *protoGateway {
+	t.Helper()
+	snap, key, broke := protoSnapshot(baseURL)
 	x, err := catalog.Build(snap)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +106,7 @@ func startProtoGateway(t testing.TB, k sim.Knobs) *protoGateway {
 	go func() { _ = g.Srv.Serve(ln) }()
 	t.Cleanup(func() { _ = g.Srv.Shutdown() })
 	g.URL = "http://" + ln.Addr().String()
-	return &protoGateway{gateway: g, Sim: sm, Key: key, BrokeK: broke}
+	return &protoGateway{gateway: g, Key: key, BrokeK: broke}
 }
 
 func protoSnapshot(baseURL string) (*snapshot.Snapshot, string, string) {
