@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -282,5 +284,50 @@ func TestTranslatedRequestUnsupported(t *testing.T) {
 	checkEnvelope(t, r, 400, "")
 	if calls != 0 {
 		t.Errorf("forwarded %d times", calls)
+	}
+}
+
+// TestFailoverAcrossNativeAndTranslated: a request fails over before the first byte from a
+// dead native route to a translated one (and the body is rebuilt for it); the record lists
+// both attempts and says translated.
+func TestFailoverAcrossNativeAndTranslated(t *testing.T) {
+	sm := startProtoGateway(t, sim.Knobs{OutputTokens: 3}).Sim
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	snap, key, _ := protoSnapshot(sm.BaseURL())
+	for i := range snap.Routes {
+		if snap.Routes[i].ID == "rt_native" {
+			snap.Routes[i].BaseURL = dead
+		}
+	}
+	// The chat-only model gets a second route: the dead native one first.
+	snap.Routes = append(snap.Routes, snapshot.Route{ID: "rt_translated_dead", Model: pmTranslated, Provider: "dead-se",
+		BaseURL: dead, Protocols: []string{snapshot.EndpointChat, snapshot.EndpointMessages, snapshot.EndpointResponses},
+		Region: "se-sto-2", Country: "SE", Priority: -1, Weight: 1})
+	x, err := catalog.Build(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startProtoGatewayURL(t, sm.BaseURL())
+	g.Store.Swap(x)
+	g.Meter.SeedBalances(snap.Balances, snap.BalanceSeq)
+	for i, c := range []struct{ path, body string }{
+		{"/v1/messages", `{"model":"sim-chat","max_tokens":20,"messages":[{"role":"user","content":"hello there"}]}`},
+		{"/v1/responses", `{"model":"sim-chat","stream":true,"input":"hello there"}`},
+	} {
+		r := g.do(t, "POST", c.path, key, c.body)
+		if r.Status != 200 || r.Header.Get("X-Service-Provider") != "sim-se" {
+			t.Fatalf("%s: %d %s %s", c.path, r.Status, r.Header.Get("X-Service-Provider"), r.Body)
+		}
+		rec := g.waitRecords(t, i+1)[i]
+		if !rec.Routing.Translated || len(rec.Routing.Attempts) != 2 || rec.Routing.Attempts[0].Route != "rt_translated_dead" ||
+			rec.Routing.Attempts[0].Error == "" || rec.Routing.Attempts[1].Route != "rt_translated" || rec.Result != usage.ResultOK ||
+			rec.PromptTokens != 2 || rec.CompletionTokens != 3 {
+			t.Errorf("%s: record %+v attempts %+v", c.path, rec, rec.Routing.Attempts)
+		}
 	}
 }
