@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/dataplane/syncclient"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -26,6 +28,12 @@ import (
 type options struct {
 	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel, docsURL string
 	snapshotWait, batchInterval                                            time.Duration
+	// Routing, failover, upstream and limits settings (issue 5).
+	upstream        proxy.Config
+	breaker         routing.HealthConfig
+	maxAttempts     int
+	requestTimeout  time.Duration
+	limitShareNodes int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -41,6 +49,16 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.docsURL, "docs-url", "", "public reference that GET /docs redirects to and 501 answers link (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
+	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "number of data-plane nodes sharing the deployment's rate and concurrency limits; each node enforces 1/N of every limit (1: each node the full limit)")
+	fs.IntVar(&o.maxAttempts, "max-attempts", 3, "routes one request tries before its first byte reaches the client")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Minute, "total deadline of one request, failover and streaming included")
+	fs.IntVar(&o.upstream.MaxConnsPerUpstream, "upstream-max-conns", 1024, "connections per upstream (a route's max_conns overrides)")
+	fs.DurationVar(&o.upstream.ConnectTimeout, "upstream-connect-timeout", 5*time.Second, "upstream connect timeout (route connect_timeout_ms overrides)")
+	fs.DurationVar(&o.upstream.FirstByteTimeout, "upstream-first-byte-timeout", 60*time.Second, "wait for a stream's first response byte (route first_byte_timeout_ms overrides)")
+	fs.DurationVar(&o.upstream.IdleTimeout, "upstream-idle-timeout", 60*time.Second, "longest silence between stream chunks (route idle_timeout_ms overrides)")
+	fs.DurationVar(&o.upstream.TotalTimeout, "upstream-total-timeout", 10*time.Minute, "one upstream exchange, streams included (route total_timeout_ms overrides)")
+	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
+	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
 	// Environment variables fill flags not given on the command line.
 	fs.VisitAll(func(f *flag.Flag) {
 		if v, ok := os.LookupEnv("GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
@@ -55,6 +73,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.nodeID == "" {
 		o.nodeID = "dataplane"
+	}
+	if o.limitShareNodes < 1 {
+		return o, errors.New("--limit-share-nodes must be at least 1")
 	}
 	return o, nil
 }
@@ -105,7 +126,10 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		log.Warn("no usable last-known-good snapshot", "err", err)
 	}
 	srv, err := server.New(server.Config{
-		Store: store, Meter: usageMeter, Pool: proxy.NewPool(proxy.Config{}),
+		Store: store, Meter: usageMeter, Pool: proxy.NewPool(o.upstream),
+		Health:      routing.NewHealth(withLogger(o.breaker, log)),
+		Limiter:     limits.New(limits.Config{ShareNodes: o.limitShareNodes}),
+		MaxAttempts: o.maxAttempts, RequestTimeout: o.requestTimeout,
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DocsURL: o.docsURL, Logger: log,
 	})
 	if err != nil {
@@ -145,4 +169,9 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		log.Error("usage sender stopped", "err", err)
 	}
 	return nil
+}
+
+func withLogger(c routing.HealthConfig, log *slog.Logger) routing.HealthConfig {
+	c.Logger = log
+	return c
 }
