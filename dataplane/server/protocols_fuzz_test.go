@@ -2,9 +2,9 @@ package server
 
 import (
 	"net"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"

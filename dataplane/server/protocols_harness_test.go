@@ -22,7 +22,7 @@ import (
 // The protocol tests run the gateway in front of the provider simulator with a catalogue of
 // one model per way of serving the Messages-style and Responses-style protocols.
 const (
-	pmNative     = "sim-native"     // one route speaking chat, messages and responses natively
+	pmNative     = "sim-native" // one route speaking chat, messages and responses natively
 	pmNativeUp   = "native-upstream-name"
 	pmTranslated = "sim-chat"       // a chat-only route with translate=true
 	pmTransAlias = "acme/sim-chat"  // alias with a slash
