@@ -103,14 +103,21 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 			writeError(ctx, errModelNotFound)
 			return
 		}
-		c := &upstreamCall{p: p, m: m, e: e, cands: m.Candidates(p.acct.Residency, e),
-			stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
 		if servesOwnProtocol(e) {
-			s.serveProtocol(ctx, c) // Messages-style, Responses-style, decision model (protocol.go)
+			c := newUpstreamCall(p, m, e, &req, body, start)
+			s.serveProtocol(ctx, &c) // Messages-style, Responses-style, decision model (protocol.go)
 			return
 		}
-		s.passThrough(ctx, c)
+		// A separate variable: the protocol path lets its call escape (a body builder holds
+		// it); the pass-through call stays on the stack.
+		c := newUpstreamCall(p, m, e, &req, body, start)
+		s.passThrough(ctx, &c)
 	}
+}
+
+func newUpstreamCall(p principal, m *catalog.Model, e catalog.Endpoint, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
+	return upstreamCall{p: p, m: m, e: e, cands: m.Candidates(p.acct.Residency, e),
+		stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
 }
 
 // passThrough forwards a same-protocol request on the routes that speak its protocol
