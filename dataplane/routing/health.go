@@ -61,10 +61,11 @@ func (c *HealthConfig) fill() {
 
 // Outcomes an attempt reports to Health.Do besides nil (healthy).
 var (
-	// ErrRouteFailed: the route failed (connect error, timeout, 5xx, 429, invalid answer).
+	// ErrRouteFailed: the route failed (connect error, timeout, 5xx, invalid answer).
 	ErrRouteFailed = errors.New("routing: route failed")
 	// ErrNeutral: the attempt says nothing about the route's health (the client went away,
-	// this node's own connection pool was full, a credential is missing on this node).
+	// this node's own connection pool was full, a credential is missing on this node, the
+	// provider rate-limited the request with 429).
 	ErrNeutral = errors.New("routing: outcome not counted")
 	// ErrOpen: the route's breaker refused the attempt; fn was not called.
 	ErrOpen = errors.New("routing: route circuit open")

@@ -252,9 +252,16 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		aerr, result := upstreamStatusError(status, uresp, c.e)
 		_ = uresp.CloseBodyStream()
 		fasthttp.ReleaseResponse(uresp)
+		// 5xx counts against the route's breaker. 429 does not: the provider is alive and
+		// says when to come back; the request still fails over, and a client that gets the
+		// 429 in the end also gets the provider's Retry-After (an open breaker would turn it
+		// into a 503). A 4xx refusal of the input is the client's error: the route is fine.
 		var health error
-		if status >= 500 || status == 429 {
+		switch {
+		case status >= 500:
 			health = routing.ErrRouteFailed
+		case status == 429:
+			health = routing.ErrNeutral
 		}
 		return outcome{retry: retryableStatus(status), aerr: aerr, result: result, health: health}
 	}

@@ -230,7 +230,9 @@ func TestUpstream429RetryAfter(t *testing.T) {
 	}{{"with Retry-After", with.BaseURL(), "7"}, {"without", without.BaseURL(), ""}} {
 		t.Run(c.name, func(t *testing.T) {
 			g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", c.url, "SE", 0, 1)})
-			for _, body := range []string{chatPlainReq, chatStreamReq} {
+			// More than the breaker's 3 failures: a 429 does not open it (the client keeps
+			// getting the provider's 429 and Retry-After, not a 503).
+			for _, body := range []string{chatPlainReq, chatStreamReq, chatPlainReq, chatStreamReq, chatPlainReq} {
 				r := g.post(t, g.Keys.SE, body)
 				checkEnvelope(t, r, 429, "provider_rate_limited")
 				if got := r.Header.Get("Retry-After"); got != c.retryAfter {
@@ -239,6 +241,9 @@ func TestUpstream429RetryAfter(t *testing.T) {
 			}
 			if rec := g.record(t, 1); rec.Result != usage.ResultRateLimited || rec.Routing.Attempts[0].Status != 429 {
 				t.Errorf("record %+v", rec)
+			}
+			if st := g.Health.State(g.route(t, "a")); st != "closed" {
+				t.Errorf("breaker %s after 429s", st)
 			}
 		})
 	}
