@@ -91,9 +91,6 @@ func TestClientCancelCancelsUpstream(t *testing.T) {
 // started); its breaker opens within a few requests, and the error rate is back to zero
 // within a bounded time while the other replica serves everything.
 func TestKillReplicaMidLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
 	k := sim.Knobs{OutputTokens: 6, TokensPerSecond: 300}
 	a, b := startSim(t, "a", k), startSim(t, "b", k)
 	g := startSimGateway(t, []snapshot.Route{
@@ -153,8 +150,26 @@ func TestKillReplicaMidLoad(t *testing.T) {
 			lastErr = o.at
 		}
 	}
-	t.Logf("%d requests (%d before the kill, %d after), %d failed, last failure %v after the kill; breaker of the dead replica: %s",
-		len(outs), before, after, errs, lastErr.Sub(killed).Round(time.Millisecond), g.Health.State(g.route(t, "ra")))
+	// Attempts the dead replica cost: failed attempts on it (each failed over or, for a
+	// started stream, ended it).
+	deadAttempts := 0
+	waitFor(time.Second, func() bool { return g.Meter.Count() >= len(outs) })
+	for _, rec := range g.Meter.Records() {
+		for _, at := range rec.Routing.Attempts {
+			if at.Route == "ra" && at.Error != "" {
+				deadAttempts++
+			}
+		}
+	}
+	last := "none"
+	if errs > 0 {
+		last = lastErr.Sub(killed).Round(time.Millisecond).String() + " after the kill"
+	}
+	t.Logf("%d requests (%d before the kill, %d after), %d failed (last: %s), %d failed attempts on the dead replica; its breaker: %s",
+		len(outs), before, after, errs, last, deadAttempts, g.Health.State(g.route(t, "ra")))
+	if deadAttempts > 12 {
+		t.Errorf("the dead replica cost %d attempts: its breaker should have opened after 5", deadAttempts)
+	}
 	if len(outs) < 150 {
 		t.Errorf("only %d requests in 2 s", len(outs))
 	}
