@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/sekgate/gateway/cmd/benchrun/bench"
@@ -23,7 +25,28 @@ func main() {
 	fs.StringVar(&cfg.BinDir, "bin", "bin", "directory with simulator, controlplane, dataplane and bareproxy")
 	fs.StringVar(&cfg.OutDir, "out", "bench-results", "output directory")
 	fs.IntVar(&cfg.OpenStreams, "open-streams", 0, "streams of the open-streams scenario (default 10000, short 1000)")
+	only := fs.String("only", "", "comma-separated scenarios to run: open, fixed, max, stream (default all)")
+	rates := fs.String("rates", "", "comma-separated fixed rates (req/s), replacing the mode's")
+	bodies := fs.String("bodies", "", "comma-separated request bodies: 1KiB, 64KiB (default both)")
+	fs.DurationVar(&cfg.StepDur, "step", 0, "duration of each fixed-rate and search step, replacing the mode's")
 	_ = fs.Parse(os.Args[1:])
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
+	if *bodies != "" {
+		cfg.Bodies = strings.Split(*bodies, ",")
+	}
+	for _, r := range strings.Split(*rates, ",") {
+		if r == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "benchrun: bad rate %q\n", r)
+			os.Exit(2)
+		}
+		cfg.Rates = append(cfg.Rates, n)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -25,6 +25,9 @@ type Target struct {
 	// Auth is the Authorization header value (the same on every target; only the data
 	// plane checks it).
 	Auth string
+	// Machine names the processes sharing the machine whose CPU is reported per attack
+	// (load generator, simulator, control plane, Postgres, proxies).
+	Machine map[string]int
 
 	client *http.Client
 }
@@ -70,10 +73,16 @@ type FixedResult struct {
 	Max float64 `json:"max_ms"`
 	// CPU seconds per 1,000 requests of the target process (the simulator for direct) and
 	// of the simulator; peak RSS of the target process in MiB during this attack.
-	CPUPer1k    float64  `json:"cpu_s_per_1k"`
-	SimCPUPer1k float64  `json:"sim_cpu_s_per_1k"`
-	PeakRSSMiB  float64  `json:"peak_rss_mib"`
-	Errors      []string `json:"errors,omitempty"`
+	CPUPer1k    float64 `json:"cpu_s_per_1k"`
+	SysPct      float64 `json:"cpu_sys_pct"` // share of CPUPer1k spent in the kernel
+	SimCPUPer1k float64 `json:"sim_cpu_s_per_1k"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	// Where the machine's CPU went: CPU seconds per 1,000 requests of each process (the
+	// load generator, simulator, control plane, Postgres and the proxies), and the share of
+	// both cores busy during the attack.
+	CPUByProcess   map[string]float64 `json:"cpu_s_per_1k_by_process,omitempty"`
+	MachineBusyPct float64            `json:"machine_busy_pct"`
+	Errors         []string           `json:"errors,omitempty"`
 	// Comparisons filled in once all targets ran at this rate (nil when not measurable).
 	AddedP50Direct *float64 `json:"added_p50_over_direct_ms,omitempty"`
 	AddedP99Direct *float64 `json:"added_p99_over_direct_ms,omitempty"`
@@ -131,6 +140,7 @@ func attack(ctx context.Context, t *Target, bodyName string, body []byte, rate i
 	if err != nil {
 		return res, err
 	}
+	cw := watchCPU(t.Machine)
 	lat := make([]time.Duration, 0, int(float64(rate)*dur.Seconds())+16)
 	var m vegeta.Metrics
 	for r := range atk.Attack(tr, vegeta.ConstantPacer{Freq: rate, Per: time.Second}, dur, t.Name) {
@@ -140,6 +150,7 @@ func attack(ctx context.Context, t *Target, bodyName string, body []byte, rate i
 	m.Close()
 	// Let trailing work (usage batches) land in this attack's CPU figure.
 	time.Sleep(250 * time.Millisecond)
+	byProc, busy := cw.stop()
 	tu, err := tm.Stop()
 	if err != nil {
 		return res, err
@@ -147,6 +158,13 @@ func attack(ctx context.Context, t *Target, bodyName string, body []byte, rate i
 	su, err := sm.Stop()
 	if err != nil {
 		return res, err
+	}
+	res.MachineBusyPct = busy
+	if m.Requests > 0 {
+		res.CPUByProcess = map[string]float64{}
+		for n, v := range byProc {
+			res.CPUByProcess[n] = v / float64(m.Requests) * 1000
+		}
 	}
 	res.Requests = int(m.Requests)
 	res.SentRate = m.Rate
@@ -160,6 +178,9 @@ func attack(ctx context.Context, t *Target, bodyName string, body []byte, rate i
 	res.P50, res.P90, res.P99, res.Max = q[0], q[1], q[2], q[3]
 	if m.Requests > 0 {
 		res.CPUPer1k = tu.CPUSeconds / float64(m.Requests) * 1000
+		if tu.CPUSeconds > 0 {
+			res.SysPct = 100 * tu.SysSeconds / tu.CPUSeconds
+		}
 		res.SimCPUPer1k = su.CPUSeconds / float64(m.Requests) * 1000
 	}
 	res.PeakRSSMiB = float64(tu.PeakRSS) / (1 << 20)
@@ -279,8 +300,8 @@ func pause(ctx context.Context, d time.Duration) {
 }
 
 func fmtFixed(r FixedResult) string {
-	s := fmt.Sprintf("%-9s %-5s %5d/s: sent %6.0f/s ok %6.0f/s err %5.2f%%  p50 %6.3f p90 %6.3f p99 %7.3f ms  cpu %.3f s/1k  rss %.0f MiB",
-		r.Target, r.Body, r.Rate, r.SentRate, r.Throughput, r.ErrorPct, r.P50, r.P90, r.P99, r.CPUPer1k, r.PeakRSSMiB)
+	s := fmt.Sprintf("%-9s %-5s %5d/s: sent %6.0f/s ok %6.0f/s err %5.2f%%  p50 %6.3f p90 %6.3f p99 %7.3f ms  cpu %.3f s/1k (%.0f%% sys)  rss %.0f MiB  machine %3.0f%% busy",
+		r.Target, r.Body, r.Rate, r.SentRate, r.Throughput, r.ErrorPct, r.P50, r.P90, r.P99, r.CPUPer1k, r.SysPct, r.PeakRSSMiB, r.MachineBusyPct)
 	if len(r.Errors) > 0 {
 		s += "  first error: " + r.Errors[0]
 	}

@@ -30,20 +30,20 @@ type OpenStreamsResult struct {
 	At10kMiB float64 `json:"rss_at_10k_mib"`
 	// Upstream streams the simulator still had open 1 s after the clients went away, and
 	// how long until all were gone (-1: not within the run's drain wait). A proxy that notices a departed
-	// client only when its next write fails keeps the upstream open until the next event
-	// (here up to 10 s).
+	// client only when its next write fails keeps the upstream open until the next events
+	// (here a second or two).
 	LeftOpen  int      `json:"upstream_open_1s_after_close"`
 	DrainSecs float64  `json:"upstream_drain_s"`
 	Errors    []string `json:"errors,omitempty"`
 }
 
-// openStreams opens n streams through t that the simulator paces at one token per 10 s, so
-// they stay open and nearly idle; once each has delivered its first event it samples the
+// openStreams opens n streams through t that the simulator paces at one token per second,
+// so they stay open with a trickle of events; once each has delivered its first event it samples the
 // target's RSS, then closes them all. Opening is paced (rampPerSec) and bounded by a
 // deadline; streams that fail are counted, not retried.
 func openStreams(ctx context.Context, t *Target, simURL string, n, rampPerSec int, drainWait time.Duration, progress func(string)) (OpenStreamsResult, error) {
 	res := OpenStreamsResult{Target: t.Name, Want: n}
-	req := streamRequest(hostOf(t.URL), t.Auth, streamBody(100000, 0.1))
+	req := streamRequest(hostOf(t.URL), t.Auth, streamBody(100000, 1))
 	inFlight0, err := simInFlight(simURL)
 	if err != nil {
 		return res, err

@@ -34,6 +34,14 @@ type Config struct {
 	// OpenStreams is the open-streams scenario's stream count (default 10,000 full, 1,000
 	// short); it is lowered when the file-descriptor limit cannot hold it.
 	OpenStreams int
+	// Only, when not empty, names the scenarios to run (ScenarioOpen, ScenarioFixed,
+	// ScenarioMax, ScenarioStream).
+	Only []string
+	// Rates and StepDur, when set, replace the mode's fixed rates and step duration.
+	Rates   []int
+	StepDur time.Duration
+	// Bodies, when set, replaces the mode's request body sizes ("1KiB", "64KiB").
+	Bodies []string
 	// Progress receives progress lines (default os.Stderr).
 	Progress io.Writer
 }
@@ -65,8 +73,8 @@ func planFor(short, smoke bool) plan {
 	}
 	if short {
 		return plan{fixedDur: time.Second, rates: []int{500, 2000, 5000}, bodies: []string{"1KiB", "64KiB"},
-			searchBody: []string{"1KiB"}, ladder: []int{7000, 10000, 14000}, searchDur: time.Second,
-			streamRate: 100, streamDur: 2 * time.Second, streamConc: 16, pacingN: 8, streams: 1000, ramp: 1000, drainWait: 3 * time.Second}
+			searchBody: []string{"1KiB"}, ladder: []int{8000, 12000}, searchDur: time.Second,
+			streamRate: 100, streamDur: 1500 * time.Millisecond, streamConc: 16, pacingN: 8, streams: 1000, ramp: 1000, drainWait: 3 * time.Second}
 	}
 	return plan{fixedDur: 5 * time.Second, rates: []int{500, 2000, 5000}, bodies: []string{"1KiB", "64KiB"},
 		searchBody: []string{"1KiB", "64KiB"}, ladder: []int{6000, 8000, 10000, 12000, 15000, 20000}, searchDur: 3 * time.Second,
@@ -85,6 +93,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	p := planFor(cfg.Short, cfg.Smoke)
 	if cfg.OpenStreams > 0 {
 		p.streams = cfg.OpenStreams
+	}
+	if len(cfg.Rates) > 0 {
+		p.rates = cfg.Rates
+	}
+	if cfg.StepDur > 0 {
+		p.fixedDur, p.searchDur = cfg.StepDur, cfg.StepDur
+	}
+	for _, b := range cfg.Bodies {
+		if sizes[b] == 0 {
+			return nil, fmt.Errorf("bench: unknown body size %q (1KiB or 64KiB)", b)
+		}
+	}
+	if len(cfg.Bodies) > 0 {
+		p.bodies, p.searchBody = cfg.Bodies, cfg.Bodies
+	}
+	for _, o := range cfg.Only {
+		switch o {
+		case ScenarioOpen, ScenarioFixed, ScenarioMax, ScenarioStream:
+		default:
+			return nil, fmt.Errorf("bench: unknown scenario %q", o)
+		}
 	}
 	began := time.Now()
 	progress := func(format string, args ...any) {
@@ -126,8 +155,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{Name: Bare, URL: st.Bare.URL(), PID: st.Bare.PID(), SimPID: st.Sim.PID(), Auth: auth},
 		{Name: Dataplane, URL: st.DP.URL(), PID: st.DP.PID(), SimPID: st.Sim.PID(), Auth: auth},
 	}
-	rep.Processes = map[string]int{"simulator": st.Sim.PID(), "bareproxy": st.Bare.PID(), "dataplane": st.DP.PID(), "controlplane": st.CP.PID()}
-	err = scenarios(ctx, st, targets, p, rep, progress)
+	rep.Processes = map[string]int{"loadgen": os.Getpid(), "simulator": st.Sim.PID(), "bareproxy": st.Bare.PID(),
+		"dataplane": st.DP.PID(), "controlplane": st.CP.PID()}
+	if st.PostgresPID > 0 {
+		rep.Processes["postgres"] = st.PostgresPID
+	}
+	for _, t := range targets {
+		t.Machine = rep.Processes
+	}
+	only := map[string]bool{}
+	for _, o := range cfg.Only {
+		only[o] = true
+	}
+	err = scenarios(ctx, st, targets, p, only, rep, progress)
 	rep.Elapsed = time.Since(began).Seconds()
 	rep.evaluate()
 	if werr := rep.Write(cfg.OutDir); werr != nil && err == nil {
@@ -137,7 +177,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, err
 }
 
-func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, rep *Report, progress func(string, ...any)) error {
+// Scenario names, for Config.Only.
+const (
+	ScenarioOpen   = "open"   // concurrent open streams, memory per stream
+	ScenarioFixed  = "fixed"  // non-streaming chat at fixed rates
+	ScenarioMax    = "max"    // highest sustained rate
+	ScenarioStream = "stream" // streaming: time to first byte, events per second, flush per event
+)
+
+func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, only map[string]bool, rep *Report, progress func(string, ...any)) error {
+	run := func(name string) bool { return len(only) == 0 || only[name] }
 	alive := func() error {
 		if err := st.Alive(); err != nil {
 			return err
@@ -150,8 +199,42 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, rep *R
 			return err
 		}
 	}
+	// Idle cost: CPU each process uses with no load at all (timers, polls, batch loops).
+	cw := watchCPU(targets[0].Machine)
+	pause(ctx, 2*time.Second)
+	idle, busy := cw.stop()
+	rep.IdleCPU = map[string]float64{}
+	for n, v := range idle {
+		rep.IdleCPU[n] = v / 2
+	}
+	progress("idle for 2 s: machine %.0f%% busy; CPU s/s %s", busy, fmtCPUMap(rep.IdleCPU))
+	// Open streams first, while the proxies' heaps hold nothing from earlier load: the RSS
+	// growth per stream is then not hidden by memory freed by earlier scenarios.
+	if run(ScenarioOpen) {
+		if err := runOpen(ctx, st, targets, p, rep, alive, progress); err != nil {
+			return err
+		}
+	}
+	if run(ScenarioFixed) {
+		if err := runFixed(ctx, targets, p, rep, alive, progress); err != nil {
+			return err
+		}
+	}
+	if run(ScenarioMax) {
+		if err := runMax(ctx, targets, p, rep, alive, progress); err != nil {
+			return err
+		}
+	}
+	if run(ScenarioStream) {
+		if err := runStreaming(ctx, targets, p, rep, alive, progress); err != nil {
+			return err
+		}
+	}
+	return alive()
+}
 
-	progress("scenario 1: non-streaming chat at fixed rates %v, bodies %v, %v per step", p.rates, p.bodies, p.fixedDur)
+func runFixed(ctx context.Context, targets []*Target, p plan, rep *Report, alive func() error, progress func(string, ...any)) error {
+	progress("non-streaming chat at fixed rates %v, bodies %v, %v per step", p.rates, p.bodies, p.fixedDur)
 	for _, b := range p.bodies {
 		body := ChatBody(sizes[b])
 		for _, rate := range p.rates {
@@ -170,15 +253,19 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, rep *R
 		}
 	}
 	compare(rep.Fixed)
+	return nil
+}
 
-	progress("scenario 2: highest rate with < 1%% errors (ladder %v, %v per step)", p.ladder, p.searchDur)
+func runMax(ctx context.Context, targets []*Target, p plan, rep *Report, alive func() error, progress func(string, ...any)) error {
+	progress("highest rate with < 1%% errors (ladder %v, %v per step)", p.ladder, p.searchDur)
 	for _, b := range p.searchBody {
 		body := ChatBody(sizes[b])
 		for _, t := range targets {
 			if err := alive(); err != nil {
 				return err
 			}
-			// Start above the highest fixed rate this target sustained.
+			// Start above the highest fixed rate this target sustained, below the lowest it
+			// did not.
 			floor, ceil := rep.fixedBounds(t.Name, b)
 			m, err := searchMax(ctx, t, b, body, floor, ceil, p.ladder, p.searchDur,
 				func(r FixedResult) { progress("  %s", fmtFixed(r)) })
@@ -190,8 +277,11 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, rep *R
 			pause(ctx, time.Second)
 		}
 	}
+	return nil
+}
 
-	progress("scenario 3: streaming chat (open loop %d streams/s and closed loop %d clients, %v each; 32 and 256 tokens)",
+func runStreaming(ctx context.Context, targets []*Target, p plan, rep *Report, alive func() error, progress func(string, ...any)) error {
+	progress("streaming chat (open loop %d streams/s and closed loop %d clients, %v each; 32 and 256 tokens)",
 		p.streamRate, p.streamConc, p.streamDur)
 	for _, spec := range []streamSpec{{Rate: p.streamRate, Tokens: 32, Dur: p.streamDur}, {Conc: p.streamConc, Tokens: 256, Dur: p.streamDur}} {
 		var rs []StreamResult
@@ -211,15 +301,18 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, rep *R
 		compareStreams(rs)
 		rep.Streaming = append(rep.Streaming, rs...)
 	}
-	progress("scenario 3b: flush per event (%d streams, 12 tokens paced 20 ms apart)", p.pacingN)
+	progress("flush per event (%d streams, 12 tokens paced 20 ms apart)", p.pacingN)
 	for _, t := range targets {
 		r := checkPacing(ctx, t, p.pacingN, 12, 20*time.Millisecond)
 		progress("  %-9s: %d paced gaps, %d batched (< 5 ms), gap p1 %.2f ms p50 %.2f ms, %d failed",
 			r.Target, r.Gaps, r.Batched, r.GapP01, r.GapP50, r.Failed)
 		rep.Pacing = append(rep.Pacing, r)
 	}
+	return nil
+}
 
-	progress("scenario 4: %d concurrent open streams (one token per 10 s)", p.streams)
+func runOpen(ctx context.Context, st *Stack, targets []*Target, p plan, rep *Report, alive func() error, progress func(string, ...any)) error {
+	progress("%d concurrent open streams (one token per second each)", p.streams)
 	// The data plane first: a proxy that keeps upstream streams open after its clients left
 	// must not weigh on the data plane's figures.
 	for _, t := range []*Target{targets[2], targets[1]} {
@@ -233,9 +326,9 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, rep *R
 		}
 		progress("  %-9s: %.1f KiB per open stream, RSS %.0f MiB with %d open, projected %.0f MiB at 10,000; %d upstream streams open 1 s after close, all closed after %.1f s",
 			r.Target, r.PerStreamKiB, r.OpenMiB, r.Opened, r.At10kMiB, r.LeftOpen, r.DrainSecs)
-		pause(ctx, 2*time.Second)
+		pause(ctx, time.Second)
 	}
-	return alive()
+	return nil
 }
 
 func compareStreams(rs []StreamResult) {
@@ -331,4 +424,14 @@ func machine() Machine {
 		}
 	}
 	return m
+}
+
+func fmtCPUMap(m map[string]float64) string {
+	var parts []string
+	for _, n := range []string{"loadgen", "simulator", "bareproxy", "dataplane", "controlplane", "postgres"} {
+		if v, ok := m[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.3f", n, v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -67,6 +67,8 @@ type Stack struct {
 	Sim, CP, DP, Bare *Proc
 	// Key is the API key the data plane accepts.
 	Key string
+	// PostgresPID is the postmaster's process ID (0 when not found, e.g. an external server).
+	PostgresPID int
 
 	cfg        StackConfig
 	pg         *pgtest.Cluster
@@ -105,6 +107,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if s.pg, err = pgtest.Start(pctx); err != nil {
 		return nil, fmt.Errorf("stack: postgres: %w", err)
 	}
+	s.PostgresPID = findChild(os.Getpid(), "postgres")
 	dbURL, err := s.pg.CreateDatabase(pctx, "bench")
 	if err != nil {
 		return nil, fmt.Errorf("stack: create database: %w", err)
