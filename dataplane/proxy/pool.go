@@ -32,7 +32,10 @@ type Config struct {
 	FirstByteTimeout    time.Duration
 	IdleTimeout         time.Duration // longest silence between reads of a response (stream chunks); default 60s
 	TotalTimeout        time.Duration // whole exchange, streams included; default 10m
-	MaxIdleConnDuration time.Duration // default 90s
+	// MaxIdleConnDuration closes pooled upstream connections idle this long; default 4s, under
+	// the 5 s keep-alive timeout of uvicorn (vLLM's server), so the gateway never writes a
+	// request onto a connection the upstream is closing.
+	MaxIdleConnDuration time.Duration
 	// MaxResponseBodySize bounds buffered (non-streaming) upstream bodies; default 64 MiB.
 	MaxResponseBodySize int
 	// UserAgent sent upstream; default "sekgate-gateway".
@@ -58,7 +61,7 @@ func (c *Config) fill() {
 		c.TotalTimeout = 10 * time.Minute
 	}
 	if c.MaxIdleConnDuration <= 0 {
-		c.MaxIdleConnDuration = 90 * time.Second
+		c.MaxIdleConnDuration = 4 * time.Second
 	}
 	if c.MaxResponseBodySize <= 0 {
 		c.MaxResponseBodySize = 64 << 20

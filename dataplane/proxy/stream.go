@@ -211,6 +211,11 @@ func (s *Stream) Close() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	if !s.Result.Done || s.Result.Err != nil {
+		// An upstream that broke its stream may have ended it with what looks like a clean
+		// end of body (a closed connection); never hand such a connection back to the pool.
+		s.resp.SetConnectionClose()
+	}
 	_ = s.resp.CloseBodyStream()
 	if s.rd != nil {
 		s.rd.Reset(nil)

@@ -353,3 +353,23 @@ func TestErrorBodyOnFailureIsEnvelope(t *testing.T) {
 		t.Errorf("attempt %+v", a)
 	}
 }
+
+// TestBrokenStreamDoesNotPoisonPool: an upstream that closes its connection mid-stream may
+// look like a clean end of body to the client library; the connection must not go back to
+// the pool, so the next request on the same (only) route succeeds.
+func TestBrokenStreamDoesNotPoisonPool(t *testing.T) {
+	s := startSim(t, "only", sim.Knobs{})
+	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "only", s.BaseURL(), "SE", 0, 1)})
+	broken := strings.Replace(chatStreamReq, `"stream":true`, `"stream":true,"sim":{"fail_after_events":2}`, 1)
+	if broken == chatStreamReq {
+		t.Fatal("test body not rewritten")
+	}
+	for i := 0; i < 3; i++ {
+		if r := g.post(t, g.Keys.SE, broken); r.Status != 200 || strings.Contains(r.Body, "[DONE]") {
+			t.Fatalf("broken stream: %d %q", r.Status, r.Body)
+		}
+		if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 {
+			t.Fatalf("request after a broken stream: %d %s", r.Status, r.Body)
+		}
+	}
+}
