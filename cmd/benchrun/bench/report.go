@@ -19,14 +19,16 @@ type Report struct {
 	Machine   Machine        `json:"machine"`
 	Processes map[string]int `json:"pids"`
 	// IdleCPU is each process's CPU seconds per second with no load.
-	IdleCPU     map[string]float64  `json:"idle_cpu_s_per_s"`
-	Fixed       []FixedResult       `json:"fixed_rate"`
-	MaxRates    []MaxRate           `json:"max_rate"`
-	Streaming   []StreamResult      `json:"streaming"`
-	Pacing      []PacingResult      `json:"flush_per_event"`
-	OpenStreams []OpenStreamsResult `json:"open_streams"`
-	Checks      []Check             `json:"targets"`
-	Notes       []string            `json:"notes,omitempty"`
+	IdleCPU map[string]float64 `json:"idle_cpu_s_per_s"`
+	// IdleMachineBusyPct is how busy the machine was while the stack idled: work of others.
+	IdleMachineBusyPct float64             `json:"idle_machine_busy_pct"`
+	Fixed              []FixedResult       `json:"fixed_rate"`
+	MaxRates           []MaxRate           `json:"max_rate"`
+	Streaming          []StreamResult      `json:"streaming"`
+	Pacing             []PacingResult      `json:"flush_per_event"`
+	OpenStreams        []OpenStreamsResult `json:"open_streams"`
+	Checks             []Check             `json:"targets"`
+	Notes              []string            `json:"notes,omitempty"`
 }
 
 // Check is one of the issue's performance targets with the figure this run measured.

@@ -207,6 +207,10 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, only m
 	for n, v := range idle {
 		rep.IdleCPU[n] = v / 2
 	}
+	rep.IdleMachineBusyPct = busy
+	if busy > 10 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("with the benchmark's processes idle the machine was %.0f%% busy: other work shared the cores during this run, so its figures carry that noise", busy))
+	}
 	progress("idle for 2 s: machine %.0f%% busy; CPU s/s %s", busy, fmtCPUMap(rep.IdleCPU))
 	// Open streams first, while the proxies' heaps hold nothing from earlier load: the RSS
 	// growth per stream is then not hidden by memory freed by earlier scenarios.
