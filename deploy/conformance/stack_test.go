@@ -201,7 +201,7 @@ const (
 	modelUS         = "llama-us"   // route in the United States
 	modelFailover   = "failover-chat"
 	modelBroken     = "broken-stream-chat" // first route's streams break; a healthy second route
-	modelSlow       = "slow-chat"          // first-byte timeout 300 ms
+	modelSlow       = "slow-chat"          // first-byte timeout 300 ms, total 1 s
 	modelDead       = "dead-chat"          // only route refuses connections
 )
 
@@ -225,7 +225,8 @@ func demoCatalog(sim, broken, dead string) map[string]any {
 	translated := route("tr-se", "sim-se", sim, "se-sto-1", "SE", 0, chat)
 	translated["translate"] = true
 	slow := route("slow-se", "sim-se", sim, "se-sto-1", "SE", 0, chat)
-	slow["first_byte_timeout_ms"] = 300
+	slow["first_byte_timeout_ms"] = 300 // streams: wait for the answer's headers
+	slow["total_timeout_ms"] = 1000     // non-streaming answers arrive whole: total bounds them
 	return map[string]any{"models": []any{
 		model(modelChat, chat, chatInOre, chatOutOre, []string{aliasChat, slashAliasChat},
 			route("chat-se", "sim-se", sim, "se-sto-1", "SE", 0, chat, "/v1/completions", "/v1/responses", "/v1/messages")),
