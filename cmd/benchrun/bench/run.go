@@ -124,9 +124,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		mode = "smoke"
 	}
 	rep := &Report{Mode: mode, Started: began.UTC(), Machine: machine()}
-	if lim, note := raiseFileLimit(2*p.streams + 4096); lim < 2*p.streams+2048 {
-		p.streams = max(100, (lim-2048)/2)
-		rep.Notes = append(rep.Notes, note+fmt.Sprintf("; open streams lowered to %d", p.streams))
+	// A proxy holds two descriptors per open stream (client and upstream) plus a few dozen
+	// of its own (listener, spool, control-plane connections, idle pool).
+	const fdMargin = 200
+	if lim, note := raiseFileLimit(2*p.streams + 4096); lim < 2*p.streams+fdMargin {
+		p.streams = max(100, (lim-fdMargin)/2)
+		rep.Notes = append(rep.Notes, note+fmt.Sprintf(" (raising the hard limit needs CAP_SYS_RESOURCE); a proxy needs two descriptors per open stream, so open streams were lowered to %d", p.streams))
 	}
 
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
