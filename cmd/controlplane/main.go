@@ -23,15 +23,18 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/payments"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/retention"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 type config struct {
 	listen, databaseURL, adminToken, nodeTokens, logLevel string
+	defaultLimitsFile                                     string
 	retentionDays, maxConns, signupPerMinute              int
 	// Optional integrations: each is enabled when its required settings are given.
 	signupConfirmURL, signupErrorURL                    string
@@ -47,6 +50,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API (required)")
 	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes (required)")
 	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept")
+	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
@@ -116,7 +120,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	pub, err := publish.New(publish.Config{Store: st, Logger: log})
+	var limits snapshot.Limits
+	if cfg.defaultLimitsFile != "" {
+		b, err := os.ReadFile(cfg.defaultLimitsFile)
+		if err != nil {
+			return fmt.Errorf("read default limits: %w", err)
+		}
+		if limits, err = catalog.ParseLimitsYAML(b); err != nil {
+			return fmt.Errorf("default limits %s: %w", cfg.defaultLimitsFile, err)
+		}
+	}
+	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits})
 	if err != nil {
 		return err
 	}

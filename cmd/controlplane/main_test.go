@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -84,5 +88,70 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("shutdown took %v", d)
+	}
+}
+
+// The default limits file reaches every snapshot; a bad file stops the start.
+func TestDefaultLimitsFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("burst: -3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file  string
+		burst int
+		fails bool
+	}{
+		{filepath.Join("..", "..", "configs", "limits.default.yaml"), 20, false},
+		{bad, 0, true},
+		{filepath.Join(t.TempDir(), "missing.yaml"), 0, true},
+	} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		cfg := config{listen: addr, databaseURL: pgtest.NewDatabase(t), adminToken: "adm", nodeTokens: "nt",
+			retentionDays: 90, maxConns: 4, defaultLimitsFile: tc.file}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+		if tc.fails {
+			select {
+			case err := <-ran:
+				if err == nil {
+					t.Errorf("%s: run accepted the file", tc.file)
+				}
+			case <-time.After(20 * time.Second):
+				t.Errorf("%s: run did not refuse the file", tc.file)
+			}
+			cancel()
+			continue
+		}
+		var snap snapshot.Snapshot
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			req, _ := http.NewRequest("GET", "http://"+addr+"/internal/v1/snapshot?have=0", nil)
+			req.Header.Set("Authorization", "Bearer nt")
+			req.Header.Set("X-Node-Id", "n1")
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				ok := res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&snap) == nil
+				res.Body.Close()
+				if ok {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no snapshot")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if snap.DefaultLimits.Burst != tc.burst || snap.DefaultLimits.RequestsPerSecond <= 0 {
+			t.Errorf("snapshot default limits %+v", snap.DefaultLimits)
+		}
+		cancel()
+		<-ran
 	}
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -122,11 +121,6 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toAccountJSON(a))
 }
 
-func validLimits(l *snapshot.Limits) bool {
-	return l.RequestsPerSecond >= 0 && !math.IsInf(l.RequestsPerSecond, 0) && !math.IsNaN(l.RequestsPerSecond) &&
-		l.Burst >= 0 && l.MaxConcurrent >= 0
-}
-
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Residency *string         `json:"residency"`
@@ -145,10 +139,8 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 		if string(in.Limits) == "null" {
 			p.ClearLimits = true
 		} else {
-			dec := json.NewDecoder(strings.NewReader(string(in.Limits)))
-			dec.DisallowUnknownFields()
-			var l snapshot.Limits
-			if err := dec.Decode(&l); err != nil || !validLimits(&l) {
+			l, err := catalog.DecodeLimits(in.Limits)
+			if err != nil {
 				writeError(w, invalid("limits", "limits must be an object of non-negative requests_per_second, burst and max_concurrent, or null."))
 				return
 			}

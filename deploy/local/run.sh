@@ -111,7 +111,8 @@ GATEWAY_TOPUP_SUCCESS_URL="http://127.0.0.1:$DP_PORT/docs?topup=done" \
 GATEWAY_TOPUP_CANCEL_URL="http://127.0.0.1:$DP_PORT/docs?topup=cancelled" \
 GATEWAY_SIGNUP_CONFIRM_URL="http://127.0.0.1:$DP_PORT/docs?signup=received" \
 GATEWAY_SIGNUP_ERROR_URL="http://127.0.0.1:$DP_PORT/docs?signup=error" \
-  "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" >"$DATA/logs/controlplane.log" 2>&1 &
+  "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" --default-limits-file configs/limits.default.yaml \
+  >"$DATA/logs/controlplane.log" 2>&1 &
 pids+=($!)
 
 log "starting data plane on 127.0.0.1:$DP_PORT"
