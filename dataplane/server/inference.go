@@ -66,6 +66,11 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, 
 	return p, true
 }
 
+// generates reports whether e produces tokens under an output limit (max_tokens).
+func generates(e catalog.Endpoint) bool {
+	return e == catalog.EPChat || e == catalog.EPCompletions || e == catalog.EPMessages || e == catalog.EPResponses
+}
+
 // resolve finds the visible model a request names.
 func resolve(p principal, name string) (*catalog.Model, bool) {
 	m, ok := p.idx.Model(name)
@@ -102,6 +107,13 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 		if !ok {
 			writeError(ctx, errModelNotFound)
 			return
+		}
+		if generates(e) {
+			// Prompt plus output must fit the model's context window (generation endpoints).
+			if cerr := reqparse.CheckContext(req, m.ContextTokens); cerr != nil {
+				writeError(ctx, cerr)
+				return
+			}
 		}
 		if servesOwnProtocol(e) {
 			c := newUpstreamCall(p, m, e, &req, body, start)

@@ -301,6 +301,10 @@ func TestBadInputGetsEnvelopes(t *testing.T) {
 		{"unsupported child", "/v1/vector_stores/vs_1/files", "", ``, 501, "endpoint_not_supported"},
 		{"stored completion", "/v1/chat/completions/chatcmpl-1", "", ``, 501, "endpoint_not_supported"},
 		{"wrong method", "/v1/chat/completions", g.Keys.SE, ``, 405, "method_not_allowed"},
+		{"max_tokens fills the context window", "/v1/chat/completions", g.Keys.SE,
+			`{"model":"llama8b","max_tokens":8192,"messages":[{"role":"user","content":"x"}]}`, 400, "invalid_request_error"},
+		{"prompt beyond the context window", "/v1/chat/completions", g.Keys.SE,
+			`{"model":"llama8b","max_tokens":100,"messages":[{"role":"user","content":"` + strings.Repeat("ord ", 12000) + `"}]}`, 400, "invalid_request_error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
