@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/payments"
@@ -61,22 +62,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
-	if err := fs.Parse(args); err != nil {
+	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return c, err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
-			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("%s: %w", env, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return c, envErr
 	}
 	switch {
 	case c.databaseURL == "":

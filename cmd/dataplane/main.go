@@ -11,10 +11,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
@@ -59,13 +59,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.upstream.TotalTimeout, "upstream-total-timeout", 10*time.Minute, "one upstream exchange, streams included (route total_timeout_ms overrides)")
 	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
 	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
-	// Environment variables fill flags not given on the command line.
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv("GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
-			_ = f.Value.Set(v)
-		}
-	})
-	if err := fs.Parse(args); err != nil {
+	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
 	if o.nodeToken == "" {

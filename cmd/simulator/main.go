@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/simulator/sim"
 )
 
@@ -44,10 +45,7 @@ func run() error {
 	fs.IntVar(&cfg.Knobs.RetryAfterS, "retry-after", 0, "Retry-After seconds on injected errors (0 = none)")
 	fs.IntVar(&cfg.Knobs.OutputTokens, "output-tokens", 16, "generated answer length in tokens")
 	fs.IntVar(&cfg.Knobs.FailAfterEvents, "fail-after-events", 0, "break streams after this many events (0 = never)")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		return err
-	}
-	if err := envOverrides(fs); err != nil {
+	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_SIM_", nil); err != nil {
 		return err
 	}
 	if *models != "" {
@@ -73,23 +71,4 @@ func run() error {
 		return s.Close()
 	}
 	return s.Close()
-}
-
-// envOverrides sets every flag not given on the command line from GATEWAY_SIM_<NAME>.
-func envOverrides(fs *flag.FlagSet) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
-			return
-		}
-		env := "GATEWAY_SIM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", env, v, e)
-			}
-		}
-	})
-	return err
 }

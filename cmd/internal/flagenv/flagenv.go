@@ -1,0 +1,42 @@
+// Package flagenv lets every command-line flag also be set by an environment variable:
+// flag --some-name reads PREFIX_SOME_NAME when it is not given on the command line.
+package flagenv
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Name returns the environment variable of flag name under prefix ("GATEWAY_").
+func Name(prefix, name string) string {
+	return prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Parse parses args into fs, then sets every flag that was not on the command line from
+// its environment variable, if set (lookup is os.LookupEnv when nil). A flag on the command
+// line wins; a bad value in the environment is an error naming the variable.
+func Parse(fs *flag.FlagSet, args []string, prefix string, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		env := Name(prefix, f.Name)
+		if v, ok := lookup(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", env, v, e)
+			}
+		}
+	})
+	return err
+}
