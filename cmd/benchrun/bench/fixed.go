@@ -82,6 +82,7 @@ type FixedResult struct {
 	// both cores busy during the attack.
 	CPUByProcess   map[string]float64 `json:"cpu_s_per_1k_by_process,omitempty"`
 	MachineBusyPct float64            `json:"machine_busy_pct"`
+	OtherWorkPct   float64            `json:"other_work_pct"` // machine share busy with processes not in the benchmark
 	Errors         []string           `json:"errors,omitempty"`
 	// Comparisons filled in once all targets ran at this rate (nil when not measurable).
 	AddedP50Direct *float64 `json:"added_p50_over_direct_ms,omitempty"`
@@ -150,7 +151,8 @@ func attack(ctx context.Context, t *Target, bodyName string, body []byte, rate i
 	m.Close()
 	// Let trailing work (usage batches) land in this attack's CPU figure.
 	time.Sleep(250 * time.Millisecond)
-	byProc, busy := cw.stop()
+	byProc, busy, others := cw.stopOthers()
+	res.OtherWorkPct = others
 	tu, err := tm.Stop()
 	if err != nil {
 		return res, err
@@ -300,8 +302,8 @@ func pause(ctx context.Context, d time.Duration) {
 }
 
 func fmtFixed(r FixedResult) string {
-	s := fmt.Sprintf("%-9s %-5s %5d/s: sent %6.0f/s ok %6.0f/s err %5.2f%%  p50 %6.3f p90 %6.3f p99 %7.3f ms  cpu %.3f s/1k (%.0f%% sys)  rss %.0f MiB  machine %3.0f%% busy",
-		r.Target, r.Body, r.Rate, r.SentRate, r.Throughput, r.ErrorPct, r.P50, r.P90, r.P99, r.CPUPer1k, r.SysPct, r.PeakRSSMiB, r.MachineBusyPct)
+	s := fmt.Sprintf("%-9s %-5s %5d/s: sent %6.0f/s ok %6.0f/s err %5.2f%%  p50 %6.3f p90 %6.3f p99 %7.3f ms  cpu %.3f s/1k (%.0f%% sys)  rss %.0f MiB  machine %3.0f%% busy (others %.0f%%)",
+		r.Target, r.Body, r.Rate, r.SentRate, r.Throughput, r.ErrorPct, r.P50, r.P90, r.P99, r.CPUPer1k, r.SysPct, r.PeakRSSMiB, r.MachineBusyPct, r.OtherWorkPct)
 	if len(r.Errors) > 0 {
 		s += "  first error: " + r.Errors[0]
 	}

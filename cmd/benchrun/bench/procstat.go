@@ -258,16 +258,26 @@ func watchCPU(procs map[string]int) *cpuWatch {
 
 // stop returns each process's CPU seconds since watchCPU and the machine's busy share (%).
 func (w *cpuWatch) stop() (map[string]float64, float64) {
+	out, pct, _ := w.stopOthers()
+	return out, pct
+}
+
+// stopOthers is stop plus the share (%) of the machine busy with processes not watched:
+// other work sharing the cores.
+func (w *cpuWatch) stopOthers() (map[string]float64, float64, float64) {
 	out := map[string]float64{}
+	mine := 0.0
 	for n, pid := range w.procs {
 		out[n] = procCPU(n, pid) - w.start[n]
+		mine += out[n]
 	}
 	busy, tot := MachineCPU()
-	pct := 0.0
+	pct, others := 0.0, 0.0
 	if tot > w.tot0 {
 		pct = 100 * (busy - w.busy) / (tot - w.tot0)
+		others = max(0, 100*(busy-w.busy-mine)/(tot-w.tot0))
 	}
-	return out, pct
+	return out, pct, others
 }
 
 // findChild returns the first child of ppid whose command name is comm, or 0.
