@@ -14,11 +14,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sekgate/gateway/cmd/bareproxy/bare"
+	"github.com/sekgate/gateway/cmd/internal/flagenv"
 )
 
 func main() {
@@ -34,12 +34,7 @@ func run() error {
 	var cfg bare.Config
 	fs.StringVar(&cfg.Upstream, "upstream", "127.0.0.1:8090", "upstream host:port (plain HTTP)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "most connections to the upstream (0 = 20,000)")
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv("GATEWAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
-			_ = f.Value.Set(v)
-		}
-	})
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_", nil); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
