@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
+	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/server"
@@ -26,8 +28,8 @@ import (
 )
 
 type options struct {
-	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel, docsURL string
-	snapshotWait, batchInterval                                            time.Duration
+	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel, docsURL, opsListen string
+	snapshotWait, batchInterval                                                       time.Duration
 	// Routing, failover, upstream and limits settings (issue 5).
 	upstream        proxy.Config
 	breaker         routing.HealthConfig
@@ -46,6 +48,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.nodeID, "node-id", host, "name of this node")
 	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for GET /metrics (Prometheus) and GET /readyz; empty: off")
 	fs.StringVar(&o.docsURL, "docs-url", "", "public reference that GET /docs redirects to and 501 answers link (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
@@ -141,6 +144,16 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	go func() { meterDone <- usageMeter.Run(ctx) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
+	if o.opsListen != "" {
+		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(storeVersion{store}), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := ops.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("operator endpoints stopped", "addr", o.opsListen, "err", err)
+			}
+		}()
+		defer ops.Close()
+		log.Info("operator endpoints listening", "addr", o.opsListen)
+	}
 
 	select {
 	case <-ctx.Done():
@@ -163,6 +176,16 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		log.Error("usage sender stopped", "err", err)
 	}
 	return nil
+}
+
+// storeVersion reports the applied snapshot's version for readiness and metrics.
+type storeVersion struct{ s *catalog.Store }
+
+func (v storeVersion) Version() (int64, bool) {
+	if x := v.s.Load(); x != nil {
+		return x.Version(), true
+	}
+	return 0, false
 }
 
 func withLogger(c routing.HealthConfig, log *slog.Logger) routing.HealthConfig {

@@ -29,9 +29,9 @@ type Config struct {
 	// FirstByteTimeout bounds the wait from request sent to the first response byte of a
 	// streaming request; default 60s. Non-streaming answers arrive whole when generation
 	// ends, so their wait is bounded by TotalTimeout (and the request deadline) only.
-	FirstByteTimeout    time.Duration
-	IdleTimeout         time.Duration // longest silence between reads of a response (stream chunks); default 60s
-	TotalTimeout        time.Duration // whole exchange, streams included; default 10m
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration // longest silence between reads of a response (stream chunks); default 60s
+	TotalTimeout     time.Duration // whole exchange, streams included; default 10m
 	// MaxIdleConnDuration closes pooled upstream connections idle this long; default 4s, under
 	// the 5 s keep-alive timeout of uvicorn (vLLM's server), so the gateway never writes a
 	// request onto a connection the upstream is closing.

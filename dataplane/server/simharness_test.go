@@ -47,7 +47,7 @@ func chatRoute(id, provider, baseURL, country string, prio, weight int) snapshot
 	region := strings.ToLower(country) + "-1"
 	return snapshot.Route{ID: id, Model: fixture.ModelChat, Provider: provider, BaseURL: baseURL,
 		Protocols: []string{snapshot.EndpointChat, snapshot.EndpointCompletions},
-		Region: region, Country: country, Priority: prio, Weight: weight}
+		Region:    region, Country: country, Priority: prio, Weight: weight}
 }
 
 // simGateway is a data-plane server in front of simulators.
@@ -149,7 +149,7 @@ func (g *simGateway) record(t testing.TB, n int) *usage.Record {
 }
 
 const (
-	chatPlainReq   = `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"max_tokens":4}`
+	chatPlainReq  = `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"max_tokens":4}`
 	chatStreamReq = `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"max_tokens":4,"stream":true}`
 )
 

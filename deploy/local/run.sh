@@ -9,6 +9,7 @@
 #   GATEWAY_CP_PORT   (8081)  control plane (admin API, internal API)
 #   GATEWAY_SIM_PORT  (8090)  provider simulator
 #   GATEWAY_PAY_PORT  (12111) stripe-mock, the payment API's test double for local top-ups
+#   GATEWAY_OPS_PORT  (9108)  data plane's private /metrics and /readyz
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,6 +21,7 @@ DP_PORT=${GATEWAY_DP_PORT:-8080}
 CP_PORT=${GATEWAY_CP_PORT:-8081}
 SIM_PORT=${GATEWAY_SIM_PORT:-8090}
 PAY_PORT=${GATEWAY_PAY_PORT:-12111}
+OPS_PORT=${GATEWAY_OPS_PORT:-9108}
 CATALOG=${GATEWAY_CATALOG:-configs/catalog.demo.yaml}
 
 mkdir -p "$DATA/logs"
@@ -119,7 +121,7 @@ log "starting data plane on 127.0.0.1:$DP_PORT"
 mkdir -p "$DATA/node"
 GATEWAY_NODE_TOKEN="$NODE_TOKEN" \
   "$BIN/dataplane" --listen "127.0.0.1:$DP_PORT" --control-plane-url "http://127.0.0.1:$CP_PORT" \
-  --node-id local-1 --data-dir "$DATA/node" >"$DATA/logs/dataplane.log" 2>&1 &
+  --node-id local-1 --data-dir "$DATA/node" --ops-listen "127.0.0.1:$OPS_PORT" >"$DATA/logs/dataplane.log" 2>&1 &
 pids+=($!)
 
 wait_for() { # url, name
@@ -180,6 +182,7 @@ Try:
     -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \\
     -d '{"model":"llama-3.1-8b-instruct","messages":[{"role":"user","content":"Hej!"}]}'
 
+Metrics: http://127.0.0.1:$OPS_PORT/metrics (spool depth and age, snapshot version).
 Logs: $DATA/logs/. Press Ctrl-C to stop everything.
 MSG
 

@@ -1,0 +1,48 @@
+// Package opsapi serves a data-plane node's operator endpoints on a private listener,
+// apart from the public one: Prometheus metrics (the usage spool's depth and age, snapshot
+// version, Go runtime and process figures) and a readiness probe.
+package opsapi
+
+import (
+	"net/http"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Snapshots is what readiness needs to know about the node's snapshot.
+type Snapshots interface {
+	// Version returns the applied snapshot's version and whether there is one.
+	Version() (int64, bool)
+}
+
+// Handler serves GET /metrics (Prometheus text format) and GET /readyz (200 once the node
+// has a snapshot to serve from, 503 before).
+func Handler(s Snapshots) http.Handler {
+	set := metrics.NewSet()
+	set.NewGauge("gateway_snapshot_version", func() float64 {
+		v, _ := s.Version()
+		return float64(v)
+	})
+	set.NewGauge("gateway_ready", func() float64 {
+		if _, ok := s.Version(); ok {
+			return 1
+		}
+		return 0
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		metrics.WritePrometheus(w, true) // registered sets (the meter's) and process metrics
+		set.WritePrometheus(w)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if _, ok := s.Version(); !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("no snapshot yet"))
+			return
+		}
+		_, _ = w.Write([]byte("ready"))
+	})
+	return mux
+}

@@ -1,0 +1,49 @@
+package opsapi
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+type fakeSnapshots struct {
+	v  int64
+	ok bool
+}
+
+func (f *fakeSnapshots) Version() (int64, bool) { return f.v, f.ok }
+
+func TestHandler(t *testing.T) {
+	extra := metrics.NewSet()
+	extra.NewCounter("gateway_spool_records_test").Add(3)
+	metrics.RegisterSet(extra)
+	defer metrics.UnregisterSet(extra, true)
+
+	snaps := &fakeSnapshots{}
+	h := Handler(snaps)
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		b, _ := io.ReadAll(rec.Body)
+		return rec.Code, string(b)
+	}
+	if code, _ := get("/readyz"); code != 503 {
+		t.Fatalf("readyz without snapshot: %d", code)
+	}
+	snaps.v, snaps.ok = 7, true
+	if code, body := get("/readyz"); code != 200 || body != "ready" {
+		t.Fatalf("readyz: %d %q", code, body)
+	}
+	code, body := get("/metrics")
+	for _, want := range []string{"gateway_snapshot_version 7", "gateway_ready 1", "gateway_spool_records_test 3", "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q (status %d)", want, code)
+		}
+	}
+	if code, _ := get("/nope"); code != 404 {
+		t.Errorf("unknown path: %d", code)
+	}
+}
