@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// BenchmarkRecord measures the hot-path hand-over (encode, count spend, enqueue); the
-// writer fsyncs in the background as in production.
+// BenchmarkRecord measures the hot-path hand-over (encode, count spend, write() to the
+// segment); the syncer fsyncs in the background as in production.
 func BenchmarkRecord(b *testing.B) {
 	m := newMeter(b, testConfig(b, "http://127.0.0.1:1", b.TempDir()))
 	rec := mkRecord(5, "acct_a", 1234)

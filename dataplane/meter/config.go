@@ -44,9 +44,11 @@ type Config struct {
 	// is full, or BatchInterval (default 200 ms) after its first record became durable.
 	BatchSize     int
 	BatchInterval time.Duration
-	// FsyncWindow is how long the writer gathers records after the first one of a group
-	// before writing and fsyncing them together (default 2 ms). It bounds the durability
-	// window together with the disk's fsync latency. A negative value means no wait.
+	// FsyncWindow is how long the syncer gathers written records after the first unsynced
+	// one before fsyncing them together (default 2 ms). Together with the disk's fsync
+	// latency it bounds what a power loss can take; a process crash takes nothing, as
+	// Record writes each record to the segment file before returning. A negative value
+	// means no wait.
 	FsyncWindow time.Duration
 	// SegmentBytes is the size after which a spool segment file is sealed and a new one
 	// started (default 4 MiB).

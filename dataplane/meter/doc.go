@@ -3,31 +3,45 @@
 //
 // # Spool and durability
 //
-// Record encodes a finished request's usage.Record and queues it in memory; it never waits
-// for the disk or the network. One writer goroutine appends queued records to append-only
-// segment files under <DataDir>/spool and makes them durable with one fsync per group: the
-// records that arrived within Config.FsyncWindow (default 2 ms) of the first record of a
-// group are written together and fsynced once. Each record is framed as
+// Record encodes a finished request's usage.Record and appends it to the active segment
+// file under <DataDir>/spool with one write() before it returns: once Record returned, the
+// record is in the kernel's page cache and no longer depends on the process. It never
+// waits for an fsync or the network. A syncer goroutine makes written records durable with
+// one fsync per group: the records written within Config.FsyncWindow (default 2 ms) of the
+// first unsynced one are fsynced together. Segments are append-only; one is sealed and a
+// new one started after Config.SegmentBytes. Each record is framed as
 //
 //	uint32 little-endian payload length | uint32 little-endian CRC-32C of payload | payload (JSON)
 //
 // so that a write torn by a crash or power loss is detected when the spool is read back and
-// only that torn tail is skipped; records before it are kept.
+// only that torn tail is skipped; records before it are kept. A write that fails (disk
+// full, I/O error) is cut back to the last good frame and its segment sealed, so no
+// record ever follows a torn frame; the record is then held in memory and written to a new
+// segment by the syncer, with backoff, once the disk accepts it. A failed fsync is
+// treated the same way for every record it should have covered: the segment is cut back
+// to its last fsynced frame and those records are written again into a new segment (the
+// page cache is not trusted after a failed fsync).
 //
-// Durability window: a record handed to Record is on disk after at most FsyncWindow plus
-// the time the write and fsync take (a few milliseconds on a healthy disk). A record still
-// in that window is lost if the process is killed or the machine loses power; everything
-// older survives both. Flush and Close wait until every record handed over is durable.
+// Durability: a process crash (SIGKILL, OOM kill, panic) loses nothing handed to Record;
+// after the restart every record written is recovered from the spool. A power loss or
+// kernel crash can lose the records of at most the last FsyncWindow plus one fsync (a few
+// milliseconds on a healthy disk); everything older survives both. Only while the disk
+// refuses writes are records held in process memory (Stats.QueuedRecords, and
+// Stats.LastError says why); those are lost if the process dies then. Flush and Close wait
+// until every record handed over is fsynced.
 //
 // # Delivery
 //
-// A sender goroutine (Run) reads durable records in spool order, groups them into
+// A sender goroutine (Run) reads durable (fsynced) records in spool order, groups them into
 // usage.Batch values by size (Config.BatchSize, default 500) and time (Config.BatchInterval,
 // default 200 ms), and POSTs each batch to <ControlPlaneURL>/internal/v1/usage with the node
 // token. Sends are retried with capped exponential backoff (Config.RetryWaitMax, default
 // 30 s) for as long as the context lives: no record is ever dropped after N attempts. A
 // batch's records count as delivered only when the control plane answered with its
-// usage.Reply; a segment file is deleted once all its records are confirmed. After a crash
+// usage.Reply; a segment file is deleted once all its records are confirmed and it holds
+// none that are written but not yet fsynced. Sending only fsynced records keeps what the
+// control plane saw a subset of what survives a power loss on the node, and lets a failed
+// fsync cut a segment back without touching anything already sent. After a crash
 // or restart every record still in the spool is sent again; the control plane deduplicates
 // by request_id, so records confirmed but not yet deleted are harmless to resend. Stats
 // (and the gateway_spool_* / gateway_usage_* metrics) report spool depth and the age of the
@@ -42,8 +56,8 @@
 //
 //	known balance − unconfirmed spend − confirmed spend whose debit the known balance may not yet include
 //
-// A record's price counts as unconfirmed from the moment Record is called (before it is on
-// disk) until the reply confirming its batch arrives; at that moment the reply's balances,
+// A record's price counts as unconfirmed from the moment Record is called (before it is
+// fsynced) until the reply confirming its batch arrives; at that moment the reply's balances,
 // which include the debit, are applied first and only then is the spend released, so
 // Spendable never briefly forgets a debit. Records recovered from the spool after a restart
 // count as unconfirmed spend again (conservative: the control plane may already have

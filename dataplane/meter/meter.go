@@ -61,7 +61,8 @@ type Meter struct {
 // Stats is the meter's state for operators.
 type Stats struct {
 	// SpoolRecords counts records handed over and not yet confirmed by the control plane
-	// (QueuedRecords of them not yet durable).
+	// (QueuedRecords of them not yet durable: written but not yet fsynced, or held in
+	// memory after a disk failure).
 	SpoolRecords  int64
 	QueuedRecords int64
 	// SpoolBytes is the size of the spool's segment files, confirmed records not yet
@@ -71,7 +72,7 @@ type Stats struct {
 	// none does). For records recovered after a restart it counts from the request's time.
 	OldestUnconfirmedAge time.Duration
 	// BatchesSent counts batches the control plane confirmed; Retries counts repeated
-	// attempts to send a batch; Fsyncs counts grouped spool writes.
+	// attempts to send a batch; Fsyncs counts grouped spool fsyncs.
 	BatchesSent uint64
 	Retries     uint64
 	Fsyncs      uint64
@@ -82,7 +83,7 @@ type Stats struct {
 }
 
 // New opens the spool under cfg.DataDir/spool, recovers the records it holds (they count
-// as unconfirmed spend and are sent again by Run) and starts the spool writer.
+// as unconfirmed spend and are sent again by Run) and starts the spool syncer.
 func New(cfg Config) (*Meter, error) {
 	cfg.fill()
 	if err := cfg.validate(); err != nil {
@@ -116,8 +117,11 @@ func New(cfg Config) (*Meter, error) {
 }
 
 // Record hands over a finished request's record. It encodes the record, counts its price
-// as unconfirmed spend of the account and queues it for the spool writer; it does not
-// wait for the disk or the network. rec may be reused after Record returns.
+// as unconfirmed spend of the account and appends it to the spool with one write() before
+// it returns, so the record survives the death of the process (SIGKILL, OOM kill, panic);
+// the fsync that protects it against power loss follows in the background, grouped with
+// other records. Record never waits for an fsync or the network. rec may be reused after
+// Record returns.
 func (m *Meter) Record(rec *usage.Record) {
 	if rec == nil {
 		return
@@ -129,7 +133,7 @@ func (m *Meter) Record(rec *usage.Record) {
 		return
 	}
 	m.bal.addUnconfirmed(rec.AccountID, rec.PriceMicroSEK)
-	if !m.spool.enqueue(p) {
+	if !m.spool.append(p) {
 		m.log.Error("meter: record after Close is lost", "request_id", rec.RequestID,
 			"account_id", rec.AccountID, "price_micro_sek", rec.PriceMicroSEK)
 		return
@@ -150,15 +154,17 @@ func (m *Meter) SeedBalances(b []snapshot.Balance, seq int64) {
 	m.bal.apply(b, seq, true)
 }
 
-// Flush waits until every record handed over before the call is durable in the spool.
+// Flush waits until every record handed over before the call is durable in the spool
+// (written and fsynced). It asks the syncer not to wait out the rest of FsyncWindow.
 func (m *Meter) Flush(ctx context.Context) error {
-	_, want := m.spool.seqs()
+	want := m.spool.handedOver()
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
-		if got, _ := m.spool.seqs(); got >= want {
+		if m.spool.flushed(want) {
 			return nil
 		}
+		m.spool.signal(m.spool.hurry)
 		if m.closed.Load() {
 			return ErrClosed
 		}
@@ -199,7 +205,7 @@ func (m *Meter) setErr(err error) {
 	m.errMu.Unlock()
 }
 
-// Close writes what is queued to the spool and closes it. Call it after Run returned;
+// Close writes and fsyncs what is not yet durable and closes the spool. Call it after Run returned;
 // records handed over afterwards are lost (and logged). Unconfirmed records stay in the
 // spool for the next Meter.
 func (m *Meter) Close() error {

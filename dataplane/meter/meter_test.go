@@ -410,7 +410,7 @@ func TestSpoolWriteFailureIsRetried(t *testing.T) {
 	fails.Store(3)
 	real := m.spool.createFile
 	m.spool.mu.Lock()
-	m.spool.createFile = func(path string) (*os.File, error) {
+	m.spool.createFile = func(path string) (segFile, error) {
 		if fails.Add(-1) >= 0 {
 			return nil, errors.New("disk full")
 		}
@@ -430,4 +430,58 @@ func TestSpoolWriteFailureIsRetried(t *testing.T) {
 	flush(t, m)
 	run(t, m)
 	eventually(t, 5*time.Second, "delivered after the disk recovered", func() bool { return cp.count() == n })
+}
+
+// TestProcessKillLosesNothing models SIGKILL right after Record returned: the writer is
+// stopped without doing any more work (no write, no fsync), in-memory state is dropped, and
+// a new Meter on the same directory must recover and resend every record.
+func TestProcessKillLosesNothing(t *testing.T) {
+	tests := []struct {
+		name   string
+		window time.Duration
+	}{
+		{"kill before any fsync", time.Hour}, // the background fsync never runs
+		{"kill within the default window", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cp := newFakeCP(t)
+			cfg := testConfig(t, cp.srv.URL, dir)
+			cfg.FsyncWindow = tt.window
+			cfg.SegmentBytes = 8 << 10 // rotation happens among the unsynced records
+			m1, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 300
+			for i := range n {
+				m1.Record(mkRecord(i, "acct_a", 10))
+			}
+			if tt.window == time.Hour {
+				if s := m1.Stats(); s.Fsyncs != 0 || s.QueuedRecords != n {
+					t.Fatalf("before the kill: %+v, want no fsync and %d records not durable", s, n)
+				}
+			}
+			m1.spool.abandon() // SIGKILL: no more writes or fsyncs, memory gone
+			m1.closed.Store(true)
+
+			cfg.Metrics = nil
+			m2 := newMeter(t, cfg)
+			if s := m2.Stats(); s.SpoolRecords != n {
+				t.Fatalf("recovered %d records after the kill, want %d", s.SpoolRecords, n)
+			}
+			if got := m2.Spendable("acct_a"); got != -10*n {
+				t.Fatalf("recovered unconfirmed spend: Spendable = %d, want %d", got, -10*n)
+			}
+			run(t, m2)
+			eventually(t, 5*time.Second, "recovered records delivered", func() bool { return cp.count() == n })
+			for i := range n {
+				if _, ok := cp.record(mkRecord(i, "acct_a", 10).RequestID); !ok {
+					t.Fatalf("record %d lost", i)
+				}
+			}
+			eventually(t, 5*time.Second, "spool emptied", func() bool { return len(segFiles(t, dir)) == 0 })
+		})
+	}
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 )
 
-// readUnsent calls fn with up to max durable records not yet handed to the sender, in
+// readUnsent calls fn with up to max durable (fsynced) records not yet handed to the sender, in
 // spool order, and returns the spans they came from. The payload passed to fn is only
 // valid during the call.
 func (s *spool) readUnsent(max int, fn func(payload []byte)) ([]span, error) {
@@ -62,11 +62,17 @@ func (s *spool) readUnsent(max int, fn func(payload []byte)) ([]span, error) {
 			s.log.Error("spool: durable records unreadable; they are lost", "segment", seg.id,
 				"records", lost, "err", rerr)
 			seg.total = seg.read
-			seg.durable = seg.readOff
 			s.unread -= lost
 			s.records -= int64(lost)
 			s.pending.Add(-int64(lost))
 			popGroups(&seg.groups, lost, true)
+			// Nothing more is read from this file: records written to it but not yet
+			// synced are written again into a new segment (a running fsync does it when
+			// it finishes).
+			seg.lost = true
+			if !seg.syncing {
+				s.requeueLocked(seg)
+			}
 			s.sealLocked(seg)
 		}
 		s.mu.Unlock()
@@ -113,12 +119,13 @@ func (s *spool) confirm(spans []span) {
 	s.gcLocked()
 }
 
-// gcLocked deletes segments whose records are all confirmed. The active segment goes too
-// when the writer is not appending to it; the next write starts a new one.
+// gcLocked deletes segments whose records are all confirmed. Only fsynced records are
+// ever sent, so a segment still holding unsynced records (or being fsynced) is kept. The
+// active segment goes too when it has nothing unsynced; the next write starts a new one.
 func (s *spool) gcLocked() {
 	keep := s.segs[:0]
 	for _, seg := range s.segs {
-		done := seg.conf == seg.total && !seg.writing && (seg.sealed || seg.total > 0)
+		done := seg.conf == seg.total && seg.un == 0 && !seg.syncing && (seg.sealed || seg.total > 0)
 		if !done {
 			keep = append(keep, seg)
 			continue
@@ -131,7 +138,7 @@ func (s *spool) gcLocked() {
 		if err := os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("spool: remove confirmed segment", "segment", seg.id, "err", err)
 		}
-		s.bytes -= seg.durable
+		s.bytes -= seg.written
 	}
 	clear(s.segs[len(keep):])
 	s.segs = keep

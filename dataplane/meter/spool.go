@@ -22,21 +22,41 @@ const (
 	lockName  = "LOCK"
 )
 
-// segment is one append-only spool file. All fields are guarded by spool.mu except w,
-// which only the writer uses between marking writing and clearing it.
+// segment is one append-only spool file. All fields are guarded by spool.mu; w is also
+// used by the syncer without the lock while syncing is set (it is never closed then), and
+// dirSynced only by the syncer.
+//
+// The file holds [0, written): durable (fsynced) frames up to durable, then frames written
+// to the kernel but not yet fsynced, whose copy is kept in pend so they can be written
+// again elsewhere if the fsync fails.
 type segment struct {
 	id      uint64
 	path    string
-	w       *os.File // append handle of the active segment; nil once sealed
+	w       segFile  // append handle; nil once sealed and synced
 	r       *os.File // read handle, opened when the sender first reads
+	written int64    // bytes of valid frames written to the file
 	durable int64    // bytes of valid, fsynced frames
 	readOff int64    // how far the sender has read
 	total   int      // records in the durable region
 	read    int      // records handed to the sender
 	conf    int      // records confirmed by the control plane
 	sealed  bool
-	writing bool    // the writer is appending to w without holding the lock
-	groups  []group // unconfirmed records by arrival time, oldest first
+	lost    bool    // durable frames failed to read back; the segment only drains
+	groups  []group // durable unconfirmed records by arrival time, oldest first
+
+	// Unsynced region [durable, written).
+	pend      []byte    // its frames
+	un        int       // its records
+	useq      uint64    // smallest sequence among them
+	ufirst    time.Time // arrival of the oldest of them
+	dirSynced bool      // the spool directory was fsynced after the file was created
+	// A running fsync covers [durable, target); an records (smallest sequence aseq, oldest
+	// arrival afirst) were appended after it started.
+	syncing bool
+	target  int64
+	an      int
+	aseq    uint64
+	afirst  time.Time
 }
 
 type group struct {
@@ -60,40 +80,42 @@ type spool struct {
 	lockFile *os.File
 	onSync   func() // called after each grouped fsync
 	// createFile creates a segment file; tests replace it to inject disk failures.
-	createFile func(path string) (*os.File, error)
+	createFile func(path string) (segFile, error)
 
-	// queue of framed records handed over but not yet written; guarded by qmu.
-	qmu     sync.Mutex
-	qbuf    []byte
-	qspare  []byte
-	qn      int
-	qfirst  time.Time
-	qseq    uint64    // records ever enqueued
-	tfirst  time.Time // arrival of the oldest record the writer has taken but not yet written
-	qclosed bool
-	wake    chan struct{} // writer wake-up, capacity 1
+	mu     sync.Mutex
+	segs   []*segment
+	active *segment
+	nextID uint64
+	seq    uint64 // records ever handed over; the last one's sequence
+	// Records that could not be written (the disk failed, or their fsync did) wait here,
+	// framed, in front of any record handed over after them, until the syncer writes them.
+	qbuf     []byte
+	qn       int
+	qfirst   time.Time // arrival of the oldest
+	qseq     uint64    // smallest sequence among them
+	qclosed  bool
+	spare    []byte // a segment's pend buffer kept for the next segment
+	lastCap  int    // capacity of the pend buffer of the last segment sealed by size
+	records  int64  // durable records not yet confirmed
+	unread   int    // durable records not yet handed to the sender
+	bytes    int64  // bytes of segment files
+	werr     error  // last write or fsync error, cleared by a successful one
+	syncJobs []syncJob
 
-	mu      sync.Mutex
-	segs    []*segment
-	active  *segment
-	nextID  uint64
-	records int64 // durable records not yet confirmed
-	unread  int   // durable records not yet handed to the sender
-	bytes   int64 // bytes of segment files
-	durSeq  uint64
-	werr    error // last write error, cleared by a successful write
-
-	// pending counts records handed over and not yet confirmed (queued, being written or
-	// durable); kept apart from the two locks so Stats never misses records in transit.
+	// pending counts records handed over and not yet confirmed (queued, unsynced or
+	// durable); readable without the lock.
 	pending atomic.Int64
 
-	avail chan struct{} // sender wake-up after a write, capacity 1
-	stop  chan struct{}
-	done  chan struct{}
+	wake   chan struct{} // syncer wake-up after a write, capacity 1
+	hurry  chan struct{} // Flush asks the syncer to skip the window, capacity 1
+	killed atomic.Bool   // abandon: the syncer must do no more work
+	avail  chan struct{} // sender wake-up after a write, capacity 1
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // openSpool opens (creating) the spool in dir, recovers the records its segments hold,
-// calling fn for each recovered payload, and starts the writer.
+// calling fn for each recovered payload, and starts the syncer.
 func openSpool(dir string, segBytes int64, window time.Duration, log *slog.Logger, now func() time.Time,
 	onSync func(), fn func(payload []byte)) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -106,10 +128,10 @@ func openSpool(dir string, segBytes int64, window time.Duration, log *slog.Logge
 	s := &spool{
 		dir: dir, segBytes: segBytes, window: window, log: log, now: now, onSync: onSync, lockFile: lf,
 		nextID: 1,
-		createFile: func(path string) (*os.File, error) {
+		createFile: func(path string) (segFile, error) {
 			return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 		},
-		wake: make(chan struct{}, 1), avail: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), avail: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := s.recover(fn); err != nil {
@@ -178,7 +200,7 @@ func (s *spool) recoverSegment(id uint64, fn func([]byte)) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat segment %d: %w", id, err)
 	}
-	seg := &segment{id: id, path: path, sealed: true}
+	seg := &segment{id: id, path: path, sealed: true, dirSynced: true}
 	var first time.Time
 	n, valid, err := decodeSegment(bufio.NewReaderSize(f, 64<<10), func(p []byte) {
 		if first.IsZero() {
@@ -202,7 +224,7 @@ func (s *spool) recoverSegment(id uint64, fn func([]byte)) (*segment, error) {
 	if first.IsZero() {
 		first = fi.ModTime()
 	}
-	seg.durable, seg.total = valid, n
+	seg.written, seg.durable, seg.total = valid, valid, n
 	seg.groups = []group{{n: n, t: first}}
 	return seg, nil
 }
@@ -237,36 +259,29 @@ type spoolState struct {
 }
 
 func (s *spool) state() spoolState {
-	qn, _ := s.queued()
-	mem := s.oldestInMemory()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := spoolState{records: s.pending.Load(), queued: int64(qn), bytes: s.bytes, werr: s.werr, oldest: mem}
+	st := spoolState{records: s.pending.Load(), queued: int64(s.qn), bytes: s.bytes, werr: s.werr,
+		oldest: s.oldestUnsyncedLocked()}
+	for _, seg := range s.segs {
+		st.queued += int64(seg.un)
+	}
 	for _, seg := range s.segs {
 		if len(seg.groups) > 0 {
-			st.oldest = seg.groups[0].t
+			if t := seg.groups[0].t; st.oldest.IsZero() || t.Before(st.oldest) {
+				st.oldest = t
+			}
 			break
 		}
 	}
 	return st
 }
 
-// durableSeq returns how many records ever enqueued are durable, and how many were enqueued.
-func (s *spool) seqs() (durable, enqueued uint64) {
-	s.qmu.Lock()
-	enqueued = s.qseq
-	s.qmu.Unlock()
-	s.mu.Lock()
-	durable = s.durSeq
-	s.mu.Unlock()
-	return durable, enqueued
-}
-
-// close stops accepting records, writes what is queued, and closes every file.
+// close stops accepting records, writes and fsyncs what is left, and closes every file.
 func (s *spool) close() error {
-	s.qmu.Lock()
+	s.mu.Lock()
 	s.qclosed = true
-	s.qmu.Unlock()
+	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
@@ -276,13 +291,16 @@ func (s *spool) close() error {
 	return werr
 }
 
-// abandon simulates a crash: queued records are dropped and files closed without a
-// final write. Only tests use it.
+// abandon simulates the process being killed: the syncer stops without writing or
+// fsyncing anything more, records held in memory are dropped, and files are closed. What
+// was written to the files stays, as it does in the page cache when a process dies. Only
+// tests use it.
 func (s *spool) abandon() {
-	s.qmu.Lock()
+	s.killed.Store(true)
+	s.mu.Lock()
 	s.qclosed = true
 	s.qbuf, s.qn = nil, 0
-	s.qmu.Unlock()
+	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()

@@ -1,218 +1,414 @@
 package meter
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
 
-// enqueue queues a framed record for the writer. It reports false after close.
-func (s *spool) enqueue(payload []byte) bool {
-	s.qmu.Lock()
+// segFile is the append handle of a segment; *os.File in production, a fault injector in
+// tests.
+type segFile interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// maxSpareBuf is the largest buffer kept for reuse after it was written or synced.
+const maxSpareBuf = 4 << 20
+
+// append frames payload and write()s it to the active segment before returning, so the
+// record survives the death of the process; the fsync follows in the background. When
+// the spool cannot be written (or records wait in memory after an earlier failure), the
+// frame is queued in memory for the syncer to write. It reports false after close.
+func (s *spool) append(payload []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.qclosed {
-		s.qmu.Unlock()
 		return false
 	}
+	s.seq++
+	s.pending.Add(1)
+	if s.qn == 0 { // records queued after a failure go first: keep spool order
+		seg, err := s.activeLocked()
+		if err == nil {
+			start := len(seg.pend)
+			seg.pend = appendFrame(seg.pend, payload)
+			if err = s.commitLocked(seg, start, 1, s.seq, time.Time{}); err == nil {
+				return true
+			}
+		}
+		s.werr = err
+		s.log.Error("spool write failed; record kept in memory until the disk recovers", "err", err)
+	}
 	if s.qn == 0 {
-		s.qfirst = s.now()
+		s.qfirst, s.qseq = s.now(), s.seq
 	}
 	s.qbuf = appendFrame(s.qbuf, payload)
 	s.qn++
-	s.qseq++
-	s.pending.Add(1)
-	s.qmu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.signal(s.wake)
 	return true
 }
 
-// take removes everything queued. The caller gives buf back with giveBack.
-func (s *spool) take() (buf []byte, n int, first time.Time, seq uint64) {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	buf, n, first, seq = s.qbuf, s.qn, s.qfirst, s.qseq
-	s.qbuf, s.qspare, s.qn = s.qspare[:0], nil, 0
-	if n > 0 {
-		s.tfirst = first
+// activeLocked returns the segment records are appended to, creating one when needed.
+func (s *spool) activeLocked() (*segment, error) {
+	if s.active != nil {
+		return s.active, nil
 	}
-	return buf, n, first, seq
-}
-
-// giveBack returns a written buffer for reuse, or requeues an unwritten one in front of
-// whatever arrived since.
-func (s *spool) giveBack(buf []byte, n int, first time.Time, written bool) {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	s.tfirst = time.Time{}
-	if written {
-		if cap(buf) <= 4<<20 {
-			s.qspare = buf[:0]
-		}
-		return
-	}
-	s.qbuf = append(buf, s.qbuf...)
-	if n > 0 {
-		s.qfirst = first
-	}
-	s.qn += n
-}
-
-func (s *spool) queued() (n int, first time.Time) {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	return s.qn, s.qfirst
-}
-
-// oldestInMemory returns the arrival time of the oldest record not yet durable.
-func (s *spool) oldestInMemory() time.Time {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	if !s.tfirst.IsZero() {
-		return s.tfirst
-	}
-	if s.qn > 0 {
-		return s.qfirst
-	}
-	return time.Time{}
-}
-
-// writeLoop is the single writer: it groups queued records, appends and fsyncs them.
-func (s *spool) writeLoop() {
-	defer close(s.done)
-	retry := time.Duration(0)
-	for {
-		var retryT *time.Timer
-		var retryC <-chan time.Time
-		if retry > 0 {
-			retryT = time.NewTimer(retry)
-			retryC = retryT.C
-		}
-		select {
-		case <-s.stop:
-			if err := s.flushQueue(); err != nil {
-				s.log.Error("spool: final write failed; queued records are lost", "err", err)
-			}
-			return
-		case <-s.wake:
-		case <-retryC:
-		}
-		if retryT != nil {
-			retryT.Stop()
-		}
-		if _, first := s.queued(); s.window > 0 && !first.IsZero() {
-			if d := first.Add(s.window).Sub(s.now()); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-s.stop:
-				}
-			}
-		}
-		if err := s.flushQueue(); err != nil {
-			retry = min(max(2*retry, 50*time.Millisecond), 5*time.Second)
-			s.log.Error("spool write failed; will retry", "err", err, "retry_in", retry)
-			continue
-		}
-		retry = 0
-	}
-}
-
-// flushQueue writes everything queued to the active segment with one fsync.
-func (s *spool) flushQueue() error {
-	buf, n, first, seq := s.take()
-	if n == 0 {
-		s.giveBack(buf, 0, first, true)
-		return nil
-	}
-	err := s.writeDurable(buf, n, first, seq)
-	s.giveBack(buf, n, first, err == nil)
-	s.mu.Lock()
-	s.werr = err
-	s.mu.Unlock()
-	return err
-}
-
-func (s *spool) writeDurable(buf []byte, n int, first time.Time, seq uint64) error {
-	s.mu.Lock()
-	seg := s.active
-	if seg == nil {
-		var err error
-		if seg, err = s.createSegmentLocked(); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-	}
-	seg.writing = true
-	off := seg.durable
-	s.mu.Unlock()
-
-	_, err := seg.w.Write(buf)
-	if err == nil {
-		err = seg.w.Sync()
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seg.writing = false
-	if err != nil {
-		// The tail of this segment is suspect: seal it at the last durable frame so later
-		// records never follow garbage, and write the records again into a new segment.
-		_ = seg.w.Truncate(off)
-		s.sealLocked(seg)
-		s.gcLocked()
-		return fmt.Errorf("append to segment %d: %w", seg.id, err)
-	}
-	seg.durable += int64(len(buf))
-	seg.total += n
-	seg.groups = append(seg.groups, group{n: n, t: first})
-	s.records += int64(n)
-	s.unread += n
-	s.bytes += int64(len(buf))
-	s.durSeq = seq
-	if s.onSync != nil {
-		s.onSync()
-	}
-	if seg.durable >= s.segBytes {
-		s.sealLocked(seg)
-	}
-	select {
-	case s.avail <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-func (s *spool) createSegmentLocked() (*segment, error) {
 	id := s.nextID
 	path := s.segPath(id)
 	f, err := s.createFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", id, err)
 	}
-	if err := syncDir(s.dir); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("create segment %d: %w", id, err)
-	}
 	s.nextID++
-	seg := &segment{id: id, path: path, w: f}
+	// The directory entry is fsynced by the syncer before the segment's first data.
+	seg := &segment{id: id, path: path, w: f, pend: s.spare}
+	s.spare = nil
+	if seg.pend == nil && s.lastCap > 0 {
+		// The previous segment's buffer is still in use until its fsync: start at its
+		// size rather than growing from nothing on the hot path.
+		seg.pend = make([]byte, 0, s.lastCap)
+	}
 	s.segs = append(s.segs, seg)
 	s.active = seg
 	return seg, nil
 }
 
-func (s *spool) sealLocked(seg *segment) {
-	if seg.w != nil {
-		if err := seg.w.Close(); err != nil {
-			s.log.Warn("spool: close segment", "segment", seg.id, "err", err)
-		}
-		seg.w = nil
+// commitLocked writes seg.pend[start:], which holds n new frames (the first with sequence
+// seq, arrived at t; zero t means now), to seg with one write. On failure the file is cut
+// back to its last good frame and sealed, so later records never follow a torn frame, and
+// the frames are removed from seg.pend.
+func (s *spool) commitLocked(seg *segment, start, n int, seq uint64, t time.Time) error {
+	buf := seg.pend[start:]
+	w, err := seg.w.Write(buf)
+	if err == nil && w != len(buf) {
+		err = io.ErrShortWrite
 	}
+	if err != nil {
+		seg.pend = seg.pend[:start]
+		if w > 0 {
+			if terr := seg.w.Truncate(seg.written); terr != nil {
+				s.log.Error("spool: cut torn write", "segment", seg.id, "err", terr)
+			}
+		}
+		s.sealLocked(seg)
+		s.gcLocked()
+		return fmt.Errorf("append to segment %d: %w", seg.id, err)
+	}
+	size := int64(len(buf))
+	seg.written += size
+	s.bytes += size
+	if (seg.un == 0 || (seg.syncing && seg.an == 0)) && t.IsZero() {
+		t = s.now()
+	}
+	// Frames drained from the queue may carry older sequences than those already
+	// appended (records requeued after a failed fsync): keep the smallest.
+	if seg.un == 0 {
+		seg.useq, seg.ufirst = seq, t
+	} else {
+		seg.useq = min(seg.useq, seq)
+	}
+	seg.un += n
+	if seg.syncing {
+		if seg.an == 0 {
+			seg.aseq, seg.afirst = seq, t
+		} else {
+			seg.aseq = min(seg.aseq, seq)
+		}
+		seg.an += n
+	}
+	if seg.written >= s.segBytes {
+		s.lastCap = min(cap(seg.pend), maxSpareBuf)
+		s.sealLocked(seg)
+	}
+	s.signal(s.wake)
+	return nil
+}
+
+func (s *spool) signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// oldestUnsynced returns the arrival time of the oldest record not yet fsynced, or zero.
+func (s *spool) oldestUnsynced() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.oldestUnsyncedLocked()
+}
+
+func (s *spool) oldestUnsyncedLocked() time.Time {
+	var t time.Time
+	older := func(u time.Time) {
+		if !u.IsZero() && (t.IsZero() || u.Before(t)) {
+			t = u
+		}
+	}
+	if s.qn > 0 {
+		older(s.qfirst)
+	}
+	for _, seg := range s.segs {
+		if seg.un > 0 {
+			older(seg.ufirst)
+		}
+	}
+	return t
+}
+
+// writeLoop is the syncer: it waits FsyncWindow after the oldest unsynced record arrived,
+// writes records queued after a write failure, and fsyncs every segment with unsynced
+// records, one fsync per segment for the whole group.
+func (s *spool) writeLoop() {
+	defer close(s.done)
+	retry := time.Duration(0)
+	for {
+		if retry > 0 {
+			// After a failure wait out the backoff; new records only queue up meanwhile,
+			// and Flush does not cut it short (it would hammer a failing disk).
+			t := time.NewTimer(retry)
+			select {
+			case <-s.stop:
+				t.Stop()
+				s.final()
+				return
+			case <-t.C:
+			}
+		} else {
+			select {
+			case <-s.stop:
+				s.final()
+				return
+			case <-s.wake:
+			case <-s.hurry:
+			}
+		}
+		if first := s.oldestUnsynced(); s.window > 0 && !first.IsZero() {
+			if d := first.Add(s.window).Sub(s.now()); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-s.hurry:
+				case <-s.stop:
+				}
+				t.Stop()
+			}
+		}
+		if s.killed.Load() {
+			continue // the stop case returns without more work
+		}
+		did, err := s.writeAndSync()
+		if err != nil {
+			retry = min(max(2*retry, 50*time.Millisecond), 5*time.Second)
+			s.log.Error("spool write failed; will retry", "err", err, "retry_in", retry)
+			continue
+		}
+		retry = 0
+		if did {
+			s.mu.Lock()
+			s.werr = nil
+			s.mu.Unlock()
+		}
+	}
+}
+
+// final writes and syncs what is left when the spool closes; after abandon it does nothing.
+func (s *spool) final() {
+	if s.killed.Load() {
+		return
+	}
+	if _, err := s.writeAndSync(); err != nil {
+		s.log.Error("spool: final write failed; records not yet durable may be lost", "err", err)
+	}
+}
+
+// writeAndSync writes the queued records and fsyncs what is unsynced. It reports whether
+// there was anything to do.
+func (s *spool) writeAndSync() (bool, error) {
+	wrote, werr := s.writeQueue()
+	synced, serr := s.syncAll()
+	err := errors.Join(werr, serr)
+	if err != nil {
+		s.mu.Lock()
+		s.werr = err
+		s.mu.Unlock()
+	}
+	return wrote || synced, err
+}
+
+// writeQueue writes the records queued in memory to the active segment with one write.
+func (s *spool) writeQueue() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.qn == 0 {
+		return false, nil
+	}
+	seg, err := s.activeLocked()
+	if err != nil {
+		return false, err
+	}
+	start := len(seg.pend)
+	seg.pend = append(seg.pend, s.qbuf...)
+	if err := s.commitLocked(seg, start, s.qn, s.qseq, s.qfirst); err != nil {
+		return false, err
+	}
+	if cap(s.qbuf) > maxSpareBuf {
+		s.qbuf = nil
+	}
+	s.qbuf, s.qn, s.qfirst, s.qseq = s.qbuf[:0], 0, time.Time{}, 0
+	return true, nil
+}
+
+type syncJob struct {
+	seg *segment
+	w   segFile
+}
+
+// syncAll fsyncs every segment holding unsynced records (and, for a new segment, the spool
+// directory first). Records keep being written while it runs; those written after it
+// started wait for the next round.
+func (s *spool) syncAll() (bool, error) {
+	s.mu.Lock()
+	todo := s.syncJobs[:0]
+	for _, seg := range s.segs {
+		if seg.un > 0 && !seg.syncing && seg.w != nil {
+			seg.syncing, seg.target, seg.an = true, seg.written, 0
+			todo = append(todo, syncJob{seg, seg.w})
+		}
+	}
+	s.mu.Unlock()
+	defer func() { clear(todo); s.syncJobs = todo[:0] }() // only the syncer uses syncJobs
+
+	var errs []error
+	synced := false
+	for _, j := range todo {
+		var err error
+		if !j.seg.dirSynced { // only the syncer reads or sets dirSynced after creation
+			if err = syncDir(s.dir); err != nil {
+				err = fmt.Errorf("sync spool dir for segment %d: %w", j.seg.id, err)
+			}
+		}
+		if err == nil {
+			if err = j.w.Sync(); err != nil {
+				err = fmt.Errorf("fsync segment %d: %w", j.seg.id, err)
+			}
+		}
+		s.mu.Lock()
+		n := s.finishSyncLocked(j.seg, err)
+		s.mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		synced = true
+		if s.onSync != nil {
+			s.onSync()
+		}
+		if n > 0 {
+			s.signal(s.avail)
+		}
+	}
+	return synced, errors.Join(errs...)
+}
+
+// finishSyncLocked records the outcome of a segment's fsync and returns how many records
+// became durable. After a failed fsync the page cache can no longer be trusted: the
+// segment is cut back to its durable size and sealed, and its unsynced records go back to
+// the memory queue to be written again into a new segment.
+func (s *spool) finishSyncLocked(seg *segment, err error) int {
+	seg.syncing = false
+	if err == nil && !seg.lost {
+		seg.dirSynced = true
+		n := seg.un - seg.an
+		if n > 0 {
+			seg.groups = append(seg.groups, group{n: n, t: seg.ufirst})
+			seg.total += n
+			s.records += int64(n)
+			s.unread += n
+		}
+		seg.pend = seg.pend[:copy(seg.pend, seg.pend[seg.target-seg.durable:])]
+		seg.durable = seg.target
+		seg.un, seg.useq, seg.ufirst = seg.an, seg.aseq, seg.afirst
+		seg.an = 0
+		if seg.sealed {
+			s.sealLocked(seg) // closes the handle once nothing is left to sync
+		}
+		return n
+	}
+	if !seg.lost {
+		if terr := seg.w.Truncate(seg.durable); terr != nil {
+			s.log.Error("spool: cut unsynced tail", "segment", seg.id, "err", terr)
+		}
+		s.bytes -= seg.written - seg.durable
+		seg.written = seg.durable
+	}
+	s.requeueLocked(seg)
+	s.sealLocked(seg)
+	s.gcLocked()
+	return 0
+}
+
+// requeueLocked moves a segment's unsynced records to the front of the memory queue.
+func (s *spool) requeueLocked(seg *segment) {
+	if seg.un == 0 {
+		return
+	}
+	s.qbuf = append(seg.pend, s.qbuf...)
+	if s.qn == 0 || seg.ufirst.Before(s.qfirst) {
+		s.qfirst = seg.ufirst
+	}
+	if s.qn == 0 || seg.useq < s.qseq {
+		s.qseq = seg.useq
+	}
+	s.qn += seg.un
+	seg.pend, seg.un, seg.an = nil, 0, 0
+	seg.ufirst, seg.afirst = time.Time{}, time.Time{}
+	s.signal(s.wake)
+}
+
+// sealLocked stops appends to seg. Its handle stays open until its records are synced.
+func (s *spool) sealLocked(seg *segment) {
 	seg.sealed = true
 	if s.active == seg {
 		s.active = nil
 	}
+	if seg.w != nil && seg.un == 0 && !seg.syncing {
+		if err := seg.w.Close(); err != nil {
+			s.log.Warn("spool: close segment", "segment", seg.id, "err", err)
+		}
+		seg.w = nil
+		if cap(seg.pend) <= maxSpareBuf && s.spare == nil {
+			s.spare = seg.pend[:0]
+		}
+		seg.pend = nil
+	}
+}
+
+// flushed reports whether every record handed over up to sequence seq is fsynced.
+func (s *spool) flushed(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.qn > 0 && s.qseq <= seq {
+		return false
+	}
+	for _, seg := range s.segs {
+		if seg.un > 0 && seg.useq <= seq {
+			return false
+		}
+	}
+	return true
+}
+
+// handedOver returns the sequence of the last record handed over.
+func (s *spool) handedOver() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
 }
 
 func syncDir(dir string) error {
