@@ -174,7 +174,7 @@ func TestOperations_NodeSurvivesControlPlaneAndUsageIsNeverLost(t *testing.T) {
 	serve("control plane down")
 
 	o.stop(t, o.dp, true) // crash with the last records unsent
-	o.startDP(t)        // the control plane is still down: the disk snapshot must serve
+	o.startDP(t)          // the control plane is still down: the disk snapshot must serve
 	serve("node restarted without control plane")
 
 	o.startCP(t)
