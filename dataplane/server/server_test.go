@@ -78,7 +78,7 @@ func TestAuth(t *testing.T) {
 		{"revoked", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.Revoked}, 401, "invalid_api_key"},
 		{"expired", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.Expired}, 401, "api_key_expired"},
 		{"foreign vendor", "/v1/models", []string{"Authorization", "Bearer " + foreign}, 401, "invalid_api_key"},
-		{"wrong secret for real id", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.SE[:len(g.Keys.SE)-1] + "0"}, 401, "invalid_api_key"},
+		{"wrong secret for real id", "/v1/models", []string{"Authorization", "Bearer " + otherLastHex(g.Keys.SE)}, 401, "invalid_api_key"},
 		{"not bearer", "/v1/models", []string{"Authorization", "Basic " + g.Keys.SE}, 401, "invalid_api_key"},
 		{"lowercase bearer ok", "/v1/models", []string{"Authorization", "bearer " + g.Keys.SE}, 200, ""},
 		{"valid", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.SE}, 200, ""},
@@ -393,4 +393,13 @@ func TestUpstreamErrors(t *testing.T) {
 	if a := recs[len(recs)-1].Routing.Attempts[0]; a.Error != "connect" {
 		t.Errorf("attempt %+v", a)
 	}
+}
+
+// otherLastHex returns the secret with its last hex digit changed (always a different key).
+func otherLastHex(secret string) string {
+	last := "0"
+	if secret[len(secret)-1] == '0' {
+		last = "1"
+	}
+	return secret[:len(secret)-1] + last
 }
