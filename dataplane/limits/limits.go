@@ -1,7 +1,9 @@
 // Package limits enforces per-key and per-account request-rate and concurrency limits on a
 // data-plane node: token buckets (golang.org/x/time/rate) for rates, counters for requests
-// in flight. Limits come from the snapshot (Account.Limits, Key.Limits, falling back to
-// Content.DefaultLimits); a zero field means unlimited.
+// in flight. Limits come from the snapshot: an account's own limits or, without them, the
+// deployment's Content.DefaultLimits; a key is limited by its own limits when it has some
+// and otherwise only through its account (so raising an account's limits takes effect for
+// all its keys). A zero field means unlimited.
 //
 // # Several nodes
 //
@@ -122,15 +124,12 @@ func (t Ticket) Release() {
 	}
 }
 
-// Acquire admits one request of key keyID (limits keyLimits, nil: defaults) of account
-// acctID (acctLimits, nil: defaults). On refusal the Denial's Reason is not OK and the
-// ticket holds nothing. The key's limits are checked first; a rate token the key spent is
-// not returned when the account then refuses.
+// Acquire admits one request of key keyID (limits keyLimits, nil: none of its own, only
+// the account's apply) of account acctID (acctLimits, nil: defaults). On refusal the
+// Denial's Reason is not OK and the ticket holds nothing. The key's limits are checked
+// first; a rate token the key spent is not returned when the account then refuses.
 func (l *Limiter) Acquire(keyID string, keyLimits *snapshot.Limits, acctID string, acctLimits *snapshot.Limits, defaults *snapshot.Limits) (Ticket, Denial) {
 	kl, al := keyLimits, acctLimits
-	if kl == nil {
-		kl = defaults
-	}
 	if al == nil {
 		al = defaults
 	}

@@ -69,18 +69,27 @@ func TestKeyAndDefaults(t *testing.T) {
 	c := newClock()
 	l := New(Config{Now: c.now})
 	defaults := lim(0, 0, 2)
-	// Key without limits of its own falls back to the defaults; so does the account.
+	// An account without limits of its own gets the defaults; a key without its own is
+	// limited only through its account.
 	t1, d := l.Acquire("key_a", nil, "acct_1", nil, defaults)
 	t2, d2 := l.Acquire("key_a", nil, "acct_1", nil, defaults)
 	if d.Reason != OK || d2.Reason != OK {
 		t.Fatal("refused within the default concurrency")
 	}
-	if _, d := l.Acquire("key_a", nil, "acct_1", nil, defaults); d.Reason != Concurrency || d.Scope != ScopeKey {
+	if _, d := l.Acquire("key_a", nil, "acct_1", nil, defaults); d.Reason != Concurrency || d.Scope != ScopeAccount {
 		t.Fatalf("third concurrent: %+v", d)
 	}
-	// Another key of the same account: its own key slots are free, the account's are not.
+	// Another key of the same account shares the account's slots.
 	if _, d := l.Acquire("key_b", nil, "acct_1", nil, defaults); d.Reason != Concurrency || d.Scope != ScopeAccount {
 		t.Fatalf("other key: %+v", d)
+	}
+	// An account whose own limits are higher than the defaults: its keys follow it.
+	for range 5 {
+		tk, d := l.Acquire("key_d", nil, "acct_3", lim(0, 0, 5), defaults)
+		if d.Reason != OK {
+			t.Fatalf("raised account limit not applied to its key: %+v", d)
+		}
+		defer tk.Release()
 	}
 	t1.Release()
 	if t3, d := l.Acquire("key_b", nil, "acct_1", nil, defaults); d.Reason != OK {

@@ -5,6 +5,7 @@ package opsapi
 
 import (
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/VictoriaMetrics/metrics"
 )
@@ -15,8 +16,8 @@ type Snapshots interface {
 	Version() (int64, bool)
 }
 
-// Handler serves GET /metrics (Prometheus text format) and GET /readyz (200 once the node
-// has a snapshot to serve from, 503 before).
+// Handler serves GET /metrics (Prometheus text format), GET /readyz (200 once the node
+// has a snapshot to serve from, 503 before) and the Go profiler under /debug/pprof/.
 func Handler(s Snapshots) http.Handler {
 	set := metrics.NewSet()
 	set.NewGauge("gateway_snapshot_version", func() float64 {
@@ -35,6 +36,10 @@ func Handler(s Snapshots) http.Handler {
 		metrics.WritePrometheus(w, true) // registered sets (the meter's) and process metrics
 		set.WritePrometheus(w)
 	})
+	// Profiles for performance work; the listener is private (--ops-listen).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if _, ok := s.Version(); !ok {
