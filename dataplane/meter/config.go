@@ -17,7 +17,7 @@ import (
 const (
 	DefaultBatchSize     = 500
 	DefaultBatchInterval = 200 * time.Millisecond
-	DefaultFsyncWindow   = 2 * time.Millisecond
+	DefaultFsyncWindow   = 10 * time.Millisecond
 	DefaultSegmentBytes  = 4 << 20
 	DefaultRetryWaitMin  = 100 * time.Millisecond
 	DefaultRetryWaitMax  = 30 * time.Second
@@ -45,7 +45,7 @@ type Config struct {
 	BatchSize     int
 	BatchInterval time.Duration
 	// FsyncWindow is how long the syncer gathers written records after the first unsynced
-	// one before fsyncing them together (default 2 ms). Together with the disk's fsync
+	// one before fsyncing them together (default 10 ms). Together with the disk's fsync
 	// latency it bounds what a power loss can take; a process crash takes nothing, as
 	// Record writes each record to the segment file before returning. A negative value
 	// means no wait.

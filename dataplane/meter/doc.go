@@ -7,7 +7,7 @@
 // file under <DataDir>/spool with one write() before it returns: once Record returned, the
 // record is in the kernel's page cache and no longer depends on the process. It never
 // waits for an fsync or the network. A syncer goroutine makes written records durable with
-// one fsync per group: the records written within Config.FsyncWindow (default 2 ms) of the
+// one fsync per group: the records written within Config.FsyncWindow (default 10 ms) of the
 // first unsynced one are fsynced together. Segments are append-only; one is sealed and a
 // new one started after Config.SegmentBytes. Each record is framed as
 //

@@ -2,7 +2,6 @@ package meter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,6 +115,9 @@ func New(cfg Config) (*Meter, error) {
 	return m, nil
 }
 
+// encodeBufs holds buffers for encoding records on the request path.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // Record hands over a finished request's record. It encodes the record, counts its price
 // as unconfirmed spend of the account and appends it to the spool with one write() before
 // it returns, so the record survives the death of the process (SIGKILL, OOM kill, panic);
@@ -126,12 +128,9 @@ func (m *Meter) Record(rec *usage.Record) {
 	if rec == nil {
 		return
 	}
-	p, err := json.Marshal(rec)
-	if err != nil { // a usage.Record always encodes; keep the spend anyway
-		m.log.Error("meter: encode record", "request_id", rec.RequestID, "err", err)
-		m.bal.addUnconfirmed(rec.AccountID, rec.PriceMicroSEK)
-		return
-	}
+	bp := encodeBufs.Get().(*[]byte)
+	p := rec.AppendJSON((*bp)[:0]) // the spool copies it into its frame
+	defer func() { *bp = p[:0]; encodeBufs.Put(bp) }()
 	m.bal.addUnconfirmed(rec.AccountID, rec.PriceMicroSEK)
 	if !m.spool.append(p) {
 		m.log.Error("meter: record after Close is lost", "request_id", rec.RequestID,
