@@ -17,9 +17,11 @@ build:
 run: build
 	@BIN=$(BIN) deploy/local/run.sh
 
-## test: every test, including real-Postgres control-plane tests and the import boundary.
+## test: every test, including real-Postgres control-plane tests and the import boundary,
+## then the planes' packages again under the race detector.
 test: vet check-imports
 	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) test -race -count=1 -timeout 12m ./dataplane/... ./controlplane/... ./shared/...
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...
