@@ -53,6 +53,10 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// MessagesVersion is the anthropic-version sent to native Messages-style upstreams: the
+// protocol version whose shapes the gateway speaks.
+const MessagesVersion = "2023-06-01"
+
 // Prepare fills req for a call to route r's endpoint e with body. body must stay unchanged
 // until the call completes (it is not copied).
 func (u *Upstream) Prepare(req *fasthttp.Request, r *catalog.Route, e catalog.Endpoint, body []byte, requestID string, stream bool) {
@@ -76,6 +80,14 @@ func (u *Upstream) Prepare(req *fasthttp.Request, r *catalog.Route, e catalog.En
 	}
 	if u.auth != "" {
 		req.Header.Set("Authorization", u.auth)
+	}
+	if e == catalog.EPMessages {
+		// Messages-style servers want a protocol version, and some read the key only from
+		// x-api-key (vLLM and llama.cpp accept either).
+		req.Header.Set("anthropic-version", MessagesVersion)
+		if u.apiKey != "" {
+			req.Header.Set("x-api-key", u.apiKey)
+		}
 	}
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)

@@ -101,6 +101,7 @@ type Upstream struct {
 	hc        *fasthttp.HostClient
 	host      string
 	auth      string // "Bearer <credential>" or ""
+	apiKey    string // the credential alone, for Messages-style upstreams' x-api-key
 	userAgent string
 	firstByte time.Duration
 	total     time.Duration
@@ -151,7 +152,7 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 	case ref == "":
 	case strings.HasPrefix(ref, "env:"):
 		if v := p.cfg.Getenv(strings.TrimPrefix(ref, "env:")); v != "" {
-			u.auth = "Bearer " + v
+			u.auth, u.apiKey = "Bearer "+v, v
 		} else {
 			u.credentialErr = ErrCredentials
 		}
