@@ -99,10 +99,14 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			log.Error("close usage spool", "err", err)
 		}
 	}()
+	limiter := limits.New(limits.Config{ShareNodes: o.limitShareNodes})
 	syncer, err := syncclient.New(syncclient.Config{
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
-		OnSnapshot: func(s *snapshot.Snapshot) { usageMeter.SeedBalances(s.Balances, s.BalanceSeq) },
+		OnSnapshot: func(s *snapshot.Snapshot) {
+			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)
+			limiter.Retain(s)
+		},
 	})
 	if err != nil {
 		return err
@@ -113,7 +117,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	srv, err := server.New(server.Config{
 		Store: store, Meter: usageMeter, Pool: proxy.NewPool(o.upstream),
 		Health:      routing.NewHealth(withLogger(o.breaker, log)),
-		Limiter:     limits.New(limits.Config{ShareNodes: o.limitShareNodes}),
+		Limiter:     limiter,
 		MaxAttempts: o.maxAttempts, RequestTimeout: o.requestTimeout,
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DocsURL: o.docsURL, Logger: log,
 	})

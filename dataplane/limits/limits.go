@@ -172,6 +172,32 @@ func (l *Limiter) entry(m map[string]*entry, id string) *entry {
 	return e
 }
 
+// Retain drops the state of keys and accounts the snapshot no longer has (revoked or
+// removed), so a node's limiter does not grow without bound. A request still holding a
+// dropped entry's slot releases it normally.
+func (l *Limiter) Retain(s *snapshot.Snapshot) {
+	keys := make(map[string]struct{}, len(s.Keys))
+	for i := range s.Keys {
+		keys[s.Keys[i].ID] = struct{}{}
+	}
+	accounts := make(map[string]struct{}, len(s.Accounts))
+	for i := range s.Accounts {
+		accounts[s.Accounts[i].ID] = struct{}{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range l.keys {
+		if _, ok := keys[id]; !ok {
+			delete(l.keys, id)
+		}
+	}
+	for id := range l.accounts {
+		if _, ok := accounts[id]; !ok {
+			delete(l.accounts, id)
+		}
+	}
+}
+
 // entry is one key's or account's limiter state.
 type entry struct {
 	mu       sync.Mutex

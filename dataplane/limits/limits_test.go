@@ -225,3 +225,27 @@ func BenchmarkAcquireLimited(b *testing.B) {
 		tk.Release()
 	}
 }
+
+// Retain drops the state of keys and accounts a new snapshot no longer has; a held ticket
+// of a dropped entry still releases.
+func TestRetain(t *testing.T) {
+	l := New(Config{})
+	one := lim(0, 0, 1)
+	held, d := l.Acquire("key_gone", one, "acct_gone", one, nil)
+	if d.Reason != OK {
+		t.Fatal(d)
+	}
+	if _, d := l.Acquire("key_kept", one, "acct_kept", one, nil); d.Reason != OK {
+		t.Fatal(d)
+	}
+	l.Retain(&snapshot.Snapshot{Content: snapshot.Content{
+		Keys: []snapshot.Key{{ID: "key_kept"}}, Accounts: []snapshot.Account{{ID: "acct_kept"}}}})
+	if len(l.keys) != 1 || len(l.accounts) != 1 || l.keys["key_kept"] == nil || l.accounts["acct_kept"] == nil {
+		t.Fatalf("kept %v %v", l.keys, l.accounts)
+	}
+	held.Release() // must not panic or touch the kept entries
+	// The kept key's slot is still taken.
+	if _, d := l.Acquire("key_kept", one, "acct_kept", one, nil); d.Reason != Concurrency {
+		t.Fatalf("kept state lost: %+v", d)
+	}
+}
