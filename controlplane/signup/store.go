@@ -155,21 +155,13 @@ func (p *PGStore) ApproveSignup(ctx context.Context, id string, a Approval) (Sig
 			if !residency.Valid(res) {
 				return fmt.Errorf("approve %s: %w (got %q)", id, ErrInvalidResidency, res)
 			}
-			acct, err := store.NewAccountID()
-			if err != nil {
-				return err
-			}
 			customer := s.Company
 			if customer == "" {
 				customer = s.Name
 			}
-			now := p.now()
-			if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, customer, residency, created_at) VALUES ($1, $2, $3, $4)`,
-				acct, customer, res, now); err != nil {
+			acct, err := store.InsertAccount(ctx, tx, customer, res, p.now())
+			if err != nil {
 				return fmt.Errorf("create account for signup %s: %w", id, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO account_balances (account_id) VALUES ($1)`, acct); err != nil {
-				return fmt.Errorf("create balance for signup %s: %w", id, err)
 			}
 			accountID = &acct
 		}

@@ -73,22 +73,32 @@ func limitsJSON(l *snapshot.Limits) ([]byte, error) {
 
 // CreateAccount creates an account with a zero balance.
 func (s *Store) CreateAccount(ctx context.Context, customer, residency string) (Account, error) {
-	id, err := NewAccountID()
-	if err != nil {
-		return Account{}, err
-	}
-	err = s.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, customer, residency, created_at) VALUES ($1, $2, $3, $4)`,
-			id, customer, residency, s.now()); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO account_balances (account_id) VALUES ($1)`, id)
+	var id string
+	err := s.InTx(ctx, func(tx pgx.Tx) (err error) {
+		id, err = InsertAccount(ctx, tx, customer, residency, s.now())
 		return err
 	})
 	if err != nil {
 		return Account{}, translate(err, "create account")
 	}
 	return s.GetAccount(ctx, id)
+}
+
+// InsertAccount creates an account (with its zero balance row) inside the caller's
+// transaction and returns its new ID; other packages' transactions (signup approval) use it.
+func InsertAccount(ctx context.Context, tx pgx.Tx, customer, residency string, now time.Time) (string, error) {
+	id, err := NewAccountID()
+	if err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, customer, residency, created_at) VALUES ($1, $2, $3, $4)`,
+		id, customer, residency, now); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO account_balances (account_id) VALUES ($1)`, id); err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // GetAccount returns one account.
