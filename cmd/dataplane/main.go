@@ -13,6 +13,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/dataplane/catalog"
@@ -114,8 +116,12 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if _, err := syncer.LoadDisk(); err != nil {
 		log.Warn("no usable last-known-good snapshot", "err", err)
 	}
+	requestMetrics := metrics.NewSet()
+	metrics.RegisterSet(requestMetrics) // served by the ops listener's /metrics
+	defer metrics.UnregisterSet(requestMetrics, true)
 	srv, err := server.New(server.Config{
-		Store: store, Meter: usageMeter, Pool: proxy.NewPool(o.upstream),
+		Metrics: requestMetrics,
+		Store:   store, Meter: usageMeter, Pool: proxy.NewPool(o.upstream),
 		Health:      routing.NewHealth(withLogger(o.breaker, log)),
 		Limiter:     limiter,
 		MaxAttempts: o.maxAttempts, RequestTimeout: o.requestTimeout,

@@ -212,7 +212,9 @@ func (s *Server) record(box *recordBox, m *catalog.Model, start time.Time, statu
 		rec.CompletionTokens = 0
 	}
 	rec.PriceMicroSEK = money.Price(rec.PromptTokens, out, m.InputOrePerMillion, m.OutputOrePerMillion)
-	rec.DurationMS = s.now().Sub(start).Milliseconds()
+	d := s.now().Sub(start)
+	rec.DurationMS = d.Milliseconds()
+	s.metrics.observe(rec, d)
 	s.cfg.Meter.Record(rec)
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
@@ -35,6 +36,9 @@ type Config struct {
 	Store *catalog.Store
 	// Meter admits and records requests (required).
 	Meter Meter
+	// Metrics receives the request counters and histograms (gateway_requests_total,
+	// gateway_tokens_total, gateway_request_duration_seconds); default: a private set.
+	Metrics *metrics.Set
 	// Pool forwards to upstreams (default: proxy.NewPool with defaults).
 	Pool *proxy.Pool
 	// Selector orders eligible routes: priority, then weighted random (default: math/rand).
@@ -83,6 +87,7 @@ type Server struct {
 	cp           *fasthttp.HostClient
 	cpHost       string
 	notSupported *apierror.Error
+	metrics      *requestMetrics
 }
 
 // New validates cfg and builds a Server.
@@ -123,7 +128,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, metrics: newRequestMetrics(cfg.Metrics)}
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
 	}
