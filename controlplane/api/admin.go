@@ -45,17 +45,19 @@ func toAccountJSON(a store.Account) accountJSON {
 }
 
 type keyJSON struct {
-	ID        string     `json:"id"`
-	Secret    string     `json:"secret,omitempty"` // only in the creation answer
-	AccountID string     `json:"account_id"`
-	Name      string     `json:"name"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
+	ID        string           `json:"id"`
+	Secret    string           `json:"secret,omitempty"` // only in the creation answer
+	AccountID string           `json:"account_id"`
+	Name      string           `json:"name"`
+	CreatedAt time.Time        `json:"created_at"`
+	ExpiresAt *time.Time       `json:"expires_at"`
+	RevokedAt *time.Time       `json:"revoked_at"`
+	Limits    *snapshot.Limits `json:"limits,omitempty"`
 }
 
 func toKeyJSON(k store.Key) keyJSON {
-	return keyJSON{ID: k.ID, AccountID: k.AccountID, Name: k.Name, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt), RevokedAt: utc(k.RevokedAt)}
+	return keyJSON{ID: k.ID, AccountID: k.AccountID, Name: k.Name, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt),
+		RevokedAt: utc(k.RevokedAt), Limits: k.Limits}
 }
 
 func utc(t *time.Time) *time.Time {
@@ -252,6 +254,40 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, err := s.cfg.Store.RevokeKey(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err, "key")
+		return
+	}
+	writeJSON(w, http.StatusOK, toKeyJSON(k))
+}
+
+// patchKey sets a key's own limits ({"limits": {...}}) or clears them ({"limits": null}).
+func (s *server) patchKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !apikey.ValidID(id) {
+		writeError(w, notFound("key"))
+		return
+	}
+	var in struct {
+		Limits json.RawMessage `json:"limits"`
+	}
+	if !decodeJSON(w, r, adminBodyLimit, &in) {
+		return
+	}
+	if len(in.Limits) == 0 {
+		writeError(w, invalid("limits", "limits is required: an object of requests_per_second, burst and max_concurrent, or null."))
+		return
+	}
+	var l *snapshot.Limits
+	if string(in.Limits) != "null" {
+		v, err := catalog.DecodeLimits(in.Limits)
+		if err != nil {
+			writeError(w, invalid("limits", "limits must be an object of non-negative requests_per_second, burst and max_concurrent, or null."))
+			return
+		}
+		l = &v
+	}
+	k, err := s.cfg.Store.SetKeyLimits(r.Context(), id, l)
 	if err != nil {
 		s.storeError(w, r, err, "key")
 		return

@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 func TestAdminAuthAndRouting(t *testing.T) {
@@ -274,4 +277,56 @@ func TestAdminFlow(t *testing.T) {
 	if info.Version < 1 || len(info.Hash) != 64 || info.GeneratedAt.IsZero() {
 		t.Fatalf("snapshot info %+v", info)
 	}
+}
+
+// A key's own limits are set and cleared through PATCH /admin/v1/keys/{id} and reach the
+// snapshot; bad limits and unknown keys are refused.
+func TestAdminKeyLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	acct := e.createAccount("Limits AB", "se")
+	var k struct {
+		ID     string `json:"id"`
+		Limits *struct {
+			RPS   float64 `json:"requests_per_second"`
+			Burst int     `json:"burst"`
+		} `json:"limits"`
+	}
+	e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+acct+"/keys", map[string]any{}), 201).json(t, &k)
+	e.mustStatus(e.admin("PATCH", "/admin/v1/keys/"+k.ID, map[string]any{"limits": map[string]any{"requests_per_second": 2.5, "burst": 4}}), 200).json(t, &k)
+	if k.Limits == nil || k.Limits.RPS != 2.5 || k.Limits.Burst != 4 {
+		t.Fatalf("patched key %+v", k.Limits)
+	}
+	snapKeyLimits := func() *snapshot.Limits {
+		s, err := e.store.CompileSnapshot(context.Background(), snapshot.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sk := range s.Keys {
+			if sk.ID == k.ID {
+				return sk.Limits
+			}
+		}
+		t.Fatalf("key %s not in snapshot", k.ID)
+		return nil
+	}
+	if l := snapKeyLimits(); l == nil || l.RequestsPerSecond != 2.5 || l.Burst != 4 {
+		t.Fatalf("snapshot key limits %+v", l)
+	}
+	e.mustStatus(e.admin("PATCH", "/admin/v1/keys/"+k.ID, map[string]any{"limits": nil}), 200)
+	if l := snapKeyLimits(); l != nil {
+		t.Fatalf("cleared limits still in snapshot: %+v", l)
+	}
+	for name, body := range map[string]any{
+		"negative":      map[string]any{"limits": map[string]any{"burst": -1}},
+		"unknown field": map[string]any{"limits": map[string]any{"rps": 1}},
+		"missing":       map[string]any{},
+	} {
+		r := e.mustStatus(e.admin("PATCH", "/admin/v1/keys/"+k.ID, body), 400)
+		if _, _, param := r.errInfo(t); param != "limits" {
+			t.Errorf("%s: param %q", name, param)
+		}
+	}
+	e.mustStatus(e.admin("PATCH", "/admin/v1/keys/key_000000000000", map[string]any{"limits": nil}), 404)
+	e.mustStatus(e.admin("PATCH", "/admin/v1/keys/nope", map[string]any{"limits": nil}), 404)
 }

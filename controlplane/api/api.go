@@ -115,6 +115,7 @@ func (s *server) routes() {
 	admin("POST /admin/v1/accounts/{id}/keys", s.createKey)
 	admin("GET /admin/v1/accounts/{id}/keys", s.listKeys)
 	admin("POST /admin/v1/keys/{id}/revoke", s.revokeKey)
+	admin("PATCH /admin/v1/keys/{id}", s.patchKey)
 	admin("POST /admin/v1/accounts/{id}/models", s.enableModels)
 	admin("DELETE /admin/v1/accounts/{id}/models/{model...}", s.disableModel)
 	admin("GET /admin/v1/models", s.listModels)

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/sekgate/gateway/shared/apikey"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Key is an API key's public metadata; the secret is never stored.
@@ -17,6 +19,7 @@ type Key struct {
 	CreatedAt time.Time
 	ExpiresAt *time.Time
 	RevokedAt *time.Time
+	Limits    *snapshot.Limits // nil: limited only through the account
 }
 
 // CreateKey issues a key for the account and returns it with its secret, which is shown
@@ -40,12 +43,28 @@ func (s *Store) CreateKey(ctx context.Context, accountID, name string, expiresAt
 	}
 }
 
-const keyColumns = `id, account_id, name, created_at, expires_at, revoked_at`
+const keyColumns = `id, account_id, name, created_at, expires_at, revoked_at, limits`
 
 func scanKey(row pgx.Row) (Key, error) {
 	var k Key
-	err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt)
+	var limits []byte
+	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt, &limits); err != nil {
+		return k, err
+	}
+	var err error
+	k.Limits, err = decodeLimits(limits)
 	return k, err
+}
+
+// SetKeyLimits sets a key's own request limits; nil clears them (the key is then limited
+// only through its account). Nodes get the change with the next snapshot.
+func (s *Store) SetKeyLimits(ctx context.Context, id string, l *snapshot.Limits) (Key, error) {
+	lj, err := limitsJSON(l)
+	if err != nil {
+		return Key{}, err
+	}
+	k, err := scanKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET limits = $2::jsonb WHERE id = $1 RETURNING `+keyColumns, id, lj))
+	return k, translate(err, "set limits of key "+id)
 }
 
 // ListKeys returns the account's keys, oldest first; ErrNotFound for an unknown account.

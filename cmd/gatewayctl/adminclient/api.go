@@ -62,13 +62,14 @@ type CreateKeyRequest struct {
 
 // Key is an API key; Secret is set only in the answer that created it.
 type Key struct {
-	ID        string     `json:"id"`
-	Secret    string     `json:"secret,omitempty"`
-	AccountID string     `json:"account_id"`
-	Name      string     `json:"name"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
+	ID        string          `json:"id"`
+	Secret    string          `json:"secret,omitempty"`
+	AccountID string          `json:"account_id"`
+	Name      string          `json:"name"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt *time.Time      `json:"expires_at"`
+	RevokedAt *time.Time      `json:"revoked_at"`
+	Limits    json.RawMessage `json:"limits,omitempty"`
 }
 
 // Route is a route of a model (the snapshot's route shape).
@@ -158,6 +159,14 @@ func (c *Client) ListKeys(ctx context.Context, accountID string) (List[Key], jso
 // RevokeKey revokes a key.
 func (c *Client) RevokeKey(ctx context.Context, keyID string) (Key, json.RawMessage, error) {
 	return call[Key](ctx, c, http.MethodPost, "/admin/v1/keys/"+esc(keyID)+"/revoke", nil)
+}
+
+// SetKeyLimits sets a key's own request limits (limits is a JSON object, or null to clear).
+func (c *Client) SetKeyLimits(ctx context.Context, keyID string, limits json.RawMessage) (Key, json.RawMessage, error) {
+	body := struct {
+		Limits json.RawMessage `json:"limits"`
+	}{limits}
+	return call[Key](ctx, c, http.MethodPatch, "/admin/v1/keys/"+esc(keyID), body)
 }
 
 // EnableModels lets an account use models (canonical IDs or aliases).

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -118,8 +119,17 @@ func (a *app) accountsCmd() *cobra.Command {
 			return adminclient.PatchAccountRequest{Residency: &args[1]}, nil
 		})
 
-	return group("accounts", "Create, list, show, suspend accounts and set their residency",
-		create, listCmd, get, suspend, unsuspend, setRes)
+	var acctLimits func() (json.RawMessage, error) // reads the command's flags, set below
+	setLimits := patch("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] | --clear)",
+		"Set an account's request limits (--clear: the deployment defaults apply)", 1,
+		func([]string) (adminclient.PatchAccountRequest, error) {
+			l, err := acctLimits()
+			return adminclient.PatchAccountRequest{Limits: l}, err
+		})
+	acctLimits = limitsFlags(setLimits)
+
+	return group("accounts", "Create, list, show, suspend accounts and set their residency and limits",
+		create, listCmd, get, suspend, unsuspend, setRes, setLimits)
 }
 
 func balance(ac adminclient.Account) string {

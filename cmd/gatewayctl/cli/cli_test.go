@@ -121,6 +121,14 @@ func TestCommands(t *testing.T) {
 		{"keys revoke", []string{"keys", "revoke", "key_0123456789ab"}, "POST", "/admin/v1/keys/key_0123456789ab/revoke", 200,
 			`{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-03T09:00:00Z"}`, "",
 			[]string{"Revoked key key_0123456789ab of account acct_0123456789abcdef at 2026-11-03 09:00:00Z"}, ""},
+		{"keys set-limits", []string{"keys", "set-limits", "key_0123456789ab", "--rps", "2.5", "--max-concurrent", "4"}, "PATCH", "/admin/v1/keys/key_0123456789ab", 200,
+			`{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null,"limits":{"requests_per_second":2.5,"max_concurrent":4}}`,
+			`{"limits":{"requests_per_second":2.5,"max_concurrent":4}}`, []string{"Limits of key key_0123456789ab:", `"max_concurrent":4`}, ""},
+		{"keys set-limits clear", []string{"keys", "set-limits", "key_0123456789ab", "--clear"}, "PATCH", "/admin/v1/keys/key_0123456789ab", 200,
+			`{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null}`,
+			`{"limits":null}`, []string{"none (limited through its account)"}, ""},
+		{"accounts set-limits", []string{"accounts", "set-limits", "acct_0123456789abcdef", "--rps", "10", "--burst", "20"}, "PATCH", "/admin/v1/accounts/acct_0123456789abcdef", 200, acctJSON,
+			`{"limits":{"requests_per_second":10,"burst":20}}`, []string{"acct_0123456789abcdef"}, ""},
 		{"models enable", []string{"models", "enable", "acct_0123456789abcdef", "llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct"}, "POST", "/admin/v1/accounts/acct_0123456789abcdef/models", 200, acctJSON,
 			`{"models":["llama-3.1-8b-instruct","meta-llama/Llama-3.1-8B-Instruct"]}`, []string{"Enabled for acct_0123456789abcdef: llama-3.1-8b-instruct, meta-llama/Llama-3.1-8B-Instruct"}, ""},
 		{"models disable alias with slash", []string{"models", "disable", "acct_0123456789abcdef", "meta-llama/Llama-3.1-8B-Instruct"}, "DELETE", "/admin/v1/accounts/acct_0123456789abcdef/models/meta-llama%2FLlama-3.1-8B-Instruct", 200, acctJSON,
@@ -227,6 +235,8 @@ func TestErrors(t *testing.T) {
 		{"credit negative", []string{"credit", "acct_x", "--", "-5"}, 200, `{}`, []string{"must be positive"}, 0},
 		{"expiry out of range", []string{"keys", "create", "acct_x", "--expires-in-days", "10"}, 200, `{}`, []string{"want 30 to 365"}, 0},
 		{"missing args", []string{"keys", "revoke"}, 200, `{}`, []string{"accepts 1 arg"}, 0},
+		{"limits without values", []string{"keys", "set-limits", "key_0123456789ab"}, 200, `{}`, []string{"give --rps"}, 0},
+		{"limits clear and values", []string{"accounts", "set-limits", "acct_x", "--clear", "--rps", "1"}, 200, `{}`, []string{"cannot be combined"}, 0},
 		{"unknown command", []string{"frobnicate"}, 200, `{}`, []string{"unknown command"}, 0},
 	}
 	for _, tt := range tests {

@@ -91,7 +91,36 @@ func (a *app) keysCmd() *cobra.Command {
 			return err
 		},
 	}
-	return group("keys", "Create, list and revoke API keys", create, listCmd, revoke)
+	setLimits := &cobra.Command{
+		Use:   "set-limits KEY_ID (--rps N [--burst N] [--max-concurrent N] | --clear)",
+		Short: "Set a key's own request limits (without them a key is limited through its account)",
+		Args:  cobra.ExactArgs(1),
+	}
+	keyLimits := limitsFlags(setLimits)
+	setLimits.RunE = func(cmd *cobra.Command, args []string) error {
+		l, err := keyLimits()
+		if err != nil {
+			return err
+		}
+		c, err := a.client()
+		if err != nil {
+			return err
+		}
+		k, raw, err := c.SetKeyLimits(cmd.Context(), args[0], l)
+		if err != nil {
+			return fmt.Errorf("set limits of key %s: %w", args[0], err)
+		}
+		if a.jsonOut {
+			return a.printJSON(raw)
+		}
+		shown := string(k.Limits)
+		if shown == "" {
+			shown = "none (limited through its account)"
+		}
+		_, err = fmt.Fprintf(a.out, "Limits of key %s: %s\n", k.ID, shown)
+		return err
+	}
+	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits)
 }
 
 func keyStatus(k adminclient.Key, now time.Time) string {
