@@ -14,7 +14,7 @@ import (
 
 // CompileSnapshot reads everything a data-plane node serves from in one consistent
 // (repeatable read) transaction and versions it: the current version is kept when the
-// content hash is unchanged, otherwise the version is bumped. The version row is locked
+// content other than balances is unchanged, otherwise the version is bumped. The version row is locked
 // first, so replicas compiling at once agree on versions. Slices are sorted by ID so
 // that equal content hashes equally.
 func (s *Store) CompileSnapshot(ctx context.Context, defaults snapshot.Limits) (*snapshot.Snapshot, error) {
@@ -52,11 +52,21 @@ func (s *Store) compileTx(ctx context.Context, tx pgx.Tx, defaults snapshot.Limi
 	if err != nil {
 		return nil, err
 	}
-	if snap.Hash != hash || snap.Version == 0 {
+	// Balances change with every request and reach nodes through usage replies and the
+	// balance watch; they must not force full snapshots. The version (and the stored hash)
+	// therefore follows everything but the balances: a snapshot carries the balances as of
+	// its own BalanceSeq, and a node catches up from there with the balance watch.
+	structure := *content
+	structure.Balances, structure.BalanceSeq = nil, 0
+	structHash, err := snapshot.ComputeHash(&structure)
+	if err != nil {
+		return nil, err
+	}
+	if structHash != hash || snap.Version == 0 {
 		snap.Version++
 		snap.GeneratedAt = s.now().UTC().Truncate(time.Microsecond)
 		if _, err := tx.Exec(ctx, `UPDATE snapshot_state SET version = $1, hash = $2, generated_at = $3`,
-			snap.Version, snap.Hash, snap.GeneratedAt); err != nil {
+			snap.Version, structHash, snap.GeneratedAt); err != nil {
 			return nil, err
 		}
 	}
@@ -64,7 +74,8 @@ func (s *Store) compileTx(ctx context.Context, tx pgx.Tx, defaults snapshot.Limi
 	return snap, nil
 }
 
-// SnapshotState returns the stored version, hash and generation time.
+// SnapshotState returns the stored version, the hash of its content without balances, and
+// the generation time.
 func (s *Store) SnapshotState(ctx context.Context) (version int64, hash string, generatedAt time.Time, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT version, hash, generated_at FROM snapshot_state`).Scan(&version, &hash, &generatedAt)
 	return version, hash, generatedAt.UTC(), translate(err, "snapshot state")

@@ -395,6 +395,23 @@ func TestSnapshotCompile(t *testing.T) {
 	if s4.Version != 3 {
 		t.Fatalf("default limits change: v%d", s4.Version)
 	}
+	// Balances are not: a credit keeps the version (nodes learn it from the balance watch),
+	// while the snapshot compiled after it carries the new balance, valid under its hash.
+	if _, err := s.AddCredit(ctx, store.Credit{AccountID: b.ID, AmountMicroSEK: 7, Kind: store.KindCredit}); err != nil {
+		t.Fatal(err)
+	}
+	s5, err := s.CompileSnapshot(ctx, snapshot.Limits{MaxConcurrent: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s5.Version != s4.Version || s5.BalanceSeq <= s4.BalanceSeq || s5.Verify() != nil {
+		t.Fatalf("after a credit: v%d (want v%d), balance seq %d -> %d, verify %v", s5.Version, s4.Version, s4.BalanceSeq, s5.BalanceSeq, s5.Verify())
+	}
+	for _, bal := range s5.Balances {
+		if bal.AccountID == b.ID && bal.MicroSEK != 7 {
+			t.Fatalf("credited balance %d", bal.MicroSEK)
+		}
+	}
 }
 
 func cmpStr(a, b string) int {
