@@ -121,29 +121,11 @@ func (s *ChatToMessagesStream) start(upstreamID string) error {
 }
 
 func (s *ChatToMessagesStream) choice(c gjson.Result) error {
-	d := c.Get("delta")
-	if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
-		if err := s.text(t.Str); err != nil {
-			return err
-		}
+	finish, stop, ok, err := feedChoice(c, s)
+	if ok {
+		s.finish, s.seq = finish, stop
 	}
-	var err error
-	d.Get("tool_calls").ForEach(func(k, tc gjson.Result) bool {
-		idx := int(k.Int())
-		if i := tc.Get("index"); i.Type == gjson.Number {
-			idx = int(i.Int())
-		}
-		err = s.toolDelta(idx, tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").Str)
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	if f := c.Get("finish_reason"); f.Type == gjson.String {
-		s.finish = f.Str
-		s.seq = stringOnly(c.Get("stop_reason"))
-	}
-	return nil
+	return err
 }
 
 func (s *ChatToMessagesStream) text(t string) error {

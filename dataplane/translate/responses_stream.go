@@ -176,29 +176,11 @@ func (s *ChatToResponsesStream) start(root gjson.Result) error {
 }
 
 func (s *ChatToResponsesStream) choice(c gjson.Result) error {
-	d := c.Get("delta")
-	if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
-		if err := s.text(t.Str); err != nil {
-			return err
-		}
+	finish, stop, ok, err := feedChoice(c, s)
+	if ok {
+		s.finish, s.stopSeq = finish, stop
 	}
-	var err error
-	d.Get("tool_calls").ForEach(func(k, tc gjson.Result) bool {
-		idx := int(k.Int())
-		if i := tc.Get("index"); i.Type == gjson.Number {
-			idx = int(i.Int())
-		}
-		err = s.toolDelta(idx, tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").Str)
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	if f := c.Get("finish_reason"); f.Type == gjson.String {
-		s.finish = f.Str
-		s.stopSeq = stringOnly(c.Get("stop_reason"))
-	}
-	return nil
+	return err
 }
 
 func (s *ChatToResponsesStream) text(t string) error {
