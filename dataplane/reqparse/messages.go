@@ -90,42 +90,10 @@ var roleContentKeys = []string{"role", "content"}
 
 // anthropicMessages checks the messages array and returns the size of its text.
 func anthropicMessages(v string) (int64, *apierror.Error) {
-	switch kindOf(v) {
-	case kAbsent, kNull:
-		return 0, bad("messages", "messages is required")
-	case kArray:
-	default:
-		return 0, bad("messages", "messages must be an array of message objects")
-	}
-	var (
-		size int64
-		err  *apierror.Error
-		n    int
-	)
-	eachElement(v, func(i int, m string) bool {
-		n++
-		if kindOf(m) != kObject {
-			err = bad(at("messages", i, ""), "each message must be an object")
-			return false
-		}
-		var f [2]string
-		if d := pick(m, roleContentKeys, f[:]); d != "" {
-			err = dupKey(at("messages", i, "."), d)
-			return false
-		}
-		if kindOf(f[0]) != kString || len(f[0]) == 2 {
-			err = bad(at("messages", i, ".role"), "role is required and must be a non-empty string")
-			return false
-		}
-		var sz int64
-		sz, err = anthropicContent(f[1], func() string { return at("messages", i, ".content") }, true)
-		size += sz
-		return err == nil
+	var f [2]string
+	return eachMessage(v, roleContentKeys, f[:], func(i int) (int64, *apierror.Error) {
+		return anthropicContent(f[1], func() string { return at("messages", i, ".content") }, true)
 	})
-	if err == nil && n == 0 {
-		err = bad("messages", "messages must contain at least one message")
-	}
-	return size, err
 }
 
 var blockKeys = []string{"type", "text", "source", "content"}

@@ -79,33 +79,8 @@ var textKeys = []string{"text"}
 
 // chatMessages checks the chat messages array and returns the size of its text.
 func chatMessages(v string) (int64, *apierror.Error) {
-	switch kindOf(v) {
-	case kAbsent, kNull:
-		return 0, bad("messages", "messages is required")
-	case kArray:
-	default:
-		return 0, bad("messages", "messages must be an array of message objects")
-	}
-	var (
-		size int64
-		err  *apierror.Error
-		n    int
-	)
-	eachElement(v, func(i int, m string) bool {
-		n++
-		if kindOf(m) != kObject {
-			err = bad(at("messages", i, ""), "each message must be an object")
-			return false
-		}
-		var f [4]string
-		if d := pick(m, chatMessageKeys, f[:]); d != "" {
-			err = dupKey(at("messages", i, "."), d)
-			return false
-		}
-		if kindOf(f[0]) != kString || len(f[0]) == 2 {
-			err = bad(at("messages", i, ".role"), "role is required and must be a non-empty string")
-			return false
-		}
+	var f [4]string
+	return eachMessage(v, chatMessageKeys, f[:], func(i int) (size int64, err *apierror.Error) {
 		switch kindOf(f[1]) {
 		case kAbsent, kNull:
 		case kString:
@@ -122,28 +97,21 @@ func chatMessages(v string) (int64, *apierror.Error) {
 				return true
 			})
 			if err != nil {
-				return false
+				return size, err
 			}
 		default:
-			err = bad(at("messages", i, ".content"), "content must be a string, an array of content parts, or null")
-			return false
+			return size, bad(at("messages", i, ".content"), "content must be a string, an array of content parts, or null")
 		}
 		if given(f[2]) {
 			if e := optArrayOfObjects(at("messages", i, ".tool_calls"), f[2]); e != nil {
-				err = e
-				return false
+				return size, e
 			}
 		}
 		if given(f[3]) && kindOf(f[3]) != kString {
-			err = bad(at("messages", i, ".tool_call_id"), "tool_call_id must be a string")
-			return false
+			return size, bad(at("messages", i, ".tool_call_id"), "tool_call_id must be a string")
 		}
-		return true
+		return size, nil
 	})
-	if err == nil && n == 0 {
-		err = bad("messages", "messages must contain at least one message")
-	}
-	return size, err
 }
 
 var completionKeys = []string{"model", "prompt", "n", "best_of", "echo", "suffix", "logprobs",

@@ -329,3 +329,47 @@ func firstErr(errs ...*apierror.Error) *apierror.Error {
 	}
 	return nil
 }
+
+// eachMessage checks a messages array: present, an array of at least one object, each
+// without a duplicate of keys (keys[0] must be "role") and with a non-empty string role.
+// Message i's fields are read into f (len(f) == len(keys), in the order of keys; the caller
+// owns f so that it stays on the stack), then check validates the rest of the message and
+// returns the size of its text; the sizes are summed.
+func eachMessage(v string, keys, f []string, check func(i int) (int64, *apierror.Error)) (int64, *apierror.Error) {
+	switch kindOf(v) {
+	case kAbsent, kNull:
+		return 0, bad("messages", "messages is required")
+	case kArray:
+	default:
+		return 0, bad("messages", "messages must be an array of message objects")
+	}
+	var (
+		size int64
+		err  *apierror.Error
+		n    int
+	)
+	eachElement(v, func(i int, m string) bool {
+		n++
+		if kindOf(m) != kObject {
+			err = bad(at("messages", i, ""), "each message must be an object")
+			return false
+		}
+		clear(f)
+		if d := pick(m, keys, f); d != "" {
+			err = dupKey(at("messages", i, "."), d)
+			return false
+		}
+		if kindOf(f[0]) != kString || len(f[0]) == 2 {
+			err = bad(at("messages", i, ".role"), "role is required and must be a non-empty string")
+			return false
+		}
+		var sz int64
+		sz, err = check(i)
+		size += sz
+		return err == nil
+	})
+	if err == nil && n == 0 {
+		err = bad("messages", "messages must contain at least one message")
+	}
+	return size, err
+}
