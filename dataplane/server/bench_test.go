@@ -26,64 +26,84 @@ func (m *nopMeter) Record(*usage.Record)                   { m.n++ }
 func (m *nopMeter) Spendable(string) int64                 { return 1 << 40 }
 func (m *nopMeter) SeedBalances([]snapshot.Balance, int64) {}
 
-// benchUpstream is a fasthttp upstream on an in-memory listener answering a fixed chat
-// completion, so the benchmark measures the gateway rather than a model server.
-func benchUpstream(b *testing.B) *fasthttputil.InmemoryListener {
+// inProcess is a data-plane server in front of an in-memory fasthttp upstream answering a
+// fixed chat completion, driven without sockets, so that benchmarks and the allocation
+// budget measure the gateway's own path rather than a model server or the network.
+type inProcess struct {
+	meter *nopMeter
+	keys  fixture.Keys
+	h     fasthttp.RequestHandler
+	ctx   fasthttp.RequestCtx
+}
+
+// newInProcess builds the server over the fixture snapshot; with rewrite false the routes
+// need no model rewrite (the common case).
+func newInProcess(tb testing.TB, rewrite bool) *inProcess {
+	tb.Helper()
 	ln := fasthttputil.NewInmemoryListener()
-	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hej!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`)
+	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hej!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`)
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		ctx.SetContentType("application/json")
-		ctx.SetBody(body)
+		ctx.SetBody(answer)
 	}}
 	go srv.Serve(ln)
-	b.Cleanup(func() { ln.Close() })
-	return ln
+	tb.Cleanup(func() { ln.Close() })
+
+	snap, ks := fixture.Snapshot(1, "http://upstream.test/v1", time.Now())
+	if !rewrite {
+		for i := range snap.Routes {
+			snap.Routes[i].UpstreamModel = ""
+		}
+	}
+	x, err := catalog.Build(snap)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	store := &catalog.Store{}
+	store.Swap(x)
+	pool := proxy.NewPool(proxy.Config{})
+	m, _ := x.Model(fixture.ModelChat)
+	pool.SetDialForTest(m.Routes[0], func(string) (net.Conn, error) { return ln.Dial() })
+	p := &inProcess{meter: &nopMeter{}, keys: ks}
+	s, err := New(Config{Store: store, Meter: p.meter, Pool: pool})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.h = s.Handler()
+	p.ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
+	return p
 }
+
+// post sends body to path with the given auth header, reusing one request context, and
+// returns the status (the answer stays in p.ctx.Response).
+func (p *inProcess) post(path, authHeader, authValue string, body []byte) int {
+	p.ctx.Request.Reset()
+	p.ctx.Response.Reset()
+	p.ctx.Request.Header.SetMethod("POST")
+	p.ctx.Request.SetRequestURI(path)
+	p.ctx.Request.Header.Set(authHeader, authValue)
+	p.ctx.Request.Header.SetContentType("application/json")
+	p.ctx.Request.SetBodyRaw(body)
+	p.h(&p.ctx)
+	return p.ctx.Response.StatusCode()
+}
+
+// chatBenchBody is a 1 KiB non-streaming chat request.
+var chatBenchBody = []byte(`{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"` + strings.Repeat("Hej hopp ", 100) + `"}],"max_tokens":64}`)
 
 // BenchmarkChatNonStreaming drives the whole non-streaming chat path in process: request ID,
 // auth, parse, route, body forward over a pooled upstream connection, usage extraction and
 // the meter's record.
 func BenchmarkChatNonStreaming(b *testing.B) {
-	ln := benchUpstream(b)
-	snap, ks := fixture.Snapshot(1, "http://upstream.test/v1", time.Now())
-	for i := range snap.Routes {
-		snap.Routes[i].UpstreamModel = "" // no model rewrite: the common case
-	}
-	x, err := catalog.Build(snap)
-	if err != nil {
-		b.Fatal(err)
-	}
-	store := &catalog.Store{}
-	store.Swap(x)
-	pool := proxy.NewPool(proxy.Config{})
-	// Point the upstream's client at the in-memory listener.
-	m, _ := x.Model(fixture.ModelChat)
-	pool.SetDialForTest(m.Routes[0], func(string) (net.Conn, error) { return ln.Dial() })
-	meter := &nopMeter{}
-	s, err := New(Config{Store: store, Meter: meter, Pool: pool})
-	if err != nil {
-		b.Fatal(err)
-	}
-	body := []byte(`{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"` + strings.Repeat("Hej hopp ", 100) + `"}],"max_tokens":64}`)
-	var ctx fasthttp.RequestCtx
-	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
-	h := s.Handler()
+	p := newInProcess(b, false)
 	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
+	b.SetBytes(int64(len(chatBenchBody)))
 	for b.Loop() {
-		ctx.Request.Reset()
-		ctx.Response.Reset()
-		ctx.Request.Header.SetMethod("POST")
-		ctx.Request.SetRequestURI("/v1/chat/completions")
-		ctx.Request.Header.Set("Authorization", "Bearer "+ks.SE)
-		ctx.Request.Header.SetContentType("application/json")
-		ctx.Request.SetBodyRaw(body)
-		h(&ctx)
-		if ctx.Response.StatusCode() != 200 {
-			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		if st := p.post("/v1/chat/completions", "Authorization", "Bearer "+p.keys.SE, chatBenchBody); st != 200 {
+			b.Fatalf("status %d: %s", st, p.ctx.Response.Body())
 		}
 	}
-	if meter.n == 0 {
+	if p.meter.n == 0 {
 		b.Fatal("nothing recorded")
 	}
 }
