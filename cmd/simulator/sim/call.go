@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"github.com/sekgate/gateway/shared/jsonenc"
 	"io"
 	"net/http"
 	"strconv"
@@ -210,15 +211,15 @@ func writeErrorParam(w http.ResponseWriter, status int, typ, msg, param string, 
 		b = append(b, `"type":"error",`...)
 	}
 	b = append(b, `"error":{"type":`...)
-	b = appendJSONString(b, typ)
+	b = jsonenc.AppendString(b, typ)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, msg)
+	b = jsonenc.AppendString(b, msg)
 	if !messagesStyle {
 		b = append(b, `,"param":`...)
 		if param == "" {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, param)
+			b = jsonenc.AppendString(b, param)
 		}
 		b = append(b, `,"code":null`...)
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // chat answers POST /v1/chat/completions.
@@ -55,11 +57,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c *call) {
 		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 		if isTool {
 			b = append(b, `null,"tool_calls":[{"id":`...)
-			b = appendJSONString(b, callID)
+			b = jsonenc.AppendString(b, callID)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendJSONString(b, tl.name)
+			b = jsonenc.AppendString(b, tl.name)
 			b = append(b, `,"arguments":`...)
-			b = appendJSONString(b, args)
+			b = jsonenc.AppendString(b, args)
 			b = append(b, `}}]`...)
 		} else {
 			b = append(b, '"')
@@ -97,9 +99,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c *call) {
 	if isTool {
 		if !e.send("", chunk(func(b []byte) []byte {
 			b = append(b, `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":`...)
-			b = appendJSONString(b, callID)
+			b = jsonenc.AppendString(b, callID)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendJSONString(b, tl.name)
+			b = jsonenc.AppendString(b, tl.name)
 			return append(b, `,"arguments":""}}]}`...)
 		}, "")) {
 			return
@@ -110,7 +112,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c *call) {
 			}
 			if !e.send("", chunk(func(b []byte) []byte {
 				b = append(b, `{"tool_calls":[{"index":0,"function":{"arguments":`...)
-				b = appendJSONString(b, f)
+				b = jsonenc.AppendString(b, f)
 				return append(b, `}}]}`...)
 			}, "")) {
 				return
@@ -153,13 +155,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c *call) {
 // chatHead appends `{"id":...,"object":...,"created":...,"model":...,`.
 func chatHead(b []byte, id, object string, created int64, model string) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, id)
+	b = jsonenc.AppendString(b, id)
 	b = append(b, `,"object":"`...)
 	b = append(b, object...)
 	b = append(b, `","created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, model)
+	b = jsonenc.AppendString(b, model)
 	return append(b, ',')
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"github.com/sekgate/gateway/shared/jsonenc"
 	"math"
 	"net/http"
 	"strconv"
@@ -115,7 +116,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request, c *call) {
 		b = append(b, '}')
 	}
 	b = append(b, `],"model":`...)
-	b = appendJSONString(b, c.model)
+	b = jsonenc.AppendString(b, c.model)
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(tokens), 10)
 	b = append(b, `,"total_tokens":`...)

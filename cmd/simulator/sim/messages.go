@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // messages answers POST /v1/messages (Messages-style). max_tokens is required. Prompt tokens
@@ -51,9 +53,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, c *call) {
 	id := s.nextID("msg_")
 	head := func(b []byte) []byte {
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, id)
+		b = jsonenc.AppendString(b, id)
 		b = append(b, `,"type":"message","role":"assistant","model":`...)
-		return appendJSONString(b, c.model)
+		return jsonenc.AppendString(b, c.model)
 	}
 	if !c.stream {
 		if !c.waitGeneration(n) {
@@ -63,9 +65,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, c *call) {
 		b = append(b, `,"content":[`...)
 		if isTool {
 			b = append(b, `{"type":"tool_use","id":`...)
-			b = appendJSONString(b, toolID)
+			b = jsonenc.AppendString(b, toolID)
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, tl.name)
+			b = jsonenc.AppendString(b, tl.name)
 			b = append(b, `,"input":`...)
 			b = append(b, args...)
 			b = append(b, '}')
@@ -98,9 +100,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, c *call) {
 	b = append(b[:0], `{"type":"content_block_start","index":0,"content_block":`...)
 	if isTool {
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendJSONString(b, toolID)
+		b = jsonenc.AppendString(b, toolID)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, tl.name)
+		b = jsonenc.AppendString(b, tl.name)
 		b = append(b, `,"input":{}}}`...)
 	} else {
 		b = append(b, `{"type":"text","text":""}}`...)
@@ -115,7 +117,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, c *call) {
 		b = append(b[:0], `{"type":"content_block_delta","index":0,"delta":`...)
 		if isTool {
 			b = append(b, `{"type":"input_json_delta","partial_json":`...)
-			b = appendJSONString(b, frags[i])
+			b = jsonenc.AppendString(b, frags[i])
 		} else {
 			b = append(b, `{"type":"text_delta","text":"`...)
 			b = streamPiece(b, seed, i)

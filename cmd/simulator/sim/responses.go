@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // respState is what a Responses-style answer is built from.
@@ -108,7 +110,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	itemRef := func(b []byte, id string) []byte {
 		b = append(b, `"item_id":`...)
-		b = appendJSONString(b, id)
+		b = jsonenc.AppendString(b, id)
 		return append(b, `,"output_index":0`...)
 	}
 	if st.isTool {
@@ -119,7 +121,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *call) {
 			if !ev("response.function_call_arguments.delta", func(b []byte) []byte {
 				b = itemRef(b, st.fcID)
 				b = append(b, `,"delta":`...)
-				return appendJSONString(b, f)
+				return jsonenc.AppendString(b, f)
 			}) {
 				return
 			}
@@ -127,9 +129,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *call) {
 		if !ev("response.function_call_arguments.done", func(b []byte) []byte {
 			b = itemRef(b, st.fcID)
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, st.tool.name)
+			b = jsonenc.AppendString(b, st.tool.name)
 			b = append(b, `,"arguments":`...)
-			return appendJSONString(b, st.args)
+			return jsonenc.AppendString(b, st.args)
 		}) {
 			return
 		}
@@ -199,7 +201,7 @@ func (st *respState) appendResponse(b []byte, done bool) []byte {
 		}
 	}
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, st.id)
+	b = jsonenc.AppendString(b, st.id)
 	b = append(b, `,"object":"response","created_at":`...)
 	b = strconv.AppendInt(b, st.created, 10)
 	b = append(b, `,"status":"`...)
@@ -211,7 +213,7 @@ func (st *respState) appendResponse(b []byte, done bool) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, st.model)
+	b = jsonenc.AppendString(b, st.model)
 	b = append(b, `,"output":[`...)
 	if done {
 		b = st.appendItem(b, true)
@@ -240,14 +242,14 @@ func (st *respState) appendItem(b []byte, done bool) []byte {
 	}
 	if st.isTool {
 		b = append(b, `{"type":"function_call","id":`...)
-		b = appendJSONString(b, st.fcID)
+		b = jsonenc.AppendString(b, st.fcID)
 		b = append(b, `,"call_id":`...)
-		b = appendJSONString(b, st.callID)
+		b = jsonenc.AppendString(b, st.callID)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, st.tool.name)
+		b = jsonenc.AppendString(b, st.tool.name)
 		b = append(b, `,"arguments":`...)
 		if done {
-			b = appendJSONString(b, st.args)
+			b = jsonenc.AppendString(b, st.args)
 		} else {
 			b = append(b, `""`...)
 		}
@@ -256,7 +258,7 @@ func (st *respState) appendItem(b []byte, done bool) []byte {
 		return append(b, `"}`...)
 	}
 	b = append(b, `{"type":"message","id":`...)
-	b = appendJSONString(b, st.msgID)
+	b = jsonenc.AppendString(b, st.msgID)
 	b = append(b, `,"status":"`...)
 	b = append(b, status...)
 	b = append(b, `","role":"assistant","content":[`...)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // Noul answers, in order of the hash that picks them.
@@ -32,9 +34,9 @@ func (s *Server) systemone(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	b := make([]byte, 0, 256)
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, s.nextID("dec_"))
+	b = jsonenc.AppendString(b, s.nextID("dec_"))
 	b = append(b, `,"object":"decision","model":`...)
-	b = appendJSONString(b, c.model)
+	b = jsonenc.AppendString(b, c.model)
 	b = append(b, `,"answers":{`...)
 	n := 0
 	bad, badMsg := "", ""
@@ -43,7 +45,7 @@ func (s *Server) systemone(w http.ResponseWriter, r *http.Request, c *call) {
 		if n > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, name.Str)
+		b = jsonenc.AppendString(b, name.Str)
 		b = append(b, ':')
 		switch q.Get("type").Str {
 		case "choice":
@@ -53,7 +55,7 @@ func (s *Server) systemone(w http.ResponseWriter, r *http.Request, c *call) {
 				return false
 			}
 			b = append(b, `{"choice":`...)
-			b = appendJSONString(b, choices[h%uint64(len(choices))].String())
+			b = jsonenc.AppendString(b, choices[h%uint64(len(choices))].String())
 			b = append(b, '}')
 		case "noul":
 			b = append(b, `{"value":"`...)
@@ -105,9 +107,9 @@ func (s *Server) buildModelsJSON() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, m)
+		b = jsonenc.AppendString(b, m)
 		b = append(b, `,"object":"model","created":0,"owned_by":`...)
-		b = appendJSONString(b, s.cfg.Name)
+		b = jsonenc.AppendString(b, s.cfg.Name)
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // Tool calls. A request that offers tools gets a tool call instead of text when its last
@@ -112,7 +114,7 @@ func buildArgs(schema gjson.Result, seed uint64) string {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, k.String())
+		b = jsonenc.AppendString(b, k.String())
 		b = append(b, ": "...)
 		switch enum := p.Get("enum"); {
 		case enum.IsArray() && len(enum.Array()) > 0:
@@ -122,9 +124,9 @@ func buildArgs(schema gjson.Result, seed uint64) string {
 			case "string":
 				name := k.String()
 				if containsFold(name, "location") || containsFold(name, "city") || containsFold(name, "place") {
-					b = appendJSONString(b, "Stockholm")
+					b = jsonenc.AppendString(b, "Stockholm")
 				} else {
-					b = appendJSONString(b, word(seed, i))
+					b = jsonenc.AppendString(b, word(seed, i))
 				}
 			case "number", "integer":
 				b = strconv.AppendInt(b, int64(i+1), 10)
