@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"github.com/sekgate/gateway/shared/jsonenc"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // maxBody bounds request bodies the simulator reads.

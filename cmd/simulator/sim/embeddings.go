@@ -3,12 +3,13 @@ package sim
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"github.com/sekgate/gateway/shared/jsonenc"
 	"math"
 	"net/http"
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // maxDims bounds the dimensions a request may ask for.
