@@ -34,3 +34,17 @@ func feedChoice(c gjson.Result, sink deltaSink) (finish, stop string, ok bool, e
 	}
 	return "", "", false, nil
 }
+
+// firstChoice calls choice with each element of the chunk's choices whose index is 0 (only
+// the first choice is translated), stopping at the first error.
+func firstChoice(chunk gjson.Result, choice func(gjson.Result) error) error {
+	var err error
+	chunk.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("index").Int() != 0 {
+			return true
+		}
+		err = choice(c)
+		return err == nil
+	})
+	return err
+}

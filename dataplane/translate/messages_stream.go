@@ -96,14 +96,7 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 	if u, ok := usageFromChat(root.Get("usage")); ok {
 		s.usage = u
 	}
-	var err error
-	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("index").Int() != 0 {
-			return true
-		}
-		err = s.choice(c)
-		return err == nil
-	})
+	err := firstChoice(root, s.choice)
 	if err != nil {
 		s.failed = true
 	}

@@ -106,14 +106,7 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 			s.reason = nonNeg(u.Get("completion_tokens_details.reasoning_tokens").Int())
 		}
 	}
-	var err error
-	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("index").Int() != 0 {
-			return true
-		}
-		err = s.choice(c)
-		return err == nil
-	})
+	err := firstChoice(root, s.choice)
 	if err != nil {
 		s.failed = true
 	}
