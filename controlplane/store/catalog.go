@@ -55,18 +55,19 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 			for _, r := range m.Routes {
 				if _, err := tx.Exec(ctx, `INSERT INTO routes (id, model_id, provider, base_url, upstream_model, credentials_ref,
 						protocols, translate, region, country, priority, weight, max_conns, connect_timeout_ms,
-						first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+						first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms, continuous_usage_stats)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 					ON CONFLICT (id) DO UPDATE SET model_id = EXCLUDED.model_id, provider = EXCLUDED.provider,
 						base_url = EXCLUDED.base_url, upstream_model = EXCLUDED.upstream_model,
 						credentials_ref = EXCLUDED.credentials_ref, protocols = EXCLUDED.protocols,
 						translate = EXCLUDED.translate, region = EXCLUDED.region, country = EXCLUDED.country,
 						priority = EXCLUDED.priority, weight = EXCLUDED.weight, max_conns = EXCLUDED.max_conns,
 						connect_timeout_ms = EXCLUDED.connect_timeout_ms, first_byte_timeout_ms = EXCLUDED.first_byte_timeout_ms,
-						idle_timeout_ms = EXCLUDED.idle_timeout_ms, total_timeout_ms = EXCLUDED.total_timeout_ms`,
+						idle_timeout_ms = EXCLUDED.idle_timeout_ms, total_timeout_ms = EXCLUDED.total_timeout_ms,
+						continuous_usage_stats = EXCLUDED.continuous_usage_stats`,
 					r.ID, m.ID, r.Provider, r.BaseURL, r.UpstreamModel, r.CredentialsRef, r.Protocols, r.Translate,
 					r.Region, r.Country, r.Priority, r.Weight, r.MaxConns, r.ConnectTimeoutMS, r.FirstByteTimeoutMS,
-					r.IdleTimeoutMS, r.TotalTimeoutMS); err != nil {
+					r.IdleTimeoutMS, r.TotalTimeoutMS, r.ContinuousUsageStats); err != nil {
 					return translate(err, "upsert route "+r.ID)
 				}
 				routes++
@@ -91,13 +92,14 @@ func scanModel(row pgx.Row) (snapshot.Model, error) {
 }
 
 const routeColumns = `id, model_id, provider, base_url, upstream_model, credentials_ref, protocols, translate, region,
-	country, priority, weight, max_conns, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms`
+	country, priority, weight, max_conns, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms,
+	continuous_usage_stats`
 
 func scanRoute(row pgx.Row) (snapshot.Route, error) {
 	var r snapshot.Route
 	err := row.Scan(&r.ID, &r.Model, &r.Provider, &r.BaseURL, &r.UpstreamModel, &r.CredentialsRef, &r.Protocols, &r.Translate,
 		&r.Region, &r.Country, &r.Priority, &r.Weight, &r.MaxConns, &r.ConnectTimeoutMS, &r.FirstByteTimeoutMS,
-		&r.IdleTimeoutMS, &r.TotalTimeoutMS)
+		&r.IdleTimeoutMS, &r.TotalTimeoutMS, &r.ContinuousUsageStats)
 	return r, err
 }
 

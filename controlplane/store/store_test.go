@@ -217,8 +217,18 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 
-	// Re-upload: the alias moves to the other model, one route is dropped.
+	// A route flag reaches the stored route (and so the snapshot).
 	c := testCatalog()
+	c.Models[0].Routes[0].ContinuousUsageStats = true
+	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if models, _ = s.ListModels(ctx); !models[0].Routes[0].ContinuousUsageStats || models[0].Routes[1].ContinuousUsageStats {
+		t.Fatalf("continuous_usage_stats not stored: %+v", models[0].Routes)
+	}
+
+	// Re-upload: the alias moves to the other model, one route is dropped.
+	c = testCatalog()
 	c.Models[0].Aliases = []string{"meta/llama-small"}
 	c.Models[1].Aliases = []string{"llama"}
 	c.Models[0].Routes = c.Models[0].Routes[:1]

@@ -99,11 +99,15 @@ type Route struct {
 	Protocols []string `json:"protocols"`
 	// Translate allows serving Messages-style and Responses-style requests through the
 	// upstream's chat completions protocol.
-	Translate bool   `json:"translate"`
-	Region    string `json:"region"`   // operator's name for the location, e.g. "se-sto-1"
-	Country   string `json:"country"`  // ISO 3166-1 alpha-2 of the region, upper case
-	Priority  int    `json:"priority"` // lower is preferred
-	Weight    int    `json:"weight"`   // relative share among routes of equal priority
+	Translate bool `json:"translate"`
+	// ContinuousUsageStats: the upstream reports running usage in every stream chunk when
+	// asked (vLLM's stream_options.continuous_usage_stats). The node then asks for it and
+	// charges a stream cut short from the last running usage instead of an estimate.
+	ContinuousUsageStats bool   `json:"continuous_usage_stats,omitempty"`
+	Region               string `json:"region"`   // operator's name for the location, e.g. "se-sto-1"
+	Country              string `json:"country"`  // ISO 3166-1 alpha-2 of the region, upper case
+	Priority             int    `json:"priority"` // lower is preferred
+	Weight               int    `json:"weight"`   // relative share among routes of equal priority
 	// MaxConns bounds concurrent connections to the upstream (0 = node default).
 	MaxConns int `json:"max_conns,omitempty"`
 	// Timeouts in milliseconds (0 = node default).

@@ -56,6 +56,9 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 		if r.Routing.Translated {
 			dst = append(dst, `,"translated":true`...)
 		}
+		if r.Routing.UsageEstimated {
+			dst = append(dst, `,"usage_estimated":true`...)
+		}
 		dst = append(dst, `,"attempts":`...)
 		if r.Routing.Attempts == nil {
 			dst = append(dst, "null"...)

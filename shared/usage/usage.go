@@ -18,6 +18,9 @@ const (
 	ResultRateLimited   = "rate_limited"   // provider answered 429
 	ResultNoRoute       = "no_route"       // no eligible route could take the request
 	ResultRejected      = "rejected"       // refused after routing began (e.g. provider 4xx)
+	// ResultInterrupted: the node stopped (crash, kill) while the stream was open; the record
+	// was rebuilt from the stream's start entry when the node restarted.
+	ResultInterrupted = "interrupted"
 )
 
 // Record is one request's execution metadata. It never holds prompt or answer content.
@@ -42,9 +45,12 @@ type Record struct {
 
 // Routing records how a request was routed.
 type Routing struct {
-	Policy     string    `json:"policy"`               // account residency policy
-	Translated bool      `json:"translated,omitempty"` // served through chat completions
-	Attempts   []Attempt `json:"attempts"`
+	Policy     string `json:"policy"`               // account residency policy
+	Translated bool   `json:"translated,omitempty"` // served through chat completions
+	// UsageEstimated: the provider reported no usage for part of what was charged (a stream
+	// cut short, or a node interrupted mid-stream), so those tokens are the node's estimate.
+	UsageEstimated bool      `json:"usage_estimated,omitempty"`
+	Attempts       []Attempt `json:"attempts"`
 }
 
 // Attempt is one try at one route.

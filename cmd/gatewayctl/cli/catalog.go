@@ -186,6 +186,8 @@ type catalogFile struct {
 			FirstByteTimeoutMS int      `yaml:"first_byte_timeout_ms"`
 			IdleTimeoutMS      int      `yaml:"idle_timeout_ms"`
 			TotalTimeoutMS     int      `yaml:"total_timeout_ms"`
+			// ContinuousUsageStats: see shared/snapshot.Route.
+			ContinuousUsageStats bool `yaml:"continuous_usage_stats"`
 		} `yaml:"routes"`
 	} `yaml:"models"`
 }
