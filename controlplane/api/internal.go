@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,16 +82,28 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 	w.Write(cur.JSON)
 }
 
-// postUsage applies a usage.Batch and answers usage.Reply once committed.
+// rawBatch is a usage.Batch whose records are kept as sent: each is decoded on its own by
+// the store, so one record a node got wrong is rejected alone instead of failing the
+// batch (and stalling the node's spool).
+type rawBatch struct {
+	NodeID  string            `json:"node_id"`
+	BatchID string            `json:"batch_id"`
+	Records []json.RawMessage `json:"records"`
+}
+
+// postUsage applies a usage batch and answers usage.Reply once committed. Records the
+// control plane cannot accept are counted in the reply's rejected and kept in
+// rejected_records; the answer is still 200, so the node drops the batch. Only a body
+// that is not a batch at all is a 400.
 func (s *server) postUsage(w http.ResponseWriter, r *http.Request) {
-	var b usage.Batch
+	var b rawBatch
 	if !decodeBody(w, r, usageBodyLimit, &b, false) {
 		return
 	}
 	if b.NodeID == "" {
 		b.NodeID, _ = nodeID(r)
 	}
-	reply, err := s.cfg.Store.IngestBatch(r.Context(), b)
+	reply, err := s.cfg.Store.IngestRaw(r.Context(), b.NodeID, b.BatchID, b.Records)
 	if err != nil {
 		s.storeError(w, r, err, "batch")
 		return

@@ -41,30 +41,32 @@ func seedRecords(t *testing.T, e *env) (a, b, ka, kb string) {
 	ka = k.ID
 	e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+b+"/keys", map[string]any{}), 201).json(t, &k)
 	kb = k.ID
+	e.mustStatus(e.admin("PUT", "/admin/v1/catalog", testCatalog), 200) // prices the records are checked against
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	var recs []usage.Record
 	for i := 0; i < 30; i++ {
 		r := usage.Record{RequestID: fmt.Sprintf("req_a%02d", i), TS: now.Add(-time.Duration(i) * time.Minute), AccountID: a,
 			Model: "llama-3.1-8b", Endpoint: "/v1/chat/completions", Provider: "vllm", Residency: "se-sto-1", Status: 200, Result: usage.ResultOK,
-			PromptTokens: 100, CompletionTokens: 50, PriceMicroSEK: 30,
+			PromptTokens: 100, CompletionTokens: 50, PriceMicroSEK: 300,
 			Routing: &usage.Routing{Policy: "se", Attempts: []usage.Attempt{{Route: "llama-se", Provider: "vllm", Region: "se-sto-1", Status: 200}}}}
 		if i%3 == 0 {
 			r.KeyID = &ka
 		}
 		if i == 29 {
 			r.Model, r.Provider, r.Residency, r.Status, r.Result, r.PriceMicroSEK, r.Routing = "nomic-embed", "", "", 503, usage.ResultNoRoute, 0, nil
+			r.PromptTokens, r.CompletionTokens = 0, 0
 		}
 		recs = append(recs, r)
 	}
 	for i := 0; i < 5; i++ {
 		recs = append(recs, usage.Record{RequestID: fmt.Sprintf("req_b%02d", i), TS: now, AccountID: b, KeyID: &kb,
-			Model: "llama-3.1-8b", Status: 200, Result: usage.ResultOK, PromptTokens: 7, PriceMicroSEK: 1})
+			Model: "llama-3.1-8b", Status: 200, Result: usage.ResultOK, PromptTokens: 7, PriceMicroSEK: 11})
 	}
 	// An old record outside the 30-day window.
 	recs = append(recs, usage.Record{RequestID: "req_old", TS: now.AddDate(0, 0, -40), AccountID: a, Model: "llama-3.1-8b",
 		Status: 200, Result: usage.ResultOK, PromptTokens: 1_000_000, PriceMicroSEK: 1_500_000})
-	if _, st := e.postUsage(usage.Batch{NodeID: "n", BatchID: "seed", Records: recs}); st != 200 {
-		t.Fatalf("seed: %d", st)
+	if rep, st := e.postUsage(usage.Batch{NodeID: "n", BatchID: "seed", Records: recs}); st != 200 || rep.Rejected != 0 {
+		t.Fatalf("seed: %d %+v", st, rep)
 	}
 	return a, b, ka, kb
 }
@@ -89,13 +91,13 @@ func TestServiceAccount(t *testing.T) {
 		} `json:"usage_30d"`
 	}
 	e.mustStatus(e.node("GET", "/v1/service/account", a), 200).json(t, &out)
-	// 1 SEK credit - 29*30 µSEK - 1.5 SEK (the old record is charged, just outside usage_30d).
-	want := int64(1_000_000 - 29*30 - 1_500_000)
-	if out.Customer != "Acme" || out.Residency != "se" || out.BalanceMicroSEK != want || out.BalanceSEK != "-0.50087" {
+	// 1 SEK credit - 29*300 µSEK - 1.5 SEK (the old record is charged, just outside usage_30d).
+	want := int64(1_000_000 - 29*300 - 1_500_000)
+	if out.Customer != "Acme" || out.Residency != "se" || out.BalanceMicroSEK != want || out.BalanceSEK != "-0.5087" {
 		t.Fatalf("account %+v (want balance %d)", out, want)
 	}
 	if len(out.Usage) != 2 || out.Usage[0].Model != "llama-3.1-8b" || out.Usage[0].Requests != 29 || out.Usage[0].PromptTokens != 2900 ||
-		out.Usage[0].CompletionTokens != 1450 || out.Usage[0].PriceMicroSEK != 870 || out.Usage[0].PriceSEK != "0.00087" ||
+		out.Usage[0].CompletionTokens != 1450 || out.Usage[0].PriceMicroSEK != 8700 || out.Usage[0].PriceSEK != "0.0087" ||
 		out.Usage[1].Model != "nomic-embed" || out.Usage[1].Requests != 1 {
 		t.Fatalf("usage_30d %+v", out.Usage)
 	}
@@ -217,7 +219,7 @@ func TestServiceRequests(t *testing.T) {
 	r := p.Data[0]
 	if r.RequestID != "req_a00" || r.KeyID == nil || *r.KeyID != ka || r.Model != "llama-3.1-8b" || r.Provider == nil || *r.Provider != "vllm" ||
 		r.Residency == nil || *r.Residency != "se-sto-1" || r.Status != 200 || r.Result != "ok" || r.PromptTokens != 100 ||
-		r.CompletionTokens != 50 || r.PriceMicroSEK != 30 || r.PriceSEK != "0.00003" || r.Routing == nil || r.Routing.Attempts[0].Route != "llama-se" {
+		r.CompletionTokens != 50 || r.PriceMicroSEK != 300 || r.PriceSEK != "0.0003" || r.Routing == nil || r.Routing.Attempts[0].Route != "llama-se" {
 		t.Fatalf("record %+v", r)
 	}
 }

@@ -29,10 +29,10 @@ func TestRetentionDeletesOnlyOldRecords(t *testing.T) {
 	var b usage.Batch
 	for i := 0; i < 25; i++ { // ages 0, 5, 10, ... 120 days
 		b.Records = append(b.Records, usage.Record{RequestID: fmt.Sprint("r", i), TS: now.AddDate(0, 0, -5*i), AccountID: a.ID,
-			Model: "m", Status: 200, Result: "ok", PromptTokens: 1})
+			Model: "m", Status: 200, Result: "ok"})
 	}
-	if _, err := st.IngestBatch(ctx, b); err != nil {
-		t.Fatal(err)
+	if rep, err := st.IngestBatch(ctx, b); err != nil || rep.Inserted != 25 {
+		t.Fatal(rep, err)
 	}
 	for _, tc := range []struct {
 		days, wantDeleted, wantLeft int

@@ -96,8 +96,12 @@ type ModelUsage struct {
 // UsageSince sums the account's daily aggregates per model from the given day (UTC, as a
 // date) on, sorted by model.
 func (s *Store) UsageSince(ctx context.Context, accountID string, from time.Time) ([]ModelUsage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT model, sum(requests)::bigint, sum(prompt_tokens)::bigint,
-			sum(completion_tokens)::bigint, sum(price_micro_sek)::bigint
+	// The aggregates are numeric; sums beyond int64 saturate (they cannot be reached by
+	// records within the ingest bounds in any realistic window).
+	rows, err := s.pool.Query(ctx, `SELECT model, least(sum(requests), 9223372036854775807)::bigint,
+			least(sum(prompt_tokens), 9223372036854775807)::bigint,
+			least(sum(completion_tokens), 9223372036854775807)::bigint,
+			least(sum(price_micro_sek), 9223372036854775807)::bigint
 		FROM usage_daily WHERE account_id = $1 AND day >= $2::date GROUP BY model ORDER BY model`,
 		accountID, from.UTC().Format(time.DateOnly))
 	if err != nil {

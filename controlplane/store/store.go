@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,8 @@ type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	now  func() time.Time
+	// rejected counts usage records refused by ingest (see RejectedRecords).
+	rejected atomic.Int64
 }
 
 // Open connects, applies pending migrations and returns the store.

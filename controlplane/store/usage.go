@@ -12,59 +12,247 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// IngestBatch applies a usage batch in one transaction: records are inserted with
-// ON CONFLICT (request_id) DO NOTHING, the ledger is debited (reference = request ID, so
-// never twice) for newly inserted records only, and the daily per-model aggregates are
-// updated. All row locks are taken in a fixed order (request IDs, then accounts, then
-// aggregate keys, then the ledger clock), so concurrent batches cannot deadlock. The
-// reply carries the balances of every account the batch mentions.
+// IngestBatch applies a usage batch in one transaction. Each record is checked first
+// (checkRecord: identifiers, text, time, status, every count and the price within its
+// bound; checkPrice: the price is the formula's for its tokens at a price its model had);
+// a record that fails, or whose charge or daily sums would leave the int64 range, goes to
+// rejected_records with the reason and is not charged, and the rest of the batch applies.
+// So nothing a node sends can fail a batch for good: the reply is a success and the node
+// may drop the batch from its spool.
+//
+// Accepted records are inserted with ON CONFLICT (request_id) DO NOTHING, the ledger is
+// debited (reference = request ID, so never twice) for newly inserted records only, and
+// the daily per-model aggregates (numeric, so they cannot overflow) are updated. All row
+// locks are taken in a fixed order (accounts, then request IDs, then aggregate keys, then
+// the ledger clock), so concurrent batches cannot deadlock. The reply carries the
+// balances of every account the batch's accepted records mention.
 //
 // Records whose account does not exist are stored but not charged (and logged).
 func (s *Store) IngestBatch(ctx context.Context, b usage.Batch) (usage.Reply, error) {
-	recs, err := normalizeBatch(b.Records)
-	if err != nil {
-		return usage.Reply{}, err
-	}
-	var reply usage.Reply
-	err = s.retryTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		reply, err = s.ingestTx(ctx, tx, b.NodeID, recs)
-		return err
-	})
-	if err != nil {
-		return usage.Reply{}, fmt.Errorf("ingest batch %q from %q: %w", b.BatchID, b.NodeID, err)
-	}
-	reply.BatchID = b.BatchID
-	reply.Duplicates = len(b.Records) - reply.Inserted
-	return reply, nil
+	return s.ingest(ctx, b.NodeID, b.BatchID, b.Records, nil, nil)
 }
 
-// normalizeBatch validates records, drops repeated request IDs within the batch and sorts
-// by request ID.
-func normalizeBatch(in []usage.Record) ([]usage.Record, error) {
-	recs := make([]usage.Record, 0, len(in))
+// IngestRaw is IngestBatch for records as a node sent them: each is decoded on its own, so
+// one that does not decode is rejected (RejectUndecodable) instead of failing the batch,
+// and rejections keep the record's bytes.
+func (s *Store) IngestRaw(ctx context.Context, nodeID, batchID string, raws []json.RawMessage) (usage.Reply, error) {
+	recs := make([]usage.Record, 0, len(raws))
+	rawOf := make([][]byte, 0, len(raws))
+	var bad []rejection
+	for _, raw := range raws {
+		var r usage.Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			bad = append(bad, rejection{reason: cleanText(RejectUndecodable + ": " + err.Error()), raw: raw})
+			continue
+		}
+		recs = append(recs, r)
+		rawOf = append(rawOf, raw)
+	}
+	return s.ingest(ctx, nodeID, batchID, recs, rawOf, bad)
+}
+
+// candidate is a record that passed checkRecord.
+type candidate struct {
+	rec *usage.Record
+	raw []byte // as received; nil when the record came decoded
+}
+
+func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.Record, raws [][]byte, bad []rejection) (usage.Reply, error) {
+	now := s.now()
+	total := len(in) + len(bad)
+	cands := make([]candidate, 0, len(in))
 	seen := make(map[string]bool, len(in))
-	for i, r := range in {
-		switch {
-		case r.RequestID == "" || len(r.RequestID) > 200:
-			return nil, fmt.Errorf("record %d: request_id must be 1 to 200 characters: %w", i, ErrInvalid)
-		case r.AccountID == "":
-			return nil, fmt.Errorf("record %s: account_id is required: %w", r.RequestID, ErrInvalid)
-		case r.TS.IsZero():
-			return nil, fmt.Errorf("record %s: ts is required: %w", r.RequestID, ErrInvalid)
-		case r.PromptTokens < 0 || r.CompletionTokens < 0 || r.PriceMicroSEK < 0 || r.DurationMS < 0:
-			return nil, fmt.Errorf("record %s: negative tokens, price or duration: %w", r.RequestID, ErrInvalid)
-		case r.Result == "":
-			return nil, fmt.Errorf("record %s: result is required: %w", r.RequestID, ErrInvalid)
+	for i := range in {
+		r := &in[i]
+		var raw []byte
+		if raws != nil {
+			raw = raws[i]
+		}
+		if code, detail := checkRecord(r, now); code != "" {
+			bad = append(bad, reject(r, raw, code, "%s", detail))
+			continue
 		}
 		if seen[r.RequestID] {
 			continue
 		}
 		seen[r.RequestID] = true
-		recs = append(recs, r)
+		cands = append(cands, candidate{r, raw})
 	}
-	slices.SortFunc(recs, func(a, b usage.Record) int { return cmpString(a.RequestID, b.RequestID) })
-	return recs, nil
+	slices.SortFunc(cands, func(a, b candidate) int { return cmpString(a.rec.RequestID, b.rec.RequestID) })
+	var reply usage.Reply
+	var rejected []rejection
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+		accepted, rej, err := s.screen(ctx, tx, cands, bad)
+		if err != nil {
+			return err
+		}
+		if err := insertRejections(ctx, tx, nodeID, batchID, rej); err != nil {
+			return err
+		}
+		reply, err = s.ingestTx(ctx, tx, nodeID, accepted)
+		rejected = rej
+		return err
+	})
+	if err != nil {
+		return usage.Reply{}, fmt.Errorf("ingest batch %q from %q: %w", batchID, nodeID, err)
+	}
+	s.noteRejections(nodeID, batchID, rejected)
+	reply.BatchID = batchID
+	reply.Rejected = len(rejected)
+	reply.Duplicates = total - reply.Inserted - len(rejected)
+	return reply, nil
+}
+
+// noteRejections logs a batch's rejections at warn (the first few one by one) and counts
+// them.
+func (s *Store) noteRejections(nodeID, batchID string, rs []rejection) {
+	if len(rs) == 0 {
+		return
+	}
+	s.rejected.Add(int64(len(rs)))
+	for i, r := range rs {
+		if i == 5 {
+			break
+		}
+		s.log.Warn("usage record rejected", "node", nodeID, "batch", batchID, "request_id", r.requestID,
+			"account", r.accountID, "reason", r.reason)
+	}
+	s.log.Warn("usage batch applied with rejected records", "node", nodeID, "batch", batchID,
+		"rejected", len(rs), "rejected_total", s.rejected.Load())
+}
+
+// RejectedRecords returns how many usage records this store instance has rejected since
+// it was opened (a counter; the records themselves are in rejected_records).
+func (s *Store) RejectedRecords() int64 { return s.rejected.Load() }
+
+// screen checks the candidates against the catalogue's prices and the int64 range of
+// every sum they feed, and locks the balance rows of their accounts (in account order, the
+// first locks the batch takes). It returns the accepted records, sorted by request ID,
+// and every rejection (bad included).
+func (s *Store) screen(ctx context.Context, tx pgx.Tx, cands []candidate, bad []rejection) ([]usage.Record, []rejection, error) {
+	rej := slices.Clone(bad)
+	var models []string
+	for _, c := range cands {
+		if c.rec.PromptTokens != 0 || c.rec.CompletionTokens != 0 || c.rec.PriceMicroSEK != 0 {
+			models = append(models, c.rec.Model)
+		}
+	}
+	prices := map[string][]price{}
+	if len(models) > 0 {
+		slices.Sort(models)
+		models = slices.Compact(models)
+		rows, err := tx.Query(ctx, `SELECT model_id, input_ore_per_million, output_ore_per_million, valid_to
+			FROM model_prices WHERE model_id = ANY($1)`, models)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read model prices: %w", err)
+		}
+		for rows.Next() {
+			var m string
+			var p price
+			var to *time.Time
+			if err := rows.Scan(&m, &p.in, &p.out, &to); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("read model prices: %w", err)
+			}
+			if to != nil {
+				p.validTo = *to
+			}
+			prices[m] = append(prices[m], p)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read model prices: %w", err)
+		}
+	}
+	priced := cands[:0:0]
+	for _, c := range cands {
+		if code, detail := checkPrice(c.rec, prices[c.rec.Model]); code != "" {
+			rej = append(rej, reject(c.rec, c.raw, code, "%s", detail))
+			continue
+		}
+		priced = append(priced, c)
+	}
+
+	// Lock and read the balances; a debit that would take a balance below the int64
+	// minimum is refused, as is a record that would overflow its daily aggregate.
+	var accts []string
+	for _, c := range priced {
+		accts = append(accts, c.rec.AccountID)
+	}
+	slices.Sort(accts)
+	accts = slices.Compact(accts)
+	balance := map[string]int64{}
+	if len(accts) > 0 {
+		rows, err := tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM account_balances
+			WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE`, accts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("lock balances: %w", err)
+		}
+		for rows.Next() {
+			var a string
+			var b int64
+			if err := rows.Scan(&a, &b); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("lock balances: %w", err)
+			}
+			balance[a] = b
+		}
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("lock balances: %w", err)
+		}
+	}
+	agg := map[aggKey]*[4]int64{}
+	accepted := make([]usage.Record, 0, len(priced))
+	for _, c := range priced {
+		r := c.rec
+		if b, ok := balance[r.AccountID]; ok {
+			if !addChecked(&b, -r.PriceMicroSEK) {
+				rej = append(rej, reject(r, c.raw, RejectOverflow, "the balance of %s would leave the int64 range", r.AccountID))
+				continue
+			}
+			balance[r.AccountID] = b
+		}
+		k := aggKeyOf(r)
+		v := agg[k]
+		if v == nil {
+			v = new([4]int64)
+			agg[k] = v
+		}
+		w := *v
+		if !addChecked(&w[0], 1) || !addChecked(&w[1], r.PromptTokens) || !addChecked(&w[2], r.CompletionTokens) ||
+			!addChecked(&w[3], r.PriceMicroSEK) {
+			rej = append(rej, reject(r, c.raw, RejectOverflow, "the batch's daily sums for %s would leave the int64 range", r.AccountID))
+			continue
+		}
+		*v = w
+		accepted = append(accepted, *r)
+	}
+	return accepted, rej, nil
+}
+
+func insertRejections(ctx context.Context, tx pgx.Tx, nodeID, batchID string, rs []rejection) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	fps, ids, accts, reasons, raws := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)),
+		make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		fps[i], ids[i], accts[i], reasons[i], raws[i] = r.fingerprint(), r.requestID, r.accountID, r.reason, r.storedRaw()
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO rejected_records (fingerprint, request_id, account_id, node_id, batch_id, reason, raw)
+		SELECT r.fp, r.request_id, r.account_id, $6, $7, r.reason, r.raw
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS r(fp, request_id, account_id, reason, raw)
+		ORDER BY r.fp
+		ON CONFLICT (fingerprint) DO NOTHING`, fps, ids, accts, reasons, raws, cleanText(clip(nodeID)), cleanText(clip(batchID)))
+	if err != nil {
+		return fmt.Errorf("store rejected records: %w", err)
+	}
+	return nil
+}
+
+type aggKey struct{ account, day, model string }
+
+func aggKeyOf(r *usage.Record) aggKey {
+	return aggKey{r.AccountID, r.TS.UTC().Format(time.DateOnly), r.Model}
 }
 
 func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.Record) (usage.Reply, error) {
@@ -199,30 +387,35 @@ func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []u
 				rows.Close()
 				return usage.Reply{}, fmt.Errorf("insert debits: %w", err)
 			}
-			deltas[a] += amt
+			d := deltas[a]
+			if !addChecked(&d, amt) { // screen bounded every balance; this cannot happen
+				rows.Close()
+				return usage.Reply{}, fmt.Errorf("debits of %s overflow", a)
+			}
+			deltas[a] = d
 		}
 		if err := rows.Err(); err != nil {
 			return usage.Reply{}, fmt.Errorf("insert debits: %w", err)
 		}
 	}
 
-	// Daily aggregates in (account, day, model) order.
-	type aggKey struct{ account, day, model string }
+	// Daily aggregates in (account, day, model) order. screen bounded every sum.
 	agg := map[aggKey]*[4]int64{}
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if !inserted[r.RequestID] {
 			continue
 		}
-		k := aggKey{r.AccountID, r.TS.UTC().Format(time.DateOnly), r.Model}
+		k := aggKeyOf(r)
 		v := agg[k]
 		if v == nil {
 			v = new([4]int64)
 			agg[k] = v
 		}
-		v[0]++
-		v[1] += r.PromptTokens
-		v[2] += r.CompletionTokens
-		v[3] += r.PriceMicroSEK
+		if !addChecked(&v[0], 1) || !addChecked(&v[1], r.PromptTokens) || !addChecked(&v[2], r.CompletionTokens) ||
+			!addChecked(&v[3], r.PriceMicroSEK) {
+			return usage.Reply{}, fmt.Errorf("daily usage of %s overflows", r.AccountID)
+		}
 	}
 	if len(agg) > 0 {
 		keys := make([]aggKey, 0, len(agg))
@@ -268,6 +461,9 @@ func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []u
 		reply.BalanceSeq = seq
 	}
 	touched := slices.Clone(accounts)
+	if touched == nil {
+		touched = []string{}
+	}
 	slices.Sort(touched)
 	touched = slices.Compact(touched)
 	rows, err := tx.Query(ctx, `SELECT b.account_id, b.balance_micro_sek, (SELECT seq FROM ledger_clock)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -17,6 +18,11 @@ import (
 func fundedAccounts(t *testing.T, s *store.Store, n int) []string {
 	t.Helper()
 	ctx := context.Background()
+	// The catalogue prices the records are checked against (llama-3.1-8b 150/300 öre per
+	// million tokens, nomic-embed 10/0).
+	if _, _, err := s.UpsertCatalog(ctx, testCatalog()); err != nil {
+		t.Fatal(err)
+	}
 	ids := make([]string, n)
 	for i := range ids {
 		a, err := s.CreateAccount(ctx, fmt.Sprintf("customer %d", i), "any")
@@ -164,7 +170,8 @@ func TestMixedLoadLedgerMatchesRecords(t *testing.T) {
 					r := record(id, accts[hashIndex(id, len(accts))], time.Now().Add(-time.Duration(rng.IntN(72))*time.Hour), int64(rng.IntN(5000)), int64(rng.IntN(2000)))
 					r.PriceMicroSEK = money.Price(r.PromptTokens, r.CompletionTokens, 150, 300) // same ID, same price
 					if rng.IntN(10) == 0 {
-						r.Model = "nomic-embed"
+						r.Model, r.Endpoint, r.CompletionTokens = "nomic-embed", "/v1/embeddings", 0
+						r.PriceMicroSEK = money.Price(r.PromptTokens, 0, 10, 0)
 					}
 					b.Records = append(b.Records, r)
 				}
@@ -222,11 +229,28 @@ func TestBatchValidationAndEdgeCases(t *testing.T) {
 		{"no request id", usage.Record{TS: now, AccountID: accts[0], Result: "ok"}},
 		{"no account", usage.Record{RequestID: "x", TS: now, Result: "ok"}},
 		{"no ts", usage.Record{RequestID: "x", AccountID: accts[0], Result: "ok"}},
+		{"ts far ahead", usage.Record{RequestID: "x", TS: now.Add(48 * time.Hour), AccountID: accts[0], Result: "ok"}},
+		{"no result", usage.Record{RequestID: "x", TS: now, AccountID: accts[0]}},
+		{"NUL in model", usage.Record{RequestID: "x", TS: now, AccountID: accts[0], Result: "ok", Model: "a\x00b"}},
+		{"status beyond int32", usage.Record{RequestID: "x", TS: now, AccountID: accts[0], Result: "ok", Status: 1 << 33}},
 		{"negative price", usage.Record{RequestID: "x", TS: now, AccountID: accts[0], Result: "ok", PriceMicroSEK: -1}},
+		{"negative tokens", record("x", accts[0], now, -5, 10)},
+		{"int64 max tokens", record("x", accts[0], now, 1, math.MaxInt64)},
+		{"price beyond bound", func() usage.Record {
+			r := record("x", accts[0], now, 1, 1)
+			r.PriceMicroSEK = store.MaxRecordPriceMicroSEK + 1
+			return r
+		}()},
+		{"price not the formula", func() usage.Record { r := record("x", accts[0], now, 100, 100); r.PriceMicroSEK++; return r }()},
+		{"unknown model", func() usage.Record { r := record("x", accts[0], now, 100, 100); r.Model = "nope"; return r }()},
 	} {
-		if _, err := s.IngestBatch(ctx, usage.Batch{Records: []usage.Record{tc.rec}}); err == nil {
-			t.Errorf("%s: accepted", tc.name)
+		rep, err := s.IngestBatch(ctx, usage.Batch{Records: []usage.Record{tc.rec}})
+		if err != nil || rep.Inserted != 0 || rep.Rejected != 1 {
+			t.Errorf("%s: reply %+v, err %v; want rejected", tc.name, rep, err)
 		}
+	}
+	if bal, _ := s.Balance(ctx, accts[0]); bal != 1000*money.MicroPerSEK {
+		t.Fatalf("rejected records charged: balance %d", bal)
 	}
 	// Repeats inside one batch count once; zero-price records are stored without a debit;
 	// an unknown account's record is stored, not charged.

@@ -73,9 +73,12 @@ type Batch struct {
 
 // Reply confirms a batch. Once a node has it, the batch may leave the spool.
 type Reply struct {
-	BatchID    string             `json:"batch_id"`
-	Inserted   int                `json:"inserted"`
-	Duplicates int                `json:"duplicates"`
+	BatchID    string `json:"batch_id"`
+	Inserted   int    `json:"inserted"`
+	Duplicates int    `json:"duplicates"`
+	// Rejected counts records the control plane refused (kept in its rejected_records,
+	// never charged). They are settled too: the batch may leave the spool.
+	Rejected   int                `json:"rejected,omitempty"`
 	Balances   []snapshot.Balance `json:"balances"`    // accounts touched by the batch
 	BalanceSeq int64              `json:"balance_seq"` // ledger position the balances reflect
 }
