@@ -4,6 +4,10 @@ BIN       ?= bin
 BINARIES  := dataplane controlplane simulator gatewayctl
 # Packages the data plane is built from must never reach the control plane or Postgres.
 DP_PKGS   := ./dataplane/... ./cmd/dataplane
+# --version prints the module version and VCS revision; the toolchain stamps the revision
+# itself in a clone, and the link flag carries it where it cannot (a git worktree).
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
 
 .PHONY: all build run test test-race vet check-imports fuzz bench bench-short clean
 
@@ -11,7 +15,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 ## run: local Postgres under .data/, control plane, data plane, simulator and a demo account.
 run: build
@@ -50,12 +54,12 @@ BENCH_OUT ?= bench-results
 BENCH_BINS := dataplane controlplane simulator bareproxy benchrun
 bench:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
+	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
 	$(BIN)/benchrun --bin $(BIN) --out $(BENCH_OUT)
 
 bench-short:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
+	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
 	$(BIN)/benchrun --short --bin $(BIN) --out $(BENCH_OUT)
 
 clean:

@@ -19,9 +19,14 @@ import (
 
 	"github.com/sekgate/gateway/cmd/bareproxy/bare"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
+	"github.com/sekgate/gateway/cmd/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, "bareproxy")
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bareproxy:", err)
 		os.Exit(1)

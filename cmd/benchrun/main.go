@@ -15,9 +15,14 @@ import (
 	"syscall"
 
 	"github.com/sekgate/gateway/cmd/benchrun/bench"
+	"github.com/sekgate/gateway/cmd/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, "benchrun")
+		return
+	}
 	var cfg bench.Config
 	fs := flag.NewFlagSet("benchrun", flag.ExitOnError)
 	fs.BoolVar(&cfg.Short, "short", false, "quick mode (under two minutes)")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
+	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/payments"
@@ -78,6 +79,10 @@ func parseFlags(args []string) (config, error) {
 }
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, "controlplane")
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
+	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
@@ -79,6 +80,10 @@ func parseFlags(args []string) (options, error) {
 }
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, "dataplane")
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dataplane:", err)

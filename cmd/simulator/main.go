@@ -16,10 +16,15 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
+	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/cmd/simulator/sim"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, "simulator")
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "simulator:", err)
 		os.Exit(1)

@@ -405,3 +405,11 @@ func FuzzCatalogJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--version"}, &out, &errOut, func(string) string { return "" })
+	if code != 0 || !strings.HasPrefix(out.String(), "gatewayctl ") || !strings.Contains(out.String(), " revision ") {
+		t.Fatalf("--version: code %d, out %q, err %q", code, out.String(), errOut.String())
+	}
+}

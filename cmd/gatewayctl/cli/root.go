@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
+	"github.com/sekgate/gateway/cmd/internal/version"
 )
 
 // DefaultAdminURL is used when neither --admin-url nor GATEWAY_ADMIN_URL is set.
@@ -57,7 +58,9 @@ The admin API address and token come from --admin-url / GATEWAY_ADMIN_URL (defau
 and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --json is given.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	url := a.getenv("GATEWAY_ADMIN_URL")
 	if url == "" {
 		url = DefaultAdminURL
