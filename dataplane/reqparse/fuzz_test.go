@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var fuzzSeeds = map[string][]string{
@@ -33,6 +34,9 @@ func fuzzParse(f *testing.F, endpoint string) {
 	}
 	f.Add([]byte(`{"model":"m"}`))
 	f.Add([]byte(`{"model":"m\"","x":"\ud800"}`))
+	f.Add([]byte(`{"model":"m","x":"\ud83d\ude00","y":1e308,"seed":9223372036854775807}`))
+	f.Add([]byte(`{"model":"m","temperature":1e999,"seed":18446744073709551616}`))
+	f.Add([]byte("{\"model\":\"m\",\"k\xff\":\"\xc3\x28\"}"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := Parse(endpoint, body)
 		if err != nil {
@@ -49,8 +53,16 @@ func fuzzParse(f *testing.F, endpoint string) {
 			}
 			return
 		}
-		if !json.Valid(body) {
-			t.Fatalf("accepted invalid JSON %q", body)
+		if !json.Valid(body) || !utf8.Valid(body) {
+			t.Fatalf("accepted invalid JSON or invalid UTF-8 %q", body)
+		}
+		// encoding/json refuses numbers outside the float64 range: none may pass.
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", body, err)
+		}
+		if off, why := textCheck(string(body)); off >= 0 {
+			t.Fatalf("accepted %q with text that is not valid Unicode at %d: %s", body, off, why)
 		}
 		if r.Model == "" || r.Endpoint != endpoint || r.MaxTokens < 0 || r.PromptBytes < 0 || r.InputCount < 0 {
 			t.Fatalf("accepted with an impossible summary %+v", r)

@@ -40,7 +40,7 @@ func parseMessages(obj string, countTokens bool) (Request, *apierror.Error) {
 		if !given(f[msMaxTokens]) {
 			return r, bad("max_tokens", "max_tokens is required")
 		}
-		if r.MaxTokens, err = optMin("max_tokens", f[msMaxTokens], 1); err != nil {
+		if r.MaxTokens, err = optIntRange("max_tokens", f[msMaxTokens], 1, MaxCount); err != nil {
 			return r, err
 		}
 	}
@@ -59,8 +59,8 @@ func parseMessages(obj string, countTokens bool) (Request, *apierror.Error) {
 	}
 	err = firstErr(
 		anthropicTools(f[msTools]),
-		optNumber("temperature", f[msTemperature]),
-		optNumber("top_p", f[msTopP]),
+		optRange("temperature", f[msTemperature], 0, MaxTemperatureMessages),
+		optRange("top_p", f[msTopP], 0, 1),
 		optStringArray("stop_sequences", f[msStopSequences]),
 	)
 	if err == nil && given(f[msMCPServers]) && f[msMCPServers] != "[]" {

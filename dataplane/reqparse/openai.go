@@ -49,24 +49,24 @@ func parseChat(obj string) (Request, *apierror.Error) {
 	if r.IncludeUsage, err = optStreamOptions(f[chStreamOptions]); err != nil {
 		return r, err
 	}
-	if r.MaxTokens, err = optMin("max_tokens", f[chMaxTokens], 1); err != nil {
+	if r.MaxTokens, err = optIntRange("max_tokens", f[chMaxTokens], 1, MaxCount); err != nil {
 		return r, err
 	}
-	mct, err := optMin("max_completion_tokens", f[chMaxCompletionTokens], 1)
+	mct, err := optIntRange("max_completion_tokens", f[chMaxCompletionTokens], 1, MaxCount)
 	if err != nil {
 		return r, err
 	}
 	if mct > 0 {
 		r.MaxTokens = mct
 	}
-	if _, err = optMin("n", f[chN], 1); err != nil {
+	if _, err = optIntRange("n", f[chN], 1, MaxChatChoices); err != nil {
 		return r, err
 	}
 	err = firstErr(
 		optStop("stop", f[chStop]),
-		optNumber("temperature", f[chTemperature]),
-		optNumber("top_p", f[chTopP]),
-		optInt("seed", f[chSeed]),
+		optRange("temperature", f[chTemperature], 0, MaxTemperature),
+		optRange("top_p", f[chTopP], 0, 1),
+		optSeed(f[chSeed]),
 		optArrayOfObjects("tools", f[chTools]),
 		optObject("response_format", f[chResponseFormat]),
 	)
@@ -181,14 +181,14 @@ func parseCompletions(obj string) (Request, *apierror.Error) {
 	if r.IncludeUsage, err = optStreamOptions(f[coStreamOptions]); err != nil {
 		return r, err
 	}
-	if r.MaxTokens, err = optMin("max_tokens", f[coMaxTokens], 1); err != nil {
+	if r.MaxTokens, err = optIntRange("max_tokens", f[coMaxTokens], 1, MaxCount); err != nil {
 		return r, err
 	}
 	err = firstErr(
-		optNumber("temperature", f[coTemperature]),
-		optNumber("top_p", f[coTopP]),
+		optRange("temperature", f[coTemperature], 0, MaxTemperature),
+		optRange("top_p", f[coTopP], 0, 1),
 		optStop("stop", f[coStop]),
-		optInt("seed", f[coSeed]),
+		optSeed(f[coSeed]),
 	)
 	return r, err
 }
@@ -243,7 +243,7 @@ func parseEmbeddings(obj string) (Request, *apierror.Error) {
 	if v := f[2]; given(v) && v != `"float"` && v != `"base64"` {
 		return r, bad("encoding_format", "encoding_format must be float or base64")
 	}
-	if _, err = optMin("dimensions", f[3], 1); err != nil {
+	if _, err = optIntRange("dimensions", f[3], 1, MaxCount); err != nil {
 		return r, err
 	}
 	if err = optString("user", f[4]); err != nil {

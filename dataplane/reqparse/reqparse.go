@@ -13,9 +13,16 @@
 //     once per object: the gateway reads the first occurrence while many upstream parsers
 //     keep the last, so a duplicate could route or meter a request other than the one run.
 //   - Arrays of messages (chat, Messages-style) and of Responses input items may not be empty.
-//   - Integers follow JSON Schema: a number without a fractional part, so 1.0 is accepted.
+//   - Integers follow JSON Schema: a number without a fractional part, so 1.0 is accepted;
+//     an integer must fit an int64 (seed may use all of it); token and dimension counts
+//     (max_tokens, max_completion_tokens, max_output_tokens, dimensions) are at most
+//     MaxCount (2^31-1) and chat n at most 128.
+//   - temperature is a number from 0 to 2 (0 to 1 on Messages-style), top_p from 0 to 1.
+//   - Text anywhere in the body, key names included, must be valid UTF-8 and \u escapes
+//     must not be lone surrogates; every number anywhere in the body must be finite as a
+//     float64 (1e999 is refused). See values.go.
 //   - Chat n is passed through (billing follows upstream usage, which covers every choice)
-//     but must be an integer of at least 1 when present.
+//     but must be an integer from 1 to 128 when present.
 //   - Chat max_completion_tokens is checked like max_tokens and wins when both are sent
 //     (as in OpenAI and vLLM).
 //   - Remote inputs refused on /v1/responses: input_image with file_id or with an image_url
@@ -28,6 +35,7 @@
 package reqparse
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -138,7 +146,8 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 			"request body exceeds "+strconv.Itoa(MaxBodyBytes(endpoint))+" bytes")
 	}
 	s := bstr(body)
-	if !nestingOK(s) {
+	depthOK, inf := structure(s)
+	if !depthOK {
 		return Request{}, apierror.InvalidParam("", "request body nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
 	}
 	if !gjson.Valid(s) {
@@ -147,6 +156,9 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 	obj := s[skipWS(s, 0):]
 	if kindOf(obj) != kObject {
 		return Request{}, apierror.InvalidParam("", "request body must be a JSON object")
+	}
+	if err := checkValues(s, inf); err != nil {
+		return Request{}, err
 	}
 	var (
 		r   Request
@@ -212,13 +224,6 @@ func optString(param, v string) *apierror.Error {
 	return nil
 }
 
-func optNumber(param, v string) *apierror.Error {
-	if given(v) && kindOf(v) != kNumber {
-		return bad(param, param+" must be a number")
-	}
-	return nil
-}
-
 func optObject(param, v string) *apierror.Error {
 	if given(v) && kindOf(v) != kObject {
 		return bad(param, param+" must be an object")
@@ -226,25 +231,10 @@ func optObject(param, v string) *apierror.Error {
 	return nil
 }
 
-func optInt(param, v string) *apierror.Error {
-	if given(v) {
-		if _, ok := asInt(v); !ok {
-			return bad(param, param+" must be an integer")
-		}
-	}
-	return nil
-}
-
-// optMin checks an optional integer of at least min and returns it (0 when absent).
-func optMin(param, v string, min int64) (int64, *apierror.Error) {
-	if !given(v) {
-		return 0, nil
-	}
-	n, ok := asInt(v)
-	if !ok || n < min {
-		return 0, bad(param, param+" must be an integer of at least "+strconv.FormatInt(min, 10))
-	}
-	return n, nil
+// optSeed checks seed: an integer that fits an int64 (vLLM's own bound).
+func optSeed(v string) *apierror.Error {
+	_, err := optIntRange("seed", v, math.MinInt64, math.MaxInt64)
+	return err
 }
 
 // onlyFalse checks a field whose only accepted value is false.

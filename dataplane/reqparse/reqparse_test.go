@@ -410,13 +410,16 @@ func TestTextLen(t *testing.T) {
 
 func TestAsInt(t *testing.T) {
 	for lit, want := range map[string]int64{"0": 0, "12": 12, "-3": -3, "1.0": 1, "2e3": 2000,
-		"99999999999999999999": 1<<63 - 1, "1e400": 1<<63 - 1, "-1e400": -1 << 63} {
+		"9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63, "9.2e18": 9200000000000000000,
+		"-9.2e18": -9200000000000000000, "1e18": 1e18} {
 		got, ok := asInt(lit)
 		if !ok || got != want {
 			t.Errorf("asInt(%s) = %d, %v; want %d", lit, got, ok, want)
 		}
 	}
-	for _, lit := range []string{"1.5", "-0.1", `"1"`, "true", "null", "[]", ""} {
+	for _, lit := range []string{"1.5", "-0.1", `"1"`, "true", "null", "[]", "",
+		"9223372036854775808", "-9223372036854775809", "18446744073709551616", "99999999999999999999",
+		"1e400", "-1e400", "1e19", "-1e19", "9.3e18"} {
 		if _, ok := asInt(lit); ok {
 			t.Errorf("asInt(%s) accepted", lit)
 		}

@@ -46,7 +46,7 @@ func parseResponses(obj string) (Request, *apierror.Error) {
 		return r, err
 	}
 	r.PromptBytes += textLen(f[rsInstructions])
-	if r.MaxTokens, err = optMin("max_output_tokens", f[rsMaxOutputTokens], 1); err != nil {
+	if r.MaxTokens, err = optIntRange("max_output_tokens", f[rsMaxOutputTokens], 1, MaxCount); err != nil {
 		return r, err
 	}
 	if r.Stream, err = optBool("stream", f[rsStream]); err != nil {
@@ -58,8 +58,8 @@ func parseResponses(obj string) (Request, *apierror.Error) {
 		onlyNull("previous_response_id", f[rsPreviousResponseID], statelessWhy),
 		onlyNull("conversation", f[rsConversation], statelessWhy),
 		responsesTools(f[rsTools]),
-		optNumber("temperature", f[rsTemperature]),
-		optNumber("top_p", f[rsTopP]),
+		optRange("temperature", f[rsTemperature], 0, MaxTemperature),
+		optRange("top_p", f[rsTopP], 0, 1),
 		onlyNull("prompt", f[rsPrompt], "stored prompt templates are not offered"),
 	)
 	return r, err

@@ -2,6 +2,7 @@ package reqparse
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -33,21 +34,8 @@ func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // nestingOK reports whether s nests at most MaxDepth deep, skipping string contents.
 func nestingOK(s string) bool {
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			i = stringEnd(s, i) - 1
-		case '{', '[':
-			depth++
-			if depth > MaxDepth {
-				return false
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return true
+	ok, _ := structure(s)
+	return ok
 }
 
 // stringEnd returns the index just past the string literal starting at s[i] == '"', or
@@ -307,7 +295,8 @@ func hex4(s string) int {
 }
 
 // asInt returns the value of the number v when it is an integer (JSON Schema's sense: a
-// number with no fractional part, so 1.0 counts), clamped to the int64 range.
+// number with no fractional part, so 1.0 counts) that fits an int64; ok is false for
+// anything else, including integers outside the int64 range.
 func asInt(v string) (int64, bool) {
 	if kindOf(v) != kNumber {
 		return 0, false
@@ -318,34 +307,29 @@ func asInt(v string) (int64, bool) {
 		d = v[1:]
 	}
 	plain := d != ""
-	var n int64
+	var n uint64
 	for i := 0; i < len(d); i++ {
 		c := d[i]
 		if c < '0' || c > '9' {
 			plain = false
 			break
 		}
-		if n > (1<<63-1-9)/10 {
-			n = 1<<63 - 1 // clamp; keep scanning for non-digits
-			continue
+		if n > (math.MaxUint64-9)/10 {
+			return 0, false // over 20 digits: outside int64 whatever follows
 		}
-		n = n*10 + int64(c-'0')
+		n = n*10 + uint64(c-'0')
 	}
 	if plain {
-		if neg {
-			return -n, true
+		switch {
+		case !neg && n <= math.MaxInt64:
+			return int64(n), true
+		case neg && n <= 1<<63:
+			return int64(-n), true
 		}
-		return n, true
-	}
-	f := gjson.Parse(v).Num
-	switch {
-	case math.IsNaN(f):
 		return 0, false
-	case f >= 9.2e18:
-		return 1<<63 - 1, true
-	case f <= -9.2e18:
-		return -1 << 63, true
-	case f != math.Trunc(f):
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f != math.Trunc(f) || f >= 1<<63 || f < -(1<<63) {
 		return 0, false
 	}
 	return int64(f), true
