@@ -153,6 +153,9 @@ func (c *call) waitGeneration(n int) bool {
 func (c *call) writeJSON(body []byte) {
 	h := c.w.Header()
 	h["Content-Type"] = ctJSON
+	if c.k.ContentType != "" {
+		h["Content-Type"] = []string{c.k.ContentType}
+	}
 	if c.k.Malformed {
 		c.s.stats.injected.Add(1)
 		body = body[:len(body)/2]
@@ -244,6 +247,9 @@ type sse struct {
 func (c *call) startStream() *sse {
 	h := c.w.Header()
 	h["Content-Type"] = ctSSE
+	if c.k.ContentType != "" {
+		h["Content-Type"] = []string{c.k.ContentType}
+	}
 	h["Cache-Control"] = noCache
 	c.w.WriteHeader(http.StatusOK)
 	e := &sse{c: c, rc: http.NewResponseController(c.w), buf: make([]byte, 0, 512)}
@@ -272,6 +278,13 @@ func (e *sse) send(name string, data []byte) bool {
 	if e.failed {
 		return false
 	}
+	k := &e.c.k
+	if k.GarbageAfterEvents > 0 && e.events == k.GarbageAfterEvents {
+		e.c.s.stats.injected.Add(1)
+		if _, err := e.c.w.Write([]byte("data: <html>not json{{\n\n")); err != nil {
+			return e.fail()
+		}
+	}
 	e.buf = e.buf[:0]
 	if name != "" {
 		e.buf = append(e.buf, "event: "...)
@@ -281,6 +294,12 @@ func (e *sse) send(name string, data []byte) bool {
 	e.buf = append(e.buf, "data: "...)
 	e.buf = append(e.buf, data...)
 	e.buf = append(e.buf, '\n', '\n')
+	if k.TruncateAfterEvents > 0 && e.events >= k.TruncateAfterEvents {
+		e.c.s.stats.injected.Add(1)
+		e.c.w.Write(e.buf[:len(e.buf)/2])
+		e.rc.Flush()
+		panic(http.ErrAbortHandler)
+	}
 	if _, err := e.c.w.Write(e.buf); err != nil {
 		return e.fail()
 	}

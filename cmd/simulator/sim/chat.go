@@ -71,7 +71,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c *call) {
 		b = append(b, `},"logprobs":null,"finish_reason":"`...)
 		b = append(b, finish...)
 		b = append(b, `"}],`...)
-		b = appendUsageOpenAI(b, prompt, n)
+		b = c.appendUsageOpenAI(b, prompt, n)
 		b = append(b, "}\n"...)
 		c.writeJSON(b)
 		return
@@ -141,7 +141,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.root.Get("stream_options.include_usage").Type == gjson.True {
 		b = chatHead(b[:0], id, "chat.completion.chunk", created, c.model)
 		b = append(b, `"choices":[],`...)
-		b = appendUsageOpenAI(b, prompt, n)
+		b = c.appendUsageOpenAI(b, prompt, n)
 		b = append(b, '}')
 		if !e.send("", b) {
 			return
@@ -163,6 +163,27 @@ func chatHead(b []byte, id, object string, created int64, model string) []byte {
 	b = append(b, `,"model":`...)
 	b = jsonenc.AppendString(b, model)
 	return append(b, ',')
+}
+
+// appendUsageOpenAI appends the answer's usage, with the knobs' overrides.
+func (c *call) appendUsageOpenAI(b []byte, prompt, completion int) []byte {
+	if c.k.UsagePromptTokens == "" && c.k.UsageCompletionTokens == "" {
+		return appendUsageOpenAI(b, prompt, completion)
+	}
+	c.s.stats.injected.Add(1)
+	num := func(b []byte, override string, n int) []byte {
+		if override != "" {
+			return append(b, override...)
+		}
+		return strconv.AppendInt(b, int64(n), 10)
+	}
+	b = append(b, `"usage":{"prompt_tokens":`...)
+	b = num(b, c.k.UsagePromptTokens, prompt)
+	b = append(b, `,"completion_tokens":`...)
+	b = num(b, c.k.UsageCompletionTokens, completion)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	return append(b, '}')
 }
 
 // appendUsageOpenAI appends `"usage":{...}` in chat/completions shape.

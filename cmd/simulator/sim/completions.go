@@ -49,7 +49,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request, c *call) {
 		b = append(b, `","logprobs":null,"finish_reason":"`...)
 		b = append(b, finish...)
 		b = append(b, `"}],`...)
-		b = appendUsageOpenAI(b, promptTok, n)
+		b = c.appendUsageOpenAI(b, promptTok, n)
 		b = append(b, "}\n"...)
 		c.writeJSON(b)
 		return
@@ -89,7 +89,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.root.Get("stream_options.include_usage").Type == gjson.True {
 		b = chatHead(b[:0], id, "text_completion", created, c.model)
 		b = append(b, `"choices":[],`...)
-		b = appendUsageOpenAI(b, promptTok, n)
+		b = c.appendUsageOpenAI(b, promptTok, n)
 		b = append(b, '}')
 		if !e.send("", b) {
 			return

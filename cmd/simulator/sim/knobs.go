@@ -2,7 +2,9 @@ package sim
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -50,7 +52,31 @@ type Knobs struct {
 	// Malformed answers non-streaming requests with 200 and a body that is not JSON.
 	// Header X-Sim-Malformed: 1, body sim.malformed.
 	Malformed bool `json:"malformed"`
+
+	// Hostile-upstream knobs (make chaos, money-integrity tests).
+
+	// UsagePromptTokens and UsageCompletionTokens, when set, replace the token counts the
+	// answer's usage reports (chat and completions, streaming and not) with this JSON
+	// number as written: "-5", "9223372036854775807", "1e999", "99999999999999999999".
+	// Header X-Sim-Usage-Prompt-Tokens / X-Sim-Usage-Completion-Tokens, body
+	// sim.usage_prompt_tokens / sim.usage_completion_tokens.
+	UsagePromptTokens     string `json:"usage_prompt_tokens"`
+	UsageCompletionTokens string `json:"usage_completion_tokens"`
+	// GarbageAfterEvents, when positive, sends an event whose data is not JSON after this
+	// many events of a stream, then goes on with the stream.
+	// Header X-Sim-Garbage-After-Events, body sim.garbage_after_events.
+	GarbageAfterEvents int `json:"garbage_after_events"`
+	// TruncateAfterEvents, when positive, sends half of the next event after this many
+	// events of a stream and closes the connection.
+	// Header X-Sim-Truncate-After-Events, body sim.truncate_after_events.
+	TruncateAfterEvents int `json:"truncate_after_events"`
+	// ContentType, when set, replaces the Content-Type of successful answers (e.g.
+	// text/html on a stream). Header X-Sim-Content-Type, body sim.content_type.
+	ContentType string `json:"content_type"`
 }
+
+// jsonNumber matches a JSON number literal (any size); usage overrides must be one.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 
 // maxOutputTokens bounds per-request output lengths.
 const maxOutputTokens = 1 << 20
@@ -125,6 +151,16 @@ func (k *Knobs) setHeader(name, v string) {
 		k.set("drop", v)
 	case "X-Sim-Malformed":
 		k.set("malformed", v)
+	case "X-Sim-Usage-Prompt-Tokens":
+		k.set("usage_prompt_tokens", v)
+	case "X-Sim-Usage-Completion-Tokens":
+		k.set("usage_completion_tokens", v)
+	case "X-Sim-Garbage-After-Events":
+		k.set("garbage_after_events", v)
+	case "X-Sim-Truncate-After-Events":
+		k.set("truncate_after_events", v)
+	case "X-Sim-Content-Type":
+		k.set("content_type", v)
 	}
 }
 
@@ -174,6 +210,26 @@ func (k *Knobs) set(key, v string) {
 		k.DropConnection = truthy(v)
 	case "malformed":
 		k.Malformed = truthy(v)
+	case "usage_prompt_tokens":
+		if len(v) <= 400 && jsonNumber.MatchString(v) {
+			k.UsagePromptTokens = v
+		}
+	case "usage_completion_tokens":
+		if len(v) <= 400 && jsonNumber.MatchString(v) {
+			k.UsageCompletionTokens = v
+		}
+	case "garbage_after_events":
+		if n, ok := atoi(); ok {
+			k.GarbageAfterEvents = n
+		}
+	case "truncate_after_events":
+		if n, ok := atoi(); ok {
+			k.TruncateAfterEvents = n
+		}
+	case "content_type":
+		if len(v) <= 200 && !strings.ContainsAny(v, "\r\n") {
+			k.ContentType = v
+		}
 	}
 }
 
