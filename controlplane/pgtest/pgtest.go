@@ -53,8 +53,10 @@ type Cluster struct {
 	dir  string    // temporary directory holding the data directory; empty for external
 	cmd  *exec.Cmd // the postgres process; nil for external
 	done chan struct{}
-	seq  atomic.Int64
-	tag  string // prefix of database names, unique per process
+	// launch starts the postgres process again (Restart); nil for external.
+	launch func() (*exec.Cmd, chan struct{}, error)
+	seq    atomic.Int64
+	tag    string // prefix of database names, unique per process
 }
 
 var (
@@ -229,64 +231,107 @@ func startLocal(ctx context.Context, tag string) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("free port: %w", err)
 	}
 	logPath := filepath.Join(dir, "postgres.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
+	launch := func() (*exec.Cmd, chan struct{}, error) {
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("server log: %w", err)
+		}
+		defer logFile.Close() // the child holds its own descriptor
+		cmd := exec.Command(filepath.Join(bin, "postgres"),
+			"-D", data,
+			"-p", strconv.Itoa(port),
+			"-c", "listen_addresses=127.0.0.1",
+			"-c", "unix_socket_directories="+dir,
+			"-c", "fsync=off",
+			"-c", "synchronous_commit=off",
+			"-c", "full_page_writes=off",
+			"-c", "max_connections=300",
+			"-c", "shared_buffers=32MB",
+			"-c", "log_min_messages=warning",
+		)
+		cmd.Dir = dir
+		cmd.Env = env
+		cmd.Stdout = logFile
+		cmd.Stderr = logFile
+		// Pdeathsig stops the server if the test binary dies without running Main's cleanup.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+		if err := cmd.Start(); err != nil {
+			return nil, nil, fmt.Errorf("start postgres: %w", err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		return cmd, done, nil
 	}
-	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(filepath.Join(bin, "postgres"),
-		"-D", data,
-		"-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories="+dir,
-		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off",
-		"-c", "max_connections=300",
-		"-c", "shared_buffers=32MB",
-		"-c", "log_min_messages=warning",
-	)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	// Pdeathsig stops the server if the test binary dies without running Main's cleanup.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start postgres: %w", err)
+	cmd, done, err := launch()
+	if err != nil {
+		return nil, err
 	}
 	c := &Cluster{
-		URL:  fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
-		dir:  dir,
-		cmd:  cmd,
-		done: make(chan struct{}),
-		tag:  tag,
+		URL:    fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		dir:    dir,
+		cmd:    cmd,
+		done:   done,
+		tag:    tag,
+		launch: launch,
 	}
-	go func() { cmd.Wait(); close(c.done) }()
+	if err := c.waitReady(ctx, logPath); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
+// waitReady waits up to 30 s for the server to accept connections; on failure it stops it.
+func (c *Cluster) waitReady(ctx context.Context, logPath string) error {
+	cmd := c.cmd
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		perr := c.ping(pctx)
 		cancel()
 		if perr == nil {
-			return c, nil
+			return nil
 		}
 		select {
 		case <-c.done:
 			log, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("postgres exited during start-up (%v):\n%s", cmd.ProcessState, log)
+			return fmt.Errorf("postgres exited during start-up (%v):\n%s", cmd.ProcessState, log)
 		case <-ctx.Done():
 			c.Stop()
-			return nil, fmt.Errorf("postgres not ready: %w (last error: %v)", ctx.Err(), perr)
+			return fmt.Errorf("postgres not ready: %w (last error: %v)", ctx.Err(), perr)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logPath)
 			c.Stop()
-			return nil, fmt.Errorf("postgres not ready after 30s (last error: %v):\n%s", perr, log)
+			return fmt.Errorf("postgres not ready after 30s (last error: %v):\n%s", perr, log)
 		}
 	}
+}
+
+// Restart stops the server (fast shutdown: open sessions are ended, committed work is
+// kept), keeps it down for down, and starts it again on the same port and data. For
+// fault-injection harnesses; not for an external server.
+func (c *Cluster) Restart(ctx context.Context, down time.Duration) error {
+	if c.launch == nil {
+		return errors.New("pgtest: cannot restart an external server")
+	}
+	c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+	select {
+	case <-time.After(down):
+	case <-ctx.Done():
+	}
+	cmd, done, err := c.launch()
+	if err != nil {
+		return err
+	}
+	c.cmd, c.done = cmd, done
+	return c.waitReady(ctx, filepath.Join(c.dir, "postgres.log"))
 }
 
 func (c *Cluster) ping(ctx context.Context) error {

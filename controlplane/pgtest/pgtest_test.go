@@ -2,7 +2,9 @@ package pgtest_test
 
 import (
 	"context"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sekgate/gateway/controlplane/pgtest"
@@ -57,5 +59,50 @@ func TestParallelDatabases(t *testing.T) {
 				t.Fatalf("test got the maintenance database")
 			}
 		})
+	}
+}
+
+// Restart stops a cluster and starts it again on the same port: committed data survives,
+// sessions do not.
+func TestRestartKeepsData(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	u, err := c.CreateDatabase(ctx, "restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE t (v int); INSERT INTO t VALUES (42)`); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Restart(ctx, 200*time.Millisecond)
+	if os.Getenv(pgtest.EnvURL) != "" {
+		if err == nil {
+			t.Fatal("restart of an external server accepted")
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Ping(ctx); err == nil {
+		t.Fatal("session survived the restart")
+	}
+	conn2, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(ctx)
+	var v int
+	if err := conn2.QueryRow(ctx, `SELECT v FROM t`).Scan(&v); err != nil || v != 42 {
+		t.Fatalf("after restart: %d %v", v, err)
 	}
 }

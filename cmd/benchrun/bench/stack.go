@@ -9,15 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/sekgate/gateway/cmd/internal/proc"
 	"github.com/sekgate/gateway/controlplane/pgtest"
 )
 
@@ -37,29 +35,7 @@ type StackConfig struct {
 }
 
 // Proc is a child process of the stack.
-type Proc struct {
-	Name string
-	Addr string // host:port it listens on
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-// PID returns the process ID.
-func (p *Proc) PID() int { return p.cmd.Process.Pid }
-
-// URL returns http://<Addr>.
-func (p *Proc) URL() string { return "http://" + p.Addr }
-
-// Exited reports whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+type Proc = proc.Proc
 
 // Stack is the running benchmark set-up: Postgres, control plane, simulator, bare proxy
 // and data plane, with an account and a key.
@@ -164,38 +140,12 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 
 func (s *Stack) step(msg string) { fmt.Fprintf(s.cfg.Progress, "  stack: %s\n", msg) }
 
-// childEnv is the environment without GATEWAY_* variables, so a developer's settings (a
-// simulator latency, another database) cannot leak into the measurement.
-func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GATEWAY_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 func (s *Stack) spawn(name, addr string, args ...string) (*Proc, error) {
-	logf, err := os.Create(filepath.Join(s.cfg.WorkDir, "logs", name+".log"))
+	p, err := proc.Start(proc.Spec{Name: name, Bin: filepath.Join(s.cfg.BinDir, name), Addr: addr, Args: args,
+		LogDir: filepath.Join(s.cfg.WorkDir, "logs")})
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(s.cfg.BinDir, name), args...)
-	cmd.Env = childEnv()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group, and killed if the benchmark dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &Proc{Name: name, Addr: addr, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
 	s.procs = append(s.procs, p)
 	return p, nil
 }
@@ -203,14 +153,7 @@ func (s *Stack) spawn(name, addr string, args ...string) (*Proc, error) {
 // Close stops the processes (SIGTERM, then SIGKILL after 10 s) and Postgres.
 func (s *Stack) Close() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		s.procs[i].Stop(10 * time.Second)
 	}
 	s.procs = nil
 	if s.pg != nil {
@@ -225,42 +168,14 @@ func (s *Stack) Close() {
 func (s *Stack) Alive() error {
 	for _, p := range s.procs {
 		if p.Exited() {
-			return fmt.Errorf("%s exited (%v); see its log", p.Name, p.err)
+			return fmt.Errorf("%s exited (%v); see its log", p.Name, p.Err())
 		}
 	}
 	return nil
 }
 
 func (s *Stack) waitHTTP(ctx context.Context, p *Proc, method, path, auth string, want int) error {
-	deadline := time.Now().Add(60 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		if p.Exited() {
-			return fmt.Errorf("%s exited before answering (%v); see %s", p.Name, p.err,
-				filepath.Join(s.cfg.WorkDir, "logs", p.Name+".log"))
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, p.URL()+path, nil)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := s.client.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == want {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s did not answer %s %s with %d within 60 s (last: %s)", p.Name, method, path, want, last)
+	return proc.WaitHTTP(ctx, s.client, p, method, path, auth, want, 60*time.Second)
 }
 
 // admin calls the control plane's admin API and decodes the JSON answer into out.
@@ -363,14 +278,7 @@ func (s *Stack) smoke(ctx context.Context, p *Proc) error {
 	}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+func freeAddr() (string, error) { return proc.FreeAddr() }
 
 func randHex(n int) string {
 	b := make([]byte, n)
