@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: all build run test test-race vet check-imports fuzz bench bench-short clean
+.PHONY: all build run test test-race vet check-imports fuzz bench bench-short images clean
 
 all: build
 
@@ -26,6 +26,11 @@ run: build
 test: vet check-imports
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -race -count=1 -timeout 12m ./dataplane/... ./controlplane/... ./shared/...
+
+## images: container images of dataplane, controlplane and gatewayctl (static binaries FROM
+## scratch) with podman, buildah or docker, whichever is installed; no registry access.
+images:
+	@GO=$(GO) deploy/images/build.sh
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...
