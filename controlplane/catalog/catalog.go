@@ -171,6 +171,17 @@ func (c *Catalog) Validate() error {
 					return invalid(rp+"."+f.name, "must not be negative")
 				}
 			}
+			allowed := map[string]bool{}
+			for k, e := range r.AllowExtensions {
+				ep := fmt.Sprintf("%s.allow_extensions[%d]", rp, k)
+				if snapshot.ExtensionIndex(e) < 0 {
+					return invalid(ep, "unknown extension %q; known: %s", e, strings.Join(snapshot.Extensions, ", "))
+				}
+				if allowed[e] {
+					return invalid(ep, "extension %q listed twice", e)
+				}
+				allowed[e] = true
+			}
 		}
 		if m.Routes == nil {
 			m.Routes = []snapshot.Route{}

@@ -30,6 +30,8 @@ models:
         country: SE
         priority: 0
         weight: 1
+        allow_remote_media: true
+        allow_extensions: [prompt_embeds, image_embeds]
 `
 
 func TestDecodeAndValidate(t *testing.T) {
@@ -49,6 +51,13 @@ func TestDecodeAndValidate(t *testing.T) {
 		if r.Model != "llama-3.1-8b" || r.Country != "SE" || c.Models[0].InputOrePerMillion != 150 {
 			t.Fatalf("decoded %+v", c.Models[0])
 		}
+	}
+	// The media and extension opt-ins are read from the YAML catalogue; off when absent.
+	if r := y.Models[0].Routes[0]; !r.AllowRemoteMedia || len(r.AllowExtensions) != 2 || r.AllowExtensions[1] != "image_embeds" {
+		t.Fatalf("opt-ins not read from YAML: %+v", r)
+	}
+	if r := j.Models[0].Routes[0]; r.AllowRemoteMedia || r.AllowExtensions != nil {
+		t.Fatalf("opt-ins on by default: %+v", r)
 	}
 }
 
@@ -78,6 +87,12 @@ func TestValidateRules(t *testing.T) {
 		{"route of another model", func(c *Catalog) { c.Models[0].Routes[0].Model = "other" }, "models[0].routes[0].model"},
 		{"duplicate route id", func(c *Catalog) { c.Models[0].Routes = append(c.Models[0].Routes, c.Models[0].Routes[0]) }, "models[0].routes[1].id"},
 		{"negative timeout", func(c *Catalog) { c.Models[0].Routes[0].TotalTimeoutMS = -1 }, "models[0].routes[0].total_timeout_ms"},
+		{"unknown extension", func(c *Catalog) {
+			c.Models[0].Routes[0].AllowExtensions = []string{"prompt_embeds", "guided_json"}
+		}, "models[0].routes[0].allow_extensions[1]"},
+		{"duplicate extension", func(c *Catalog) {
+			c.Models[0].Routes[0].AllowExtensions = []string{"chat_template", "chat_template"}
+		}, "models[0].routes[0].allow_extensions[1]"},
 	} {
 		c, _ := DecodeJSON(strings.NewReader(validJSON))
 		tc.edit(c)

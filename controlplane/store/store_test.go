@@ -227,6 +227,21 @@ func TestCatalog(t *testing.T) {
 		t.Fatalf("continuous_usage_stats not stored: %+v", models[0].Routes)
 	}
 
+	// The value opt-ins reach the stored route; absent ones read back as off and nil (the
+	// snapshot's form, so its hash does not change for routes without them).
+	c.Models[0].Routes[0].AllowRemoteMedia = true
+	c.Models[0].Routes[0].AllowExtensions = []string{"prompt_embeds", "chat_template"}
+	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	models, _ = s.ListModels(ctx)
+	if r := models[0].Routes[0]; !r.AllowRemoteMedia || len(r.AllowExtensions) != 2 || r.AllowExtensions[1] != "chat_template" {
+		t.Fatalf("opt-ins not stored: %+v", r)
+	}
+	if r := models[0].Routes[1]; r.AllowRemoteMedia || r.AllowExtensions != nil {
+		t.Fatalf("opt-ins on a route without them: %+v", r)
+	}
+
 	// Re-upload: the alias moves to the other model, one route is dropped.
 	c = testCatalog()
 	c.Models[0].Aliases = []string{"meta/llama-small"}

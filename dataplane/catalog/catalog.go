@@ -82,6 +82,8 @@ type Route struct {
 	paths      [numEndpoints]string
 	// speaks has bit e set when the upstream speaks endpoint e natively.
 	speaks uint8
+	// allowExt has bit i set when the route allows snapshot.Extensions[i].
+	allowExt uint32
 }
 
 func (r *Route) parseBaseURL() error {
@@ -119,6 +121,15 @@ func (r *Route) parseBaseURL() error {
 
 // URLPath returns the upstream request path for endpoint e.
 func (r *Route) URLPath(e Endpoint) string { return r.paths[e] }
+
+// Accepts reports whether the route may serve a request that uses remote media (remote)
+// and the provider extensions in ext (bit i: snapshot.Extensions[i]).
+func (r *Route) Accepts(remote bool, ext uint32) bool {
+	return (!remote || r.AllowRemoteMedia) && ext&^r.allowExt == 0
+}
+
+// AllowsExtensions reports whether the route allows every extension in ext.
+func (r *Route) AllowsExtensions(ext uint32) bool { return ext&^r.allowExt == 0 }
 
 // Speaks reports whether the route's upstream speaks e natively.
 func (r *Route) Speaks(e Endpoint) bool { return r.speaks&(1<<e) != 0 }
@@ -287,6 +298,13 @@ func Build(s *snapshot.Snapshot) (*Index, error) {
 		for _, p := range sr.Protocols {
 			if e, ok := EndpointOf(p); ok {
 				r.speaks |= 1 << e
+			}
+		}
+		for _, name := range sr.AllowExtensions {
+			// A name this node does not know allows nothing (a newer control plane may
+			// know more extensions than an older node).
+			if i := snapshot.ExtensionIndex(name); i >= 0 && i < 32 {
+				r.allowExt |= 1 << i
 			}
 		}
 		m.Routes = append(m.Routes, r)

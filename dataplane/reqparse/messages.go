@@ -4,8 +4,8 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-var messagesKeys = []string{"model", "messages", "max_tokens", "system", "stream", "tools",
-	"temperature", "top_p", "stop_sequences", "mcp_servers"}
+var messagesKeys = withExt([]string{"model", "messages", "max_tokens", "system", "stream", "tools",
+	"temperature", "top_p", "stop_sequences", "mcp_servers"})
 
 const (
 	msModel = iota
@@ -24,13 +24,16 @@ const (
 // parseMessages validates a Messages-style body; countTokens selects the rules of
 // /v1/messages/count_tokens (no max_tokens, stream only false).
 func parseMessages(obj string, countTokens bool) (Request, *apierror.Error) {
-	var f [msNumKeys]string
+	var f [msNumKeys + numTopExt]string
 	if d := pick(obj, messagesKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request
 	var err *apierror.Error
 	if r.Model, err = checkModel(f[msModel]); err != nil {
+		return r, err
+	}
+	if err = r.topExtensions(f[msNumKeys:]); err != nil {
 		return r, err
 	}
 	if r.PromptBytes, err = anthropicMessages(f[msMessages]); err != nil {
@@ -226,18 +229,21 @@ func anthropicTools(v string) *apierror.Error {
 	return err
 }
 
-var systemOneKeys = []string{"model", "state", "questions"}
+var systemOneKeys = withExt([]string{"model", "state", "questions"})
 
 var questionKeys = []string{"type", "choices"}
 
 func parseSystemOne(obj string) (Request, *apierror.Error) {
-	var f [3]string
+	var f [3 + numTopExt]string
 	if d := pick(obj, systemOneKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request
 	var err *apierror.Error
 	if r.Model, err = checkModel(f[0]); err != nil {
+		return r, err
+	}
+	if err = r.topExtensions(f[3:]); err != nil {
 		return r, err
 	}
 	if kindOf(f[1]) != kString {

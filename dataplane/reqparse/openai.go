@@ -6,8 +6,8 @@ import (
 
 const storeWhy = "the service is stateless and stores nothing"
 
-var chatKeys = []string{"model", "messages", "store", "stream", "stream_options", "max_tokens",
-	"max_completion_tokens", "n", "stop", "temperature", "top_p", "seed", "tools", "response_format"}
+var chatKeys = withExt([]string{"model", "messages", "store", "stream", "stream_options", "max_tokens",
+	"max_completion_tokens", "n", "stop", "temperature", "top_p", "seed", "tools", "response_format"})
 
 const (
 	chModel = iota
@@ -28,7 +28,7 @@ const (
 )
 
 func parseChat(obj string) (Request, *apierror.Error) {
-	var f [chNumKeys]string
+	var f [chNumKeys + numTopExt]string
 	if d := pick(obj, chatKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
@@ -37,7 +37,10 @@ func parseChat(obj string) (Request, *apierror.Error) {
 	if r.Model, err = checkModel(f[chModel]); err != nil {
 		return r, err
 	}
-	if r.PromptBytes, err = chatMessages(f[chMessages]); err != nil {
+	if r.PromptBytes, err = r.chatMessages(f[chMessages]); err != nil {
+		return r, err
+	}
+	if err = r.topExtensions(f[chNumKeys:]); err != nil {
 		return r, err
 	}
 	if err = onlyFalse("store", f[chStore], storeWhy); err != nil {
@@ -75,10 +78,12 @@ func parseChat(obj string) (Request, *apierror.Error) {
 
 var chatMessageKeys = []string{"role", "content", "tool_calls", "tool_call_id"}
 
-var textKeys = []string{"text"}
+// chatPartKeys are the keys of a chat content part the gateway reads: text, then mediaKeys.
+var chatPartKeys = append([]string{"text"}, mediaKeys...)
 
-// chatMessages checks the chat messages array and returns the size of its text.
-func chatMessages(v string) (int64, *apierror.Error) {
+// chatMessages checks the chat messages array and returns the size of its text; it records
+// remote media and extensions in r.
+func (r *Request) chatMessages(v string) (int64, *apierror.Error) {
 	var f [4]string
 	return eachMessage(v, chatMessageKeys, f[:], func(i int) (size int64, err *apierror.Error) {
 		switch kindOf(f[1]) {
@@ -91,10 +96,20 @@ func chatMessages(v string) (int64, *apierror.Error) {
 					err = bad(at("messages", i, at(".content", j, "")), "each content part must be an object")
 					return false
 				}
-				var t [1]string
-				pick(part, textKeys, t[:])
+				var t [1 + numMediaKeys]string
+				if d := pick(part, chatPartKeys, t[:]); d != "" {
+					err = dupKey(at("messages", i, at(".content", j, ".")), d)
+					return false
+				}
 				size += textLen(t[0])
-				return true
+				if hasMedia(t[1:]) {
+					var remote string
+					remote, err = r.media(t[1:], func() string { return at("messages", i, at(".content", j, "")) })
+					if r.RemoteMedia == "" {
+						r.RemoteMedia = remote
+					}
+				}
+				return err == nil
 			})
 			if err != nil {
 				return size, err
@@ -114,8 +129,8 @@ func chatMessages(v string) (int64, *apierror.Error) {
 	})
 }
 
-var completionKeys = []string{"model", "prompt", "n", "best_of", "echo", "suffix", "logprobs",
-	"store", "stream", "stream_options", "temperature", "top_p", "stop", "seed", "max_tokens"}
+var completionKeys = withExt([]string{"model", "prompt", "n", "best_of", "echo", "suffix", "logprobs",
+	"store", "stream", "stream_options", "temperature", "top_p", "stop", "seed", "max_tokens"})
 
 const (
 	coModel = iota
@@ -137,13 +152,16 @@ const (
 )
 
 func parseCompletions(obj string) (Request, *apierror.Error) {
-	var f [coNumKeys]string
+	var f [coNumKeys + numTopExt]string
 	if d := pick(obj, completionKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request
 	var err *apierror.Error
 	if r.Model, err = checkModel(f[coModel]); err != nil {
+		return r, err
+	}
+	if err = r.topExtensions(f[coNumKeys:]); err != nil {
 		return r, err
 	}
 	switch kindOf(f[coPrompt]) {
@@ -196,10 +214,11 @@ func parseCompletions(obj string) (Request, *apierror.Error) {
 // MaxEmbeddingInputs is the most inputs one embeddings request may carry.
 const MaxEmbeddingInputs = 128
 
-var embeddingKeys = []string{"model", "input", "encoding_format", "dimensions", "user", "stream"}
+// embeddingKeys: messages is vLLM's chat-style embedding input, read for remote media.
+var embeddingKeys = withExt([]string{"model", "input", "encoding_format", "dimensions", "user", "stream", "messages"})
 
 func parseEmbeddings(obj string) (Request, *apierror.Error) {
-	var f [6]string
+	var f [7 + numTopExt]string
 	if d := pick(obj, embeddingKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
@@ -207,6 +226,14 @@ func parseEmbeddings(obj string) (Request, *apierror.Error) {
 	var err *apierror.Error
 	if r.Model, err = checkModel(f[0]); err != nil {
 		return r, err
+	}
+	if err = r.topExtensions(f[7:]); err != nil {
+		return r, err
+	}
+	if given(f[6]) {
+		if _, err = r.chatMessages(f[6]); err != nil {
+			return r, err
+		}
 	}
 	const inputRule = "input must be a non-empty string or an array of 1 to 128 non-empty strings; token arrays are not supported"
 	switch in := f[1]; kindOf(in) {

@@ -80,6 +80,16 @@ type Request struct {
 	// results, prompt, input, state), without images and JSON syntax. For embeddings it is
 	// the size of the longest input, since each input is embedded on its own.
 	PromptBytes int64
+	// RemoteMedia is the param of the first content part that makes a model server fetch a
+	// remote resource, "" when none (media.go): only routes with allow_remote_media may
+	// serve the request.
+	RemoteMedia string
+	// ExtensionMask has bit i set when the body uses the provider extension
+	// snapshot.Extensions[i]; Extensions lists them with their params (content parts first,
+	// then top-level fields in the order of snapshot.Extensions). Only
+	// routes allowing every one of them may serve the request.
+	ExtensionMask uint32
+	Extensions    []Extension
 }
 
 // PromptBytesPerToken is the divisor of the prompt-size estimate. It is deliberately high

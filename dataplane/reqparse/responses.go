@@ -6,9 +6,9 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-var responsesKeys = []string{"model", "input", "instructions", "max_output_tokens", "stream",
+var responsesKeys = withExt([]string{"model", "input", "instructions", "max_output_tokens", "stream",
 	"store", "background", "previous_response_id", "conversation", "tools", "temperature",
-	"top_p", "prompt"}
+	"top_p", "prompt"})
 
 const (
 	rsModel = iota
@@ -30,7 +30,7 @@ const (
 const statelessWhy = "the service is stateless; send the whole conversation in input"
 
 func parseResponses(obj string) (Request, *apierror.Error) {
-	var f [rsNumKeys]string
+	var f [rsNumKeys + numTopExt]string
 	if d := pick(obj, responsesKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
@@ -39,7 +39,10 @@ func parseResponses(obj string) (Request, *apierror.Error) {
 	if r.Model, err = checkModel(f[rsModel]); err != nil {
 		return r, err
 	}
-	if r.PromptBytes, err = responsesInput(f[rsInput]); err != nil {
+	if r.PromptBytes, err = r.responsesInput(f[rsInput]); err != nil {
+		return r, err
+	}
+	if err = r.topExtensions(f[rsNumKeys:]); err != nil {
 		return r, err
 	}
 	if err = optString("instructions", f[rsInstructions]); err != nil {
@@ -69,7 +72,7 @@ var itemKeys = []string{"type", "role", "content", "output"}
 
 // responsesInput checks input (a string or an array of inline items) and returns the size
 // of its text.
-func responsesInput(v string) (int64, *apierror.Error) {
+func (r *Request) responsesInput(v string) (int64, *apierror.Error) {
 	switch kindOf(v) {
 	case kString:
 		return textLen(v), nil
@@ -109,7 +112,7 @@ func responsesInput(v string) (int64, *apierror.Error) {
 		}
 		for k, name := range [...]string{".content", ".output"} {
 			var sz int64
-			sz, err = responsesContent(f[2+k], func() string { return at("input", i, name) })
+			sz, err = r.responsesContent(f[2+k], func() string { return at("input", i, name) })
 			if err != nil {
 				return false
 			}
@@ -123,12 +126,15 @@ func responsesInput(v string) (int64, *apierror.Error) {
 	return size, err
 }
 
-var partKeys = []string{"type", "text", "image_url", "file_id", "file_url"}
+// partKeys are the keys of a Responses content part the gateway reads: type, text, file_id,
+// file_url, then mediaKeys (image_url is one of them).
+var partKeys = append([]string{"type", "text", "file_id", "file_url"}, mediaKeys...)
 
 // responsesContent checks an item's content or a function_call_output's output: a string, or
-// an array of parts of which only inline data is accepted. param builds the field's name
-// (called on error paths only).
-func responsesContent(v string, param func() string) (int64, *apierror.Error) {
+// an array of parts of which only inline data is accepted (on every route: chat-style
+// remote media keys are refused here too). param builds the field's name (called on error
+// paths only).
+func (r *Request) responsesContent(v string, param func() string) (int64, *apierror.Error) {
 	switch kindOf(v) {
 	case kString:
 		return textLen(v), nil
@@ -145,23 +151,30 @@ func responsesContent(v string, param func() string) (int64, *apierror.Error) {
 			err = bad(at(param(), j, ""), "each content part must be an object")
 			return false
 		}
-		var f [5]string
+		var f [4 + numMediaKeys]string
 		if d := pick(part, partKeys, f[:]); d != "" {
 			err = dupKey(at(param(), j, "."), d)
 			return false
 		}
 		switch f[0] {
 		case `"input_image"`:
-			if given(f[3]) {
+			if given(f[2]) {
 				err = bad(at(param(), j, ".file_id"), "file references are not supported; send the image inline as a data: URL")
-			} else if given(f[2]) && !isDataURL(f[2]) {
+			} else if given(f[4]) && !isDataURL(f[4]) {
 				err = bad(at(param(), j, ".image_url"), "remote image URLs are not fetched; send the image inline as a data: URL")
 			}
 		case `"input_file"`:
-			if given(f[3]) {
+			if given(f[2]) {
 				err = bad(at(param(), j, ".file_id"), "file references are not supported; send the file inline in file_data")
-			} else if given(f[4]) {
+			} else if given(f[3]) {
 				err = bad(at(param(), j, ".file_url"), "remote file URLs are not fetched; send the file inline in file_data")
+			}
+		}
+		if err == nil && hasMedia(f[4:]) {
+			var remote string
+			remote, err = r.media(f[4:], func() string { return at(param(), j, "") })
+			if err == nil && remote != "" {
+				err = bad(remote, remote+": remote media are not fetched; send the content inline as a data: URL or base64")
 			}
 		}
 		size += textLen(f[1])

@@ -115,20 +115,26 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 				return
 			}
 		}
+		// Remote media and provider extensions narrow the routes to those that allow them.
+		cands, verr := valueCandidates(m.Candidates(p.acct.Residency, e), &req)
+		if verr != nil {
+			writeError(ctx, verr)
+			return
+		}
 		if servesOwnProtocol(e) {
-			c := newUpstreamCall(p, m, e, &req, body, start)
+			c := newUpstreamCall(p, m, e, cands, &req, body, start)
 			s.serveProtocol(ctx, &c) // Messages-style, Responses-style, decision model (protocol.go)
 			return
 		}
 		// A separate variable: the protocol path lets its call escape (a body builder holds
 		// it); the pass-through call stays on the stack.
-		c := newUpstreamCall(p, m, e, &req, body, start)
+		c := newUpstreamCall(p, m, e, cands, &req, body, start)
 		s.passThrough(ctx, &c)
 	}
 }
 
-func newUpstreamCall(p principal, m *catalog.Model, e catalog.Endpoint, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
-	return upstreamCall{p: p, m: m, e: e, cands: m.Candidates(p.acct.Residency, e),
+func newUpstreamCall(p principal, m *catalog.Model, e catalog.Endpoint, cands []catalog.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
+	return upstreamCall{p: p, m: m, e: e, cands: cands,
 		stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
 }
 

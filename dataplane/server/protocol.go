@@ -51,7 +51,7 @@ func servesOwnProtocol(e catalog.Endpoint) bool {
 
 // serveProtocol forwards a Messages-style, Responses-style or decision-model request on
 // every eligible candidate, native or translated, and answers the client in its protocol.
-// c.cands must be m.Candidates(policy, c.e); c.body is set here.
+// c.cands must be m.Candidates(policy, c.e), narrowed by valueCandidates; c.body is set here.
 func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	c.body = translatingBody(c)
 	ex := s.forward(ctx, c)

@@ -115,6 +115,15 @@ type Route struct {
 	FirstByteTimeoutMS int `json:"first_byte_timeout_ms,omitempty"`
 	IdleTimeoutMS      int `json:"idle_timeout_ms,omitempty"`
 	TotalTimeoutMS     int `json:"total_timeout_ms,omitempty"`
+	// AllowRemoteMedia lets this route serve chat content parts that make the upstream
+	// fetch a remote resource (image_url, video_url or audio_url with a URL that is not a
+	// data: URL, input_audio or file data given as a URL, file references). Off by default:
+	// such requests are refused unless one of their eligible routes allows them.
+	AllowRemoteMedia bool `json:"allow_remote_media,omitempty"`
+	// AllowExtensions names the provider extension fields (see Extensions) this route
+	// accepts. Empty by default: requests using any of them are refused unless one of their
+	// eligible routes allows every extension they use.
+	AllowExtensions []string `json:"allow_extensions,omitempty"`
 }
 
 // Balance is an account's balance in micro-SEK.

@@ -86,6 +86,9 @@ type Route struct {
 	Country        string   `json:"country"`
 	Priority       int      `json:"priority"`
 	Weight         int      `json:"weight"`
+	// Opt-ins for request values refused by default (see shared/snapshot.Route).
+	AllowRemoteMedia bool     `json:"allow_remote_media,omitempty"`
+	AllowExtensions  []string `json:"allow_extensions,omitempty"`
 }
 
 // Model is a catalogue model with its price and routes.

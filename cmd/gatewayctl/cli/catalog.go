@@ -106,9 +106,11 @@ func (a *app) routesCmd() *cobra.Command {
 			rows := make([][]string, 0, len(l.Data))
 			for _, r := range l.Data {
 				rows = append(rows, []string{r.ID, r.Model, r.Provider, r.Region, r.Country,
-					strconv.Itoa(r.Priority), strconv.Itoa(r.Weight), list(r.Protocols), yesNo(r.Translate), r.BaseURL})
+					strconv.Itoa(r.Priority), strconv.Itoa(r.Weight), list(r.Protocols), yesNo(r.Translate),
+					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), r.BaseURL})
 			}
-			return a.table([]any{"ID", "Model", "Provider", "Region", "Country", "Priority", "Weight", "Protocols", "Translate", "Base URL"}, rows)
+			return a.table([]any{"ID", "Model", "Provider", "Region", "Country", "Priority", "Weight", "Protocols", "Translate",
+				"Remote media", "Extensions", "Base URL"}, rows)
 		},
 	}
 	return group("routes", "Inspect routes", listCmd)
@@ -188,6 +190,9 @@ type catalogFile struct {
 			TotalTimeoutMS     int      `yaml:"total_timeout_ms"`
 			// ContinuousUsageStats: see shared/snapshot.Route.
 			ContinuousUsageStats bool `yaml:"continuous_usage_stats"`
+			// AllowRemoteMedia, AllowExtensions: see shared/snapshot.Route.
+			AllowRemoteMedia bool     `yaml:"allow_remote_media"`
+			AllowExtensions  []string `yaml:"allow_extensions"`
 		} `yaml:"routes"`
 	} `yaml:"models"`
 }

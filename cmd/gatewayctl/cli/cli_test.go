@@ -77,7 +77,7 @@ const acctSuspendedJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","r
 const keyJSON = `{"id":"key_0123456789ab","secret":"sgw_0123456789ab_0123456789abcdef0123456789abcdef01234567","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":"2027-01-30T10:00:00Z"}`
 const keysJSON = `{"data":[{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null},{"id":"key_ba9876543210","account_id":"acct_0123456789abcdef","name":"","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-02T10:00:00Z"}]}`
 const modelsJSON = `{"data":[{"id":"llama-3.1-8b-instruct","aliases":["meta-llama/Llama-3.1-8B-Instruct"],"endpoint":"/v1/chat/completions","created":1721692800,"context_tokens":131072,"tokenizer":"meta-llama/Llama-3.1-8B-Instruct","input_ore_per_million_tokens":150,"output_ore_per_million_tokens":300,"routes":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100}]}]}`
-const routesJSON = `{"data":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions","/v1/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100}]}`
+const routesJSON = `{"data":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions","/v1/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100,"allow_remote_media":true,"allow_extensions":["prompt_embeds","chat_template"]}]}`
 
 func TestCommands(t *testing.T) {
 	tests := []struct {
@@ -138,7 +138,8 @@ func TestCommands(t *testing.T) {
 		{"models list", []string{"models", "list"}, "GET", "/admin/v1/models", 200, modelsJSON, "",
 			[]string{"INPUT ÖRE/M", "llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", "/v1/chat/completions", "131072", "150", "300"}, ""},
 		{"routes list", []string{"routes", "list"}, "GET", "/admin/v1/routes", 200, routesJSON, "",
-			[]string{"BASE URL", "sim-se-llama", "se-sto", "SE", "/v1/chat/completions,/v1/completions", "http://127.0.0.1:8090/v1"}, ""},
+			[]string{"BASE URL", "REMOTE MEDIA", "EXTENSIONS", "sim-se-llama", "se-sto", "SE", "/v1/chat/completions,/v1/completions",
+				"prompt_embeds,chat_template", "http://127.0.0.1:8090/v1"}, ""},
 		{"nodes list", []string{"nodes", "list"}, "GET", "/admin/v1/nodes", 200, `{"data":[{"node_id":"local-1","applied_version":7,"last_seen":"2026-11-01T10:00:00Z"}]}`, "",
 			[]string{"APPLIED VERSION", "local-1", "7", "2026-11-01 10:00:00Z", "ago"}, ""},
 		{"snapshot", []string{"snapshot"}, "GET", "/admin/v1/snapshot", 200, `{"version":7,"hash":"abc123","generated_at":"2026-11-01T10:00:00Z"}`, "",
@@ -326,6 +327,8 @@ models:
         priority: 2
         weight: 50
         first_byte_timeout_ms: 5000
+        allow_remote_media: true
+        allow_extensions: [prompt_embeds]
 `), 0o600)
 	code, out, errOut := runCLI(t, srv, "catalog", "load", file)
 	if code != 0 {
@@ -341,7 +344,8 @@ models:
 	m := sent["models"].([]any)[0].(map[string]any)
 	r2 := m["routes"].([]any)[1].(map[string]any)
 	if m["id"] != "llama-3.1-8b-instruct" || m["context_tokens"] != float64(131072) || m["aliases"].([]any)[0] != "meta-llama/Llama-3.1-8B-Instruct" ||
-		r2["credentials_ref"] != "env:SIM_KEY" || r2["first_byte_timeout_ms"] != float64(5000) || r2["priority"] != float64(2) {
+		r2["credentials_ref"] != "env:SIM_KEY" || r2["first_byte_timeout_ms"] != float64(5000) || r2["priority"] != float64(2) ||
+		r2["allow_remote_media"] != true || r2["allow_extensions"].([]any)[0] != "prompt_embeds" {
 		t.Errorf("sent %s", f.got[0].body)
 	}
 
