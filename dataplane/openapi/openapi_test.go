@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // decoded returns the embedded document as plain JSON values.
@@ -515,7 +517,8 @@ func TestGatewayChoicesDocumented(t *testing.T) {
 	doc := decoded(t)
 	choices := asMap(doc["x-gateway-choices"])
 	for _, k := range []string{"healthz_body", "residency_header", "error_types", "error_codes", "request_list_pagination",
-		"systemone_answers", "usage_30d_fields", "request_record_results", "signup_redirects", "cors", "head", "options"} {
+		"systemone_answers", "usage_30d_fields", "request_record_results", "signup_redirects", "cors", "head", "options",
+		"request_values"} {
 		if choices[k] == nil {
 			t.Errorf("x-gateway-choices.%s missing", k)
 		}
@@ -530,6 +533,22 @@ func TestGatewayChoicesDocumented(t *testing.T) {
 		"provider_timeout", "not_ready", "internal_error", "payment_provider_error", "invalid_signature"} {
 		if codes[c] == nil {
 			t.Errorf("error code %s not documented", c)
+		}
+	}
+	// Every extension a route can allow is documented, and nothing else.
+	values := asMap(choices["request_values"])
+	fields := asMap(values["extension_fields"])
+	for _, e := range snapshot.Extensions {
+		if fields[e] == nil {
+			t.Errorf("extension %s not documented in request_values.extension_fields", e)
+		}
+	}
+	if len(fields) != len(snapshot.Extensions) {
+		t.Errorf("request_values.extension_fields lists %d fields, shared/snapshot %d", len(fields), len(snapshot.Extensions))
+	}
+	for _, k := range []string{"text", "numbers", "remote_media", "extensions"} {
+		if s, _ := values[k].(string); s == "" {
+			t.Errorf("request_values.%s missing", k)
 		}
 	}
 	signup := asMap(asMap(asMap(asMap(doc["paths"])["/v1/service/signup"])["post"])["x-gateway-choices"])
