@@ -19,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
@@ -38,6 +39,9 @@ type options struct {
 	maxAttempts     int
 	requestTimeout  time.Duration
 	limitShareNodes int
+	// Public edge (issue 12).
+	edge           server.Config
+	trustedProxies string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -64,6 +68,15 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.upstream.TotalTimeout, "upstream-total-timeout", 10*time.Minute, "one upstream exchange, streams included (route total_timeout_ms overrides)")
 	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
 	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
+	fs.DurationVar(&o.edge.HeaderTimeout, "header-timeout", 10*time.Second, "longest time to receive a request's line and headers (from the connection's accept or the request's first byte)")
+	fs.DurationVar(&o.edge.BodyIdleTimeout, "body-idle-timeout", 10*time.Second, "longest wait for request body bytes (and for a body's first 8 KiB after its headers)")
+	fs.IntVar(&o.edge.MinBodyRate, "min-body-rate", 4096, "lowest average request-body rate in bytes/s once a body takes longer than --body-idle-timeout (negative: off)")
+	fs.DurationVar(&o.edge.IdleTimeout, "keepalive-timeout", 60*time.Second, "longest idle time of a keep-alive client connection between requests")
+	fs.DurationVar(&o.edge.WriteTimeout, "write-timeout", 30*time.Second, "longest wait of one write to a client (answers and each stream flush): a client that stops reading is cut and its upstream request cancelled")
+	fs.IntVar(&o.edge.MaxHeaderBytes, "max-header-bytes", 8192, "largest request line plus headers; larger requests get 431")
+	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
+	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open client connections per client address (IPv4 address or IPv6 /64; trusted proxies exempt); more are answered 429 and closed (negative: no cap)")
+	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies in front of the node whose X-Forwarded-For names the client (default none: the TCP peer is the client)")
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
@@ -72,6 +85,22 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.nodeID == "" {
 		o.nodeID = "dataplane"
+	}
+	tp, err := edge.ParseProxies(o.trustedProxies)
+	if err != nil {
+		return o, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	o.edge.TrustedProxies = tp
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"header-timeout", o.edge.HeaderTimeout}, {"body-idle-timeout", o.edge.BodyIdleTimeout}, {"keepalive-timeout", o.edge.IdleTimeout}, {"write-timeout", o.edge.WriteTimeout}} {
+		if d.v <= 0 {
+			return o, fmt.Errorf("--%s must be positive", d.name)
+		}
+	}
+	if o.edge.MaxHeaderBytes < 1024 {
+		return o, errors.New("--max-header-bytes must be at least 1024")
 	}
 	if o.limitShareNodes < 1 {
 		return o, errors.New("--limit-share-nodes must be at least 1")
@@ -124,14 +153,14 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	requestMetrics := metrics.NewSet()
 	metrics.RegisterSet(requestMetrics) // served by the ops listener's /metrics
 	defer metrics.UnregisterSet(requestMetrics, true)
-	srv, err := server.New(server.Config{
-		Metrics: requestMetrics,
-		Store:   store, Meter: usageMeter, Pool: proxy.NewPool(o.upstream),
-		Health:      routing.NewHealth(withLogger(o.breaker, log)),
-		Limiter:     limiter,
-		MaxAttempts: o.maxAttempts, RequestTimeout: o.requestTimeout,
-		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DocsURL: o.docsURL, Logger: log,
-	})
+	cfg := o.edge // the public edge's timeouts, caps and trusted proxies
+	cfg.Metrics = requestMetrics
+	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
+	cfg.Health = routing.NewHealth(withLogger(o.breaker, log))
+	cfg.Limiter = limiter
+	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
+	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, log
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}

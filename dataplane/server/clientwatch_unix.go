@@ -3,7 +3,9 @@
 package server
 
 import (
+	"errors"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -53,7 +55,7 @@ func (w *clientWatch) start(c net.Conn, call *proxy.Call) {
 func watchSocket(rc syscall.RawConn, call *proxy.Call, done chan<- struct{}) {
 	var buf [1]byte
 	gone := false
-	_ = rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK || err == syscall.EINTR:
@@ -63,7 +65,9 @@ func watchSocket(rc syscall.RawConn, call *proxy.Call, done chan<- struct{}) {
 		}
 		return true
 	})
-	if gone {
+	// An error other than the deadline stop sets means the server closed the connection
+	// (e.g. a write to a client that stopped reading timed out): the client is gone too.
+	if gone || (err != nil && !errors.Is(err, os.ErrDeadlineExceeded)) {
 		call.Cancel()
 	}
 	done <- struct{}{}

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"net"
+	"net/netip"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -36,6 +36,10 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 		writeError(ctx, errControlPlane)
 		return
 	}
+	body, ok := s.readBody(ctx, maxForwardBody, errTooLargeForward)
+	if !ok {
+		return
+	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -58,10 +62,10 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 		req.Header.Set(internalapi.HeaderAccountID, accountID)
 		req.Header.Set(internalapi.HeaderKeyID, keyID)
 	}
-	if ip, _, err := net.SplitHostPort(ctx.RemoteAddr().String()); err == nil {
-		req.Header.Set("X-Forwarded-For", ip)
+	if a, ok := s.clientAddr(ctx); ok {
+		req.Header.Set("X-Forwarded-For", a.String())
 	}
-	req.SetBodyRaw(ctx.PostBody())
+	req.SetBodyRaw(body)
 
 	if err := s.cp.DoTimeout(req, resp, 30*time.Second); err != nil {
 		s.log.Warn("forward to control plane failed", "path", string(ctx.Path()), "err", err)
@@ -75,4 +79,18 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 		}
 	}
 	ctx.SetBody(resp.Body())
+}
+
+// clientAddr is the client's address: the TCP peer, or when the peer is a trusted proxy the
+// address its X-Forwarded-For names (edge.Proxies.ClientAddr).
+func (s *Server) clientAddr(ctx *fasthttp.RequestCtx) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(ctx.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	peer := ap.Addr().Unmap()
+	if !s.cfg.TrustedProxies.Trusted(peer) {
+		return peer, true
+	}
+	return s.cfg.TrustedProxies.ClientAddr(peer, ctx.Request.Header.PeekAll("X-Forwarded-For")), true
 }

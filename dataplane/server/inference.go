@@ -90,9 +90,12 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 		if !ok {
 			return
 		}
-		body := ctx.PostBody()
-		if e == catalog.EPSystemOne && len(body) > maxSystemOneBody {
-			writeError(ctx, errTooLargeSystemOne)
+		limit, tooLarge := MaxBodySize, errTooLarge
+		if e == catalog.EPSystemOne {
+			limit, tooLarge = maxSystemOneBody, errTooLargeSystemOne
+		}
+		body, ok := s.readBody(ctx, limit, tooLarge)
+		if !ok {
 			return
 		}
 		req, perr := reqparse.Parse(e.Path(), body)
@@ -307,7 +310,11 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 	}
 	// reqparse applies every count_tokens rule and bounds nesting before any recursive
 	// parser sees the client's bytes.
-	req, perr := reqparse.Parse(reqparse.EndpointCountTokens, ctx.PostBody())
+	body, ok := s.readBody(ctx, MaxBodySize, errTooLarge)
+	if !ok {
+		return
+	}
+	req, perr := reqparse.Parse(reqparse.EndpointCountTokens, body)
 	if perr != nil {
 		writeError(ctx, perr)
 		return

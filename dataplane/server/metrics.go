@@ -21,6 +21,8 @@ type requestMetrics struct {
 	requests [numEP][len(results)]*metrics.Counter
 	tokens   [numEP][2]*metrics.Counter // prompt, completion
 	duration [numEP]*metrics.Histogram
+	// refusedTotal and refusedPerAddr count connections refused over the connection caps.
+	refusedTotal, refusedPerAddr *metrics.Counter
 }
 
 func newRequestMetrics(set *metrics.Set) *requestMetrics {
@@ -34,7 +36,18 @@ func newRequestMetrics(set *metrics.Set) *requestMetrics {
 		m.tokens[e][1] = set.NewCounter(`gateway_tokens_total{` + ep + `,kind="completion"}`)
 		m.duration[e] = set.NewHistogram(`gateway_request_duration_seconds{` + ep + `}`)
 	}
+	m.refusedTotal = set.NewCounter(`gateway_connections_refused_total{reason="total"}`)
+	m.refusedPerAddr = set.NewCounter(`gateway_connections_refused_total{reason="per_addr"}`)
 	return m
+}
+
+// refused counts a connection refused over a cap ("total" or "per_addr").
+func (m *requestMetrics) refused(reason string) {
+	if reason == "total" {
+		m.refusedTotal.Inc()
+		return
+	}
+	m.refusedPerAddr.Inc()
 }
 
 // observe counts one finished request of the record.

@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -67,9 +68,29 @@ type Config struct {
 	DocsURL string
 	// Register, when set, adds routes (e.g. /openapi.json, /docs) before the server starts.
 	Register func(r *router.Router)
-	// ReadTimeout bounds reading a request (default 60s); IdleTimeout bounds keep-alive
-	// idleness (default 120s).
-	ReadTimeout, IdleTimeout time.Duration
+	// HeaderTimeout bounds reading a request's headers, from its first byte (on a new
+	// connection: from the accept) (default 10s).
+	HeaderTimeout time.Duration
+	// BodyIdleTimeout bounds each wait for request body bytes, and the wait for the first
+	// 8 KiB of a body after its headers (default 10s).
+	BodyIdleTimeout time.Duration
+	// MinBodyRate is the lowest average rate, in bytes per second, at which a request body
+	// may arrive once it has taken longer than BodyIdleTimeout (default 4096; negative: off).
+	MinBodyRate int
+	// IdleTimeout bounds keep-alive idleness between requests (default 60s).
+	IdleTimeout time.Duration
+	// WriteTimeout bounds every single write to a client, stream flushes included: a client
+	// that stops reading is cut and its upstream request cancelled (default 30s).
+	WriteTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers; larger ones get 431 (default 8192).
+	MaxHeaderBytes int
+	// MaxConns caps open client connections in total; MaxConnsPerAddr per client address
+	// (IPv4 address or IPv6 /64; trusted proxies exempt). Over a cap a connection is answered
+	// 503 or 429 and closed (defaults 10000 and 100; negative: no cap).
+	MaxConns, MaxConnsPerAddr int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client (default none:
+	// the TCP peer is the client).
+	TrustedProxies *edge.Proxies
 	// Concurrency caps concurrent connections (default 256k).
 	Concurrency int
 	Logger      *slog.Logger
@@ -101,12 +122,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Selector == nil {
 		cfg.Selector = &routing.Selector{}
 	}
-	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = 60 * time.Second
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = 120 * time.Second
-	}
+	defDur(&cfg.HeaderTimeout, 10*time.Second)
+	defDur(&cfg.BodyIdleTimeout, 10*time.Second)
+	defDur(&cfg.IdleTimeout, 60*time.Second)
+	defDur(&cfg.WriteTimeout, 30*time.Second)
+	defInt(&cfg.MinBodyRate, 4096)
+	defInt(&cfg.MaxHeaderBytes, 8192)
+	defInt(&cfg.MaxConns, 10000)
+	defInt(&cfg.MaxConnsPerAddr, 100)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 256 * 1024
 	}
@@ -153,19 +176,30 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.router = s.routes()
 	s.srv = &fasthttp.Server{
-		Handler:                       s.handle,
-		ErrorHandler:                  s.handleServerError,
-		Name:                          "sekgate",
-		MaxRequestBodySize:            MaxBodySize,
-		ReadTimeout:                   cfg.ReadTimeout,
-		IdleTimeout:                   cfg.IdleTimeout,
+		Handler:      s.handle,
+		ErrorHandler: s.handleServerError,
+		Name:         "sekgate",
+		// Bodies are streamed: fasthttp reads at most 8 KiB of one before the handler runs,
+		// and handlers read the rest only after authentication and the size check
+		// (body.go). MaxRequestBodySize, set per endpoint in HeaderReceived, only caps that
+		// first read.
+		StreamRequestBody:  true,
+		MaxRequestBodySize: MaxBodySize,
+		HeaderReceived:     s.headerReceived,
+		ReadBufferSize:     cfg.MaxHeaderBytes,
+		// The header timeout: fasthttp sets it at the accept and at each request's first
+		// byte; HeaderReceived replaces it with the body's.
+		ReadTimeout: cfg.HeaderTimeout,
+		IdleTimeout: cfg.IdleTimeout,
+		// No WriteTimeout here: streams are long. The listener puts a deadline on every
+		// single write instead (Serve).
 		Concurrency:                   cfg.Concurrency,
 		DisablePreParseMultipartForm:  true,
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
+		SecureErrorLogMessage:         true,
 		CloseOnShutdown:               true,
 		Logger:                        fasthttpLogger{cfg.Logger},
-		// Streams are long: no WriteTimeout; a dead client shows as a failed flush.
 	}
 	return s, nil
 }
@@ -173,8 +207,31 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the request handler (for tests and embedding).
 func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
 
-// Serve serves on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve serves on ln until Shutdown, within the connection caps and the per-write deadline.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(s.Listener(ln)) }
+
+// Listener wraps ln with the server's connection caps and write deadline.
+func (s *Server) Listener(ln net.Listener) *edge.Listener {
+	return edge.NewListener(ln, edge.ListenerConfig{
+		MaxConns: max(s.cfg.MaxConns, 0), MaxConnsPerAddr: max(s.cfg.MaxConnsPerAddr, 0),
+		Trusted: s.cfg.TrustedProxies, WriteTimeout: s.cfg.WriteTimeout,
+		RefuseTotal:   edge.Response(503, "Service Unavailable", errTooManyConns.JSON(false), "Retry-After", "1"),
+		RefusePerAddr: edge.Response(429, "Too Many Requests", errTooManyAddrConns.JSON(false), "Retry-After", "1"),
+		OnRefuse:      s.metrics.refused,
+		Logger:        s.log,
+	})
+}
+
+// headerReceived runs after a request's headers, before fasthttp reads any of its body:
+// the body's first read (at most 8 KiB) gets BodyIdleTimeout. A declared length over the
+// endpoint's limit caps that read at one byte, so the 413 follows the headers at once.
+func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	limit := bodyLimit(h.RequestURI())
+	if h.ContentLength() > limit {
+		limit = 1
+	}
+	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: limit}
+}
 
 // Shutdown stops accepting connections and waits for open requests (streams included) to end.
 func (s *Server) Shutdown() error { return s.srv.Shutdown() }
@@ -184,7 +241,21 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	var id [requestIDLen]byte
 	newRequestID(&id, s.now())
 	ctx.Response.Header.SetBytesV("X-Request-Id", id[:])
+	if cl := ctx.Request.Header.ContentLength(); cl != -2 && badFraming(ctx.Request.Header.RawHeaders()) {
+		ctx.SetConnectionClose()
+		writeError(ctx, errFraming)
+		return
+	}
 	s.router.Handler(ctx)
+	if bodyLeft(ctx) {
+		// The handler answered without reading the body (a refusal): what follows on the
+		// connection is body, not a request. Close after the answer, draining a little so
+		// the client reads the answer rather than a reset.
+		ctx.SetConnectionClose()
+		if l, ok := ctx.Conn().(interface{ Linger() }); ok {
+			l.Linger()
+		}
+	}
 }
 
 // handleServerError answers errors fasthttp meets before the handler runs (oversized or
@@ -193,16 +264,19 @@ func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	var id [requestIDLen]byte
 	newRequestID(&id, s.now())
 	ctx.Response.Header.SetBytesV("X-Request-Id", id[:])
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		writeError(ctx, errTooLarge)
-		return
-	}
+	ctx.SetConnectionClose() // fasthttp closes after these anyway; say so
+	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		writeError(ctx, apierror.New(408, apierror.TypeInvalidRequest, "request_timeout", "timed out reading the request"))
-		return
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, errTooLarge)
+	case errors.As(err, &small):
+		writeError(ctx, errHeadersTooLarge)
+	case errors.As(err, &ne) && ne.Timeout():
+		writeError(ctx, errReadTimeout)
+	default:
+		writeError(ctx, errBadRequest)
 	}
-	writeError(ctx, errBadRequest)
 }
 
 // requestID returns the ID set on the response.
@@ -216,5 +290,17 @@ type fasthttpLogger struct{ l *slog.Logger }
 func (f fasthttpLogger) Printf(format string, args ...any) {
 	if f.l.Enabled(context.Background(), slog.LevelDebug) {
 		f.l.Debug(fmt.Sprintf(format, args...))
+	}
+}
+
+func defDur(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+func defInt(n *int, v int) {
+	if *n == 0 {
+		*n = v
 	}
 }

@@ -76,7 +76,7 @@ func startSimGateway(t testing.TB, routes []snapshot.Route, opts ...func(*Config
 		Health: routing.NewHealth(routing.HealthConfig{ConsecutiveFailures: 3, OpenFor: 300 * time.Millisecond})}
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(snap.Balances, snap.BalanceSeq)
-	cfg := Config{Store: g.Store, Meter: g.Meter, Health: g.Health, ReadTimeout: 5 * time.Second,
+	cfg := Config{Store: g.Store, Meter: g.Meter, Health: g.Health, HeaderTimeout: 5 * time.Second,
 		Pool: proxy.NewPool(proxy.Config{ConnectTimeout: time.Second, FirstByteTimeout: 2 * time.Second})}
 	for _, o := range opts {
 		o(&cfg)
@@ -93,7 +93,7 @@ func startSimGateway(t testing.TB, routes []snapshot.Route, opts ...func(*Config
 	go g.Srv.Serve(ln)
 	t.Cleanup(func() { _ = g.Srv.Shutdown() })
 	// fasthttp's Shutdown waits for connections that never sent a request (Go's transport
-	// may dial one more than it uses) until ReadTimeout: close the client side first.
+	// may dial one more than it uses) until HeaderTimeout: close the client side first.
 	t.Cleanup(testClient.CloseIdleConnections)
 	g.URL = "http://" + ln.Addr().String()
 	return g

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// The server streams request bodies (fasthttp StreamRequestBody): before a handler runs,
+// fasthttp reads at most the first prefetchMax bytes of a body, within BodyIdleTimeout of
+// the headers. Handlers authenticate and check the declared length first and only then read
+// the rest with readBody, into a buffer that grows as bytes arrive and never past the
+// endpoint's limit. No allocation is ever sized by a header.
+const prefetchMax = 8 << 10
+
+var (
+	errBodyTimeout = apierror.New(408, apierror.TypeInvalidRequest, "request_timeout",
+		"the request body arrived too slowly")
+	errBadBody = apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request body framing")
+	errFraming = apierror.New(400, apierror.TypeInvalidRequest, "",
+		"malformed request framing: Content-Length together with Transfer-Encoding")
+	errHeadersTooLarge = apierror.New(431, apierror.TypeInvalidRequest, "request_header_fields_too_large",
+		"request headers too large")
+	errReadTimeout     = apierror.New(408, apierror.TypeInvalidRequest, "request_timeout", "timed out reading the request")
+	errTooLargeForward = apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+		"request body exceeds the 1 MiB limit of this endpoint")
+	errTooManyConns = apierror.New(503, apierror.TypeOverloaded, "too_many_connections",
+		"the gateway has too many open connections; retry shortly")
+	errTooManyAddrConns = apierror.New(429, apierror.TypeRateLimit, "too_many_connections",
+		"too many open connections from this address; reuse connections or close idle ones")
+)
+
+// bodyLimit is the size limit of the body of a request to path.
+func bodyLimit(path []byte) int {
+	switch {
+	case bytes.HasPrefix(path, systemOnePath):
+		return maxSystemOneBody
+	case bytes.HasPrefix(path, servicePath), bytes.HasPrefix(path, stripePath):
+		return maxForwardBody
+	}
+	return MaxBodySize
+}
+
+// maxForwardBody is the limit on bodies forwarded to the control plane (signup, top-up,
+// payment webhooks).
+const maxForwardBody = 1 << 20
+
+var (
+	systemOnePath = []byte("/v1/systemone")
+	servicePath   = []byte("/v1/service/")
+	stripePath    = []byte("/v1/stripe/")
+)
+
+// readBody returns the request's body, at most limit bytes (tooLarge answers a longer one).
+// A body that is still on the wire is read here with a deadline per read (BodyIdleTimeout)
+// and a minimum average rate (MinBodyRate, after the first BodyIdleTimeout). On failure it
+// has answered the client and marked the connection to be closed.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, limit int, tooLarge *apierror.Error) ([]byte, bool) {
+	if !ctx.Request.IsBodyStream() {
+		// Built in process (tests, benchmarks) or already read.
+		b := ctx.PostBody()
+		if len(b) > limit {
+			ctx.SetConnectionClose()
+			writeError(ctx, tooLarge)
+			return nil, false
+		}
+		return b, true
+	}
+	cl := ctx.Request.Header.ContentLength()
+	if cl > limit {
+		ctx.SetConnectionClose()
+		writeError(ctx, tooLarge)
+		return nil, false
+	}
+	if cl >= 0 && cl <= prefetchMax {
+		// Read in full before the handler ran (fasthttp's pooled buffer; no network read).
+		return ctx.Request.Body(), true
+	}
+	buf, aerr := s.readStream(ctx, cl, limit, tooLarge)
+	if aerr != nil {
+		ctx.SetConnectionClose()
+		writeError(ctx, aerr)
+		return nil, false
+	}
+	ctx.Request.SetBodyRaw(buf) // also ends the body stream: the connection may be reused
+	return buf, true
+}
+
+// readStream reads a streamed body of declared length cl (-1: chunked).
+func (s *Server) readStream(ctx *fasthttp.RequestCtx, cl, limit int, tooLarge *apierror.Error) ([]byte, *apierror.Error) {
+	r := ctx.RequestBodyStream()
+	c := ctx.Conn()
+	size := 16 << 10
+	if cl > 0 {
+		size = min(size, cl)
+	}
+	buf := make([]byte, 0, size)
+	start := time.Now()
+	idle := s.cfg.BodyIdleTimeout
+	for {
+		if len(buf) == cap(buf) {
+			n := 2 * cap(buf)
+			if cl > 0 {
+				n = min(n, cl)
+			}
+			n = min(n, limit+1)
+			if n <= len(buf) {
+				n = len(buf) + 1
+			}
+			nb := make([]byte, len(buf), n)
+			copy(nb, buf)
+			buf = nb
+		}
+		now := time.Now()
+		if c != nil {
+			_ = c.SetReadDeadline(now.Add(idle))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, tooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var te interface{ Timeout() bool }
+			if errors.As(err, &te) && te.Timeout() {
+				return nil, errBodyTimeout
+			}
+			return nil, errBadBody
+		}
+		if el := time.Since(start); el > idle && s.cfg.MinBodyRate > 0 &&
+			float64(len(buf)) < float64(s.cfg.MinBodyRate)*el.Seconds() {
+			return nil, errBodyTimeout
+		}
+	}
+	if c != nil {
+		// The handler may still wait on the upstream; the next request's deadlines are set
+		// by the server.
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	if cl >= 0 && len(buf) != cl {
+		return nil, errBadBody
+	}
+	return buf, nil
+}
+
+// bodyLeft reports whether part of the request's body may still be unread on the
+// connection (the connection must then be closed after the answer: the next bytes on it
+// are not a request).
+func bodyLeft(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.Request.IsBodyStream() {
+		return false
+	}
+	cl := ctx.Request.Header.ContentLength()
+	return cl == -1 || cl > prefetchMax
+}
+
+// badFraming reports a request whose raw header block has both Content-Length and
+// Transfer-Encoding (RFC 9112 section 6.1: the framing cannot be trusted; fasthttp would
+// serve it by Transfer-Encoding and keep the connection). Two Content-Length headers are
+// refused by fasthttp itself.
+func badFraming(raw []byte) bool {
+	var cl, te bool
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i+1], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(line) == 0 {
+			continue
+		}
+		switch line[0] | 0x20 {
+		case 'c':
+			cl = cl || hasKey(line, "content-length")
+		case 't':
+			te = te || hasKey(line, "transfer-encoding")
+		}
+	}
+	return cl && te
+}
+
+// hasKey reports whether header line starts with key (any case) followed by optional
+// whitespace and a colon.
+func hasKey(line []byte, key string) bool {
+	if len(line) < len(key) || !asciiEqualFold(line[:len(key)], []byte(key)) {
+		return false
+	}
+	rest := bytes.TrimLeft(line[len(key):], " \t")
+	return len(rest) > 0 && rest[0] == ':'
+}

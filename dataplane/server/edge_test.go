@@ -1,0 +1,351 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/dataplane/edge"
+	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// rawExchange writes raw to the gateway on a fresh connection and reads until the gateway
+// closes it (or the deadline), returning every byte received and whether the gateway
+// closed the connection.
+func rawExchange(t *testing.T, url string, raw []byte, wait time.Duration) (string, bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() { _, _ = c.Write(raw) }()
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	var out bytes.Buffer
+	_, err = io.Copy(&out, c)
+	closed := err == nil || !isTimeout(err)
+	return out.String(), closed
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// parseResponses parses every HTTP response in raw.
+func parseResponses(t *testing.T, raw string) []result {
+	t.Helper()
+	br := bufio.NewReader(strings.NewReader(raw))
+	var out []result
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return out
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out = append(out, result{resp.StatusCode, resp.Header, string(b)})
+	}
+}
+
+// TestStrictFraming: ambiguous framing is answered 400 with the JSON envelope and the
+// connection closed, so a request pipelined behind it is never answered (RFC 9112 6.1).
+func TestStrictFraming(t *testing.T) {
+	g := startGateway(t)
+	next := "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+	hdr := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + g.Keys.SE + "\r\nContent-Type: application/json\r\n"
+	body := `{"model":"x"}`
+	chunk := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+	cases := []struct {
+		name, raw string
+		status    int
+	}{
+		{"content-length and chunked", hdr + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk + next, 400},
+		{"chunked and content-length", hdr + "Transfer-Encoding: chunked\r\ncontent-length : 4\r\n\r\n" + chunk + next, 400},
+		{"content-length and identity", hdr + "Transfer-Encoding: identity\r\nContent-Length: 13\r\n\r\n" + body + next, 400},
+		{"two content-lengths", hdr + "Content-Length: 13\r\nContent-Length: 14\r\n\r\n" + body + next, 400},
+		{"two equal content-lengths", hdr + "Content-Length: 13\r\nContent-Length: 13\r\n\r\n" + body + next, 400},
+		{"bad chunk size", hdr + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
+		{"overlong chunk", hdr + "Transfer-Encoding: chunked\r\n\r\n2\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
+		{"negative chunk size", hdr + "Transfer-Encoding: chunked\r\n\r\n-5\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
+		{"huge chunk size", hdr + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
+		{"1 MiB header", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20) + "\r\n\r\n" + next, 431},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, closed := rawExchange(t, g.URL, []byte(c.raw), 5*time.Second)
+			if !closed {
+				t.Fatalf("connection left open; got %q", out)
+			}
+			rs := parseResponses(t, out)
+			if len(rs) != 1 {
+				t.Fatalf("%d answers, want exactly 1: %q", len(rs), out)
+			}
+			checkEnvelope(t, rs[0], c.status, "")
+		})
+	}
+	if n := g.Meter.Count(); n != 0 {
+		t.Errorf("%d records from refused requests", n)
+	}
+	// A well-framed chunked body is still served.
+	ok := hdr + "Transfer-Encoding: chunked\r\n\r\n" + chunk
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, ok+next)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	for i, want := range []int{400, 200} { // messages missing (the body was read whole), then the pipelined healthz
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("answer %d: status %d, want %d: %s", i, resp.StatusCode, want, b)
+		}
+	}
+}
+
+// TestSlowBodyCut: a body that stops arriving is answered 408 after the body idle timeout;
+// one that trickles below the minimum rate is cut too; both connections are closed.
+func TestSlowBodyCut(t *testing.T) {
+	g := startGateway(t, func(c *Config) {
+		c.BodyIdleTimeout = 300 * time.Millisecond
+		c.MinBodyRate = 64 << 10
+	})
+	hdr := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + g.Keys.SE + "\r\nContent-Length: 100000\r\n\r\n"
+	t.Run("stalled", func(t *testing.T) {
+		start := time.Now()
+		out, closed := rawExchange(t, g.URL, []byte(hdr+strings.Repeat("a", 20000)), 5*time.Second)
+		if !closed {
+			t.Fatal("connection left open")
+		}
+		rs := parseResponses(t, out)
+		if len(rs) != 1 {
+			t.Fatalf("answers %q", out)
+		}
+		checkEnvelope(t, rs[0], 408, "request_timeout")
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("took %v", d)
+		}
+	})
+	t.Run("trickle", func(t *testing.T) {
+		c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, hdr+strings.Repeat("a", 9000))
+		go func() { // 100 bytes every 100 ms: under the idle timeout, far under the rate
+			for range 100 {
+				if _, err := io.WriteString(c, strings.Repeat("a", 100)); err != nil {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		checkEnvelope(t, result{resp.StatusCode, resp.Header, string(b)}, 408, "request_timeout")
+	})
+	if n := g.Meter.Count(); n != 0 {
+		t.Errorf("%d records", n)
+	}
+}
+
+// TestLargeBodyStreamed: a body larger than the first read, sent in pieces, arrives whole.
+func TestLargeBodyStreamed(t *testing.T) {
+	g := startGateway(t)
+	pad := strings.Repeat("x", 300<<10)
+	body := `{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"` + pad + `"}]}`
+	r := g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, body)
+	if r.Status == 413 || r.Status == 408 || r.Status == 400 && strings.Contains(r.Body, "framing") {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	if r.Status == 200 && !strings.Contains(g.Up.lastBody(), pad) {
+		t.Error("upstream did not get the whole body")
+	}
+}
+
+// TestConnectionCaps: connections over the per-address cap and over the total cap are
+// answered with the JSON envelope and closed; closing one frees its place.
+func TestConnectionCaps(t *testing.T) {
+	g := startGateway(t, func(c *Config) { c.MaxConnsPerAddr = 2; c.MaxConns = 3 })
+	addr := strings.TrimPrefix(g.URL, "http://")
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	refused := func(status int) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if !resp.Close {
+			t.Error("refusal without Connection: close")
+		}
+		checkEnvelopeNoID(t, result{resp.StatusCode, resp.Header, string(b)}, status)
+	}
+	refused(429)
+	// The per-address cap counts 127.0.0.1; another loopback address is another client.
+	other, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, mustTCPAddr(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, other)
+	c4, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}, mustTCPAddr(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c4.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c4), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c4.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("over the total cap: %d", resp.StatusCode)
+	}
+	// Freeing a place lets a new connection in, and it is served.
+	held[0].Close()
+	held = held[1:]
+	if !waitFor(3*time.Second, func() bool {
+		r, err := http.Get(g.URL + "/healthz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		http.DefaultClient.CloseIdleConnections()
+		return r.StatusCode == 200
+	}) {
+		t.Fatal("a freed place was not reusable")
+	}
+}
+
+func mustTCPAddr(t *testing.T, a string) *net.TCPAddr {
+	ta, err := net.ResolveTCPAddr("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ta
+}
+
+// checkEnvelopeNoID checks a refusal written before any request was read (no request ID).
+func checkEnvelopeNoID(t *testing.T, r result, status int) {
+	t.Helper()
+	if r.Status != status || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		!strings.Contains(r.Body, `"error"`) {
+		t.Fatalf("refusal %d %v %s, want %d with a JSON envelope", r.Status, r.Header, r.Body, status)
+	}
+}
+
+// TestStalledStreamConsumerCut: a client that stops reading a stream (without closing) is
+// cut by the per-write deadline; the upstream request is cancelled at once and the record
+// says cancelled.
+func TestStalledStreamConsumerCut(t *testing.T) {
+	up := startSim(t, "up", sim.Knobs{OutputTokens: 1000000})
+	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)},
+		func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096) // fill the path quickly
+	}
+	body := `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		g.Keys.SE, len(body), body)
+	br := bufio.NewReader(c)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	// Stop reading. The upstream keeps producing until the gateway gives up on us.
+	if !waitFor(10*time.Second, func() bool { return up.Stats().Cancelled == 1 }) {
+		t.Fatalf("upstream not cancelled: %+v", up.Stats())
+	}
+	rec := g.record(t, 1)
+	if rec.Result != usage.ResultCancelled {
+		t.Errorf("record result %q, want cancelled", rec.Result)
+	}
+}
+
+// TestForwardedForTrusted: X-Forwarded-For is believed only from a trusted proxy, and the
+// client address is what the control plane receives.
+func TestForwardedForTrusted(t *testing.T) {
+	got := make(chan string, 4)
+	cp := newHeaderEcho(t, got)
+	for _, c := range []struct {
+		trusted, xff, want string
+	}{
+		{"", "203.0.113.9", "127.0.0.1"},
+		{"127.0.0.0/8", "203.0.113.9", "203.0.113.9"},
+		{"127.0.0.0/8", "198.51.100.1, 10.0.0.5, 127.0.0.9", "10.0.0.5"},
+		{"127.0.0.0/8,10.0.0.0/8", "198.51.100.1, 10.0.0.5", "198.51.100.1"},
+		{"127.0.0.0/8", "garbage, 10.0.0.5", "10.0.0.5"},
+		{"127.0.0.0/8", "10.0.0.5, garbage", "127.0.0.1"},
+	} {
+		p, err := edge.ParseProxies(c.trusted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := startGateway(t, func(cfg *Config) { cfg.TrustedProxies = p; cfg.ControlPlaneURL = cp })
+		r := g.do(t, "POST", "/v1/service/signup", "", `{}`, "X-Forwarded-For", c.xff)
+		if r.Status != 200 {
+			t.Fatalf("status %d %s", r.Status, r.Body)
+		}
+		if v := <-got; v != c.want {
+			t.Errorf("trusted %q xff %q: control plane got %q, want %q", c.trusted, c.xff, v, c.want)
+		}
+	}
+}
+
+// newHeaderEcho is a stand-in control plane that reports the X-Forwarded-For it receives.
+func newHeaderEcho(t *testing.T, got chan<- string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("X-Forwarded-For")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{}`)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
