@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: all build run test test-race vet check-imports fuzz bench bench-short images clean
+.PHONY: all build run test test-race vet check-imports fuzz bench bench-short chaos chaos-short images clean
 
 all: build
 
@@ -66,6 +66,21 @@ bench-short:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
 	$(BIN)/benchrun --short --bin $(BIN) --out $(BENCH_OUT)
+
+## chaos: the real binaries and Postgres under steady mixed load with a hostile upstream,
+## through a control-plane kill, a data-plane kill, a Postgres restart and a hostile-upstream
+## kill; prints requests, records and money per scenario and fails on any inexact figure.
+## chaos-short: the same at small scale (also run by make test as a Go test).
+CHAOS_BINS := dataplane controlplane simulator chaos
+chaos:
+	@mkdir -p $(BIN)
+	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(CHAOS_BINS))
+	$(BIN)/chaos --bin $(BIN)
+
+chaos-short:
+	@mkdir -p $(BIN)
+	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(CHAOS_BINS))
+	$(BIN)/chaos --short --bin $(BIN)
 
 clean:
 	rm -rf $(BIN)
