@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
@@ -137,8 +136,10 @@ func (u *Upstream) TotalTimeout() time.Duration { return u.total }
 
 // RewriteBody makes the minimal edits a same-protocol body needs before it goes upstream:
 // the model name becomes the route's upstream model when it differs, and a stream always
-// asks for usage (so it can be billed). It returns body itself when nothing changes.
-func RewriteBody(body []byte, sentModel, upstreamModel string, stream, clientIncludeUsage bool) ([]byte, error) {
+// asks for usage (so it can be billed); continuousUsage also asks for running usage in
+// every chunk (vLLM's stream_options.continuous_usage_stats, a route flag). It returns
+// body itself when nothing changes.
+func RewriteBody(body []byte, sentModel, upstreamModel string, stream, clientIncludeUsage, continuousUsage bool) ([]byte, error) {
 	var err error
 	if sentModel != upstreamModel {
 		if body, err = sjson.SetBytes(body, "model", upstreamModel); err != nil {
@@ -150,32 +151,12 @@ func RewriteBody(body []byte, sentModel, upstreamModel string, stream, clientInc
 			return nil, err
 		}
 	}
+	if continuousUsage {
+		if body, err = sjson.SetBytes(body, "stream_options.continuous_usage_stats", true); err != nil {
+			return nil, err
+		}
+	}
 	return body, nil
-}
-
-// Usage returns the billed token counts of a complete (non-streaming) response body of
-// endpoint e: chat and completions bill prompt and completion tokens, embeddings only
-// prompt tokens, Responses- and Messages-style bodies input and output tokens.
-func Usage(e catalog.Endpoint, body []byte) (in, out int64, ok bool) {
-	u := gjson.GetBytes(body, "usage")
-	if !u.IsObject() {
-		return 0, 0, false
-	}
-	return usageOf(e, u)
-}
-
-func usageOf(e catalog.Endpoint, u gjson.Result) (in, out int64, ok bool) {
-	switch e {
-	case catalog.EPChat, catalog.EPCompletions:
-		in, out = u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int()
-	case catalog.EPEmbeddings:
-		in = u.Get("prompt_tokens").Int()
-	case catalog.EPResponses, catalog.EPMessages:
-		in, out = u.Get("input_tokens").Int(), u.Get("output_tokens").Int()
-	default:
-		return 0, 0, false
-	}
-	return max(in, 0), max(out, 0), true
 }
 
 // RetryAfter returns the upstream's Retry-After in whole seconds (0 when absent or given

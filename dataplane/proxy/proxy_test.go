@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/tokens"
 )
 
 func TestRewriteBody(t *testing.T) {
@@ -26,7 +27,7 @@ func TestRewriteBody(t *testing.T) {
 		{"client asked usage", "m", "m", true, true, "alias/x", false, true},
 	}
 	for _, c := range cases {
-		out, err := RewriteBody(body, c.sent, c.up, c.stream, c.includeUsage)
+		out, err := RewriteBody(body, c.sent, c.up, c.stream, c.includeUsage, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,27 +46,10 @@ func TestRewriteBody(t *testing.T) {
 	}
 }
 
-func TestUsage(t *testing.T) {
-	cases := []struct {
-		e       catalog.Endpoint
-		body    string
-		in, out int64
-		ok      bool
-	}{
-		{catalog.EPChat, `{"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`, 12, 3, true},
-		{catalog.EPCompletions, `{"usage":{"prompt_tokens":5,"completion_tokens":2}}`, 5, 2, true},
-		{catalog.EPEmbeddings, `{"usage":{"prompt_tokens":8,"completion_tokens":99,"total_tokens":8}}`, 8, 0, true},
-		{catalog.EPResponses, `{"usage":{"input_tokens":4,"output_tokens":6}}`, 4, 6, true},
-		{catalog.EPMessages, `{"usage":{"input_tokens":4,"output_tokens":6}}`, 4, 6, true},
-		{catalog.EPChat, `{"usage":{"prompt_tokens":-5,"completion_tokens":2}}`, 0, 2, true},
-		{catalog.EPChat, `{"usage":null}`, 0, 0, false},
-		{catalog.EPChat, `not json`, 0, 0, false},
-	}
-	for i, c := range cases {
-		in, out, ok := Usage(c.e, []byte(c.body))
-		if in != c.in || out != c.out || ok != c.ok {
-			t.Errorf("case %d: %d %d %v", i, in, out, ok)
-		}
+func TestRewriteBodyContinuousUsage(t *testing.T) {
+	out, err := RewriteBody([]byte(`{"model":"m","stream":true}`), "m", "m", true, false, true)
+	if err != nil || string(out) != `{"model":"m","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}` {
+		t.Fatalf("%s %v", out, err)
 	}
 }
 
@@ -91,7 +75,7 @@ func TestRelayDropsUsageOnlyChunkButBillsIt(t *testing.T) {
 	for _, drop := range []bool{true, false} {
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
-		st := OpenStream(&resp, catalog.EPChat, drop, 0)
+		st := OpenStream(&resp, catalog.EPChat, StreamOptions{DropUsageOnly: drop})
 		var out fakeWriter
 		st.Relay(out.writer())
 		st.Close()
@@ -103,4 +87,80 @@ func TestRelayDropsUsageOnlyChunkButBillsIt(t *testing.T) {
 			t.Errorf("drop=%v: %+v flushes %d", drop, st.Result, out.flushes())
 		}
 	}
+}
+
+// TestRelayValidatesEvents: per protocol, a garbage event ends the stream with
+// ErrInvalidEvent before it is relayed, and generation events are counted for the
+// output estimate.
+func TestRelayValidatesEvents(t *testing.T) {
+	cases := []struct {
+		name       string
+		e          catalog.Endpoint
+		in         string
+		events     int
+		deltas     int64
+		invalid    bool
+		done       bool
+		prompt     int64
+		reportedIn bool
+	}{
+		{"chat ok", catalog.EPChat, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 5, 2, false, true, 0, false},
+		{"chat garbage", catalog.EPChat, "data: {\"choices\":[]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: not json\n\ndata: [DONE]\n\n", 2, 1, true, false, 0, false},
+		{"chat truncated json", catalog.EPChat, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"\n\n", 0, 0, true, false, 0, false},
+		{"completions", catalog.EPCompletions, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n", 3, 2, false, true, 0, false},
+		{"messages", catalog.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {}\n\nevent: content_block_delta\ndata: {}\n\nevent: message_stop\ndata: {}\n\n", 4, 2, false, true, 9, true},
+		{"messages garbage", catalog.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9}}}\n\nevent: content_block_delta\ndata: {]\n\n", 1, 0, true, false, 9, true},
+		{"responses", catalog.EPResponses, "event: response.output_text.delta\ndata: {}\n\nevent: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\n\n", 2, 1, false, true, 4, true},
+		{"responses garbage", catalog.EPResponses, "event: response.output_text.delta\ndata: <p>\n\n", 0, 0, true, false, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var resp fasthttp.Response
+			resp.SetBodyString(c.in)
+			st := OpenStream(&resp, c.e, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
+			var out fakeWriter
+			st.Relay(out.writer())
+			st.Close()
+			r := st.Result
+			if r.Events != c.events || r.Deltas != c.deltas || errors.Is(r.Err, ErrInvalidEvent) != c.invalid ||
+				r.Done != c.done || r.PromptTokens != c.prompt || r.PromptReported != c.reportedIn {
+				t.Fatalf("%+v", r)
+			}
+		})
+	}
+}
+
+// TestPeekRefusesInvalidFirstEvent: an invalid first event is reported by Peek, before
+// anything reaches the client, so the attempt can fail over.
+func TestPeekRefusesInvalidFirstEvent(t *testing.T) {
+	for _, in := range []string{"data: <html>\n\n", "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":101}}\n\n"} {
+		var resp fasthttp.Response
+		resp.SetBodyString(in)
+		st := OpenStream(&resp, catalog.EPChat, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
+		if err := st.Peek(); !IsInvalid(err) {
+			t.Errorf("%q: Peek %v", in, err)
+		}
+		st.Close()
+	}
+}
+
+// FuzzRelay: any upstream stream is relayed without panic, and the usage kept is never
+// negative nor beyond the bounds.
+func FuzzRelay(f *testing.F) {
+	f.Add("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1e999}}\n\ndata: [DONE]\n\n", uint8(0))
+	f.Add("event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":-4}}}\n\n", uint8(2))
+	f.Add("event: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":\"1\"}}}\n\n", uint8(3))
+	f.Fuzz(func(t *testing.T, in string, e uint8) {
+		ep := []catalog.Endpoint{catalog.EPChat, catalog.EPCompletions, catalog.EPMessages, catalog.EPResponses}[int(e)%4]
+		var resp fasthttp.Response
+		resp.SetBodyString(in)
+		st := OpenStream(&resp, ep, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
+		var out fakeWriter
+		st.Relay(out.writer())
+		st.Close()
+		r := st.Result
+		if r.PromptTokens < 0 || r.PromptTokens > 100 || r.CompletionTokens < 0 || r.CompletionTokens > 10 || r.Deltas < 0 {
+			t.Fatalf("%+v", r)
+		}
+	})
 }

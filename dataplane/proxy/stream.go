@@ -13,21 +13,48 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/sse"
+	"github.com/sekgate/gateway/dataplane/tokens"
 )
 
 // ErrStreamTimeout is the stream's error when the upstream's total timeout cut it.
 var ErrStreamTimeout = errors.New("proxy: stream exceeded total timeout")
 
+// Errors of an upstream stream that broke its protocol: the event is not relayed and the
+// stream ends (IsInvalid reports both).
+var (
+	// ErrInvalidEvent: an event's data is not valid JSON in a JSON protocol.
+	ErrInvalidEvent = errors.New("proxy: upstream event is not valid JSON")
+	// ErrInvalidUsage: reported usage is not a count or exceeds what the request made
+	// possible (tokens.Bounds).
+	ErrInvalidUsage = errors.New("proxy: upstream usage out of bounds")
+)
+
+// IsInvalid reports whether err says the upstream broke the protocol (an invalid event or
+// impossible usage), as opposed to a transport failure.
+func IsInvalid(err error) bool {
+	return errors.Is(err, ErrInvalidEvent) || errors.Is(err, ErrInvalidUsage)
+}
+
 // StreamResult is what a relayed stream did.
 type StreamResult struct {
+	// PromptTokens and CompletionTokens are the latest usage the upstream reported, within
+	// the stream's bounds (replaced by the bound when the upstream exceeded it).
 	PromptTokens, CompletionTokens int64
+	// PromptReported and OutputReported say whether the upstream reported each side (in a
+	// final usage chunk, or running usage in earlier events).
+	PromptReported, OutputReported bool
+	// Deltas counts generation events relayed to the client: the base of the output
+	// estimate when the upstream reported no usage (see OutputEstimate).
+	Deltas int64
 	// Done is set once the protocol's terminal event was relayed.
 	Done bool
 	// ClientGone is set when writing to the client failed (disconnect).
 	ClientGone bool
 	// Err is the upstream-side error that ended the stream early (read error, oversized
-	// event, truncated stream, timeout); nil after a clean end.
+	// event, truncated stream, timeout, ErrInvalidEvent, ErrInvalidUsage); nil after a clean
+	// end.
 	Err error
 	// Events counts events written to the client.
 	Events int
@@ -37,32 +64,51 @@ var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, sse.Defau
 
 type closer interface{ CloseWithError(error) error }
 
-// Stream relays one upstream server-sent event stream to a client.
+// StreamOptions are what Stream checks and strips besides relaying.
+type StreamOptions struct {
+	// DropUsageOnly removes the usage-only chunk the gateway asked for on the client's
+	// behalf.
+	DropUsageOnly bool
+	// Total bounds the whole stream (0: unbounded).
+	Total time.Duration
+	// Bounds are the most usage the request can have caused; reported usage beyond them
+	// ends the stream with ErrInvalidUsage. The zero value checks only that counts are
+	// counts.
+	Bounds tokens.Bounds
+}
+
+// Stream relays one upstream server-sent event stream to a client. Every event of a JSON
+// protocol is checked to be valid JSON (the [DONE] sentinel of chat and text completions
+// aside) before it is relayed, and every usage it reports is checked against the bounds.
 type Stream struct {
-	resp          *fasthttp.Response
-	rd            *sse.Reader
-	e             catalog.Endpoint
-	dropUsageOnly bool
-	pending       sse.Event
-	hasPending    bool
-	timer         *time.Timer
-	timedOut      atomic.Bool
-	Result        StreamResult
+	resp        *fasthttp.Response
+	rd          *sse.Reader
+	e           catalog.Endpoint
+	opt         StreamOptions
+	pending     sse.Event
+	hasPending  bool
+	pendingSend bool // the peeked event was inspected and is to be relayed
+	pendingErr  error
+	msgs        tokens.Messages
+	chatEvents  int64
+	lastDelta   bool // the event inspected last counts in Result.Deltas
+	timer       *time.Timer
+	timedOut    atomic.Bool
+	Result      StreamResult
 }
 
 // OpenStream starts relaying resp, whose body must be streaming (Upstream.Do with stream).
-// dropUsageOnly removes the usage-only chunk the gateway asked for on the client's behalf.
-// total bounds the whole stream. Close must be called.
-func OpenStream(resp *fasthttp.Response, e catalog.Endpoint, dropUsageOnly bool, total time.Duration) *Stream {
+// Close must be called.
+func OpenStream(resp *fasthttp.Response, e catalog.Endpoint, opt StreamOptions) *Stream {
 	body := resp.BodyStream()
 	if body == nil {
 		body = bytes.NewReader(resp.Body())
 	}
 	rd := readerPool.Get().(*sse.Reader)
 	rd.Reset(body)
-	s := &Stream{resp: resp, rd: rd, e: e, dropUsageOnly: dropUsageOnly}
-	if c, ok := body.(closer); ok && total > 0 {
-		s.timer = time.AfterFunc(total, func() {
+	s := &Stream{resp: resp, rd: rd, e: e, opt: opt}
+	if c, ok := body.(closer); ok && opt.Total > 0 {
+		s.timer = time.AfterFunc(opt.Total, func() {
 			s.timedOut.Store(true)
 			_ = c.CloseWithError(ErrStreamTimeout)
 		})
@@ -72,13 +118,40 @@ func OpenStream(resp *fasthttp.Response, e catalog.Endpoint, dropUsageOnly bool,
 
 // Peek reads the first event before anything is sent to the client, so that an upstream
 // failure at this point can still become a JSON error (or fail over).
+// An invalid first event (ErrInvalidEvent, ErrInvalidUsage) is returned here too, so the
+// attempt fails over rather than commit to a provider that breaks its protocol.
 func (s *Stream) Peek() error {
 	ev, err := s.rd.Next()
 	if err != nil {
 		return s.upstreamErr(err)
 	}
 	s.pending, s.hasPending = ev, true
-	return nil
+	s.pendingSend, s.pendingErr = s.inspect(ev)
+	return s.pendingErr
+}
+
+// take returns the next event and whether to relay it, the peeked one first; inspection
+// errors end the stream (Result.Err).
+func (s *Stream) take() (sse.Event, bool, error) {
+	if s.hasPending {
+		s.hasPending = false
+		if s.pendingErr != nil {
+			s.Result.Err = s.pendingErr
+			return sse.Event{}, false, s.pendingErr
+		}
+		return s.pending, s.pendingSend, nil
+	}
+	ev, err := s.rd.Next()
+	if err != nil {
+		s.Result.Err = s.upstreamErr(err)
+		return sse.Event{}, false, s.Result.Err
+	}
+	send, err := s.inspect(ev)
+	if err != nil {
+		s.Result.Err = err
+		return sse.Event{}, false, err
+	}
+	return ev, send, nil
 }
 
 // Next returns the next upstream event, the peeked one first, after reading usage and the
@@ -86,18 +159,8 @@ func (s *Stream) Peek() error {
 // than relay them (protocol translation); Relay is the byte-exact path. An error ends the
 // stream and is also kept in Result.Err.
 func (s *Stream) Next() (sse.Event, error) {
-	var ev sse.Event
-	if s.hasPending {
-		ev, s.hasPending = s.pending, false
-	} else {
-		var err error
-		if ev, err = s.rd.Next(); err != nil {
-			s.Result.Err = s.upstreamErr(err)
-			return sse.Event{}, s.Result.Err
-		}
-	}
-	s.inspect(ev)
-	return ev, nil
+	ev, _, err := s.take()
+	return ev, err
 }
 
 func (s *Stream) upstreamErr(err error) error {
@@ -115,33 +178,38 @@ func (s *Stream) upstreamErr(err error) error {
 // upstream that keeps its connection open after it.
 func (s *Stream) Relay(w *bufio.Writer) {
 	for {
-		var ev sse.Event
-		if s.hasPending {
-			ev, s.hasPending = s.pending, false
-		} else {
-			var err error
-			ev, err = s.rd.Next()
-			if err != nil {
-				s.Result.Err = s.upstreamErr(err)
-				return
-			}
+		ev, send, err := s.take()
+		if err != nil {
+			return
 		}
-		if !s.inspect(ev) {
+		if !send {
 			continue
 		}
-		if _, err := w.Write(ev.Raw); err != nil {
-			s.Result.ClientGone = true
+		if !s.Write(w, ev) {
 			return
 		}
-		if err := w.Flush(); err != nil {
-			s.Result.ClientGone = true
-			return
-		}
-		s.Result.Events++
 		if s.Result.Done {
 			return
 		}
 	}
+}
+
+// Write writes ev to w and flushes it. A failure means the client is gone
+// (Result.ClientGone); the event then does not count as delivered.
+func (s *Stream) Write(w *bufio.Writer, ev sse.Event) bool {
+	_, err := w.Write(ev.Raw)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		s.Result.ClientGone = true
+		if s.lastDelta {
+			s.Result.Deltas--
+		}
+		return false
+	}
+	s.Result.Events++
+	return true
 }
 
 var (
@@ -153,48 +221,91 @@ var (
 	evRespDone = []byte("response.completed")
 	evRespFail = []byte("response.failed")
 	evRespInc  = []byte("response.incomplete")
+
+	evBlockDelta  = []byte("content_block_delta")
+	evDeltaSuffix = []byte(".delta")
 )
 
-// inspect reads usage and terminal signals from ev and reports whether to relay it.
-func (s *Stream) inspect(ev sse.Event) bool {
+// inspect checks ev, reads usage and terminal signals from it, and reports whether to
+// relay it. An error means the upstream broke its protocol: the stream must end.
+func (s *Stream) inspect(ev sse.Event) (bool, error) {
+	s.lastDelta = false
+	if len(ev.Data) == 0 {
+		return true, nil // a comment (keep-alive) or an empty data field: nothing to check
+	}
 	switch s.e {
 	case catalog.EPChat, catalog.EPCompletions:
 		if bytes.Equal(ev.Data, doneData) {
 			s.Result.Done = true
-			return true
+			return true, nil
 		}
-		if len(ev.Data) == 0 || ev.Data[0] != '{' || !bytes.Contains(ev.Data, usageKey) {
-			return true
+		if !validEvent(ev.Data) {
+			return false, ErrInvalidEvent
+		}
+		if s.isDelta(ev) {
+			s.Result.Deltas++
+			s.lastDelta = true
+		}
+		s.chatEvents++
+		if ev.Data[0] != '{' || !bytes.Contains(ev.Data, usageKey) {
+			return true, nil
 		}
 		u := gjson.GetBytes(ev.Data, "usage")
 		if !u.IsObject() {
-			return true
+			return true, nil
 		}
-		s.Result.PromptTokens, s.Result.CompletionTokens, _ = usageOf(s.e, u)
-		if s.dropUsageOnly {
+		if bu, ok := tokens.FromChat(u); ok {
+			if err := s.setUsage(bu, true, true); err != nil {
+				return false, err
+			}
+		}
+		if s.opt.DropUsageOnly {
 			ch := gjson.GetBytes(ev.Data, "choices")
 			if !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0) {
-				return false
+				return false, nil
 			}
 		}
 	case catalog.EPMessages:
+		if !validEvent(ev.Data) {
+			return false, ErrInvalidEvent
+		}
+		// message_start's output_tokens is a placeholder (servers send 0 or 1): output
+		// counts as reported only from message_delta.
+		var outReported bool
 		switch {
 		case bytes.Equal(ev.Name, evMsgStart):
-			s.Result.PromptTokens = max(gjson.GetBytes(ev.Data, "message.usage.input_tokens").Int(), 0)
-			if o := gjson.GetBytes(ev.Data, "message.usage.output_tokens"); o.Exists() {
-				s.Result.CompletionTokens = max(o.Int(), 0)
-			}
+			s.msgs.Update(gjson.GetBytes(ev.Data, "message.usage"))
 		case bytes.Equal(ev.Name, evMsgDelta):
-			if o := gjson.GetBytes(ev.Data, "usage.output_tokens"); o.Exists() {
-				s.Result.CompletionTokens = max(o.Int(), 0)
-			}
+			s.msgs.Update(gjson.GetBytes(ev.Data, "usage"))
+			_, outReported = s.msgs.Reported()
 		case bytes.Equal(ev.Name, evMsgStop):
 			s.Result.Done = true
+			return true, nil
+		case bytes.Equal(ev.Name, evBlockDelta):
+			s.Result.Deltas++
+			s.lastDelta = true
+			return true, nil
+		default:
+			return true, nil
+		}
+		in, _ := s.msgs.Reported()
+		out := outReported || s.Result.OutputReported
+		if err := s.setUsage(s.msgs.Billed(), in, out); err != nil {
+			return false, err
 		}
 	case catalog.EPResponses:
+		if !validEvent(ev.Data) {
+			return false, ErrInvalidEvent
+		}
+		if bytes.HasSuffix(ev.Name, evDeltaSuffix) {
+			s.Result.Deltas++
+			s.lastDelta = true
+		}
 		if bytes.Equal(ev.Name, evRespDone) || bytes.Equal(ev.Name, evRespFail) || bytes.Equal(ev.Name, evRespInc) {
-			if u := gjson.GetBytes(ev.Data, "response.usage"); u.IsObject() {
-				s.Result.PromptTokens, s.Result.CompletionTokens, _ = usageOf(s.e, u)
+			if bu, ok := tokens.FromResponses(gjson.GetBytes(ev.Data, "response.usage")); ok {
+				if err := s.setUsage(bu, true, true); err != nil {
+					return false, err
+				}
 			}
 			s.Result.Done = bytes.Equal(ev.Name, evRespDone)
 			if !s.Result.Done {
@@ -202,7 +313,39 @@ func (s *Stream) inspect(ev sse.Event) bool {
 			}
 		}
 	}
-	return true
+	return true, nil
+}
+
+// isDelta reports whether ev carries generated output, for the output estimate: every
+// chat chunk but the first (which announces the role), every text completion chunk,
+// Messages-style content_block_delta and Responses-style *.delta events.
+func (s *Stream) isDelta(ev sse.Event) bool {
+	switch s.e {
+	case catalog.EPChat:
+		return s.chatEvents > 0 && len(ev.Data) > 0 && ev.Data[0] == '{'
+	case catalog.EPCompletions:
+		return len(ev.Data) > 0 && ev.Data[0] == '{'
+	case catalog.EPMessages:
+		return bytes.Equal(ev.Name, evBlockDelta)
+	case catalog.EPResponses:
+		return bytes.HasSuffix(ev.Name, evDeltaSuffix)
+	}
+	return false
+}
+
+// setUsage records reported usage after checking it against the stream's bounds.
+func (s *Stream) setUsage(u tokens.Usage, in, out bool) error {
+	bin, bout, ok := s.opt.Bounds.Check(u.InputTokens, u.OutputTokens)
+	if in {
+		s.Result.PromptTokens, s.Result.PromptReported = bin, true
+	}
+	if out {
+		s.Result.CompletionTokens, s.Result.OutputReported = bout, true
+	}
+	if !ok || u.Invalid {
+		return ErrInvalidUsage
+	}
+	return nil
 }
 
 // Close stops the stream: an unfinished upstream body closes its connection (cancelling the
@@ -222,4 +365,17 @@ func (s *Stream) Close() {
 		readerPool.Put(s.rd)
 		s.rd = nil
 	}
+}
+
+// shallowEvent is the size up to which an event's JSON is validated without first bounding
+// its nesting: gjson's validator recurses per level, and an event this small cannot nest
+// deeper than a few thousand levels (a few hundred KiB of stack at worst).
+const shallowEvent = 4 << 10
+
+// validEvent reports whether data is valid JSON, without allocating.
+func validEvent(data []byte) bool {
+	if len(data) > shallowEvent {
+		return reqparse.ValidJSON(data) // bounds the nesting first
+	}
+	return gjson.ValidBytes(data)
 }

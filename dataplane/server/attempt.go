@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -46,6 +47,11 @@ type upstreamCall struct {
 	// same slice each time. An error is the client's answer (nothing is forwarded, no
 	// other route is tried).
 	body func(c catalog.Candidate) ([]byte, *apierror.Error)
+	// bounds are the most usage an answer can report (tokens.Bounds: the model's context
+	// window, the request's output limit); promptEstimate is the node's low estimate of the
+	// prompt's tokens, charged when a started stream ends before the provider reported usage.
+	bounds         tokens.Bounds
+	promptEstimate int64
 }
 
 var errBodyEdit = apierror.InvalidParam("", "request body cannot be edited for the upstream")
@@ -58,7 +64,8 @@ func (c *upstreamCall) upstreamBody(cand catalog.Candidate) ([]byte, *apierror.E
 	// Only chat and text completions streams have stream_options.include_usage; the
 	// other protocols report usage in their streams anyway.
 	usageOpt := c.stream && (c.e == catalog.EPChat || c.e == catalog.EPCompletions)
-	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage)
+	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage,
+		usageOpt && cand.Route.ContinuousUsageStats)
 	if err != nil {
 		return nil, errBodyEdit
 	}
@@ -79,9 +86,15 @@ type exchange struct {
 	stream *proxy.Stream
 	start  time.Time
 	ticket limits.Ticket
-	call   proxy.Call
-	watch  clientWatch
-	plan   [8]catalog.Candidate
+	// usage is the bounded usage of a committed non-streaming answer (its upstream
+	// protocol's usage object).
+	usage  tokens.Usage
+	bounds tokens.Bounds
+	// promptEstimate: see upstreamCall.
+	promptEstimate int64
+	call           proxy.Call
+	watch          clientWatch
+	plan           [8]catalog.Candidate
 }
 
 var exchangePool = sync.Pool{New: func() any { return &exchange{} }}
@@ -155,6 +168,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
 	ex.box = newRecordBox(ctx, c)
+	ex.bounds, ex.promptEstimate = c.bounds, c.promptEstimate
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call)
 	}
@@ -266,12 +280,22 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		return outcome{retry: retryableStatus(status), aerr: aerr, result: result, health: health}
 	}
 	if !c.stream {
-		if !reqparse.ValidJSON(uresp.Body()) { // depth-bounded: gjson's validator alone is recursive
+		// A 200 must be a JSON body whose usage is possible for this request: anything else
+		// is an invalid answer (the next route is tried; a last one answers 502, uncharged).
+		rb := uresp.Body()
+		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ValidJSON(rb) // depth-bounded: gjson's validator alone is recursive
+		if valid {
+			u, _ = tokens.FromBody(ue, rb)
+			var inBound bool
+			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(u.InputTokens, u.OutputTokens)
+			valid = inBound && !u.Invalid
+		}
+		if !valid {
 			fasthttp.ReleaseResponse(uresp)
 			att.Error = proxy.FailInvalid
 			return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
 		}
-		ex.up, ex.resp = up, uresp
+		ex.up, ex.resp, ex.usage = up, uresp, u
 		return outcome{ok: true}
 	}
 	if !bytes.HasPrefix(uresp.Header.ContentType(), []byte("text/event-stream")) {
@@ -280,7 +304,11 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		att.Error = proxy.FailInvalid
 		return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
 	}
-	st := proxy.OpenStream(uresp, ue, c.stream && !c.includeUsage && !cand.Translate && ue == c.e, time.Until(dl))
+	st := proxy.OpenStream(uresp, ue, proxy.StreamOptions{
+		DropUsageOnly: c.stream && !c.includeUsage && !cand.Translate && ue == c.e,
+		Total:         time.Until(dl),
+		Bounds:        c.bounds,
+	})
 	if err := st.Peek(); err != nil {
 		st.Close()
 		fasthttp.ReleaseResponse(uresp)
@@ -288,6 +316,10 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		if ex.call.Cancelled() {
 			att.Error = proxy.FailCancelled
 			return outcome{health: routing.ErrNeutral}
+		}
+		if proxy.IsInvalid(err) {
+			att.Error = proxy.FailInvalid
+			return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
 		}
 		class := proxy.FailTransport
 		if errors.Is(err, proxy.ErrStreamTimeout) || proxy.Classify(err) == proxy.FailTimeout {
@@ -314,7 +346,7 @@ func (ex *exchange) end(status int, result string) {
 	}
 	ex.call.Done()
 	ex.ticket.Release()
-	ex.s.record(ex.box, ex.m, ex.start, status, result)
+	ex.s.record(ex.box, ex.m, ex.bounds, ex.start, status, result)
 	*ex = exchange{watch: ex.watch} // keep the watch's channel
 	exchangePool.Put(ex)
 }
@@ -335,4 +367,11 @@ func limitError(d limits.Denial) *apierror.Error {
 	}
 	return apierror.New(429, apierror.TypeRateLimit, apierror.CodeRateLimited,
 		"request rate limit of this "+who+" exceeded; retry after the indicated delay").WithRetryAfter(ra)
+}
+
+// jsonContentType reports whether a 200 answer's Content-Type says JSON
+// (application/json, application/problem+json, ...). An absent one is accepted: some
+// servers omit it, and the body is validated anyway.
+func jsonContentType(ct []byte) bool {
+	return len(ct) == 0 || bytes.Contains(ct, []byte("json"))
 }

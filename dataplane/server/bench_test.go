@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -139,7 +140,7 @@ func BenchmarkSSERelay(b *testing.B) {
 	for b.Loop() {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
-		st := proxy.OpenStream(&resp, catalog.EPChat, true, 0)
+		st := proxy.OpenStream(&resp, catalog.EPChat, proxy.StreamOptions{DropUsageOnly: true, Bounds: tokens.NewBounds(8192, 0, 1)})
 		st.Relay(w)
 		st.Close()
 		if !st.Result.Done || st.Result.Events != 101 || st.Result.PromptTokens != 12 {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"errors"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
+	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
@@ -19,9 +19,11 @@ import (
 // recordBox holds a record with its routing detail in one allocation (room for three
 // attempts inline).
 type recordBox struct {
-	rec     usage.Record
-	routing usage.Routing
-	attempt [3]usage.Attempt
+	// endpoint is the endpoint the client called.
+	endpoint catalog.Endpoint
+	rec      usage.Record
+	routing  usage.Routing
+	attempt  [3]usage.Attempt
 }
 
 // newRecordBox starts the record of call c.
@@ -34,6 +36,7 @@ func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall) *recordBox {
 	rec.KeyID = &c.p.key.ID
 	rec.Model = c.m.ID
 	rec.Endpoint = c.e.Path()
+	box.endpoint = c.e
 	rec.Stream = c.stream
 	box.routing.Policy = c.p.acct.Residency
 	box.routing.Attempts = box.attempt[:0]
@@ -137,8 +140,15 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 }
 
 func newUpstreamCall(p principal, m *catalog.Model, e catalog.Endpoint, cands []catalog.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
-	return upstreamCall{p: p, m: m, e: e, cands: cands,
+	c := upstreamCall{p: p, m: m, e: e, cands: cands,
 		stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
+	inputs := 1
+	if e == catalog.EPEmbeddings || e == catalog.EPSystemOne {
+		inputs = req.InputCount // embedded or answered one by one, each within the window
+	}
+	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs)
+	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
+	return c
 }
 
 // passThrough forwards a same-protocol request on the routes that speak its protocol
@@ -155,7 +165,7 @@ func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		return
 	}
 	rb := ex.resp.Body()
-	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens, _ = proxy.Usage(c.e, rb)
+	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
 	ctx.SetBody(rb)
@@ -185,17 +195,7 @@ var errInvalidUpstream = apierror.New(502, apierror.TypeUpstream, apierror.CodeP
 
 // relayStream relays a committed stream (its first event already read) to the client.
 func (s *Server) relayStream(ctx *fasthttp.RequestCtx, ex *exchange) {
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		st := ex.stream
-		st.Relay(w)
-		rec := &ex.box.rec
-		rec.PromptTokens, rec.CompletionTokens = st.Result.PromptTokens, st.Result.CompletionTokens
-		ex.end(200, streamResult(&st.Result, ex.cancelled()))
-	})
+	relayProtocolStream(ctx, ex, protocol{client: ex.box.endpoint})
 }
 
 // streamResult is the record's result of a relayed stream.
@@ -203,6 +203,8 @@ func streamResult(r *proxy.StreamResult, cancelled bool) string {
 	switch {
 	case r.ClientGone || cancelled:
 		return usage.ResultCancelled
+	case proxy.IsInvalid(r.Err):
+		return usage.ResultUpstreamError
 	case errors.Is(r.Err, proxy.ErrStreamTimeout) || proxy.Classify(r.Err) == proxy.FailTimeout:
 		return usage.ResultTimeout
 	case r.Err != nil || !r.Done:
@@ -211,10 +213,13 @@ func streamResult(r *proxy.StreamResult, cancelled bool) string {
 	return usage.ResultOK
 }
 
-func (s *Server) record(box *recordBox, m *catalog.Model, start time.Time, status int, result string) {
+// record prices and hands over the record. Token counts are bounded here once more, so no
+// path can price more than the request made possible.
+func (s *Server) record(box *recordBox, m *catalog.Model, b tokens.Bounds, start time.Time, status int, result string) {
 	rec := &box.rec
 	rec.Status = status
 	rec.Result = result
+	rec.PromptTokens, rec.CompletionTokens, _ = b.Check(rec.PromptTokens, rec.CompletionTokens)
 	out := rec.CompletionTokens
 	if rec.Endpoint == catalog.EPEmbeddings.Path() {
 		out = 0 // embeddings bill input tokens only

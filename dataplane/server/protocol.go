@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"errors"
 
-	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
@@ -63,7 +63,7 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		relayProtocolStream(ctx, ex, proto)
 		return
 	}
-	out, u, ok := proto.answer(ex.resp.Body())
+	out, ok := proto.answer(ex.resp.Body())
 	if !ok {
 		// The route answered 200 with something the client's protocol cannot carry (a chat
 		// completion without choices, tool arguments that are not JSON). The exchange is
@@ -75,7 +75,9 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		ex.end(errInvalidUpstream.Status, usage.ResultUpstreamError)
 		return
 	}
-	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = u.InputTokens, u.OutputTokens
+	// The usage read (and bounded) by the attempt loop from the upstream's answer; a
+	// translated answer carries the same counts.
+	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if proto.translate {
 		ctx.SetContentType("application/json")
@@ -91,17 +93,19 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 // built once per upstream model name.
 func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror.Error) {
 	var lastModel string
+	var lastContinuous bool
 	var last []byte
 	return func(cand catalog.Candidate) ([]byte, *apierror.Error) {
 		r := cand.Route
 		if !cand.Translate {
-			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false)
+			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false, false)
 			if err != nil {
 				return nil, errBodyEdit
 			}
 			return out, nil
 		}
-		if last != nil && lastModel == r.UpstreamModel {
+		continuous := c.stream && r.ContinuousUsageStats
+		if last != nil && lastModel == r.UpstreamModel && lastContinuous == continuous {
 			return last, nil
 		}
 		var (
@@ -119,7 +123,12 @@ func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror
 		if err != nil {
 			return nil, translateRequestError(err)
 		}
-		lastModel, last = r.UpstreamModel, out
+		if continuous {
+			if out, err = sjson.SetBytes(out, "stream_options.continuous_usage_stats", true); err != nil {
+				return nil, errBodyEdit
+			}
+		}
+		lastModel, lastContinuous, last = r.UpstreamModel, continuous, out
 		return out, nil
 	}
 }
@@ -134,43 +143,21 @@ func translateRequestError(err error) *apierror.Error {
 }
 
 // answer turns the upstream's complete 200 body (valid JSON, checked by the attempt loop)
-// into the client's body and the billed usage. ok is false when the body is not a usable
-// answer.
-func (p protocol) answer(rb []byte) (out []byte, u translate.Usage, ok bool) {
+// into the client's body. ok is false when the body is not a usable answer.
+func (p protocol) answer(rb []byte) (out []byte, ok bool) {
 	if !p.translate {
-		return rb, nativeUsage(p.client, rb), true
+		return rb, true
 	}
 	var err error
 	switch p.client {
 	case catalog.EPMessages:
-		out, u, err = translate.ChatToMessagesResponse(rb, p.model)
+		out, _, err = translate.ChatToMessagesResponse(rb, p.model)
 	case catalog.EPResponses:
-		out, u, err = translate.ChatToResponsesResponse(rb, p.model)
+		out, _, err = translate.ChatToResponsesResponse(rb, p.model)
 	default:
-		return nil, u, false
+		return nil, false
 	}
-	return out, u, err == nil
-}
-
-// nativeUsage reads the billed tokens of a complete same-protocol answer of endpoint e:
-// Messages-style usage counts cache reads and writes as input (translate.UsageFromMessages);
-// Responses-style and decision-model usage are input_tokens and output_tokens.
-func nativeUsage(e catalog.Endpoint, rb []byte) translate.Usage {
-	raw := gjson.GetBytes(rb, "usage")
-	if !raw.IsObject() {
-		return translate.Usage{}
-	}
-	var u translate.Usage
-	switch e {
-	case catalog.EPMessages:
-		u, _ = translate.UsageFromMessages([]byte(raw.Raw))
-	case catalog.EPResponses, catalog.EPSystemOne:
-		u, _ = translate.UsageFromResponses([]byte(raw.Raw))
-	default:
-		in, out, _ := proxy.Usage(e, rb)
-		u = translate.Usage{InputTokens: in, OutputTokens: out}
-	}
-	return u
+	return out, err == nil
 }
 
 // relayProtocolStream answers with the committed stream of ex (its first event already
@@ -181,10 +168,7 @@ func relayProtocolStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol)
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		st := ex.stream
-		proto.relay(w, st)
-		rec := &ex.box.rec
-		rec.PromptTokens, rec.CompletionTokens = st.Result.PromptTokens, st.Result.CompletionTokens
-		ex.end(200, streamResult(&st.Result, ex.cancelled()))
+		proto.relay(w, ex.stream)
+		ex.endStream(w, proto.client)
 	})
 }

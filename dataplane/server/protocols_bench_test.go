@@ -48,7 +48,7 @@ func BenchmarkTranslatedStreamRelay(b *testing.B) {
 	for b.Loop() {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
-		st := proxy.OpenStream(&resp, catalog.EPChat, false, 0)
+		st := proxy.OpenStream(&resp, catalog.EPChat, proxy.StreamOptions{})
 		p.relay(w, st)
 		st.Close()
 		if !st.Result.Done || st.Result.PromptTokens != 12 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -230,14 +232,13 @@ func TestRelayMessagesUsage(t *testing.T) {
 		{"cache counts", "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":2,\"cache_creation_input_tokens\":5,\"cache_read_input_tokens\":100}}}\n\nevent: message_delta\ndata: {\"usage\":{\"output_tokens\":3}}\n\nevent: message_stop\ndata: {}\n\n", 107, 3, true},
 		{"cumulative input in delta", "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":0}}}\n\nevent: message_delta\ndata: {\"usage\":{\"input_tokens\":40,\"output_tokens\":3}}\n\nevent: message_stop\ndata: {}\n\n", 40, 3, true},
 		{"no stop", "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":4}}}\n\nevent: content_block_delta\ndata: {}\n\n", 4, 0, false},
-		{"negative ignored", "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":-4}}}\n\nevent: message_stop\ndata: {}\n\n", 0, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			resp := fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseResponse(resp)
 			resp.SetBodyString(c.stream)
-			st := proxy.OpenStream(resp, catalog.EPMessages, false, time.Second)
+			st := proxy.OpenStream(resp, catalog.EPMessages, proxy.StreamOptions{Total: time.Second})
 			defer st.Close()
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
@@ -249,6 +250,20 @@ func TestRelayMessagesUsage(t *testing.T) {
 				t.Errorf("relayed bytes differ:\n%q\nwant\n%q", out.String(), c.stream)
 			}
 		})
+	}
+	// Impossible usage ends the stream before the event that reports it.
+	for _, bad := range []string{`-4`, `1e999`, `9223372036854775807`, `"4"`, `4.5`} {
+		resp := fasthttp.AcquireResponse()
+		resp.SetBodyString("event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":" + bad + "}}}\n\nevent: message_stop\ndata: {}\n\n")
+		st := proxy.OpenStream(resp, catalog.EPMessages, proxy.StreamOptions{Total: time.Second, Bounds: tokens.NewBounds(8192, 0, 1)})
+		var out bytes.Buffer
+		w := bufio.NewWriter(&out)
+		protocol{client: catalog.EPMessages}.relay(w, st)
+		st.Close()
+		fasthttp.ReleaseResponse(resp)
+		if !errors.Is(st.Result.Err, proxy.ErrInvalidUsage) || st.Result.Done || out.Len() != 0 || st.Result.PromptTokens > 8192 {
+			t.Errorf("input_tokens %s: %+v relayed %q", bad, st.Result, out.String())
+		}
 	}
 }
 

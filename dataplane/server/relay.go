@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/translate"
@@ -64,8 +62,8 @@ var errResponseNotCompleted = errors.New("translated response ended incomplete")
 // relayTranslated feeds each chat completions chunk to the client protocol's translator,
 // which writes (and flushes) each translated event as soon as it is produced. The terminal
 // event is written only after the upstream's [DONE]; a stream that breaks earlier ends
-// without it, so the client knows its output is incomplete. Usage is the translator's, taken
-// from the upstream's final usage chunk (the translated request always asks for it).
+// without it, so the client knows its output is incomplete. Usage is read by the stream
+// from the upstream's usage chunks (the translated request always asks for them).
 func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
 	ew := &eventWriter{w: w}
 	var tr streamTranslator
@@ -75,8 +73,8 @@ func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
 		tr = translate.NewChatToMessagesStream(p.model, ew.write)
 	}
 	defer func() {
-		u := tr.Usage()
-		st.Result.PromptTokens, st.Result.CompletionTokens = u.InputTokens, u.OutputTokens
+		// Usage is the stream's own (proxy.Stream reads and bounds the upstream's chat usage,
+		// the same chunks the translator reads).
 		st.Result.Events = ew.events
 		st.Result.ClientGone = ew.gone
 	}()
@@ -116,68 +114,16 @@ func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
 	}
 }
 
-// messagesUsage accumulates the usage of a Messages-style stream: message_start carries the
-// input side (input_tokens and the cache counts beside it), message_delta the cumulative
-// output_tokens (and, from newer servers, cumulative input counts). Each field keeps its
-// latest value; billing follows translate.UsageFromMessages (cache reads and writes are
-// input).
-type messagesUsage struct {
-	in, cacheWrite, cacheRead, out int64
-}
-
-func (m *messagesUsage) update(u gjson.Result) {
-	if !u.IsObject() {
-		return
-	}
-	set := func(dst *int64, key string) {
-		if v := u.Get(key); v.Type == gjson.Number {
-			*dst = max(v.Int(), 0)
-		}
-	}
-	set(&m.in, "input_tokens")
-	set(&m.cacheWrite, "cache_creation_input_tokens")
-	set(&m.cacheRead, "cache_read_input_tokens")
-	set(&m.out, "output_tokens")
-}
-
-func (m *messagesUsage) billed() translate.Usage {
-	return translate.Usage{InputTokens: m.in + m.cacheWrite + m.cacheRead, OutputTokens: m.out}
-}
-
-var (
-	evMessageStart = []byte("message_start")
-	evMessageDelta = []byte("message_delta")
-)
-
-// relayMessages relays a native Messages-style stream byte for byte, flushing per event,
-// and meters it from message_start and message_delta. It returns right after message_stop.
+// relayMessages relays a native Messages-style stream byte for byte, flushing per event;
+// the stream meters it from message_start and message_delta. It returns right after
+// message_stop.
 func relayMessages(w *bufio.Writer, st *proxy.Stream) {
-	var mu messagesUsage
-	defer func() {
-		u := mu.billed()
-		st.Result.PromptTokens, st.Result.CompletionTokens = u.InputTokens, u.OutputTokens
-	}()
 	for {
 		ev, err := st.Next()
 		if err != nil {
 			return
 		}
-		switch {
-		case bytes.Equal(ev.Name, evMessageStart):
-			mu.update(gjson.GetBytes(ev.Data, "message.usage"))
-		case bytes.Equal(ev.Name, evMessageDelta):
-			mu.update(gjson.GetBytes(ev.Data, "usage"))
-		}
-		if _, err := w.Write(ev.Raw); err != nil {
-			st.Result.ClientGone = true
-			return
-		}
-		if err := w.Flush(); err != nil {
-			st.Result.ClientGone = true
-			return
-		}
-		st.Result.Events++
-		if st.Result.Done {
+		if !st.Write(w, ev) || st.Result.Done {
 			return
 		}
 	}

@@ -276,9 +276,9 @@ func newOutputText(s string) outputText {
 func responseUsageOf(u Usage, upstream gjson.Result) *responseUsage {
 	return &responseUsage{
 		InputTokens:         u.InputTokens,
-		InputTokensDetails:  cachedTokens{nonNeg(upstream.Get("prompt_tokens_details.cached_tokens").Int())},
+		InputTokensDetails:  cachedTokens{detailCount(upstream.Get("prompt_tokens_details.cached_tokens"))},
 		OutputTokens:        u.OutputTokens,
-		OutputTokensDetails: reasoningTokensObj{nonNeg(upstream.Get("completion_tokens_details.reasoning_tokens").Int())},
+		OutputTokensDetails: reasoningTokensObj{detailCount(upstream.Get("completion_tokens_details.reasoning_tokens"))},
 		TotalTokens:         u.Total(),
 	}
 }

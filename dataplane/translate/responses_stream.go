@@ -102,8 +102,8 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 	if u := root.Get("usage"); u.IsObject() {
 		if bu, ok := usageFromChat(u); ok {
 			s.usage = bu
-			s.cached = nonNeg(u.Get("prompt_tokens_details.cached_tokens").Int())
-			s.reason = nonNeg(u.Get("completion_tokens_details.reasoning_tokens").Int())
+			s.cached = detailCount(u.Get("prompt_tokens_details.cached_tokens"))
+			s.reason = detailCount(u.Get("completion_tokens_details.reasoning_tokens"))
 		}
 	}
 	err := firstChoice(root, s.choice)

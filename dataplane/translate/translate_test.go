@@ -21,24 +21,35 @@ func TestUsage(t *testing.T) {
 		want Usage
 		ok   bool
 	}{
-		{"chat", UsageFromChat, `{"prompt_tokens":21,"completion_tokens":9,"total_tokens":30}`, Usage{21, 9}, true},
+		{"chat", UsageFromChat, `{"prompt_tokens":21,"completion_tokens":9,"total_tokens":30}`, Usage{InputTokens: 21, OutputTokens: 9}, true},
 		{"chat cached tokens billed once", UsageFromChat,
-			`{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":80}}`, Usage{100, 5}, true},
+			`{"prompt_tokens":100,"completion_tokens":5,"total_tokens":105,"prompt_tokens_details":{"cached_tokens":80}}`, Usage{InputTokens: 100, OutputTokens: 5}, true},
 		{"chat reasoning inside completion", UsageFromChat,
-			`{"prompt_tokens":10,"completion_tokens":50,"total_tokens":60,"completion_tokens_details":{"reasoning_tokens":40}}`, Usage{10, 50}, true},
-		{"chat without completion_tokens", UsageFromChat, `{"prompt_tokens":7,"total_tokens":7}`, Usage{7, 0}, true},
-		{"embeddings style", UsageFromChat, `{"prompt_tokens":12,"total_tokens":12}`, Usage{12, 0}, true},
-		{"chat derived completion", UsageFromChat, `{"prompt_tokens":7,"total_tokens":10}`, Usage{7, 3}, true},
-		{"chat negative clamped", UsageFromChat, `{"prompt_tokens":-1,"completion_tokens":-2}`, Usage{0, 0}, true},
+			`{"prompt_tokens":10,"completion_tokens":50,"total_tokens":60,"completion_tokens_details":{"reasoning_tokens":40}}`, Usage{InputTokens: 10, OutputTokens: 50}, true},
+		{"chat without completion_tokens", UsageFromChat, `{"prompt_tokens":7,"total_tokens":7}`, Usage{InputTokens: 7, OutputTokens: 0}, true},
+		{"embeddings style", UsageFromChat, `{"prompt_tokens":12,"total_tokens":12}`, Usage{InputTokens: 12, OutputTokens: 0}, true},
+		{"chat derived completion", UsageFromChat, `{"prompt_tokens":7,"total_tokens":10}`, Usage{InputTokens: 7, OutputTokens: 3}, true},
+		{"chat negative clamped", UsageFromChat, `{"prompt_tokens":-1,"completion_tokens":-2}`, Usage{Invalid: true}, true},
+		{"chat over int64 saturates", UsageFromChat, `{"prompt_tokens":1,"completion_tokens":9223372036854775808}`,
+			Usage{InputTokens: 1, OutputTokens: 9223372036854775807, Invalid: true}, true},
+		{"chat 1e999", UsageFromChat, `{"prompt_tokens":1e999,"completion_tokens":1}`,
+			Usage{InputTokens: 9223372036854775807, OutputTokens: 1, Invalid: true}, true},
+		{"chat float", UsageFromChat, `{"prompt_tokens":12.7,"completion_tokens":"5"}`, Usage{InputTokens: 12, Invalid: true}, true},
+		{"chat total below prompt", UsageFromChat, `{"prompt_tokens":9,"total_tokens":3}`, Usage{InputTokens: 9, Invalid: true}, true},
+		{"messages cache sum saturates", UsageFromMessages,
+			`{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807,"output_tokens":1}`,
+			Usage{InputTokens: 9223372036854775807, OutputTokens: 1}, true},
+		{"messages null counts", UsageFromMessages, `{"input_tokens":3,"cache_read_input_tokens":null,"output_tokens":4}`,
+			Usage{InputTokens: 3, OutputTokens: 4}, true},
 		{"chat null", UsageFromChat, `null`, Usage{}, false},
 		{"chat empty object", UsageFromChat, `{}`, Usage{}, false},
 		{"chat garbage", UsageFromChat, `[1`, Usage{}, false},
 		{"messages cache adds", UsageFromMessages,
-			`{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":5}`, Usage{1110, 5}, true},
-		{"messages plain", UsageFromMessages, `{"input_tokens":3,"output_tokens":4}`, Usage{3, 4}, true},
+			`{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":5}`, Usage{InputTokens: 1110, OutputTokens: 5}, true},
+		{"messages plain", UsageFromMessages, `{"input_tokens":3,"output_tokens":4}`, Usage{InputTokens: 3, OutputTokens: 4}, true},
 		{"messages null", UsageFromMessages, `null`, Usage{}, false},
 		{"responses cached inside", UsageFromResponses,
-			`{"input_tokens":100,"input_tokens_details":{"cached_tokens":90},"output_tokens":5,"total_tokens":105}`, Usage{100, 5}, true},
+			`{"input_tokens":100,"input_tokens_details":{"cached_tokens":90},"output_tokens":5,"total_tokens":105}`, Usage{InputTokens: 100, OutputTokens: 5}, true},
 		{"responses absent", UsageFromResponses, ``, Usage{}, false},
 	}
 	for _, tt := range tests {
@@ -326,7 +337,7 @@ func TestStreamUsageFromLastUsageChunk(t *testing.T) {
 	if err := s.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if s.Usage() != (Usage{5, 2}) {
+	if s.Usage() != (Usage{InputTokens: 5, OutputTokens: 2}) {
 		t.Fatalf("usage %+v", s.Usage())
 	}
 }

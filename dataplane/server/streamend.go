@@ -1,0 +1,81 @@
+package server
+
+import (
+	"bufio"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// errStreamInvalid ends a stream whose provider broke the protocol after the first byte.
+var errStreamInvalid = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
+	"the provider sent an invalid event; the output is incomplete")
+
+// Error events in each client protocol, built once: chat and text completions get a data
+// line with the interface's error envelope (as OpenAI-style servers send), Messages-style
+// an error event, Responses-style an error event with type, code and message.
+var (
+	streamErrChat      = []byte("data: " + string(errStreamInvalid.JSON(false)) + "\n\n")
+	streamErrMessages  = []byte("event: error\ndata: " + string(errStreamInvalid.JSON(true)) + "\n\n")
+	streamErrResponses = []byte(`event: error` + "\n" + `data: {"type":"error","code":"` + apierror.CodeProviderError +
+		`","message":"` + errStreamInvalid.Message + `","param":null}` + "\n\n")
+)
+
+// streamErrorEvent is the error event that ends a stream of client endpoint e.
+func streamErrorEvent(e catalog.Endpoint) []byte {
+	switch e {
+	case catalog.EPMessages:
+		return streamErrMessages
+	case catalog.EPResponses:
+		return streamErrResponses
+	}
+	return streamErrChat
+}
+
+// endStream finishes a relayed stream and records it.
+//
+// A provider that broke the protocol (an event that is not JSON, usage beyond the bounds)
+// gets its stream ended with an error event in the client's protocol, its route's breaker
+// counts the failure, and the record says upstream_error.
+//
+// The record charges what was delivered. Each side the provider reported (in its final
+// usage, or in running usage such as vLLM's continuous_usage_stats) is charged as reported,
+// within the bounds. A side it did not report, because the stream ended early or the
+// provider never reports usage, is estimated and routing.usage_estimated set: the prompt
+// from the request's text (reqparse's low estimate, bytes / 5, within the window), the
+// output as the number of generation events relayed (one token per event, which is how
+// vLLM, llama.cpp, TGI and Ollama stream; servers that batch tokens per event are
+// under-charged, never over-charged), within the output limit. A committed stream has
+// received its first event, so the provider has started generating and the prompt is
+// always charged.
+func (ex *exchange) endStream(w *bufio.Writer, client catalog.Endpoint) {
+	st := ex.stream
+	r := &st.Result
+	result := streamResult(r, ex.cancelled())
+	if proxy.IsInvalid(r.Err) {
+		if !r.ClientGone {
+			if _, err := w.Write(streamErrorEvent(client)); err == nil {
+				_ = w.Flush()
+			}
+		}
+		if n := len(ex.box.routing.Attempts); n > 0 {
+			ex.box.routing.Attempts[n-1].Error = proxy.FailInvalid
+		}
+		if ex.s.cfg.Health != nil && ex.cand.Route != nil {
+			_ = ex.s.cfg.Health.Do(ex.cand.Route, func() error { return routing.ErrRouteFailed })
+		}
+	}
+	rec := &ex.box.rec
+	rec.PromptTokens, rec.CompletionTokens = r.PromptTokens, r.CompletionTokens
+	if !r.PromptReported {
+		rec.PromptTokens = ex.promptEstimate
+		ex.box.routing.UsageEstimated = true
+	}
+	if !r.OutputReported {
+		rec.CompletionTokens = min(max(r.Deltas, 0), ex.bounds.Output)
+		ex.box.routing.UsageEstimated = true
+	}
+	ex.end(200, result)
+}

@@ -1,0 +1,141 @@
+package tokens
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+)
+
+// Usage is what an answer is billed for.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	// Invalid is set when a reported count was not a non-negative integer fitting int64
+	// (see Count); the counts are then the ones that cannot over-charge.
+	Invalid bool
+}
+
+// Total is InputTokens plus OutputTokens (saturating).
+func (u Usage) Total() int64 { return Add(u.InputTokens, u.OutputTokens) }
+
+// This file is the one place where upstream usage objects become billed tokens.
+//
+// Chat completions and Responses-style usage count cached prompt tokens inside
+// prompt_tokens / input_tokens (the *_details.cached_tokens field is a subset, not an
+// addition), so they are billed once, as input. Reasoning tokens are likewise inside
+// completion_tokens / output_tokens. Messages-style usage is the exception: its input_tokens
+// excludes cache reads and cache writes, which are reported beside it, so the three are
+// added. Every token is billed at the model's input or output rate; the gateway has no
+// separate cache price.
+
+// FromChat turns a chat completions (or text completions, or embeddings) usage object into
+// billed tokens. A missing completion_tokens is derived from total_tokens. ok is false when
+// usage is not an object with prompt_tokens or total_tokens (e.g. absent or null).
+func FromChat(r gjson.Result) (u Usage, ok bool) {
+	if !r.IsObject() {
+		return Usage{}, false
+	}
+	p, c, t := r.Get("prompt_tokens"), r.Get("completion_tokens"), r.Get("total_tokens")
+	if !p.Exists() && !t.Exists() {
+		return Usage{}, false
+	}
+	var okIn, okOut bool
+	u.InputTokens, okIn = Count(p)
+	if c.Exists() {
+		u.OutputTokens, okOut = Count(c)
+	} else {
+		tot, okTot := Count(t)
+		okOut = okTot && tot >= u.InputTokens // a total below the prompt is impossible
+		u.OutputTokens = max(tot-u.InputTokens, 0)
+	}
+	u.Invalid = !okIn || !okOut
+	return u, true
+}
+
+// Messages accumulates Messages-style usage: input_tokens + cache_creation_input_tokens +
+// cache_read_input_tokens, and output_tokens. A stream reports the input side in
+// message_start and cumulative counts in message_delta; each field keeps its latest value.
+type Messages struct {
+	in, cacheWrite, cacheRead, out int64
+	hasIn, hasOut                  bool
+	invalid                        bool
+}
+
+// Update takes the fields present in usage object r.
+func (m *Messages) Update(r gjson.Result) {
+	if !r.IsObject() {
+		return
+	}
+	set := func(dst *int64, key string) bool {
+		v := r.Get(key)
+		if !v.Exists() {
+			return false
+		}
+		n, ok := Count(v)
+		*dst = n
+		m.invalid = m.invalid || !ok
+		return true
+	}
+	m.hasIn = set(&m.in, "input_tokens") || m.hasIn
+	set(&m.cacheWrite, "cache_creation_input_tokens")
+	set(&m.cacheRead, "cache_read_input_tokens")
+	m.hasOut = set(&m.out, "output_tokens") || m.hasOut
+}
+
+// Reported says which sides were reported so far.
+func (m *Messages) Reported() (in, out bool) { return m.hasIn, m.hasOut }
+
+// Billed returns the billed tokens.
+func (m *Messages) Billed() Usage {
+	return Usage{InputTokens: Add(Add(m.in, m.cacheWrite), m.cacheRead), OutputTokens: m.out, Invalid: m.invalid}
+}
+
+// FromMessages turns a Messages-style usage object into billed tokens.
+func FromMessages(r gjson.Result) (u Usage, ok bool) {
+	if !r.IsObject() || (!r.Get("input_tokens").Exists() && !r.Get("output_tokens").Exists()) {
+		return Usage{}, false
+	}
+	var m Messages
+	m.Update(r)
+	return m.Billed(), true
+}
+
+// FromResponses turns a Responses-style (or decision-model) usage object into billed
+// tokens: input_tokens (cached tokens included) and output_tokens (reasoning included).
+func FromResponses(r gjson.Result) (u Usage, ok bool) {
+	if !r.IsObject() {
+		return Usage{}, false
+	}
+	in, out := r.Get("input_tokens"), r.Get("output_tokens")
+	if !in.Exists() && !out.Exists() {
+		return Usage{}, false
+	}
+	var okIn, okOut bool
+	u.InputTokens, okIn = Count(in)
+	u.OutputTokens, okOut = Count(out)
+	u.Invalid = !okIn || !okOut
+	return u, true
+}
+
+// FromEndpoint reads the usage object of an answer of endpoint e in e's protocol.
+// Embeddings bill input tokens only.
+func FromEndpoint(e catalog.Endpoint, r gjson.Result) (Usage, bool) {
+	switch e {
+	case catalog.EPChat, catalog.EPCompletions:
+		return FromChat(r)
+	case catalog.EPEmbeddings:
+		u, ok := FromChat(r)
+		u.OutputTokens = 0
+		return u, ok
+	case catalog.EPMessages:
+		return FromMessages(r)
+	case catalog.EPResponses, catalog.EPSystemOne:
+		return FromResponses(r)
+	}
+	return Usage{}, false
+}
+
+// FromBody reads the usage of a complete (non-streaming) answer body of endpoint e.
+func FromBody(e catalog.Endpoint, body []byte) (Usage, bool) {
+	return FromEndpoint(e, gjson.GetBytes(body, "usage"))
+}
