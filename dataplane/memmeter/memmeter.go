@@ -22,6 +22,7 @@ type Meter struct {
 	keep     int
 	records  []*usage.Record
 	total    int
+	starts   map[string]usage.Record // start entries of streams not yet recorded
 }
 
 // New returns a Meter keeping the last keep records (DefaultKeep when keep <= 0).
@@ -29,7 +30,29 @@ func New(keep int) *Meter {
 	if keep <= 0 {
 		keep = DefaultKeep
 	}
-	return &Meter{balances: map[string]int64{}, spent: map[string]int64{}, keep: keep}
+	return &Meter{balances: map[string]int64{}, spent: map[string]int64{}, keep: keep, starts: map[string]usage.Record{}}
+}
+
+// Start keeps a copy of a stream's start entry until the stream's record arrives. The
+// in-memory meter survives nothing, so it never turns them into records.
+func (m *Meter) Start(rec *usage.Record) {
+	c := *rec
+	if rec.Routing != nil {
+		r := *rec.Routing
+		r.Attempts = append([]usage.Attempt(nil), r.Attempts...)
+		c.Routing = &r
+	}
+	m.mu.Lock()
+	m.starts[rec.RequestID] = c
+	m.mu.Unlock()
+}
+
+// Started returns the start entry of an open stream.
+func (m *Meter) Started(requestID string) (usage.Record, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.starts[requestID]
+	return r, ok
 }
 
 // Record charges rec's price to its account and keeps rec.
@@ -42,6 +65,9 @@ func (m *Meter) Record(rec *usage.Record) {
 	}
 	m.records = append(m.records, rec)
 	m.total++
+	if len(m.starts) > 0 {
+		delete(m.starts, rec.RequestID)
+	}
 	m.mu.Unlock()
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,9 @@ type fakeCP struct {
 	posts    atomic.Int64 // usage POSTs received, failed ones included
 	delay    atomic.Int64 // nanoseconds to wait before applying a batch
 	badReply atomic.Bool  // answer 200 with a reply naming another batch
+	// refuse, when set, answers a batch holding a record whose request_id starts with
+	// "poison" with this status.
+	refuse atomic.Int64
 
 	mu       sync.Mutex
 	records  map[string]usage.Record
@@ -77,6 +81,14 @@ func (cp *fakeCP) usage(w http.ResponseWriter, r *http.Request) {
 		cp.t.Errorf("fake control plane: bad batch: %v", err)
 		http.Error(w, `{"error":{"type":"invalid_request_error","message":"bad batch"}}`, http.StatusBadRequest)
 		return
+	}
+	if st := cp.refuse.Load(); st != 0 {
+		for _, rec := range b.Records {
+			if strings.HasPrefix(rec.RequestID, "poison") {
+				http.Error(w, `{"error":{"type":"invalid_request_error","message":"record refused"}}`, int(st))
+				return
+			}
+		}
 	}
 	if b.NodeID != r.Header.Get(internalapi.HeaderNodeID) {
 		cp.t.Errorf("batch node_id %q != header %q", b.NodeID, r.Header.Get(internalapi.HeaderNodeID))

@@ -68,3 +68,7 @@ func readFrame(r *bufio.Reader, buf *[]byte) ([]byte, int64, error) {
 	}
 	return p, frameHeader + int64(size), nil
 }
+
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+func crc(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }

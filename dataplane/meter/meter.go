@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,6 +33,9 @@ type Meter struct {
 	cfg         Config
 	log         *slog.Logger
 	spool       *spool
+	starts      *startLog
+	startsStop  chan struct{}
+	startsDone  chan struct{}
 	bal         *balances
 	client      *retryablehttp.Client
 	usageURL    string
@@ -46,8 +50,12 @@ type Meter struct {
 	retries *metrics.Counter
 	records *metrics.Counter
 	fsyncs  *metrics.Counter
-	set     *metrics.Set
-	ownSet  bool
+	// interrupted counts records rebuilt from start entries at start-up; deadLetter
+	// counts records the control plane refused permanently (dead-letter segments).
+	interrupted *metrics.Counter
+	deadLetters *metrics.Counter
+	set         *metrics.Set
+	ownSet      bool
 
 	errMu   sync.Mutex
 	lastErr string
@@ -98,18 +106,38 @@ func New(cfg Config) (*Meter, error) {
 		minPoll:     time.Second,
 	}
 	m.initCounters()
-	sp, err := openSpool(filepath.Join(cfg.DataDir, "spool"), cfg.SegmentBytes, cfg.FsyncWindow, m.log, cfg.Now, m.fsyncs.Inc,
-		func(p []byte) {
-			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek")
-			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
-		})
-	if err != nil {
+	dir := filepath.Join(cfg.DataDir, "spool")
+	fail := func(err error) (*Meter, error) {
 		if m.ownSet {
 			metrics.UnregisterSet(m.set, true)
 		}
-		return nil, fmt.Errorf("open spool: %w", err)
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(fmt.Errorf("create spool dir: %w", err))
+	}
+	// Streams open when the node last stopped: their start entries, minus those whose
+	// record the spool holds, become records of their own (see starts.go).
+	open, err := readStarts(dir, m.log)
+	if err != nil {
+		return fail(err)
+	}
+	sp, err := openSpool(dir, cfg.SegmentBytes, cfg.FsyncWindow, m.log, cfg.Now, m.fsyncs.Inc,
+		func(p []byte) {
+			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek", "request_id")
+			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
+			if len(open) > 0 {
+				delete(open, r[2].String())
+			}
+		})
+	if err != nil {
+		return fail(fmt.Errorf("open spool: %w", err))
 	}
 	m.spool = sp
+	if err := m.recoverStarts(open); err != nil {
+		_ = sp.close()
+		return fail(err)
+	}
 	m.client = m.newClient()
 	m.initGauges()
 	return m, nil
@@ -137,7 +165,58 @@ func (m *Meter) Record(rec *usage.Record) {
 			"account_id", rec.AccountID, "price_micro_sek", rec.PriceMicroSEK)
 		return
 	}
+	m.starts.done(rec.RequestID)
 	m.records.Inc()
+}
+
+// Start writes the start entry of a stream about to be committed: rec is the record the
+// request gets if the node dies before the stream ends (result interrupted, the tokens
+// known so far, their price). The stream's record, handed to Record when it ends,
+// supersedes it. Like Record, Start does one write() and never waits for an fsync; rec
+// may be reused after it returns.
+func (m *Meter) Start(rec *usage.Record) {
+	if rec == nil || m.closed.Load() {
+		return
+	}
+	bp := encodeBufs.Get().(*[]byte)
+	p := rec.AppendJSON((*bp)[:0])
+	m.starts.add(rec.RequestID, p)
+	*bp = p[:0]
+	encodeBufs.Put(bp)
+}
+
+// recoverStarts appends the records of streams the node did not finish (start entries
+// without a record) to the spool, waits until they are durable, and starts an empty
+// start journal.
+func (m *Meter) recoverStarts(open map[string][]byte) error {
+	dir := filepath.Join(m.cfg.DataDir, "spool")
+	if len(open) > 0 {
+		for _, p := range open {
+			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek")
+			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
+			m.spool.append(p)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := m.Flush(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("record interrupted streams: %w", err)
+		}
+		m.interrupted.Add(len(open))
+		m.log.Warn("meter: streams interrupted by the node's last stop recorded from their start entries",
+			"records", len(open))
+	}
+	st, err := openStarts(dir, m.log)
+	if err != nil {
+		return err
+	}
+	m.starts = st
+	m.startsStop, m.startsDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(m.startsDone)
+		st.syncLoop(m.cfg.FsyncWindow, m.startsStop)
+	}()
+	return nil
 }
 
 // Spendable returns the account's balance as the node knows it minus the spend the node
@@ -212,6 +291,11 @@ func (m *Meter) Close() error {
 		return ErrClosed
 	}
 	err := m.spool.close()
+	if m.starts != nil {
+		close(m.startsStop)
+		<-m.startsDone
+		m.starts.close()
+	}
 	if m.ownSet {
 		metrics.UnregisterSet(m.set, true)
 	}
@@ -230,6 +314,8 @@ func (m *Meter) initCounters() {
 	m.retries = m.set.NewCounter("gateway_usage_retries_total")
 	m.records = m.set.NewCounter("gateway_usage_records_total")
 	m.fsyncs = m.set.NewCounter("gateway_spool_fsyncs_total")
+	m.interrupted = m.set.NewCounter("gateway_usage_interrupted_records_total")
+	m.deadLetters = m.set.NewCounter("gateway_usage_dead_letter_records_total")
 }
 
 func (m *Meter) initGauges() {

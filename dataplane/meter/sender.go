@@ -65,6 +65,20 @@ func (m *Meter) sendLoop(ctx context.Context) {
 			m.inflight = b
 		}
 		reply, err := m.send(ctx, m.inflight)
+		if ref, ok := asRefused(err); ok {
+			b := m.inflight
+			if derr := m.deadLetter(b, ref); derr != nil {
+				// The records stay in the spool; the batch is tried again after a pause.
+				m.setErr(derr)
+				m.log.Error("meter: dead-letter write failed; retrying the batch", "batch_id", b.id, "err", derr)
+				sleepCtx(ctx, m.cfg.RetryWaitMax)
+				continue
+			}
+			m.inflight = nil
+			m.bal.confirm(b.spend, nil, 0) // never debited: released once the next balance arrives
+			m.spool.confirm(b.spans)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil { // every attempt is retried inside send; this is a safety net
 				m.setErr(err)
@@ -161,8 +175,13 @@ func (m *Meter) send(ctx context.Context, b *batch) (*usage.Reply, error) {
 	m.authorize(req.Header)
 	req.Header.Set("Content-Type", "application/json")
 	var reply usage.Reply
+	var refused *refusedError
 	req.SetResponseHandler(func(resp *http.Response) error {
 		defer resp.Body.Close()
+		if permanentRefusal(resp.StatusCode) {
+			refused = &refusedError{status: resp.StatusCode, reason: peekError(resp)}
+			return nil
+		}
 		reply = usage.Reply{}
 		if err := json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&reply); err != nil {
 			return fmt.Errorf("decode usage reply for batch %s: %w", b.id, err)
@@ -177,6 +196,9 @@ func (m *Meter) send(ctx context.Context, b *batch) (*usage.Reply, error) {
 		return nil, fmt.Errorf("send batch %s: %w", b.id, err)
 	}
 	resp.Body.Close()
+	if refused != nil {
+		return nil, refused
+	}
 	return &reply, nil
 }
 
@@ -260,6 +282,9 @@ func (m *Meter) newClient() *retryablehttp.Client {
 			switch resp.StatusCode {
 			case http.StatusOK, http.StatusNoContent, http.StatusNotModified:
 				return false, nil
+			}
+			if req := resp.Request; req != nil && req.Method == http.MethodPost && permanentRefusal(resp.StatusCode) {
+				return false, nil // the batch itself is refused: dead-lettered by the send loop
 			}
 			err = fmt.Errorf("%s %s: status %d%s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, peekError(resp))
 		}

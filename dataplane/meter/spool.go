@@ -212,8 +212,17 @@ func (s *spool) recoverSegment(id uint64, fn func([]byte)) (*segment, error) {
 		return nil, fmt.Errorf("read segment %d: %w", id, err)
 	}
 	if err != nil || valid != fi.Size() {
-		s.log.Warn("spool segment has a torn or corrupt tail; skipping it",
-			"segment", id, "records", n, "valid_bytes", valid, "skipped_bytes", fi.Size()-valid, "err", err)
+		// A torn or corrupt frame: the valid frames after it (if any) are found by scanning
+		// for the next frame header with a matching checksum, and the segment is rewritten
+		// with the valid frames only, so that readers never meet the damage again.
+		m, kept, skipped, rerr := s.salvageSegment(path, valid, fn)
+		if rerr != nil {
+			return nil, fmt.Errorf("salvage segment %d: %w", id, rerr)
+		}
+		s.log.Warn("spool segment damaged: corrupt or torn bytes skipped",
+			"segment", id, "records_before", n, "records_after", m, "skipped_bytes", skipped, "err", err)
+		n += m
+		valid = kept
 	}
 	if n == 0 {
 		if err := os.Remove(path); err != nil {
@@ -324,4 +333,53 @@ func (s *spool) closeFilesLocked() {
 		s.lockFile.Close()
 		s.lockFile = nil
 	}
+}
+
+// salvageSegment scans the segment at path from byte valid on for frames after damage,
+// calls fn for each, and, when it found any or skipped anything, rewrites the file as its
+// first valid bytes plus those frames (temp file, fsync, rename, directory fsync). It
+// returns the frames found, the new valid length and the bytes skipped.
+func (s *spool) salvageSegment(path string, valid int64, fn func([]byte)) (int, int64, int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if valid > int64(len(data)) {
+		valid = int64(len(data))
+	}
+	var tail []byte
+	n, skipped := scanFrames(data[valid:], func(p []byte) {
+		tail = appendFrame(tail, p)
+		fn(p)
+	})
+	if skipped == 0 && n == 0 {
+		return 0, valid, 0, nil
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	_, err = f.Write(data[:valid])
+	if err == nil {
+		_, err = f.Write(tail)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return 0, 0, 0, err
+	}
+	if d, err := os.Open(s.dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return n, valid + int64(len(tail)), skipped, nil
 }

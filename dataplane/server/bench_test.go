@@ -24,6 +24,7 @@ import (
 type nopMeter struct{ n int }
 
 func (m *nopMeter) Record(*usage.Record)                   { m.n++ }
+func (m *nopMeter) Start(*usage.Record)                    {}
 func (m *nopMeter) Spendable(string) int64                 { return 1 << 40 }
 func (m *nopMeter) SeedBalances([]snapshot.Balance, int64) {}
 

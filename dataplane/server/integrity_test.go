@@ -201,8 +201,19 @@ func TestClientGoneAfterTwentyTokensIsCharged(t *testing.T) {
 			got++
 		}
 	}
+	// While the stream runs, the meter holds its start entry: the record it gets if the node
+	// dies now.
+	id := resp.Header.Get("X-Request-Id")
+	st, ok := g.Meter.Started(id)
+	if !ok || st.Result != usage.ResultInterrupted || st.Status != 200 || st.PromptTokens != 200 || st.CompletionTokens != 0 ||
+		!st.Routing.UsageEstimated || st.PriceMicroSEK != money.Price(200, 0, fixture.PriceIn, fixture.PriceOut) {
+		t.Fatalf("start entry of %s: %v %+v", id, ok, st)
+	}
 	resp.Body.Close() // the client goes away
 	rec := g.record(t, 1)
+	if _, ok := g.Meter.Started(id); ok || rec.RequestID != id {
+		t.Fatalf("the end record must supersede the start entry")
+	}
 	want := money.Price(200, 20, fixture.PriceIn, fixture.PriceOut)
 	if rec.Result != usage.ResultCancelled || rec.PromptTokens != 200 || rec.CompletionTokens != 20 ||
 		!rec.Routing.UsageEstimated || rec.PriceMicroSEK != want {

@@ -12,6 +12,11 @@ type Meter interface {
 	// Record hands a finished request's record to metering. It must be fast and must not
 	// block; the meter owns rec afterwards.
 	Record(rec *usage.Record)
+	// Start takes the start entry of a stream about to be committed: the record the
+	// request gets if the node dies before the stream ends (result interrupted). The
+	// stream's Record supersedes it. Like Record it must be fast; rec may be reused after
+	// it returns.
+	Start(rec *usage.Record)
 	// Spendable is the account's known balance minus spend not yet confirmed (micro-SEK).
 	Spendable(accountID string) int64
 	// SeedBalances replaces known balances with those of a snapshot taken at ledger seq.

@@ -7,6 +7,8 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/usage"
 )
 
 // errStreamInvalid ends a stream whose provider broke the protocol after the first byte.
@@ -32,6 +34,30 @@ func streamErrorEvent(e catalog.Endpoint) []byte {
 		return streamErrResponses
 	}
 	return streamErrChat
+}
+
+// writeStart hands the meter the start entry of the committed stream, before its 200 and
+// X-Request-Id reach the client: the record the request gets if the node dies while the
+// stream runs (result interrupted, the prompt tokens the first event reported or the
+// node's estimate, no output, priced). The end record supersedes it.
+func (ex *exchange) writeStart() {
+	b := ex.box
+	b.start, b.startRouting = b.rec, b.routing
+	r := &ex.stream.Result
+	st := &b.start
+	st.Status, st.Result, st.DurationMS = 200, usage.ResultInterrupted, 0
+	st.PromptTokens, st.CompletionTokens = r.PromptTokens, 0
+	if !r.PromptReported {
+		st.PromptTokens = ex.promptEstimate
+		b.startRouting.UsageEstimated = true
+	}
+	if r.OutputReported {
+		st.CompletionTokens = r.CompletionTokens
+	}
+	st.PromptTokens, st.CompletionTokens, _ = ex.bounds.Check(st.PromptTokens, st.CompletionTokens)
+	st.PriceMicroSEK = money.Price(st.PromptTokens, st.CompletionTokens, ex.m.InputOrePerMillion, ex.m.OutputOrePerMillion)
+	st.Routing = &b.startRouting
+	ex.s.cfg.Meter.Start(st)
 }
 
 // endStream finishes a relayed stream and records it.

@@ -1,0 +1,236 @@
+package meter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Start entries: no request ID without a record.
+//
+// When a stream is committed (its 200 and X-Request-Id are about to reach the client), the
+// server hands Start the record the request would have if the node died right then: result
+// "interrupted", the prompt tokens known or estimated, its price. Start writes it, framed
+// like a spool record, to the start journal (<DataDir>/spool/starts.log) with one write()
+// and no fsync wait; the syncer's window makes it durable like a record. The stream's end
+// record (Record) supersedes it: the entry is forgotten in memory, and the journal is
+// rewritten with only the open entries once it has grown past startsCompactBytes.
+//
+// When the node restarts, every entry of the journal whose request has no record in the
+// spool is appended to the spool as its record. An entry whose end record was already
+// confirmed and deleted from the spool (possible until the journal is next rewritten) is
+// sent too and counted once by the control plane, which keeps the first record of a
+// request ID.
+const (
+	startsName         = "starts.log"
+	startsCompactBytes = 256 << 10
+)
+
+// startLog is the start journal. Its methods are safe for concurrent use.
+type startLog struct {
+	path string
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	f     *os.File
+	size  int64
+	open  map[string][]byte // request ID -> framed entry
+	dirty bool
+	werr  error
+	buf   []byte
+
+	n atomic.Int64 // len(open), readable without the lock
+}
+
+// readStarts returns the valid entries of the journal in dir by request ID.
+func readStarts(dir string, log *slog.Logger) (map[string][]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, startsName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read start journal: %w", err)
+	}
+	out := map[string][]byte{}
+	_, skipped := scanFrames(b, func(p []byte) {
+		if id := gjson.GetBytes(p, "request_id").String(); id != "" {
+			out[id] = bytes.Clone(p)
+		}
+	})
+	if skipped > 0 {
+		log.Warn("start journal: corrupt bytes skipped", "bytes", skipped)
+	}
+	return out, nil
+}
+
+// openStarts starts an empty journal in dir (replacing what was there: call it after the
+// old entries were recovered).
+func openStarts(dir string, log *slog.Logger) (*startLog, error) {
+	l := &startLog{path: filepath.Join(dir, startsName), log: log, open: map[string][]byte{}}
+	if err := l.rewriteLocked(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// add writes the entry of request id.
+func (l *startLog) add(id string, payload []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return
+	}
+	frame := appendFrame(nil, payload)
+	l.open[id] = frame
+	l.n.Store(int64(len(l.open)))
+	if _, err := l.f.Write(frame); err != nil {
+		l.failLocked(err)
+		return
+	}
+	l.size += int64(len(frame))
+	l.dirty = true
+}
+
+// done forgets the entry of request id: its record was handed to the spool.
+func (l *startLog) done(id string) {
+	if l.n.Load() == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.open[id]; !ok {
+		return
+	}
+	delete(l.open, id)
+	l.n.Store(int64(len(l.open)))
+	if l.size > startsCompactBytes && l.f != nil {
+		if err := l.rewriteLocked(); err != nil {
+			l.failLocked(err)
+		}
+	}
+}
+
+func (l *startLog) failLocked(err error) {
+	if l.werr == nil {
+		l.log.Error("start journal write failed; streams of this node may end without a record if it crashes", "err", err)
+	}
+	l.werr = err
+}
+
+// rewriteLocked replaces the journal with the open entries (temp file and rename).
+func (l *startLog) rewriteLocked() error {
+	tmp := l.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("create start journal: %w", err)
+	}
+	l.buf = l.buf[:0]
+	for _, fr := range l.open {
+		l.buf = append(l.buf, fr...)
+	}
+	if _, err := f.Write(l.buf); err != nil {
+		f.Close()
+		return fmt.Errorf("write start journal: %w", err)
+	}
+	if err := os.Rename(tmp, l.path); err != nil {
+		f.Close()
+		return fmt.Errorf("replace start journal: %w", err)
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f, l.size, l.dirty, l.werr = f, int64(len(l.buf)), true, nil
+	if cap(l.buf) > 1<<20 {
+		l.buf = nil
+	}
+	return nil
+}
+
+// sync fsyncs the journal when entries were written since the last call.
+func (l *startLog) sync() {
+	l.mu.Lock()
+	f, dirty := l.f, l.dirty
+	l.dirty = false
+	l.mu.Unlock()
+	if dirty && f != nil {
+		if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			l.log.Warn("start journal fsync failed", "err", err)
+		}
+	}
+}
+
+// syncLoop fsyncs the journal every window until stop is closed.
+func (l *startLog) syncLoop(window time.Duration, stop <-chan struct{}) {
+	window = max(window, time.Millisecond)
+	t := time.NewTicker(window)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			l.sync()
+			return
+		case <-t.C:
+			l.sync()
+		}
+	}
+}
+
+func (l *startLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Sync()
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// scanFrames calls fn for every valid frame of data whose payload is a JSON object, in
+// order. A torn or corrupt frame is skipped by searching forward, byte by byte, for the
+// next offset where a frame with a sane length, a matching checksum and a JSON-object
+// payload begins. It returns the number of frames found and of bytes skipped.
+func scanFrames(data []byte, fn func(p []byte)) (n int, skipped int64) {
+	off := 0
+	for off < len(data) {
+		if p, size, ok := frameAt(data, off); ok {
+			fn(p)
+			n++
+			off += size
+			continue
+		}
+		next := off + 1
+		for next < len(data) {
+			if _, _, ok := frameAt(data, next); ok {
+				break
+			}
+			next++
+		}
+		skipped += int64(next - off)
+		off = next
+	}
+	return n, skipped
+}
+
+// frameAt checks for a valid frame at data[off:] and returns its payload and size.
+func frameAt(data []byte, off int) ([]byte, int, bool) {
+	if len(data)-off < frameHeader+1 {
+		return nil, 0, false
+	}
+	size := int(le32(data[off:]))
+	if size == 0 || size > maxFramePayload || size > len(data)-off-frameHeader {
+		return nil, 0, false
+	}
+	p := data[off+frameHeader : off+frameHeader+size]
+	if crc(p) != le32(data[off+4:]) || !validRecordJSON(p) {
+		return nil, 0, false
+	}
+	return p, frameHeader + size, true
+}
