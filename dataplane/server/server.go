@@ -198,6 +198,7 @@ func New(cfg Config) (*Server, error) {
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
 		SecureErrorLogMessage:         true,
+		ReduceMemoryUsage:             true,
 		CloseOnShutdown:               true,
 		Logger:                        fasthttpLogger{cfg.Logger},
 	}

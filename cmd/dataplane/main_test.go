@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the data plane: with childEnv set it runs main, so the
+// benchmark measures a real process (its own RSS) without a separate build.
+const childEnv = "DATAPLANE_TEST_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childEnv); ok {
+		os.Args = append([]string{"dataplane"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestEdgeFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--node-token", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := o.edge
+	if e.HeaderTimeout != 10*time.Second || e.BodyIdleTimeout != 10*time.Second || e.MinBodyRate != 4096 ||
+		e.IdleTimeout != 60*time.Second || e.WriteTimeout != 30*time.Second || e.MaxHeaderBytes != 8192 ||
+		e.MaxConns != 10000 || e.MaxConnsPerAddr != 100 || e.TrustedProxies.Len() != 0 {
+		t.Errorf("defaults %+v", e)
+	}
+	o, err = parseFlags([]string{"--node-token", "x", "--trusted-proxies", "10.0.0.0/8, 192.0.2.1", "--max-conns-per-addr", "-1"})
+	if err != nil || o.edge.TrustedProxies.Len() != 2 || o.edge.MaxConnsPerAddr != -1 {
+		t.Errorf("trusted proxies: %v %+v", err, o.edge)
+	}
+	for _, bad := range [][]string{
+		{"--trusted-proxies", "10.0.0.0/33"},
+		{"--trusted-proxies", "proxy.example"},
+		{"--header-timeout", "0s"},
+		{"--write-timeout", "-1s"},
+		{"--max-header-bytes", "100"},
+	} {
+		if _, err := parseFlags(append([]string{"--node-token", "x"}, bad...)); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// BenchmarkIdleKeepAliveConns reports what 10,000 idle keep-alive client connections cost
+// a data-plane process: each connection makes one request and then stays open; the
+// process's RSS growth divided by the connections is the bytes/conn metric.
+func BenchmarkIdleKeepAliveConns(b *testing.B) {
+	const conns = 10000
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dead, _ := net.Listen("tcp", "127.0.0.1:0") // a control plane that never answers
+	defer dead.Close()
+	args := fmt.Sprintf("--listen %s --control-plane-url http://%s --node-token bench --data-dir %s --log-level error "+
+		"--max-conns %d --max-conns-per-addr -1 --keepalive-timeout 10m", addr, dead.Addr(), b.TempDir(), 2*conns)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+args)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	for i := 0; ; i++ {
+		if r, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			r.Body.Close()
+			break
+		}
+		if i > 200 {
+			b.Fatal("data plane did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	req := []byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	open := func(n int) []net.Conn {
+		cs := make([]net.Conn, 0, n)
+		for range n {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Write(req); err != nil {
+				b.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 {
+				b.Fatalf("request on connection %d: %v", len(cs), err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var perConn float64
+	for range b.N {
+		warm := open(100) // pools and goroutines of the first connections
+		before := rss(b, cmd.Process.Pid)
+		cs := open(conns)
+		time.Sleep(time.Second) // settle: every connection idle in its keep-alive wait
+		after := rss(b, cmd.Process.Pid)
+		perConn = float64(after-before) / conns
+		for _, c := range append(cs, warm...) {
+			c.Close()
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(perConn, "bytes/conn")
+	b.ReportMetric(0, "ns/op")
+}
+
+func rss(b *testing.B, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
