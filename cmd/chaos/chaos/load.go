@@ -88,6 +88,10 @@ func startLoad(ctx context.Context, s *stack, workers int, hostileShare float64,
 				l.mu.Lock()
 				l.results = append(l.results, r)
 				l.mu.Unlock()
+				if r.Status != 200 {
+					// A client backs off after a refusal or an error instead of hammering.
+					sleep(ctx, 25*time.Millisecond)
+				}
 			}
 		}()
 	}
