@@ -17,7 +17,8 @@ type Snapshots interface {
 }
 
 // Handler serves GET /metrics (Prometheus text format), GET /readyz (200 once the node
-// has a snapshot to serve from, 503 before) and the Go profiler under /debug/pprof/.
+// has a snapshot to serve from, 503 before), GET /livez (200 while the process serves; a
+// liveness probe, independent of the control plane) and the Go profiler under /debug/pprof/.
 func Handler(s Snapshots) http.Handler {
 	set := metrics.NewSet()
 	set.NewGauge("gateway_snapshot_version", func() float64 {
@@ -40,6 +41,10 @@ func Handler(s Snapshots) http.Handler {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if _, ok := s.Version(); !ok {

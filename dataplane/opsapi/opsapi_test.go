@@ -33,6 +33,9 @@ func TestHandler(t *testing.T) {
 	if code, _ := get("/readyz"); code != 503 {
 		t.Fatalf("readyz without snapshot: %d", code)
 	}
+	if code, body := get("/livez"); code != 200 || body != "ok" {
+		t.Fatalf("livez without snapshot: %d %q", code, body)
+	}
 	snaps.v, snaps.ok = 7, true
 	if code, body := get("/readyz"); code != 200 || body != "ready" {
 		t.Fatalf("readyz: %d %q", code, body)
