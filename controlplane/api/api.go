@@ -123,6 +123,7 @@ func (s *server) routes() {
 	admin("PUT /admin/v1/catalog", s.putCatalog)
 	admin("GET /admin/v1/nodes", s.listNodes)
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
+	admin("GET /admin/v1/rejected-records", s.listRejected)
 	for p, h := range s.cfg.Admin {
 		s.mux.Handle(p, s.adminAuth(h.ServeHTTP))
 	}

@@ -189,4 +189,32 @@ func TestUsageUndecodableRecordRejectedAlone(t *testing.T) {
 	if len(reasons) != 2 || !strings.HasPrefix(reasons[0], "invalid") || !strings.HasPrefix(reasons[1], "undecodable") {
 		t.Fatalf("reasons %q", reasons)
 	}
+	// The operator sees them, newest first, with the record as sent.
+	var list struct {
+		Data []struct {
+			RequestID string `json:"request_id"`
+			NodeID    string `json:"node_id"`
+			BatchID   string `json:"batch_id"`
+			Reason    string `json:"reason"`
+			Record    string `json:"record"`
+		} `json:"data"`
+		Total int64 `json:"total"`
+	}
+	e.mustStatus(e.admin("GET", "/admin/v1/rejected-records?limit=1", nil), 200).json(t, &list)
+	if list.Total != 2 || len(list.Data) != 1 {
+		t.Fatalf("rejected-records list %+v", list)
+	}
+	e.mustStatus(e.admin("GET", "/admin/v1/rejected-records", nil), 200).json(t, &list)
+	got := map[string]string{}
+	for _, d := range list.Data {
+		if d.NodeID != "node-1" || d.BatchID != "b1" {
+			t.Fatalf("rejected-records list %+v", list)
+		}
+		got[d.RequestID] = d.Record
+	}
+	if len(got) != 2 || !strings.Contains(got["req_bad"], `"prompt_tokens":"many"`) || !strings.Contains(got["req_nul\uFFFD"], `"req_nul\u0000"`) {
+		t.Fatalf("rejected-records list %+v", list)
+	}
+	e.mustStatus(e.admin("GET", "/admin/v1/rejected-records?limit=0", nil), 400)
+	e.mustStatus(e.do("GET", "/admin/v1/rejected-records", nodeToken, nil, nil), 401)
 }

@@ -42,7 +42,15 @@ func (s *Store) IngestRaw(ctx context.Context, nodeID, batchID string, raws []js
 	for _, raw := range raws {
 		var r usage.Record
 		if err := json.Unmarshal(raw, &r); err != nil {
-			bad = append(bad, rejection{reason: cleanText(RejectUndecodable + ": " + err.Error()), raw: raw})
+			// Name the record by its IDs where they are readable.
+			var ids struct {
+				RequestID any `json:"request_id"`
+				AccountID any `json:"account_id"`
+			}
+			_ = json.Unmarshal(raw, &ids)
+			str := func(v any) string { s, _ := v.(string); return cleanText(clip(s)) }
+			bad = append(bad, rejection{requestID: str(ids.RequestID), accountID: str(ids.AccountID),
+				reason: cleanText(RejectUndecodable + ": " + err.Error()), raw: raw})
 			continue
 		}
 		recs = append(recs, r)
