@@ -35,6 +35,7 @@ import (
 
 type config struct {
 	listen, databaseURL, adminToken, nodeTokens, logLevel string
+	migrateDatabaseURL                                    string
 	defaultLimitsFile                                     string
 	retentionDays, maxConns, signupPerMinute              int
 	// Optional integrations: each is enabled when its required settings are given.
@@ -47,7 +48,8 @@ func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the HTTP listener")
-	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL (required)")
+	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
+	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres connection URL of the schema owner: migrations run over it, then it is closed (empty: migrate over --database-url)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API (required)")
 	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes (required)")
 	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept")
@@ -95,7 +97,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MaxConns: int32(cfg.maxConns), Logger: log})
+	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -198,7 +200,7 @@ func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logge
 		a.Signup = h
 	}
 	if cfg.stripeSecretKey != "" {
-		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey, APIBase: cfg.stripeAPIBase,
+		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey, APIBase: cfg.stripeAPIBase, Sessions: st,
 			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log})
 		if err != nil {
 			return err
@@ -206,7 +208,7 @@ func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logge
 		a.Topup = h
 	}
 	if cfg.stripeWebhookSecret != "" {
-		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, Ledger: st, Logger: log})
+		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, SecretKey: cfg.stripeSecretKey, Ledger: st, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,8 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cfg := config{listen: addr, databaseURL: pgtest.NewDatabase(t), adminToken: "adm", nodeTokens: "nt", retentionDays: 90, maxConns: 4}
+	db := pgtest.NewRoles(t) // migrate as the owner, serve as the runtime role
+	cfg := config{listen: addr, databaseURL: db.RuntimeURL, migrateDatabaseURL: db.OwnerURL, adminToken: "adm", nodeTokens: "nt", retentionDays: 90, maxConns: 4}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)

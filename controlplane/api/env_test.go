@@ -38,7 +38,8 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, store.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: quiet(), MaxConns: 8})
+	db := pgtest.NewRoles(t)
+	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quiet(), MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

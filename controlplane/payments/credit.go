@@ -12,11 +12,12 @@ import (
 	"github.com/sekgate/gateway/shared/money"
 )
 
-// Ledger is what the webhook needs from the store: a transaction and a ledger credit
-// inside it. *store.Store implements it.
+// Ledger is what the webhook needs from the store: a transaction and ledger credits and
+// refunds inside it. *store.Store implements it.
 type Ledger interface {
 	InTx(ctx context.Context, fn func(tx pgx.Tx) error) error
 	CreditTx(ctx context.Context, tx pgx.Tx, c store.Credit) (store.CreditResult, error)
+	RefundTx(ctx context.Context, tx pgx.Tx, c store.Credit) (store.CreditResult, error)
 }
 
 // Outcome is what applying a checkout event did; it is stored with the event.
@@ -31,19 +32,42 @@ const (
 	OutcomeUnknownAccount  Outcome = "unknown_account"  // the named account does not exist
 	OutcomeRejected        Outcome = "rejected"         // no account, no amount or not SEK
 	OutcomeDuplicateEvent  Outcome = "duplicate_event"  // this event was applied before (not stored)
+	// Refusals of a signed event that must not move money.
+	OutcomeUnknownSession  Outcome = "unknown_session"  // no checkout session the gateway created
+	OutcomeAccountMismatch Outcome = "account_mismatch" // the session belongs to another account
+	OutcomeAmountMismatch  Outcome = "amount_mismatch"  // another amount or currency than the session's
+	OutcomeWrongMode       Outcome = "wrong_mode"       // livemode differs from the secret key's mode
+	// Refunds and disputes.
+	OutcomeRefunded         Outcome = "refunded"          // the refunded amount was debited
+	OutcomeAlreadyRefunded  Outcome = "already_refunded"  // an earlier event debited this refund total
+	OutcomeAccountSuspended Outcome = "account_suspended" // a dispute suspended the account
+	OutcomeAlreadyDisputed  Outcome = "already_disputed"  // the dispute was recorded before
 )
+
+// Refused reports whether the outcome is a refusal of a signed event (logged at error
+// level for the operator).
+func (o Outcome) Refused() bool {
+	switch o {
+	case OutcomeUnknownAccount, OutcomeRejected, OutcomeUnknownSession, OutcomeAccountMismatch,
+		OutcomeAmountMismatch, OutcomeWrongMode:
+		return true
+	}
+	return false
+}
 
 // CheckoutEvent is the part of a checkout.session.* event the credit needs.
 type CheckoutEvent struct {
-	EventID       string
-	Type          string
-	Created       time.Time
-	Livemode      bool
-	SessionID     string
-	AccountID     string
-	PaymentStatus string
-	AmountOre     int64
-	Currency      string
+	EventID   string
+	Type      string
+	Created   time.Time
+	Livemode  bool
+	SessionID string
+	// PaymentIntentID names the payment; refunds and disputes find the session by it.
+	PaymentIntentID string
+	AccountID       string
+	PaymentStatus   string
+	AmountOre       int64
+	Currency        string
 	// Credit says whether the event pays (completed+paid, or async_payment_succeeded).
 	Credit bool
 	// Outcome, when set, is stored without crediting (not_paid, payment_failed, rejected).
@@ -57,21 +81,37 @@ type ApplyResult struct {
 	BalanceMicroSEK int64 // balance after the credit when Outcome is credited
 }
 
-// Apply records the event and, when it pays, credits the account, all in one transaction:
-// the event ID (payment_events) and the session ID (payment_credits) are each inserted
-// with ON CONFLICT DO NOTHING before the ledger entry, so a repeated event, a second event
-// for the same session and concurrent deliveries credit at most once. Concurrent
-// transactions inserting the same key wait for the first to commit and then see the
-// conflict.
-func Apply(ctx context.Context, l Ledger, ev CheckoutEvent) (ApplyResult, error) {
+// Apply records the event and, when it pays, credits the account, all in one transaction.
+// live is the mode of the configured secret key. A paying event credits only a checkout
+// session the gateway created (checkout_sessions), in the key's mode, for the session's
+// account, amount and currency; anything else is recorded with its refusal outcome and
+// credits nothing. The event ID (payment_events) and the session ID (payment_credits) are
+// each inserted with ON CONFLICT DO NOTHING before the ledger entry, so a repeated event, a
+// second event for the same session and concurrent deliveries credit at most once.
+// Concurrent transactions inserting the same key wait for the first to commit and then see
+// the conflict.
+func Apply(ctx context.Context, l Ledger, ev CheckoutEvent, live bool) (ApplyResult, error) {
 	var res ApplyResult
 	err := l.InTx(ctx, func(tx pgx.Tx) error {
 		res = ApplyResult{}
 		outcome := ev.Outcome
 		var micro int64
+		sess, found, err := sessionByID(ctx, tx, ev.SessionID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case ev.Livemode != live || (found && sess.Livemode != live):
+			outcome = OutcomeWrongMode
+		case !found:
+			outcome = OutcomeUnknownSession
+		case ev.AccountID != sess.AccountID:
+			outcome = OutcomeAccountMismatch
+		case ev.Credit && (ev.AmountOre != sess.AmountOre || ev.Currency != sess.Currency):
+			outcome = OutcomeAmountMismatch
+		}
 		if outcome == "" && ev.Credit {
 			outcome = OutcomeCredited
-			var err error
 			switch {
 			case ev.AccountID == "" || ev.SessionID == "" || ev.AmountOre <= 0 || ev.Currency != "sek":
 				outcome = OutcomeRejected
@@ -81,14 +121,10 @@ func Apply(ctx context.Context, l Ledger, ev CheckoutEvent) (ApplyResult, error)
 					outcome = OutcomeRejected
 				}
 			}
-			if outcome == OutcomeCredited {
-				var exists bool
-				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, ev.AccountID).Scan(&exists); err != nil {
-					return fmt.Errorf("look up account %s: %w", ev.AccountID, err)
-				}
-				if !exists {
-					outcome = OutcomeUnknownAccount
-				}
+		}
+		if found && !outcome.Refused() && ev.PaymentIntentID != "" {
+			if err := setPaymentIntent(ctx, tx, ev.SessionID, ev.PaymentIntentID); err != nil {
+				return err
 			}
 		}
 		if outcome == "" {
@@ -135,6 +171,9 @@ func Apply(ctx context.Context, l Ledger, ev CheckoutEvent) (ApplyResult, error)
 		}
 		if !cr.Applied { // the ledger already had this session (e.g. credited by hand)
 			return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, &res)
+		}
+		if err := setSessionStatus(ctx, tx, ev.SessionID, "complete"); err != nil {
+			return err
 		}
 		res.AmountMicroSEK = micro
 		res.BalanceMicroSEK = cr.BalanceMicroSEK

@@ -29,6 +29,9 @@ const (
 // maxTopupBody bounds the top-up request body; the real body is a few dozen bytes.
 const maxTopupBody = 8 << 10
 
+// errRecordSession marks a session the provider created that could not be recorded.
+var errRecordSession = errors.New("record checkout session")
+
 // ErrInvalidAmount is returned by ParseTopupBody for every body that is not a JSON object
 // with an integer amount_sek within [MinTopupSEK, MaxTopupSEK].
 var ErrInvalidAmount = errors.New("amount_sek must be an integer number of SEK from 100 to 50000")
@@ -73,8 +76,12 @@ func ParseTopupBody(body []byte) (int64, error) {
 // TopupConfig configures the top-up handler.
 type TopupConfig struct {
 	// SecretKey is the payment provider's secret API key (a test-mode key during the
-	// evaluation). Required.
+	// evaluation). Required; sk_live_/rk_live_ or sk_test_/rk_test_ (its mode is checked
+	// against every session the provider returns).
 	SecretKey string
+	// Sessions records every checkout session created, before its URL is handed out; the
+	// webhook credits only recorded sessions. Required (*store.Store).
+	Sessions Tx
 	// APIBase is the provider API's base URL without /v1 (for tests, a stripe-mock
 	// address). Empty means the provider's public API.
 	APIBase string
@@ -97,6 +104,7 @@ type TopupConfig struct {
 // Topup serves POST /v1/service/topup.
 type Topup struct {
 	api    *client.API
+	live   bool
 	cfg    TopupConfig
 	logger *slog.Logger
 }
@@ -106,6 +114,13 @@ type Topup struct {
 func NewTopup(cfg TopupConfig) (*Topup, error) {
 	if cfg.SecretKey == "" {
 		return nil, errors.New("payments: TopupConfig.SecretKey is required")
+	}
+	live, err := KeyLivemode(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("payments: TopupConfig.SecretKey: %w", err)
+	}
+	if cfg.Sessions == nil {
+		return nil, errors.New("payments: TopupConfig.Sessions is required")
 	}
 	for name, u := range map[string]string{"SuccessURL": cfg.SuccessURL, "CancelURL": cfg.CancelURL} {
 		if err := checkAbsURL(u); err != nil {
@@ -142,6 +157,7 @@ func NewTopup(cfg TopupConfig) (*Topup, error) {
 	}
 	return &Topup{
 		api:    client.New(cfg.SecretKey, stripe.NewBackendsWithConfig(bc)),
+		live:   live,
 		cfg:    cfg,
 		logger: cfg.Logger,
 	}, nil
@@ -192,6 +208,11 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		t.logger.ErrorContext(r.Context(), "create checkout session",
 			"account_id", account, "amount_sek", amount, "request_id", requestID, "err", err)
+		if errors.Is(err, errRecordSession) { // the URL is withheld: an unrecorded session could never be credited
+			writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
+				"the checkout session could not be recorded; try again"))
+			return
+		}
 		writeError(w, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "payment_provider_error",
 			"the payment provider could not create a checkout session; try again later"))
 		return
@@ -229,8 +250,20 @@ func (t *Topup) createSession(r *http.Request, account string, amountSEK int64, 
 	if err != nil {
 		return "", fmt.Errorf("checkout session for %s (%s SEK): %w", account, amountStr, err)
 	}
-	if s.URL == "" {
-		return "", fmt.Errorf("checkout session %s for %s has no URL", s.ID, account)
+	if s.URL == "" || s.ID == "" {
+		return "", fmt.Errorf("checkout session %q for %s has no ID or URL", s.ID, account)
+	}
+	if s.Livemode != t.live {
+		return "", fmt.Errorf("checkout session %s for %s: livemode %v, but the secret key's mode is %v", s.ID, account, s.Livemode, t.live)
+	}
+	sess := Session{ID: s.ID, AccountID: account, AmountOre: amountSEK * 100, Currency: string(stripe.CurrencySEK),
+		Livemode: s.Livemode, RequestID: requestID}
+	if s.Created > 0 {
+		sess.Created = time.Unix(s.Created, 0).UTC()
+	}
+	// Recorded before the URL is handed out, so every session a customer can pay is known.
+	if err := recordSession(r.Context(), t.cfg.Sessions, sess); err != nil {
+		return "", fmt.Errorf("%w: %v", errRecordSession, err)
 	}
 	return s.URL, nil
 }

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -74,10 +75,11 @@ func FuzzParseTopupBody(f *testing.F) {
 	})
 }
 
-func newTestTopup(t *testing.T, apiBase string) *Topup {
+func newTestTopup(t *testing.T, apiBase string, sessions Tx) *Topup {
 	t.Helper()
 	tp, err := NewTopup(TopupConfig{
 		SecretKey:         "sk_test_123",
+		Sessions:          sessions,
 		APIBase:           apiBase,
 		SuccessURL:        "https://gateway.example/topup/ok?session={CHECKOUT_SESSION_ID}",
 		CancelURL:         "https://gateway.example/topup/cancel",
@@ -118,13 +120,16 @@ func doTopup(t *testing.T, h http.Handler, method, account, reqID, body string) 
 	return w, e
 }
 
+const acct = "acct_0123456789abcdef" // an account that need not exist (the DB is never reached)
+
 func TestTopupAgainstStripeMock(t *testing.T) {
 	sm := startStripeMock(t)
-	h := newTestTopup(t, sm.URL)
+	f := newFixture(t)
+	h := newTestTopup(t, sm.URL, f.st)
 
 	// Out-of-bounds and malformed bodies never reach the provider.
 	for _, body := range []string{`{"amount_sek":99}`, `{"amount_sek":50001}`, `{"amount_sek":100.5}`, `{"amount_sek":"100"}`, `{}`, `{`} {
-		w, e := doTopup(t, h, http.MethodPost, "acct_0123456789abcdef", "req-bad", body)
+		w, e := doTopup(t, h, http.MethodPost, f.account, "req-bad", body)
 		if w.Code != http.StatusBadRequest || e.Error.Type != "invalid_request_error" || e.Error.Param == nil || *e.Error.Param != "amount_sek" {
 			t.Errorf("body %s: status %d, error %+v; want 400 invalid_request_error param amount_sek", body, w.Code, e.Error)
 		}
@@ -135,7 +140,7 @@ func TestTopupAgainstStripeMock(t *testing.T) {
 
 	for _, amount := range []int64{100, 50000} {
 		reqID := "req-" + strconv.FormatInt(amount, 10)
-		w, _ := doTopup(t, h, http.MethodPost, "acct_0123456789abcdef", reqID, `{"amount_sek": `+strconv.FormatInt(amount, 10)+`}`)
+		w, _ := doTopup(t, h, http.MethodPost, f.account, reqID, `{"amount_sek": `+strconv.FormatInt(amount, 10)+`}`)
 		if w.Code != http.StatusOK {
 			t.Fatalf("amount %d: status %d: %s", amount, w.Code, w.Body.String())
 		}
@@ -148,8 +153,8 @@ func TestTopupAgainstStripeMock(t *testing.T) {
 		want := map[string]string{
 			"mode":                                          "payment",
 			"currency":                                      "sek",
-			"client_reference_id":                           "acct_0123456789abcdef",
-			"metadata[account_id]":                          "acct_0123456789abcdef",
+			"client_reference_id":                           f.account,
+			"metadata[account_id]":                          f.account,
 			"metadata[amount_sek]":                          strconv.FormatInt(amount, 10),
 			"line_items[0][quantity]":                       "1",
 			"line_items[0][price_data][currency]":           "sek",
@@ -172,6 +177,17 @@ func TestTopupAgainstStripeMock(t *testing.T) {
 		if got := last.Header.Get("Authorization"); got != "Bearer sk_test_123" {
 			t.Errorf("Authorization = %q", got)
 		}
+		// The session stripe-mock created is recorded before its URL is handed out.
+		var id, account, currency, status, reqIDGot string
+		var ore int64
+		var live bool
+		if err := f.st.Pool().QueryRow(context.Background(), `SELECT id, account_id, amount_ore, currency, livemode, status, request_id
+			FROM checkout_sessions WHERE request_id = $1`, reqID).Scan(&id, &account, &ore, &currency, &live, &status, &reqIDGot); err != nil {
+			t.Fatalf("amount %d: session not recorded: %v", amount, err)
+		}
+		if !strings.HasPrefix(id, "cs_") || account != f.account || ore != amount*100 || currency != "sek" || live || status != "open" {
+			t.Errorf("amount %d: recorded session %s %s %d %s live=%v %s", amount, id, account, ore, currency, live, status)
+		}
 	}
 }
 
@@ -182,15 +198,15 @@ func TestTopupProviderDown(t *testing.T) {
 		io.WriteString(w, `{"error":{"type":"api_error","message":"boom"}}`)
 	}))
 	defer down.Close()
-	w, e := doTopup(t, newTestTopup(t, down.URL), http.MethodPost, "acct_0123456789abcdef", "r1", `{"amount_sek":100}`)
+	w, e := doTopup(t, newTestTopup(t, down.URL, newFixture(t).st), http.MethodPost, acct, "r1", `{"amount_sek":100}`)
 	if w.Code != http.StatusBadGateway || e.Error.Type != "upstream_error" {
 		t.Fatalf("status %d %+v; want 502 upstream_error", w.Code, e.Error)
 	}
 }
 
 func TestTopupEdges(t *testing.T) {
-	h := newTestTopup(t, "http://127.0.0.1:1") // never reached
-	w, _ := doTopup(t, h, http.MethodGet, "acct_0123456789abcdef", "r", "")
+	h := newTestTopup(t, "http://127.0.0.1:1", newFixture(t).st) // never reached
+	w, _ := doTopup(t, h, http.MethodGet, acct, "r", "")
 	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") == "" {
 		t.Errorf("GET: status %d Allow %q; want 405 with Allow", w.Code, w.Header().Get("Allow"))
 	}
@@ -198,7 +214,7 @@ func TestTopupEdges(t *testing.T) {
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("no account: status %d, want 401", w.Code)
 	}
-	w, e := doTopup(t, h, http.MethodPost, "acct_0123456789abcdef", "r", `{"amount_sek":`+strings.Repeat("1", 10000)+`}`)
+	w, e := doTopup(t, h, http.MethodPost, acct, "r", `{"amount_sek":`+strings.Repeat("1", 10000)+`}`)
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("huge body: status %d %+v, want 413", w.Code, e.Error)
 	}
@@ -210,6 +226,8 @@ func TestNewTopupValidates(t *testing.T) {
 		{SecretKey: "k", SuccessURL: "/relative", CancelURL: "https://a/"},
 		{SecretKey: "k", SuccessURL: "https://a/", CancelURL: ""},
 		{SecretKey: "k", SuccessURL: "https://a/", CancelURL: "https://a/", APIBase: "localhost:12111"},
+		{SecretKey: "sk_other_1", SuccessURL: "https://a/", CancelURL: "https://a/"},
+		{SecretKey: "sk_test_1", SuccessURL: "https://a/", CancelURL: "https://a/"}, // no Sessions
 	} {
 		if _, err := NewTopup(cfg); err == nil {
 			t.Errorf("NewTopup(%+v) accepted an invalid config", cfg)

@@ -20,6 +20,8 @@ const (
 	EventCheckoutCompleted     = "checkout.session.completed"
 	EventAsyncPaymentSucceeded = "checkout.session.async_payment_succeeded"
 	EventAsyncPaymentFailed    = "checkout.session.async_payment_failed"
+	EventChargeRefunded        = "charge.refunded"
+	EventDisputeCreated        = "charge.dispute.created"
 )
 
 // HeaderSignature carries the provider's signature ("t=<unix>,v1=<hex>"). The provider's
@@ -36,6 +38,9 @@ const maxWebhookBody = 1 << 20
 type WebhookConfig struct {
 	// Secret is the endpoint's signing secret (whsec_...). Required.
 	Secret string
+	// SecretKey is the provider API key the top-up uses. Required: its mode (sk_live_ or
+	// sk_test_) is the only livemode the webhook accepts.
+	SecretKey string
 	// Ledger records events and credits accounts. Required (*store.Store).
 	Ledger Ledger
 	// Tolerance is the accepted age of a signature timestamp. Default 300 s.
@@ -46,8 +51,9 @@ type WebhookConfig struct {
 
 // Webhook serves POST /v1/stripe/webhook.
 type Webhook struct {
-	cfg WebhookConfig
-	log *slog.Logger
+	cfg  WebhookConfig
+	live bool
+	log  *slog.Logger
 }
 
 // NewWebhook validates cfg and fills defaults.
@@ -58,13 +64,17 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Ledger == nil {
 		return nil, errors.New("payments: WebhookConfig.Ledger is required")
 	}
+	live, err := KeyLivemode(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("payments: WebhookConfig.SecretKey: %w", err)
+	}
 	if cfg.Tolerance <= 0 {
 		cfg.Tolerance = webhook.DefaultTolerance
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Webhook{cfg: cfg, log: cfg.Logger}, nil
+	return &Webhook{cfg: cfg, live: live, log: cfg.Logger}, nil
 }
 
 type received struct {
@@ -125,6 +135,9 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := h.log.With("event_id", ev.ID, "event_type", string(ev.Type))
 	var ce CheckoutEvent
 	switch string(ev.Type) {
+	case EventChargeRefunded, EventDisputeCreated:
+		h.serveChargeEvent(w, r, log, ev)
+		return
 	case EventCheckoutCompleted, EventAsyncPaymentSucceeded, EventAsyncPaymentFailed:
 		ce, err = checkoutEvent(ev)
 		if err != nil {
@@ -137,18 +150,18 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, received{true})
 		return
 	}
-	res, err := Apply(ctx, h.cfg.Ledger, ce)
+	res, err := Apply(ctx, h.cfg.Ledger, ce, h.live)
 	if err != nil {
 		log.ErrorContext(ctx, "apply payment event", "err", err)
 		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
 		return
 	}
 	attrs := []any{"outcome", string(res.Outcome), "checkout_session_id", ce.SessionID, "account_id", ce.AccountID,
-		"amount_ore", ce.AmountOre, "currency", ce.Currency, "payment_status", ce.PaymentStatus}
-	switch res.Outcome {
-	case OutcomeUnknownAccount, OutcomeRejected:
-		log.ErrorContext(ctx, "payment event not credited; resolve by hand", attrs...)
-	case OutcomeCredited:
+		"amount_ore", ce.AmountOre, "currency", ce.Currency, "payment_status", ce.PaymentStatus, "livemode", ce.Livemode}
+	switch {
+	case res.Outcome.Refused():
+		log.ErrorContext(ctx, "payment event refused: nothing credited; resolve by hand if genuine", attrs...)
+	case res.Outcome == OutcomeCredited:
 		log.InfoContext(ctx, "account credited from payment", append(attrs, "balance_micro_sek", res.BalanceMicroSEK)...)
 	default:
 		log.InfoContext(ctx, "payment event recorded", attrs...)
@@ -170,14 +183,15 @@ func checkoutEvent(ev stripe.Event) (CheckoutEvent, error) {
 		account = s.Metadata["account_id"]
 	}
 	ce := CheckoutEvent{
-		EventID:       ev.ID,
-		Type:          string(ev.Type),
-		Livemode:      ev.Livemode,
-		SessionID:     s.ID,
-		AccountID:     account,
-		PaymentStatus: string(s.PaymentStatus),
-		AmountOre:     s.AmountTotal,
-		Currency:      string(s.Currency),
+		EventID:         ev.ID,
+		Type:            string(ev.Type),
+		Livemode:        ev.Livemode,
+		SessionID:       s.ID,
+		PaymentIntentID: idOf(s.PaymentIntent),
+		AccountID:       account,
+		PaymentStatus:   string(s.PaymentStatus),
+		AmountOre:       s.AmountTotal,
+		Currency:        string(s.Currency),
 	}
 	if ev.Created > 0 {
 		ce.Created = time.Unix(ev.Created, 0).UTC()

@@ -34,7 +34,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Config{DatabaseURL: pgtest.NewDatabase(t), MaxConns: 20, Logger: discard})
+	db := pgtest.NewRoles(t)
+	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, MaxConns: 20, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,23 +44,37 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewWebhook(WebhookConfig{Secret: whsec, Ledger: st, Logger: discard})
+	h, err := NewWebhook(WebhookConfig{Secret: whsec, SecretKey: "sk_test_123", Ledger: st, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{st: st, h: h, account: acct.ID}
 }
 
-// checkoutEventJSON is a checkout.session.* event as the provider sends it (trimmed), with
-// an API version other than the library's.
+// created records a checkout session as the top-up does after the provider created it.
+func (f *fixture) created(t *testing.T, sessionID, account string, amountOre int64) {
+	t.Helper()
+	if err := recordSession(context.Background(), f.st, Session{ID: sessionID, AccountID: account, AmountOre: amountOre,
+		Currency: "sek", RequestID: "req_" + sessionID}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkoutEventJSON is a test-mode checkout.session.* event as the provider sends it
+// (trimmed), with an API version other than the library's.
 func checkoutEventJSON(eventID, typ, sessionID, account, paymentStatus, currency string, amountOre int64) []byte {
+	return checkoutEventJSONMode(eventID, typ, sessionID, account, paymentStatus, currency, amountOre, false, "pi_"+sessionID)
+}
+
+func checkoutEventJSONMode(eventID, typ, sessionID, account, paymentStatus, currency string, amountOre int64, live bool, pi string) []byte {
 	ev := map[string]any{
 		"id": eventID, "object": "event", "type": typ, "api_version": "2020-08-27",
-		"created": time.Now().Unix(), "livemode": false, "pending_webhooks": 1,
+		"created": time.Now().Unix(), "livemode": live, "pending_webhooks": 1,
 		"data": map[string]any{"object": map[string]any{
-			"id": sessionID, "object": "checkout.session", "mode": "payment",
+			"id": sessionID, "object": "checkout.session", "mode": "payment", "livemode": live,
 			"client_reference_id": account, "metadata": map[string]string{"account_id": account, "amount_sek": fmt.Sprint(amountOre / 100)},
 			"amount_total": amountOre, "currency": currency, "payment_status": paymentStatus, "status": "complete",
+			"payment_intent": pi,
 		}},
 	}
 	b, _ := json.Marshal(ev)
@@ -109,6 +124,8 @@ func wantReceived(t *testing.T, w *httptest.ResponseRecorder) {
 
 func TestWebhookSignatures(t *testing.T) {
 	f := newFixture(t)
+	f.created(t, "cs_test_sig", f.account, 10000)
+	f.created(t, "cs_test_sig2", f.account, 20000)
 	payload := checkoutEventJSON("evt_sig", EventCheckoutCompleted, "cs_test_sig", f.account, "paid", "sek", 10000)
 	now := time.Now()
 	tests := []struct {
@@ -156,6 +173,7 @@ func TestWebhookSignatures(t *testing.T) {
 
 func TestWebhookConcurrentDuplicatesCreditOnce(t *testing.T) {
 	f := newFixture(t)
+	f.created(t, "cs_test_dup", f.account, 25000)
 	payload := checkoutEventJSON("evt_dup", EventCheckoutCompleted, "cs_test_dup", f.account, "paid", "sek", 25000)
 	header := sign(payload, whsec, time.Now())
 	var wg sync.WaitGroup
@@ -186,6 +204,7 @@ func TestWebhookConcurrentDuplicatesCreditOnce(t *testing.T) {
 
 func TestWebhookTwoEventsOneSessionCreditOnce(t *testing.T) {
 	f := newFixture(t)
+	f.created(t, "cs_test_two", f.account, 50000)
 	a := checkoutEventJSON("evt_a", EventCheckoutCompleted, "cs_test_two", f.account, "paid", "sek", 50000)
 	b := checkoutEventJSON("evt_b", EventAsyncPaymentSucceeded, "cs_test_two", f.account, "paid", "sek", 50000)
 	now := time.Now()
@@ -212,6 +231,8 @@ func TestWebhookTwoEventsOneSessionCreditOnce(t *testing.T) {
 
 func TestWebhookUnpaidThenAsyncSucceeded(t *testing.T) {
 	f := newFixture(t)
+	f.created(t, "cs_test_async", f.account, 30000)
+	f.created(t, "cs_test_failed", f.account, 30000)
 	now := time.Now()
 	unpaid := checkoutEventJSON("evt_unpaid", EventCheckoutCompleted, "cs_test_async", f.account, "unpaid", "sek", 30000)
 	wantReceived(t, deliver(f.h, unpaid, HeaderSignature, sign(unpaid, whsec, now)))
@@ -242,10 +263,13 @@ func TestWebhookIgnoredAndRefusedEvents(t *testing.T) {
 	for _, tc := range []struct {
 		name, event, account, currency, outcome string
 	}{
-		{"unknown account", "evt_ghost", "acct_00000000deadbeef", "sek", "unknown_account"},
-		{"no account", "evt_noacct", "", "sek", "rejected"},
-		{"wrong currency", "evt_eur", f.account, "eur", "rejected"},
+		{"unknown account", "evt_ghost", "acct_00000000deadbeef", "sek", "unknown_session"},
+		{"no account", "evt_noacct", "", "sek", "unknown_session"},
+		{"wrong currency", "evt_eur", f.account, "eur", "amount_mismatch"},
 	} {
+		if tc.account == f.account {
+			f.created(t, "cs_"+tc.event, f.account, 10000)
+		}
 		p := checkoutEventJSON(tc.event, EventCheckoutCompleted, "cs_"+tc.event, tc.account, "paid", tc.currency, 10000)
 		wantReceived(t, deliver(f.h, p, HeaderSignature, sign(p, whsec, now)))
 		if n := f.count(t, `SELECT count(*) FROM payment_events WHERE event_id = $1 AND outcome = $2`, tc.event, tc.outcome); n != 1 {
@@ -282,6 +306,7 @@ func TestWebhookNotifiesNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	f.created(t, "cs_test_notify", f.account, 10000)
 	p := checkoutEventJSON("evt_notify", EventCheckoutCompleted, "cs_test_notify", f.account, "paid", "sek", 10000)
 	wantReceived(t, deliver(f.h, p, HeaderSignature, sign(p, whsec, time.Now())))
 	seen := map[string]bool{}

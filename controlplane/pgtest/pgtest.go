@@ -10,6 +10,14 @@
 //		...
 //	}
 //
+// NewRoles gives the same fresh database under two roles, as deployments run it: the
+// cluster's superuser owns the schema and runs the migrations, and the login role
+// pgtest_runtime, a member of gateway_runtime (see controlplane/store migration 006),
+// serves:
+//
+//	db := pgtest.NewRoles(t)
+//	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL})
+//
 // The cluster is started once per test binary (on the first NewDatabase call) and stopped
 // and removed by Main after all tests ran. When TEST_DATABASE_URL is set, no cluster is
 // started: databases are created through that server instead (the role needs CREATEDB).
@@ -57,6 +65,26 @@ type Cluster struct {
 	launch func() (*exec.Cmd, chan struct{}, error)
 	seq    atomic.Int64
 	tag    string // prefix of database names, unique per process
+
+	rolesOnce sync.Once
+	rolesErr  error
+}
+
+// Runtime role names. gateway_runtime is the group the store's migrations grant to; the
+// login role is the helper's own (a test credential on a throwaway cluster).
+const (
+	RuntimeGroup    = "gateway_runtime"
+	RuntimeLogin    = "pgtest_runtime"
+	runtimePassword = "pgtest_runtime"
+)
+
+// Roles are two URLs of one database.
+type Roles struct {
+	// OwnerURL connects as the schema owner (migrations: store.Config.MigrateDatabaseURL).
+	OwnerURL string
+	// RuntimeURL connects as RuntimeLogin, a member of gateway_runtime (serving:
+	// store.Config.DatabaseURL).
+	RuntimeURL string
 }
 
 var (
@@ -108,6 +136,66 @@ func NewDatabase(t testing.TB) string {
 		}
 	})
 	return u
+}
+
+// NewRoles creates a fresh empty database like NewDatabase and returns its URLs for the
+// owner and the runtime role.
+func NewRoles(t testing.TB) Roles {
+	t.Helper()
+	owner := NewDatabase(t)
+	c, err := Shared()
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	rt, err := c.RuntimeURL(context.Background(), owner)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return Roles{OwnerURL: owner, RuntimeURL: rt}
+}
+
+// RuntimeURL returns dbURL with the runtime login role as its user, creating the role
+// (and gateway_runtime) on the cluster the first time. With TEST_DATABASE_URL the role
+// given there needs CREATEROLE.
+func (c *Cluster) RuntimeURL(ctx context.Context, dbURL string) (string, error) {
+	c.rolesOnce.Do(func() { c.rolesErr = c.createRoles(ctx) })
+	if c.rolesErr != nil {
+		return "", c.rolesErr
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", fmt.Errorf("parse database URL: %w", err)
+	}
+	u.User = url.UserPassword(RuntimeLogin, runtimePassword)
+	return u.String(), nil
+}
+
+func (c *Cluster) createRoles(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", redact(c.URL), err)
+	}
+	defer conn.Close(context.Background())
+	// Another test process may create them at the same moment on a shared server.
+	stmt := `DO $$
+BEGIN
+	BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '` + RuntimeGroup + `') THEN
+			CREATE ROLE ` + RuntimeGroup + ` NOLOGIN;
+		END IF;
+	EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+	END;
+	BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '` + RuntimeLogin + `') THEN
+			CREATE ROLE ` + RuntimeLogin + ` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '` + runtimePassword + `' IN ROLE ` + RuntimeGroup + `;
+		END IF;
+	EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+	END;
+END $$`
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("create runtime roles: %w", err)
+	}
+	return nil
 }
 
 // Start returns a cluster: the server named by TEST_DATABASE_URL when set, otherwise a new

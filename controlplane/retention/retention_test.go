@@ -19,7 +19,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestRetentionDeletesOnlyOldRecords(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, store.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: log})
+	db := pgtest.NewRoles(t)
+	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

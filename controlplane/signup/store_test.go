@@ -28,7 +28,8 @@ type pgFixture struct {
 func newPGFixture(t *testing.T) *pgFixture {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(context.Background(), store.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: discard})
+	db := pgtest.NewRoles(t)
+	st, err := store.Open(context.Background(), store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

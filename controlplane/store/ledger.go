@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +16,7 @@ const (
 	KindCredit = "credit" // operator credit
 	KindDebit  = "debit"  // usage charge; reference is the request ID
 	KindTopup  = "topup"  // customer payment
+	KindRefund = "refund" // payment refunded to the customer; negative, may take the balance below zero
 )
 
 // Credit is a positive ledger entry to append.
@@ -69,8 +69,8 @@ func (s *Store) AddCredit(ctx context.Context, c Credit) (CreditResult, error) {
 // CreditTx appends a credit inside the caller's transaction, which lets a payment handler
 // record its own rows and the credit atomically. A credit whose reference exists already
 // is not applied again: the result carries the earlier entry and Applied=false (ErrConflict
-// if that entry differs in account or amount). Call it last in the transaction: it takes
-// the ledger clock lock, which is held until commit.
+// if that entry differs in account or amount). Call it last in the transaction: the
+// ledger insert takes the ledger clock lock, which is held until commit.
 func (s *Store) CreditTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult, error) {
 	if c.AmountMicroSEK <= 0 {
 		return CreditResult{}, fmt.Errorf("credit %s: amount must be positive: %w", c.AccountID, ErrInvalid)
@@ -78,6 +78,23 @@ func (s *Store) CreditTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult
 	if c.Kind != KindCredit && c.Kind != KindTopup {
 		return CreditResult{}, fmt.Errorf("credit %s: kind %q: %w", c.AccountID, c.Kind, ErrInvalid)
 	}
+	return s.appendTx(ctx, tx, c)
+}
+
+// RefundTx appends a refund (kind refund, c.AmountMicroSEK negative) inside the caller's
+// transaction, with the same reference rules as CreditTx. The balance may go below zero.
+func (s *Store) RefundTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult, error) {
+	if c.AmountMicroSEK >= 0 {
+		return CreditResult{}, fmt.Errorf("refund %s: amount must be negative: %w", c.AccountID, ErrInvalid)
+	}
+	if c.Reference == "" {
+		return CreditResult{}, fmt.Errorf("refund %s: a reference is required: %w", c.AccountID, ErrInvalid)
+	}
+	c.Kind = KindRefund
+	return s.appendTx(ctx, tx, c)
+}
+
+func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult, error) {
 	if err := lockBalances(ctx, tx, []string{c.AccountID}); err != nil {
 		return CreditResult{}, err
 	}
@@ -95,7 +112,7 @@ func (s *Store) CreditTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult
 			return CreditResult{}, err
 		}
 		if prev.AccountID != c.AccountID || prev.AmountMicroSEK != c.AmountMicroSEK {
-			return CreditResult{}, fmt.Errorf("credit reference %q already used for %s %d: %w", c.Reference, prev.AccountID, prev.AmountMicroSEK, ErrConflict)
+			return CreditResult{}, fmt.Errorf("ledger reference %q already used for %s %d: %w", c.Reference, prev.AccountID, prev.AmountMicroSEK, ErrConflict)
 		}
 		res := CreditResult{Entry: prev}
 		err = tx.QueryRow(ctx, `SELECT b.balance_micro_sek, (SELECT seq FROM ledger_clock) FROM account_balances b WHERE b.account_id = $1`,
@@ -103,11 +120,14 @@ func (s *Store) CreditTx(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult
 		return res, translate(err, "balance of "+c.AccountID)
 	}
 	if err != nil {
-		return CreditResult{}, translate(err, "credit "+c.AccountID)
+		return CreditResult{}, translate(err, c.Kind+" "+c.AccountID)
 	}
 	seq, bals, err := applyDeltas(ctx, tx, map[string]int64{c.AccountID: c.AmountMicroSEK})
 	if err != nil {
 		return CreditResult{}, err
+	}
+	if len(bals) != 1 {
+		return CreditResult{}, fmt.Errorf("balance of %s after %s: %w", c.AccountID, c.Kind, ErrNotFound)
 	}
 	// Credits also bump the snapshot, which carries balances.
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, 'ledger')`, ChannelChanged); err != nil {
@@ -134,11 +154,13 @@ func (s *Store) EntryByReference(ctx context.Context, ref string) (Entry, error)
 
 // lockBalances locks the accounts' balance rows in ID order, so that concurrent ledger
 // transactions over overlapping accounts cannot deadlock. ErrNotFound when one is missing.
+// The lock is taken by the schema's lock_balances function: the runtime role may not
+// SELECT ... FOR UPDATE account_balances itself.
 func lockBalances(ctx context.Context, tx pgx.Tx, ids []string) error {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	rows, err := tx.Query(ctx, `SELECT account_id FROM account_balances WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE`, ids)
+	rows, err := tx.Query(ctx, `SELECT account_id FROM lock_balances($1)`, ids)
 	if err != nil {
 		return translate(err, "lock balances")
 	}
@@ -156,28 +178,28 @@ func lockBalances(ctx context.Context, tx pgx.Tx, ids []string) error {
 	return nil
 }
 
-// applyDeltas adds deltas to the (already locked) balance rows, ticks the ledger clock
-// (last, so clock order is commit order), stamps the rows with the new clock value and
-// notifies the balance channel. It returns the clock and the new balances sorted by ID.
+// applyDeltas returns the ledger clock and the new balances (sorted by ID) of the accounts
+// whose ledger entries the transaction just inserted. It changes nothing itself: the
+// ledger's AFTER INSERT trigger (ledger_apply_balances, migration 006) has already added
+// the entries to account_balances, ticked the ledger clock (whose row lock is held until
+// commit, so clock order is commit order), stamped the rows and notified the balance
+// channel. The runtime role cannot write account_balances or the clock directly. deltas
+// names the accounts; its amounts are checked against nothing (the trigger summed the
+// entries the statement really inserted).
 func applyDeltas(ctx context.Context, tx pgx.Tx, deltas map[string]int64) (int64, []snapshot.Balance, error) {
 	ids := make([]string, 0, len(deltas))
 	for id := range deltas {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	amounts := make([]int64, len(ids))
-	for i, id := range ids {
-		amounts[i] = deltas[id]
-	}
 	var seq int64
-	if err := tx.QueryRow(ctx, `UPDATE ledger_clock SET seq = seq + 1 RETURNING seq`).Scan(&seq); err != nil {
-		return 0, nil, translate(err, "tick ledger clock")
+	if err := tx.QueryRow(ctx, `SELECT seq FROM ledger_clock`).Scan(&seq); err != nil {
+		return 0, nil, translate(err, "read ledger clock")
 	}
-	rows, err := tx.Query(ctx, `UPDATE account_balances b SET balance_micro_sek = b.balance_micro_sek + d.amount, seq = $3
-		FROM unnest($1::text[], $2::bigint[]) AS d(account_id, amount)
-		WHERE b.account_id = d.account_id RETURNING b.account_id, b.balance_micro_sek`, ids, amounts, seq)
+	rows, err := tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM account_balances
+		WHERE account_id = ANY($1) ORDER BY account_id`, ids)
 	if err != nil {
-		return 0, nil, translate(err, "update balances")
+		return 0, nil, translate(err, "read balances")
 	}
 	bals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Balance, error) {
 		var b snapshot.Balance
@@ -185,11 +207,7 @@ func applyDeltas(ctx context.Context, tx pgx.Tx, deltas map[string]int64) (int64
 		return b, err
 	})
 	if err != nil {
-		return 0, nil, translate(err, "update balances")
-	}
-	slices.SortFunc(bals, func(a, b snapshot.Balance) int { return cmpString(a.AccountID, b.AccountID) })
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelBalances, strconv.FormatInt(seq, 10)); err != nil {
-		return 0, nil, translate(err, "notify balances")
+		return 0, nil, translate(err, "read balances")
 	}
 	return seq, bals, nil
 }

@@ -44,8 +44,14 @@ const (
 
 // Config configures Open.
 type Config struct {
-	// DatabaseURL is a libpq-style connection string or URL. Required.
+	// DatabaseURL is a libpq-style connection string or URL of the runtime role (a
+	// member of gateway_runtime, see migration 006) the store serves with. Required.
 	DatabaseURL string
+	// MigrateDatabaseURL connects as the role that owns the schema; migrations run over
+	// it and the connection is closed before serving. Empty: migrations run over
+	// DatabaseURL, which then owns the schema and could drop the ledger's protections
+	// (Open logs a warning when the serving role owns the ledger or is a superuser).
+	MigrateDatabaseURL string
 	// MaxConns bounds the pool (default 10).
 	MaxConns int32
 	// Logger receives migration and listener messages (default slog.Default()).
@@ -87,7 +93,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg.MaxConns = cfg.MaxConns
 	s := &Store{cfg: cfg, log: cfg.Logger, now: cfg.Now}
 	if !cfg.SkipMigrations {
-		if err := s.migrate(ctx, pcfg.ConnConfig); err != nil {
+		mcc := pcfg.ConnConfig
+		if cfg.MigrateDatabaseURL != "" {
+			if mcc, err = pgx.ParseConfig(cfg.MigrateDatabaseURL); err != nil {
+				return nil, fmt.Errorf("store: parse migration database URL: %w", err)
+			}
+		}
+		if err := s.migrate(ctx, mcc); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +111,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("store: ping: %w", err)
 	}
+	if !cfg.SkipMigrations {
+		owns, role, err := s.OwnsLedger(ctx)
+		if err != nil {
+			s.pool.Close()
+			return nil, err
+		}
+		if owns {
+			s.log.Warn("the database role the control plane serves with owns the ledger or is a superuser: it could drop the ledger's append-only trigger and write balances directly; serve as a member of gateway_runtime and migrate with --migrate-database-url", "role", role)
+		}
+	}
 	return s, nil
+}
+
+// OwnsLedger reports whether the serving role owns the ledger table (directly or through
+// a role it belongs to) or is a superuser, and names the role.
+func (s *Store) OwnsLedger(ctx context.Context) (bool, string, error) {
+	var owns bool
+	var role string
+	err := s.pool.QueryRow(ctx, `SELECT current_user::text,
+			pg_has_role(current_user, c.relowner, 'USAGE') OR r.rolsuper
+		FROM pg_class c, pg_roles r WHERE c.oid = 'public.ledger'::regclass AND r.rolname = current_user`).Scan(&role, &owns)
+	return owns, role, translate(err, "ledger owner")
 }
 
 // Close releases the pool.

@@ -25,11 +25,13 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-func openStore(t *testing.T, url string) *store.Store {
+// openStore opens the store as deployments do: migrations as the schema owner, serving
+// as the runtime role.
+func openStore(t *testing.T, db pgtest.Roles) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := store.Open(ctx, store.Config{DatabaseURL: url, Logger: quietLogger(), MaxConns: 8})
+	s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quietLogger(), MaxConns: 8})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -39,7 +41,7 @@ func openStore(t *testing.T, url string) *store.Store {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	return openStore(t, pgtest.NewDatabase(t))
+	return openStore(t, pgtest.NewRoles(t))
 }
 
 func testCatalog() *catalog.Catalog {
@@ -66,7 +68,7 @@ func testCatalog() *catalog.Catalog {
 
 func TestMigrationsIdempotent(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := pgtest.NewRoles(t)
 	ctx := context.Background()
 	files, err := fs.Glob(store.Migrations(), "*.sql")
 	if err != nil || len(files) == 0 {

@@ -338,7 +338,7 @@ func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []u
 	chargeAccounts = slices.Compact(chargeAccounts)
 	existing := map[string]bool{}
 	if len(chargeAccounts) > 0 {
-		rows, err := tx.Query(ctx, `SELECT account_id FROM account_balances WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE`, chargeAccounts)
+		rows, err := tx.Query(ctx, `SELECT account_id FROM lock_balances($1)`, chargeAccounts)
 		if err != nil {
 			return usage.Reply{}, fmt.Errorf("lock balances: %w", err)
 		}

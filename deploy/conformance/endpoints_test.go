@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -578,12 +579,35 @@ func TestEndpoints_Signup_RedirectsAndCreatesNoAccount(t *testing.T) {
 	}
 }
 
-// POST /v1/stripe/webhook: a signed paid checkout credits the account once.
+// POST /v1/stripe/webhook: a signed paid checkout of a session the gateway created credits
+// the account once; the same event for a session it did not create, or with another
+// amount, credits nothing.
 func TestEndpoints_Webhook_SignedEventCreditsOnce(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
 	a := s.NewAccount(t, "se", 0, modelChat)
-	event := checkoutEvent(t, "evt_once_"+a.KeyID, "cs_once_"+a.KeyID, a.ID, 15000, "paid")
+	r := s.Post(t, "/v1/service/topup", a.Key, map[string]any{"amount_sek": 150})
+	if r.Status != 200 {
+		t.Fatalf("top-up: %d %s", r.Status, r.Body)
+	}
+	u, err := url.Parse(fmt.Sprint(r.JSON(t)["url"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := path.Base(u.Path) // the fake provider's URL ends in the session ID
+	for _, refused := range [][]byte{
+		checkoutEvent(t, "evt_foreign_"+a.KeyID, "cs_foreign_"+a.KeyID, a.ID, 15000, "paid"),
+		checkoutEvent(t, "evt_more_"+a.KeyID, session, a.ID, 1500000, "paid"),
+	} {
+		r := s.Do(t, "POST", "/v1/stripe/webhook", "", map[string]string{"Payment-Signature": s.sign(t, refused)}, refused)
+		if r.Status != 200 || r.JSON(t)["received"] != true {
+			t.Fatalf("refused event: %d %s", r.Status, r.Body)
+		}
+	}
+	if got := s.account(t, a)["balance_sek"]; got != "0.00" {
+		t.Fatalf("balance %v after events for a foreign session and another amount", got)
+	}
+	event := checkoutEvent(t, "evt_once_"+a.KeyID, session, a.ID, 15000, "paid")
 	for i := 0; i < 3; i++ {
 		r := s.Do(t, "POST", "/v1/stripe/webhook", "", map[string]string{"Payment-Signature": s.sign(t, event)}, event)
 		if r.Status != 200 || r.JSON(t)["received"] != true {

@@ -60,7 +60,7 @@ type Stack struct {
 	SimURL      string // the simulator behind most routes
 	BrokenURL   string // a second simulator whose streams break after two events
 	PayURL      string // fake payment provider
-	DatabaseURL string
+	DatabaseURL string // the schema owner's (tests reach behind the API with it)
 	AdminToken  string
 	NodeToken   string
 	WebhookKey  string // payment webhook signing secret
@@ -138,6 +138,11 @@ func startStack() (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The control plane migrates as the schema owner and serves as the runtime role.
+	runtimeURL, err := cluster.RuntimeURL(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
 	s := &Stack{AdminToken: "adm_conformance", NodeToken: "node_conformance", WebhookKey: "whsec_conformance",
 		DatabaseURL: dbURL, dir: dir,
 		DocsURL: "https://reference.invalid/gateway", ConfirmURL: "https://site.invalid/thanks", ErrorURL: "https://site.invalid/signup-error"}
@@ -162,7 +167,7 @@ func startStack() (_ *Stack, err error) {
 	if err := s.spawn("simulator", "simulator-broken", nil, "--listen", brokenAddr, "--name", "sim-broken", "--fail-after-events", "2"); err != nil {
 		return nil, err
 	}
-	if err := s.spawn("controlplane", "controlplane", []string{"GATEWAY_DATABASE_URL=" + dbURL, "GATEWAY_ADMIN_TOKEN=" + s.AdminToken, "GATEWAY_NODE_TOKENS=" + s.NodeToken},
+	if err := s.spawn("controlplane", "controlplane", []string{"GATEWAY_DATABASE_URL=" + runtimeURL, "GATEWAY_MIGRATE_DATABASE_URL=" + dbURL, "GATEWAY_ADMIN_TOKEN=" + s.AdminToken, "GATEWAY_NODE_TOKENS=" + s.NodeToken},
 		"--listen", cpAddr,
 		"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL, "--signup-rate-per-minute", "1000",
 		"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,

@@ -9,6 +9,7 @@
 #   GATEWAY_CP_PORT   (8081)  control plane (admin API, internal API)
 #   GATEWAY_SIM_PORT  (8090)  provider simulator
 #   GATEWAY_PAY_PORT  (12111) stripe-mock, the payment API's test double for local top-ups
+#   GATEWAY_PAY_HTTPS_PORT (12112) stripe-mock's HTTPS listener (loopback only; unused)
 #   GATEWAY_OPS_PORT  (9108)  data plane's private /metrics and /readyz
 set -euo pipefail
 
@@ -21,6 +22,7 @@ DP_PORT=${GATEWAY_DP_PORT:-8080}
 CP_PORT=${GATEWAY_CP_PORT:-8081}
 SIM_PORT=${GATEWAY_SIM_PORT:-8090}
 PAY_PORT=${GATEWAY_PAY_PORT:-12111}
+PAY_HTTPS_PORT=${GATEWAY_PAY_HTTPS_PORT:-12112}
 OPS_PORT=${GATEWAY_OPS_PORT:-9108}
 CATALOG=${GATEWAY_CATALOG:-configs/catalog.demo.yaml}
 
@@ -79,6 +81,14 @@ as_pg "$pg_bin/pg_ctl" -D "$PGDATA" -w -l "$DATA/logs/postgres.log" \
 as_pg "$pg_bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U gateway -d postgres -tAc \
   "SELECT 1 FROM pg_database WHERE datname='gateway'" | grep -q 1 ||
   as_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U gateway gateway
+# Two roles: gateway (the cluster's bootstrap role) owns the schema and runs the migrations;
+# the control plane serves as gateway_app, a member of gateway_runtime, which cannot
+# rewrite the ledger or balances (controlplane/store migration 006 grants its rights).
+as_pg "$pg_bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U gateway -d postgres -v ON_ERROR_STOP=1 -qtAc "
+DO \$\$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gateway_runtime') THEN CREATE ROLE gateway_runtime NOLOGIN; END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gateway_app') THEN CREATE ROLE gateway_app LOGIN IN ROLE gateway_runtime; END IF;
+END \$\$;" >/dev/null
 
 # --- Secrets kept across runs -------------------------------------------------------------
 secrets="$DATA/secrets.env"
@@ -101,11 +111,14 @@ pids+=($!)
 
 log "starting stripe-mock (payment API test double) on 127.0.0.1:$PAY_PORT"
 [ -x "$BIN/stripe-mock" ] || go build -o "$BIN/stripe-mock" github.com/stripe/stripe-mock
-"$BIN/stripe-mock" -http-addr "127.0.0.1:$PAY_PORT" >"$DATA/logs/stripe-mock.log" 2>&1 &
+# stripe-mock always opens an HTTPS listener too (on every interface at 12112 unless told
+# otherwise): keep it on loopback at its own port so two local stacks never collide.
+"$BIN/stripe-mock" -http-addr "127.0.0.1:$PAY_PORT" -https-addr "127.0.0.1:$PAY_HTTPS_PORT" >"$DATA/logs/stripe-mock.log" 2>&1 &
 pids+=($!)
 
 log "starting control plane on 127.0.0.1:$CP_PORT"
-GATEWAY_DATABASE_URL="postgres://gateway@127.0.0.1:$PG_PORT/gateway?sslmode=disable" \
+GATEWAY_DATABASE_URL="postgres://gateway_app@127.0.0.1:$PG_PORT/gateway?sslmode=disable" \
+GATEWAY_MIGRATE_DATABASE_URL="postgres://gateway@127.0.0.1:$PG_PORT/gateway?sslmode=disable" \
 GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN" GATEWAY_NODE_TOKENS="$NODE_TOKEN" \
 GATEWAY_STRIPE_SECRET_KEY=sk_test_local GATEWAY_STRIPE_API_BASE="http://127.0.0.1:$PAY_PORT" \
 GATEWAY_STRIPE_WEBHOOK_SECRET="$WEBHOOK_SECRET" \

@@ -88,6 +88,10 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack: create database: %w", err)
 	}
+	runtimeURL, err := s.pg.RuntimeURL(pctx, dbURL) // migrate as the owner, serve as the runtime role
+	if err != nil {
+		return nil, fmt.Errorf("stack: runtime role: %w", err)
+	}
 
 	addrs := make([]string, 4)
 	for i := range addrs {
@@ -102,7 +106,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		"--latency-ms", "0", "--ttft-ms", "0", "--tokens-per-second", "0", "--error-rate", "0", "--status", "0"); err != nil {
 		return nil, err
 	}
-	if s.CP, err = s.spawn("controlplane", addrs[1], "--listen", addrs[1], "--database-url", dbURL,
+	if s.CP, err = s.spawn("controlplane", addrs[1], "--listen", addrs[1], "--database-url", runtimeURL, "--migrate-database-url", dbURL,
 		"--admin-token", s.adminToken, "--node-tokens", s.nodeToken, "--log-level", "warn"); err != nil {
 		return nil, err
 	}
