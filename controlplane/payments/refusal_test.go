@@ -175,9 +175,13 @@ func TestWebhookRefunds(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.paidSession(t, "cs_refund", 10000) // 100 SEK, payment intent pi_cs_refund
-	// Spend 50 SEK, so a full refund leaves -50 SEK.
+	// Spend 50 SEK, so a full refund leaves -50 SEK: 50 tokens of a model at 1 SEK each.
+	if _, err := f.st.Pool().Exec(ctx, `INSERT INTO models (id, endpoint, input_ore_per_million, output_ore_per_million)
+		VALUES ('m', '/v1/chat/completions', 100000000, 0)`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.st.IngestBatch(ctx, usage.Batch{BatchID: "b", NodeID: "n", Records: []usage.Record{{RequestID: "req_spend",
-		TS: time.Now().UTC(), AccountID: f.account, Model: "m", Status: 200, Result: "ok", PriceMicroSEK: 50_000_000}}}); err != nil {
+		TS: time.Now().UTC(), AccountID: f.account, Model: "m", Status: 200, Result: "ok", PromptTokens: 50, PriceMicroSEK: 50_000_000}}}); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {

@@ -12,7 +12,7 @@
 //
 // NewRoles gives the same fresh database under two roles, as deployments run it: the
 // cluster's superuser owns the schema and runs the migrations, and the login role
-// pgtest_runtime, a member of gateway_runtime (see controlplane/store migration 006),
+// pgtest_runtime, a member of gateway_runtime (see controlplane/store migration 008),
 // serves:
 //
 //	db := pgtest.NewRoles(t)

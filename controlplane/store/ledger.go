@@ -180,7 +180,7 @@ func lockBalances(ctx context.Context, tx pgx.Tx, ids []string) error {
 
 // applyDeltas returns the ledger clock and the new balances (sorted by ID) of the accounts
 // whose ledger entries the transaction just inserted. It changes nothing itself: the
-// ledger's AFTER INSERT trigger (ledger_apply_balances, migration 006) has already added
+// ledger's AFTER INSERT trigger (ledger_apply_balances, migration 008) has already added
 // the entries to account_balances, ticked the ledger clock (whose row lock is held until
 // commit, so clock order is commit order), stamped the rows and notified the balance
 // channel. The runtime role cannot write account_balances or the clock directly. deltas

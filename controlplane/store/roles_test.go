@@ -77,10 +77,15 @@ func TestRuntimeRoleCannotRewriteMoney(t *testing.T) {
 	if !refund.Applied || refund.BalanceMicroSEK != -5_000_000 || refund.Entry.Kind != store.KindRefund {
 		t.Fatalf("refund result %+v", refund)
 	}
+	// A model priced at 100 öre per million input tokens: a token costs 1 micro-SEK.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO models (id, endpoint, input_ore_per_million, output_ore_per_million)
+		VALUES ('m', '/v1/chat/completions', 100, 0)`); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now().UTC()
 	if _, err := s.IngestBatch(ctx, usage.Batch{BatchID: "b1", NodeID: "n1", Records: []usage.Record{
-		{RequestID: "req_1", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PriceMicroSEK: 1234},
-		{RequestID: "req_2", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PriceMicroSEK: 766},
+		{RequestID: "req_1", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PromptTokens: 1234, PriceMicroSEK: 1234},
+		{RequestID: "req_2", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PromptTokens: 766, PriceMicroSEK: 766},
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ const (
 // Config configures Open.
 type Config struct {
 	// DatabaseURL is a libpq-style connection string or URL of the runtime role (a
-	// member of gateway_runtime, see migration 006) the store serves with. Required.
+	// member of gateway_runtime, see migration 008) the store serves with. Required.
 	DatabaseURL string
 	// MigrateDatabaseURL connects as the role that owns the schema; migrations run over
 	// it and the connection is closed before serving. Empty: migrations run over

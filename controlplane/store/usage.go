@@ -190,8 +190,7 @@ func (s *Store) screen(ctx context.Context, tx pgx.Tx, cands []candidate, bad []
 	accts = slices.Compact(accts)
 	balance := map[string]int64{}
 	if len(accts) > 0 {
-		rows, err := tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM account_balances
-			WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE`, accts)
+		rows, err := tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM lock_balances($1)`, accts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("lock balances: %w", err)
 		}

@@ -83,7 +83,7 @@ as_pg "$pg_bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U gateway -d postgres -tAc \
   as_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U gateway gateway
 # Two roles: gateway (the cluster's bootstrap role) owns the schema and runs the migrations;
 # the control plane serves as gateway_app, a member of gateway_runtime, which cannot
-# rewrite the ledger or balances (controlplane/store migration 006 grants its rights).
+# rewrite the ledger or balances (controlplane/store migration 008 grants its rights).
 as_pg "$pg_bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U gateway -d postgres -v ON_ERROR_STOP=1 -qtAc "
 DO \$\$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gateway_runtime') THEN CREATE ROLE gateway_runtime NOLOGIN; END IF;

@@ -48,9 +48,10 @@ CREATE TRIGGER ledger_balances AFTER INSERT ON ledger
 	FOR EACH STATEMENT EXECUTE FUNCTION ledger_apply_balances();
 
 -- Row locks on balances for the runtime role, which may not SELECT ... FOR UPDATE them.
-CREATE FUNCTION lock_balances(ids text[]) RETURNS TABLE (account_id text) LANGUAGE sql SECURITY DEFINER
-	SET search_path = public, pg_temp AS $$
-	SELECT b.account_id FROM account_balances b WHERE b.account_id = ANY (ids) ORDER BY b.account_id FOR UPDATE
+CREATE FUNCTION lock_balances(ids text[]) RETURNS TABLE (account_id text, balance_micro_sek bigint) LANGUAGE sql
+	SECURITY DEFINER SET search_path = public, pg_temp AS $$
+	SELECT b.account_id, b.balance_micro_sek FROM account_balances b WHERE b.account_id = ANY (ids)
+		ORDER BY b.account_id FOR UPDATE
 $$;
 REVOKE ALL ON FUNCTION lock_balances(text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ledger_apply_balances() FROM PUBLIC;
