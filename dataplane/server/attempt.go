@@ -93,8 +93,12 @@ type exchange struct {
 	// promptEstimate: see upstreamCall.
 	promptEstimate int64
 	call           proxy.Call
-	watch          clientWatch
-	plan           [8]catalog.Candidate
+	// startRec and startRouting hold a stream's start entry while it is handed to the meter
+	// (here rather than in the record box: exchanges are pooled).
+	startRec     usage.Record
+	startRouting usage.Routing
+	watch        clientWatch
+	plan         [8]catalog.Candidate
 }
 
 var exchangePool = sync.Pool{New: func() any { return &exchange{} }}

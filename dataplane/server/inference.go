@@ -24,9 +24,6 @@ type recordBox struct {
 	rec      usage.Record
 	routing  usage.Routing
 	attempt  [3]usage.Attempt
-	// start and startRouting hold a stream's start entry while it is handed to the meter.
-	start        usage.Record
-	startRouting usage.Routing
 }
 
 // newRecordBox starts the record of call c.

@@ -92,9 +92,13 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 // client's body with the route's model name; translated ones a chat completions request,
 // built once per upstream model name.
 func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror.Error) {
-	var lastModel string
-	var lastContinuous bool
-	var last []byte
+	// The last translated body, by upstream model name and whether it asks for running
+	// usage (one variable: one allocation for the closure's state).
+	var last struct {
+		model      string
+		continuous bool
+		body       []byte
+	}
 	return func(cand catalog.Candidate) ([]byte, *apierror.Error) {
 		r := cand.Route
 		if !cand.Translate {
@@ -105,8 +109,8 @@ func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror
 			return out, nil
 		}
 		continuous := c.stream && r.ContinuousUsageStats
-		if last != nil && lastModel == r.UpstreamModel && lastContinuous == continuous {
-			return last, nil
+		if last.body != nil && last.model == r.UpstreamModel && last.continuous == continuous {
+			return last.body, nil
 		}
 		var (
 			out []byte
@@ -128,7 +132,7 @@ func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror
 				return nil, errBodyEdit
 			}
 		}
-		lastModel, lastContinuous, last = r.UpstreamModel, continuous, out
+		last.model, last.continuous, last.body = r.UpstreamModel, continuous, out
 		return out, nil
 	}
 }

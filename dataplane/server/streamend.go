@@ -41,22 +41,21 @@ func streamErrorEvent(e catalog.Endpoint) []byte {
 // stream runs (result interrupted, the prompt tokens the first event reported or the
 // node's estimate, no output, priced). The end record supersedes it.
 func (ex *exchange) writeStart() {
-	b := ex.box
-	b.start, b.startRouting = b.rec, b.routing
+	ex.startRec, ex.startRouting = ex.box.rec, ex.box.routing
 	r := &ex.stream.Result
-	st := &b.start
+	st := &ex.startRec
 	st.Status, st.Result, st.DurationMS = 200, usage.ResultInterrupted, 0
 	st.PromptTokens, st.CompletionTokens = r.PromptTokens, 0
 	if !r.PromptReported {
 		st.PromptTokens = ex.promptEstimate
-		b.startRouting.UsageEstimated = true
+		ex.startRouting.UsageEstimated = true
 	}
 	if r.OutputReported {
 		st.CompletionTokens = r.CompletionTokens
 	}
 	st.PromptTokens, st.CompletionTokens, _ = ex.bounds.Check(st.PromptTokens, st.CompletionTokens)
 	st.PriceMicroSEK = money.Price(st.PromptTokens, st.CompletionTokens, ex.m.InputOrePerMillion, ex.m.OutputOrePerMillion)
-	st.Routing = &b.startRouting
+	st.Routing = &ex.startRouting
 	ex.s.cfg.Meter.Start(st)
 }
 

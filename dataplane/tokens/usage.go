@@ -1,6 +1,8 @@
 package tokens
 
 import (
+	"unsafe"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
@@ -135,7 +137,8 @@ func FromEndpoint(e catalog.Endpoint, r gjson.Result) (Usage, bool) {
 	return Usage{}, false
 }
 
-// FromBody reads the usage of a complete (non-streaming) answer body of endpoint e.
+// FromBody reads the usage of a complete (non-streaming) answer body of endpoint e. It
+// does not copy body (gjson.GetBytes would): the result does not outlive the call.
 func FromBody(e catalog.Endpoint, body []byte) (Usage, bool) {
-	return FromEndpoint(e, gjson.GetBytes(body, "usage"))
+	return FromEndpoint(e, gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage"))
 }
