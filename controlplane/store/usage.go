@@ -208,15 +208,17 @@ func (s *Store) screen(ctx context.Context, tx pgx.Tx, cands []candidate, bad []
 		}
 	}
 	agg := map[aggKey]*[4]int64{}
+	debits := map[string]int64{}
 	accepted := make([]usage.Record, 0, len(priced))
 	for _, c := range priced {
 		r := c.rec
 		if b, ok := balance[r.AccountID]; ok {
-			if !addChecked(&b, -r.PriceMicroSEK) {
-				rej = append(rej, reject(r, c.raw, RejectOverflow, "the balance of %s would leave the int64 range", r.AccountID))
+			d := debits[r.AccountID]
+			if !addChecked(&b, -r.PriceMicroSEK) || !addChecked(&d, r.PriceMicroSEK) {
+				rej = append(rej, reject(r, c.raw, RejectOverflow, "the balance of %s or the batch's debits would leave the int64 range", r.AccountID))
 				continue
 			}
-			balance[r.AccountID] = b
+			balance[r.AccountID], debits[r.AccountID] = b, d
 		}
 		k := aggKeyOf(r)
 		v := agg[k]

@@ -124,6 +124,10 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if s.dbURL, err = s.pg.CreateDatabase(pctx, "chaos"); err != nil {
 		return nil, err
 	}
+	runtimeURL, err := s.pg.RuntimeURL(pctx, s.dbURL) // migrate as the owner, serve as the runtime role
+	if err != nil {
+		return nil, fmt.Errorf("runtime role: %w", err)
+	}
 	addr := func() string {
 		a, e := proc.FreeAddr()
 		if e != nil && err == nil {
@@ -145,7 +149,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if s.hostile, err = s.spawn("sim-hostile", "simulator", append([]string{"--listen", hostileAddr, "--name", "hostile"}, simArgs...)...); err != nil {
 		return nil, err
 	}
-	if s.cp, err = s.spawn("controlplane", "controlplane", "--listen", cpAddr, "--database-url", s.dbURL,
+	if s.cp, err = s.spawn("controlplane", "controlplane", "--listen", cpAddr, "--database-url", runtimeURL, "--migrate-database-url", s.dbURL,
 		"--admin-token", s.admin, "--node-tokens", nodeToken, "--log-level", "warn"); err != nil {
 		return nil, err
 	}
