@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -146,9 +147,31 @@ func newUpstreamCall(p principal, m *catalog.Model, e catalog.Endpoint, cands []
 	if e == catalog.EPEmbeddings || e == catalog.EPSystemOne {
 		inputs = req.InputCount // embedded or answered one by one, each within the window
 	}
-	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs)
+	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs).WithChoices(choices(e, body))
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
 	return c
+}
+
+var (
+	keyN      = []byte(`"n"`)
+	keyBestOf = []byte(`"best_of"`)
+)
+
+// choices is the number of completions a chat or text completions request generates (n,
+// or best_of when larger), each within the output limit. reqparse has checked the values;
+// the body is searched only when it names them.
+func choices(e catalog.Endpoint, body []byte) int64 {
+	if e != catalog.EPChat && e != catalog.EPCompletions {
+		return 1
+	}
+	n := int64(1)
+	if bytes.Contains(body, keyN) {
+		n = max(n, gjson.GetBytes(body, "n").Int())
+	}
+	if bytes.Contains(body, keyBestOf) {
+		n = max(n, gjson.GetBytes(body, "best_of").Int())
+	}
+	return n
 }
 
 // passThrough forwards a same-protocol request on the routes that speak its protocol

@@ -263,3 +263,23 @@ func TestProviderCutChargedFromRunningUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageBoundCountsChoices: a request for n completions may use the output limit n
+// times; beyond that its usage is impossible.
+func TestUsageBoundCountsChoices(t *testing.T) {
+	for _, c := range []struct {
+		out    int64
+		status int
+	}{{12, 200}, {13, 502}} {
+		bad := hostile(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, answerWithUsage(fmt.Sprintf(`{"prompt_tokens":5,"completion_tokens":%d}`, c.out)))
+		})
+		g := startSimGateway(t, []snapshot.Route{chatRoute("rt-a", "a", bad, "SE", 1, 1)})
+		r := g.post(t, g.Keys.SE, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"max_tokens":4,"n":3}`)
+		rec := g.record(t, 1)
+		if r.Status != c.status || (c.status == 200 && rec.CompletionTokens != c.out) {
+			t.Fatalf("n=3, max_tokens=4, %d output tokens: %d %s %+v", c.out, r.Status, r.Body, rec)
+		}
+	}
+}

@@ -99,6 +99,19 @@ func NewBounds(window, maxOutput int64, inputs int) Bounds {
 	return b
 }
 
+// WithChoices returns b for a request generating n completions (chat and text completions'
+// n, best_of): each may use the output limit.
+func (b Bounds) WithChoices(n int64) Bounds {
+	if n > 1 {
+		if b.Output > math.MaxInt64/n {
+			b.Output = math.MaxInt64
+		} else {
+			b.Output *= n
+		}
+	}
+	return b
+}
+
 // Check bounds reported counts: it returns them unchanged and true when they are within b,
 // else each replaced by min(count, bound) and false. The zero Bounds check nothing.
 func (b Bounds) Check(in, out int64) (int64, int64, bool) {

@@ -67,6 +67,12 @@ func TestBounds(t *testing.T) {
 			t.Errorf("%s: got %d %d %v, want %d %d %v", tt.name, in, out, ok, tt.wantIn, tt.wantOut, tt.ok)
 		}
 	}
+	if b := NewBounds(8192, 100, 0).WithChoices(3); b.Output != 300 || b.Prompt != 8192 {
+		t.Errorf("choices: %+v", b)
+	}
+	if b := NewBounds(0, 0, 0).WithChoices(math.MaxInt64); b.Output != math.MaxInt64 {
+		t.Errorf("choices overflow: %+v", b)
+	}
 	if b := NewBounds(math.MaxInt64/2, 0, 3); b.Prompt != math.MaxInt64 {
 		t.Errorf("inputs overflow: %d", b.Prompt)
 	}
