@@ -243,6 +243,12 @@ func TestServiceRequestByID(t *testing.T) {
 		{"another account's record", b, "req_a00"},
 		{"the other way round", a, "req_b00"},
 		{"unknown", a, "req_nope"},
+		// Malformed IDs are 404 too, never Postgres' message with 400.
+		{"invalid UTF-8", a, "req_%FF%FE"},
+		{"lone surrogate bytes", a, "%ED%A0%80"},
+		{"NUL", a, "req_%00a29"},
+		{"over 200 bytes", a, strings.Repeat("r", 201)},
+		{"encoded slash", a, "req_a29%2F..%2Freq_b00"},
 	} {
 		res := e.node("GET", "/v1/service/requests/"+tc.id, tc.account)
 		if res.status != 404 {

@@ -77,7 +77,7 @@ func ParseForm(contentType string, body []byte) (Submission, error) {
 		UseCase:   get("use_case"),
 		Honeypot:  get("website") != "",
 	}
-	if err := validText("name", s.Name, MaxName, true); err != nil {
+	if err := validText("name", s.Name, MaxName, true, false); err != nil {
 		return Submission{}, err
 	}
 	if err := validEmail(s.Email); err != nil {
@@ -89,8 +89,10 @@ func ParseForm(contentType string, body []byte) (Submission, error) {
 	for _, f := range []struct {
 		name, val string
 		max       int
-	}{{"company", s.Company, MaxOther}, {"residency", s.Residency, MaxOther}, {"volume", s.Volume, MaxOther}, {"use_case", s.UseCase, MaxUseCase}} {
-		if err := validText(f.name, f.val, f.max, false); err != nil {
+		multiline bool
+	}{{"company", s.Company, MaxOther, false}, {"residency", s.Residency, MaxOther, false}, {"volume", s.Volume, MaxOther, false},
+		{"use_case", s.UseCase, MaxUseCase, true}} {
+		if err := validText(f.name, f.val, f.max, false, f.multiline); err != nil {
 			return Submission{}, err
 		}
 	}
@@ -114,7 +116,11 @@ func checkContentType(ct string) error {
 	return nil
 }
 
-func validText(field, v string, max int, required bool) error {
+// validText checks one text field. Control characters are refused (they would reach an
+// operator's terminal through gatewayctl or a log viewer): C0 controls, DEL, C1 controls
+// and the bidirectional formatting characters that reorder displayed text. A multi-line
+// field (use_case, a textarea) may hold tab, CR and LF.
+func validText(field, v string, max int, required, multiline bool) error {
 	switch {
 	case required && v == "":
 		return &FormError{Code: field, Reason: field + " is required"}
@@ -122,16 +128,34 @@ func validText(field, v string, max int, required bool) error {
 		return &FormError{Code: field, Reason: field + " is not valid UTF-8"}
 	case utf8.RuneCountInString(v) > max:
 		return &FormError{Code: field, Reason: fmt.Sprintf("%s is longer than %d characters", field, max)}
-	case strings.ContainsRune(v, 0):
-		return &FormError{Code: field, Reason: field + " contains a NUL character"}
+	}
+	for _, r := range v {
+		if multiline && (r == '\t' || r == '\r' || r == '\n') {
+			continue
+		}
+		if controlRune(r) {
+			return &FormError{Code: field, Reason: fmt.Sprintf("%s contains the control character %U", field, r)}
+		}
 	}
 	return nil
+}
+
+// controlRune reports C0 and C1 control characters, DEL and bidirectional formatting
+// characters.
+func controlRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
 }
 
 // validEmail accepts a plain address (no display name, no angle brackets, no comments)
 // that net/mail parses back to exactly itself.
 func validEmail(v string) error {
-	if err := validText("email", v, MaxEmail, true); err != nil {
+	if err := validText("email", v, MaxEmail, true, false); err != nil {
 		return err
 	}
 	a, err := mail.ParseAddress(v)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -114,7 +115,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	addr := ClientAddr(r)
-	if ok, wait := h.lim.allow(addr, h.cfg.Now()); !ok {
+	if ok, wait := h.lim.allow(RateKey(addr), h.cfg.Now()); !ok {
 		secs := int(math.Ceil(wait.Seconds()))
 		if secs < 1 {
 			secs = 1
@@ -182,6 +183,27 @@ func ClientAddr(r *http.Request) string {
 		return host
 	}
 	return r.RemoteAddr
+}
+
+// RateKey is the rate limiter's bucket for a client address: an IPv4 address (also when
+// written IPv4-mapped) is its own bucket; an IPv6 address shares its /64 with every
+// address of that prefix (one subscriber usually holds a whole /64, so per-address
+// buckets would let one client rotate through 2^64 of them). A port or zone is dropped;
+// a string that is no address is its own bucket.
+func RateKey(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(addr)
+		if perr != nil {
+			return addr
+		}
+		ip = ap.Addr()
+	}
+	ip = ip.WithZone("").Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
 }
 
 func writeError(w http.ResponseWriter, e *apierror.Error) {

@@ -193,7 +193,7 @@ at most once per reference, so a retried command never credits twice.`,
 				return err
 			}
 			_, err = fmt.Fprintf(a.out, "Credited %s SEK to %s (ledger entry %d). Balance: %s SEK\n",
-				money.FormatSEK(micro), args[0], cr.EntryID, bal)
+				money.FormatSEK(micro), clean(args[0]), cr.EntryID, bal)
 			return err
 		},
 	}

@@ -31,7 +31,7 @@ func (a *app) modelsCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(raw)
 			}
-			_, err = fmt.Fprintf(a.out, "Enabled for %s: %s\n", args[0], strings.Join(args[1:], ", "))
+			_, err = fmt.Fprintf(a.out, "Enabled for %s: %s\n", clean(args[0]), clean(strings.Join(args[1:], ", ")))
 			return err
 		},
 	}
@@ -51,7 +51,7 @@ func (a *app) modelsCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(raw)
 			}
-			_, err = fmt.Fprintf(a.out, "Disabled for %s: %s\n", args[0], args[1])
+			_, err = fmt.Fprintf(a.out, "Disabled for %s: %s\n", clean(args[0]), clean(args[1]))
 			return err
 		},
 	}
@@ -151,7 +151,7 @@ typo cannot silently drop a setting.`,
 			if a.jsonOut {
 				return a.printJSON(raw)
 			}
-			_, err = fmt.Fprintf(a.out, "Loaded catalogue %s: %d models, %d routes\n", args[0], res.Models, res.Routes)
+			_, err = fmt.Fprintf(a.out, "Loaded catalogue %s: %d models, %d routes\n", clean(args[0]), res.Models, res.Routes)
 			return err
 		},
 	}

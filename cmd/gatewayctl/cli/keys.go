@@ -87,7 +87,7 @@ func (a *app) keysCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(raw)
 			}
-			_, err = fmt.Fprintf(a.out, "Revoked key %s of account %s at %s\n", k.ID, k.AccountID, fmtTimePtr(k.RevokedAt))
+			_, err = fmt.Fprintf(a.out, "Revoked key %s of account %s at %s\n", clean(k.ID), clean(k.AccountID), fmtTimePtr(k.RevokedAt))
 			return err
 		},
 	}
@@ -117,7 +117,7 @@ func (a *app) keysCmd() *cobra.Command {
 		if shown == "" {
 			shown = "none (limited through its account)"
 		}
-		_, err = fmt.Fprintf(a.out, "Limits of key %s: %s\n", k.ID, shown)
+		_, err = fmt.Fprintf(a.out, "Limits of key %s: %s\n", clean(k.ID), clean(shown))
 		return err
 	}
 	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits)

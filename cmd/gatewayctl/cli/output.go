@@ -14,14 +14,16 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// printJSON writes raw JSON indented, followed by a newline.
+// printJSON writes raw JSON indented, followed by a newline. Characters a terminal would
+// act on (C1 controls, bidirectional overrides; the encoder already escapes C0) are
+// written as \uXXXX escapes, which keeps the JSON equal in value.
 func (a *app) printJSON(raw json.RawMessage) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
 		return fmt.Errorf("format JSON answer: %w", err)
 	}
 	buf.WriteByte('\n')
-	_, err := a.out.Write(buf.Bytes())
+	_, err := a.out.Write(jsonSafe(buf.Bytes()))
 	return err
 }
 
@@ -43,25 +45,25 @@ func newTable(w io.Writer, header ...any) *tablewriter.Table {
 	)
 	for i, h := range header {
 		if s, ok := h.(string); ok {
-			header[i] = strings.ToUpper(s)
+			header[i] = strings.ToUpper(clean(s))
 		}
 	}
 	t.Header(header...)
 	return t
 }
 
-// table renders rows under header.
+// table renders rows under header; every cell is cleaned of terminal control characters.
 func (a *app) table(header []any, rows [][]string) error {
 	t := newTable(a.out, header...)
 	for _, r := range rows {
-		if err := t.Append(r); err != nil {
+		if err := t.Append(cleanAll(r)); err != nil {
 			return err
 		}
 	}
 	return t.Render()
 }
 
-// details renders field/value pairs, one per line.
+// details renders field/value pairs, one per line, cleaned of terminal control characters.
 func (a *app) details(pairs ...string) error {
 	width := 0
 	for i := 0; i < len(pairs); i += 2 {
@@ -69,7 +71,7 @@ func (a *app) details(pairs ...string) error {
 	}
 	var b strings.Builder
 	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(&b, "%-*s  %s\n", width+1, pairs[i]+":", pairs[i+1])
+		fmt.Fprintf(&b, "%-*s  %s\n", width+1, clean(pairs[i])+":", clean(pairs[i+1]))
 	}
 	_, err := io.WriteString(a.out, b.String())
 	return err

@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "gatewayctl:", explain(err, a.adminURL))
+		fmt.Fprintln(stderr, "gatewayctl:", cleanLines(explain(err, a.adminURL)))
 		return 1
 	}
 	return 0
