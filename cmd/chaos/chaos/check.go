@@ -44,6 +44,8 @@ type Row struct {
 	Verdict       string
 	DataPlaneOnly bool
 	Notes         []string
+	// Info describes the scenario's records beyond the checks (all of them, by result).
+	Info string
 }
 
 // Report is a run's rows.
@@ -86,6 +88,12 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %d (%d) | %s | %d | %d / %d | %d / %d | %s | %d | %s |\n", row.Scenario, row.Sent, row.Hostile,
 			failed, row.IDs, row.RecordsExpected, row.RecordsFound, row.MicroExpected, row.MicroDebited, row.LedgerGap, row.Spool, row.Verdict)
+	}
+	fmt.Fprintln(w)
+	for _, row := range r.Rows {
+		if row.Info != "" {
+			fmt.Fprintf(w, "%s: %s\n", row.Scenario, row.Info)
+		}
 	}
 	for _, row := range r.Rows {
 		for _, n := range row.Notes {
@@ -324,6 +332,17 @@ func (s *stack) check(ctx context.Context, sc scenario, results []result, killed
 		fail(false, "read records: %v", err)
 	} else if mischarged > 0 {
 		fail(false, "%d records not debited at their price", mischarged)
+	}
+
+	// Every record of the scenario's IDs, by result, and what the control plane refused.
+	var nrec, interrupted, hostileRecs, rejectedN int64
+	var total int64
+	if err := s.db.QueryRow(ctx, `SELECT count(*), COALESCE(sum(price_micro_sek), 0)::bigint,
+			count(*) FILTER (WHERE result = 'interrupted'), count(*) FILTER (WHERE request_id = ANY($2))
+		FROM request_records WHERE request_id = ANY($1)`, all, hostile).Scan(&nrec, &total, &interrupted, &hostileRecs); err == nil {
+		_ = s.db.QueryRow(ctx, `SELECT count(*) FROM rejected_records WHERE request_id = ANY($1)`, all).Scan(&rejectedN)
+		row.Info = fmt.Sprintf("%d records in all (%d of hostile answers, %d interrupted), %d µSEK debited in all; %d records refused by the control plane",
+			nrec, hostileRecs, interrupted, total, rejectedN)
 	}
 
 	if len(row.Notes) == 0 {
