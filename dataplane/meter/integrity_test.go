@@ -121,7 +121,7 @@ func TestPermanentRefusalGoesToDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
-	scanFrames(b, func(p []byte) { ids = append(ids, string(p)) })
+	scanFrames(b, func(p []byte, _ int) { ids = append(ids, string(p)) })
 	if len(ids) != 1 || !contains(ids[0], `"request_id":"poison_1"`) {
 		t.Fatalf("dead-letter content %q", ids)
 	}
@@ -194,4 +194,44 @@ func TestCorruptFrameMidSegmentSkipped(t *testing.T) {
 		}
 	}
 	eventually(t, 5*time.Second, "segment deleted", func() bool { return len(segFiles(t, dir)) == 0 })
+}
+
+// TestCorruptFrameWhileRunningSkipped: durable frames damaged on disk before the sender
+// reads them cost only the damaged records; the ones after are still delivered and the
+// spool drains. (Before: every later record of the segment was counted lost.)
+func TestCorruptFrameWhileRunningSkipped(t *testing.T) {
+	cp := newFakeCP(t)
+	dir := t.TempDir()
+	m := newMeter(t, testConfig(t, cp.srv.URL, dir))
+	var sizes []int
+	for i := range 10 {
+		r := mkRecord(i, "acct_a", 10)
+		sizes = append(sizes, frameHeader+len(r.AppendJSON(nil)))
+		m.Record(r)
+	}
+	flush(t, m)
+	segs := segFiles(t, dir)
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	f, err := os.OpenFile(segs[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(sizes[0] + sizes[1] + sizes[2])
+	if _, err := f.WriteAt([]byte{0xde, 0xad}, off+frameHeader+5); err != nil { // the fourth record
+		t.Fatal(err)
+	}
+	f.Close()
+	run(t, m)
+	eventually(t, 5*time.Second, "9 records delivered", func() bool { return cp.count() == 9 })
+	eventually(t, 5*time.Second, "spool drained", func() bool { return m.Stats().SpoolRecords == 0 })
+	if _, ok := cp.record(mkRecord(3, "", 0).RequestID); ok {
+		t.Fatal("the damaged record cannot have been delivered")
+	}
+	for _, i := range []int{4, 9} {
+		if _, ok := cp.record(mkRecord(i, "", 0).RequestID); !ok {
+			t.Errorf("record %d after the damage lost", i)
+		}
+	}
 }

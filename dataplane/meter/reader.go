@@ -51,11 +51,49 @@ func (s *spool) readUnsent(max int, fn func(payload []byte)) ([]span, error) {
 			n++
 			consumed += size
 		}
+		// A corrupt frame in the durable region: the frames after it are found by scanning
+		// (scanFrames) and read; only the damaged bytes are lost.
+		remaining, salvaged := 0, false
+		if rerr != nil && errors.Is(rerr, errCorrupt) {
+			data := make([]byte, end-off-consumed)
+			if _, err := r.ReadAt(data, off+consumed); err == nil || errors.Is(err, io.EOF) {
+				found, passed, last := 0, 0, 0
+				_, skipped := scanFrames(data, func(p []byte, fend int) {
+					found++
+					if n+passed < want {
+						fn(p)
+						passed++
+						last = fend
+					}
+				})
+				n += passed
+				remaining = found - passed
+				if remaining == 0 {
+					consumed += int64(len(data))
+				} else {
+					consumed += int64(last)
+				}
+				salvaged = true
+				s.log.Warn("spool: corrupt bytes in a segment skipped; the frames after them are kept",
+					"segment", seg.id, "skipped_bytes", skipped, "frames_after", found, "err", rerr)
+			}
+		}
 		s.mu.Lock()
 		seg.readOff += consumed
 		seg.read += n
 		s.unread -= n
-		if rerr != nil {
+		if salvaged {
+			// Records counted when written but not found again are gone.
+			if lost := seg.total - seg.read - remaining; lost > 0 {
+				s.log.Error("spool: durable records unreadable; they are lost", "segment", seg.id,
+					"records", lost, "err", rerr)
+				seg.total -= lost
+				s.unread -= lost
+				s.records -= int64(lost)
+				s.pending.Add(-int64(lost))
+				popGroups(&seg.groups, lost, true)
+			}
+		} else if rerr != nil {
 			// Frames that were durable no longer read back: the disk lost them. Nothing can
 			// bring them back; count them as gone so the spool does not wedge on them.
 			lost := seg.total - seg.read

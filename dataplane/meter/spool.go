@@ -348,7 +348,7 @@ func (s *spool) salvageSegment(path string, valid int64, fn func([]byte)) (int, 
 		valid = int64(len(data))
 	}
 	var tail []byte
-	n, skipped := scanFrames(data[valid:], func(p []byte) {
+	n, skipped := scanFrames(data[valid:], func(p []byte, _ int) {
 		tail = appendFrame(tail, p)
 		fn(p)
 	})

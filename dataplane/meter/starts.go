@@ -60,7 +60,7 @@ func readStarts(dir string, log *slog.Logger) (map[string][]byte, error) {
 		return nil, fmt.Errorf("read start journal: %w", err)
 	}
 	out := map[string][]byte{}
-	_, skipped := scanFrames(b, func(p []byte) {
+	_, skipped := scanFrames(b, func(p []byte, _ int) {
 		if id := gjson.GetBytes(p, "request_id").String(); id != "" {
 			out[id] = bytes.Clone(p)
 		}
@@ -194,16 +194,16 @@ func (l *startLog) close() {
 }
 
 // scanFrames calls fn for every valid frame of data whose payload is a JSON object, in
-// order. A torn or corrupt frame is skipped by searching forward, byte by byte, for the
+// order, with the offset just past the frame. A torn or corrupt frame is skipped by searching forward, byte by byte, for the
 // next offset where a frame with a sane length, a matching checksum and a JSON-object
 // payload begins. It returns the number of frames found and of bytes skipped.
-func scanFrames(data []byte, fn func(p []byte)) (n int, skipped int64) {
+func scanFrames(data []byte, fn func(p []byte, end int)) (n int, skipped int64) {
 	off := 0
 	for off < len(data) {
 		if p, size, ok := frameAt(data, off); ok {
-			fn(p)
-			n++
 			off += size
+			fn(p, off)
+			n++
 			continue
 		}
 		next := off + 1
