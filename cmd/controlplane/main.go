@@ -1,6 +1,7 @@
-// Command controlplane runs the gateway's control plane: the admin API, snapshot sync,
-// usage ingest and balance watch for data-plane nodes, and the customer paths the data
-// plane forwards, on one HTTP listener backed by Postgres.
+// Command controlplane runs the gateway's control plane backed by Postgres: snapshot sync,
+// usage ingest and balance watch for data-plane nodes and the customer paths the data plane
+// forwards on the node-facing listener (--listen, TLS and mTLS optional), and the admin API
+// on its own listener (--admin-listen, loopback by default).
 //
 // Every flag can also be set by an environment variable GATEWAY_<FLAG_NAME_UPPER_SNAKE>
 // (for example --database-url / GATEWAY_DATABASE_URL); a flag on the command line wins.
@@ -8,6 +9,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,16 +44,18 @@ type config struct {
 	signupConfirmURL, signupErrorURL                    string
 	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
 	topupSuccessURL, topupCancelURL                     string
+	// Admin listener, token files, snapshot signing and TLS (issue 12).
+	link linkConfig
 }
 
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the HTTP listener")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the node-facing listener (internal API and forwarded customer paths)")
 	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
 	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres connection URL of the schema owner: migrations run over it, then it is closed (empty: migrate over --database-url)")
-	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API (required)")
-	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes (required)")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
+	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes, each at least 32 bytes (or --node-tokens-file)")
 	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept")
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
@@ -64,20 +68,17 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
+	c.link.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return c, err
 	}
 	switch {
 	case c.databaseURL == "":
 		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
-	case c.adminToken == "":
-		return c, errors.New("--admin-token (GATEWAY_ADMIN_TOKEN) is required")
-	case strings.Trim(c.nodeTokens, ", ") == "":
-		return c, errors.New("--node-tokens (GATEWAY_NODE_TOKENS) is required")
 	case c.retentionDays < 1:
 		return c, errors.New("--retention-days must be at least 1")
 	}
-	return c, nil
+	return c, c.link.resolve(&c)
 }
 
 func main() {
@@ -112,7 +113,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return fmt.Errorf("default limits %s: %w", cfg.defaultLimitsFile, err)
 		}
 	}
-	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits})
+	signer, err := cfg.link.signingKey()
+	if err != nil {
+		return err
+	}
+	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits, Signer: signer, Reissue: cfg.link.reissue})
 	if err != nil {
 		return err
 	}
@@ -124,7 +129,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := addIntegrations(&acfg, cfg, st, log); err != nil {
 		return err
 	}
-	handler, err := api.New(acfg)
+	handlers, err := api.New(acfg)
+	if err != nil {
+		return err
+	}
+	serverTLS, err := cfg.link.serverTLS(log)
 	if err != nil {
 		return err
 	}
@@ -132,26 +141,39 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
+	if serverTLS != nil {
+		ln = tls.NewListener(ln, serverTLS)
+	}
+	adminLn, err := net.Listen("tcp", cfg.link.adminListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen on %s: %w", cfg.link.adminListen, err)
+	}
 	// Requests derive from base, which is cancelled during shutdown to end long-polls.
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
-	srv := &http.Server{
-		Handler:           handler,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      90 * time.Second, // longer than the longest long-poll (60 s)
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			BaseContext:       func(net.Listener) context.Context { return base },
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       60 * time.Second,
+			WriteTimeout:      90 * time.Second, // longer than the longest long-poll (60 s)
+			IdleTimeout:       120 * time.Second,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
 	}
+	srv, adminSrv := newServer(handlers.Node), newServer(handlers.Admin)
 	bg, cancelBG := context.WithCancel(context.Background())
 	defer cancelBG()
 	done := make(chan struct{}, 2)
 	go func() { pub.Run(bg); done <- struct{}{} }()
 	go func() { ret.Run(bg); done <- struct{}{} }()
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("control plane listening", "addr", ln.Addr().String())
+	go func() { serveErr <- adminSrv.Serve(adminLn) }()
+	log.Info("control plane listening", "addr", ln.Addr().String(), "tls", serverTLS != nil, "mtls", cfg.link.tlsClientCAFile != "",
+		"admin_addr", adminLn.Addr().String())
 
 	select {
 	case <-ctx.Done():
@@ -163,6 +185,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	// here is rolled back and resent by its node.
 	shCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	adminDone := make(chan error, 1)
+	go func() { adminDone <- adminSrv.Shutdown(shCtx) }()
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- srv.Shutdown(shCtx) }()
 	select {
@@ -172,6 +196,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		if shErr := <-shutdown; shErr != nil {
 			srv.Close()
 		}
+	}
+	if <-adminDone != nil {
+		adminSrv.Close()
 	}
 	cancelBG()
 	<-done

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,16 +21,52 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func TestFlagsAndEnv(t *testing.T) {
-	t.Setenv("GATEWAY_DATABASE_URL", "postgres://env/db")
-	t.Setenv("GATEWAY_ADMIN_TOKEN", "env-admin")
-	t.Setenv("GATEWAY_NODE_TOKENS", "a,b")
-	t.Setenv("GATEWAY_RETENTION_DAYS", "30")
-	c, err := parseFlags([]string{"--admin-token", "flag-admin", "--listen", "127.0.0.1:9999"})
+// Tokens of the tests: at least internalapi.MinTokenBytes long.
+const (
+	testAdminToken = "adm_0123456789abcdef0123456789abcdef"
+	testNodeToken  = "node_0123456789abcdef0123456789abcdef"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.databaseURL != "postgres://env/db" || c.adminToken != "flag-admin" || c.nodeTokens != "a,b" || c.retentionDays != 30 || c.listen != "127.0.0.1:9999" {
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// testConfig is a runnable configuration on free loopback ports with a fresh signing key;
+// it returns the public key too.
+func testConfig(t *testing.T) (config, ed25519.PublicKey) {
+	t.Helper()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pemKey, _, err := snapshot.MarshalKeyPair(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.pem")
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config{listen: freeAddr(t), databaseURL: pgtest.NewDatabase(t), adminToken: testAdminToken, nodeTokens: testNodeToken,
+		retentionDays: 90, maxConns: 4,
+		link: linkConfig{adminListen: freeAddr(t), signingKeyFile: keyFile, reissue: time.Hour}}, pub
+}
+
+func TestFlagsAndEnv(t *testing.T) {
+	t.Setenv("GATEWAY_DATABASE_URL", "postgres://env/db")
+	t.Setenv("GATEWAY_ADMIN_TOKEN", "env-admin-0123456789abcdef0123456789")
+	t.Setenv("GATEWAY_NODE_TOKENS", testNodeToken+","+testNodeToken+"2")
+	t.Setenv("GATEWAY_RETENTION_DAYS", "30")
+	t.Setenv("GATEWAY_SNAPSHOT_SIGNING_KEY_FILE", "/nonexistent/key.pem") // read by run, not parseFlags
+	c, err := parseFlags([]string{"--admin-token", testAdminToken, "--listen", "127.0.0.1:9999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.databaseURL != "postgres://env/db" || c.adminToken != testAdminToken || c.nodeTokens != testNodeToken+","+testNodeToken+"2" ||
+		c.retentionDays != 30 || c.listen != "127.0.0.1:9999" || c.link.adminListen != "127.0.0.1:8082" {
 		t.Fatalf("config %+v", c)
 	}
 	t.Setenv("GATEWAY_RETENTION_DAYS", "many")
@@ -42,21 +81,21 @@ func TestFlagsAndEnv(t *testing.T) {
 }
 
 func TestRunServesAndShutsDown(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	cfg, _ := testConfig(t)
 	db := pgtest.NewRoles(t) // migrate as the owner, serve as the runtime role
-	cfg := config{listen: addr, databaseURL: db.RuntimeURL, migrateDatabaseURL: db.OwnerURL, adminToken: "adm", nodeTokens: "nt", retentionDays: 90, maxConns: 4}
+	cfg.databaseURL, cfg.migrateDatabaseURL = db.RuntimeURL, db.OwnerURL
+	addr := cfg.listen
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 
 	get := func(path, token string) int {
-		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		a := addr
+		if strings.HasPrefix(path, "/admin/") {
+			a = cfg.link.adminListen
+		}
+		req, _ := http.NewRequest("GET", "http://"+a+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("X-Node-Id", "n1")
 		res, err := http.DefaultClient.Do(req)
@@ -68,14 +107,18 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		return res.StatusCode
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for get("/admin/v1/snapshot", "adm") != 200 {
+	for get("/admin/v1/snapshot", testAdminToken) != 200 {
 		if time.Now().After(deadline) {
 			t.Fatal("control plane did not become ready")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The admin API is not on the node listener, not even with the admin token.
+	if st, _ := getAt(addr, "/admin/v1/snapshot", testAdminToken); st != 404 {
+		t.Fatalf("admin path on the node listener: %d, want 404", st)
+	}
 	// A node long-polls; shutdown must not wait for it to time out.
-	go get("/internal/v1/snapshot?have=1&wait=60", "nt")
+	go get("/internal/v1/snapshot?have=1&wait=60", testNodeToken)
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	cancel()
@@ -107,14 +150,9 @@ func TestDefaultLimitsFile(t *testing.T) {
 		{bad, 0, true},
 		{filepath.Join(t.TempDir(), "missing.yaml"), 0, true},
 	} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		cfg := config{listen: addr, databaseURL: pgtest.NewDatabase(t), adminToken: "adm", nodeTokens: "nt",
-			retentionDays: 90, maxConns: 4, defaultLimitsFile: tc.file}
+		cfg, _ := testConfig(t)
+		cfg.defaultLimitsFile = tc.file
+		addr := cfg.listen
 		ctx, cancel := context.WithCancel(context.Background())
 		ran := make(chan error, 1)
 		go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
@@ -134,7 +172,7 @@ func TestDefaultLimitsFile(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			req, _ := http.NewRequest("GET", "http://"+addr+"/internal/v1/snapshot?have=0", nil)
-			req.Header.Set("Authorization", "Bearer nt")
+			req.Header.Set("Authorization", "Bearer "+testNodeToken)
 			req.Header.Set("X-Node-Id", "n1")
 			res, err := http.DefaultClient.Do(req)
 			if err == nil {
@@ -155,4 +193,18 @@ func TestDefaultLimitsFile(t *testing.T) {
 		cancel()
 		<-ran
 	}
+}
+
+// getAt GETs http://addr+path with a bearer token and returns the status and body.
+func getAt(addr, path, token string) (int, []byte) {
+	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Node-Id", "n1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
 }

@@ -42,6 +42,8 @@ type options struct {
 	// Public edge (issue 12).
 	edge           server.Config
 	trustedProxies string
+	// Link to the control plane (issue 12): signatures, max age, TLS, token file.
+	link linkOptions
 }
 
 func parseFlags(args []string) (options, error) {
@@ -50,7 +52,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "public listen address")
 	fs.StringVar(&o.controlPlaneURL, "control-plane-url", "http://127.0.0.1:8081", "control plane base URL")
-	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane (required)")
+	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane, at least 32 bytes (or --node-token-file)")
 	fs.StringVar(&o.nodeID, "node-id", host, "name of this node")
 	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -77,11 +79,12 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
 	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open client connections per client address (IPv4 address or IPv6 /64; trusted proxies exempt); more are answered 429 and closed (negative: no cap)")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies in front of the node whose X-Forwarded-For names the client (default none: the TCP peer is the client)")
+	o.link.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
-	if o.nodeToken == "" {
-		return o, errors.New("--node-token (GATEWAY_NODE_TOKEN) is required")
+	if err := o.link.validate(&o); err != nil {
+		return o, err
 	}
 	if o.nodeID == "" {
 		o.nodeID = "dataplane"
@@ -123,9 +126,17 @@ func main() {
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
 	store := &catalog.Store{}
+	// One TLS configuration and one transport for everything that talks to the control plane.
+	cpTLS, err := o.link.clientTLS(log)
+	if err != nil {
+		return err
+	}
+	cpTr := cpTransport(cpTLS)
+	defer cpTr.CloseIdleConnections()
 	usageMeter, err := meter.New(meter.Config{
 		DataDir: o.dataDir, ControlPlaneURL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken,
 		BatchInterval: o.batchInterval, Logger: log,
+		HTTPClient: &http.Client{Transport: cpTr, Timeout: meter.DefaultHTTPTimeout},
 	})
 	if err != nil {
 		return fmt.Errorf("open usage spool: %w", err)
@@ -136,9 +147,18 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		}
 	}()
 	limiter := limits.New(limits.Config{ShareNodes: o.limitShareNodes})
+	pub, err := o.link.publicKey()
+	if err != nil {
+		return err
+	}
+	if pub == nil {
+		log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
+	}
 	syncer, err := syncclient.New(syncclient.Config{
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
+		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(),
+		HTTPClient: &http.Client{Transport: cpTr, Timeout: o.snapshotWait + 15*time.Second},
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)
 			limiter.Retain(s)
@@ -148,7 +168,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	if _, err := syncer.LoadDisk(); err != nil {
-		log.Warn("no usable last-known-good snapshot", "err", err)
+		log.Warn("no usable last-known-good snapshot; not ready until the control plane answers", "err", err)
 	}
 	requestMetrics := metrics.NewSet()
 	metrics.RegisterSet(requestMetrics) // served by the ops listener's /metrics
@@ -160,6 +180,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	cfg.Limiter = limiter
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, log
+	cfg.ControlPlaneTLS = cpTLS // the node's one TLS configuration for its control plane
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

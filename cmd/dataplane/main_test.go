@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestEdgeFlags(t *testing.T) {
-	o, err := parseFlags([]string{"--node-token", "x"})
+	o, err := parseFlags([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestEdgeFlags(t *testing.T) {
 		e.MaxConns != 10000 || e.MaxConnsPerAddr != 100 || e.TrustedProxies.Len() != 0 {
 		t.Errorf("defaults %+v", e)
 	}
-	o, err = parseFlags([]string{"--node-token", "x", "--trusted-proxies", "10.0.0.0/8, 192.0.2.1", "--max-conns-per-addr", "-1"})
+	o, err = parseFlags([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots", "--trusted-proxies", "10.0.0.0/8, 192.0.2.1", "--max-conns-per-addr", "-1"})
 	if err != nil || o.edge.TrustedProxies.Len() != 2 || o.edge.MaxConnsPerAddr != -1 {
 		t.Errorf("trusted proxies: %v %+v", err, o.edge)
 	}
@@ -49,7 +49,7 @@ func TestEdgeFlags(t *testing.T) {
 		{"--write-timeout", "-1s"},
 		{"--max-header-bytes", "100"},
 	} {
-		if _, err := parseFlags(append([]string{"--node-token", "x"}, bad...)); err == nil {
+		if _, err := parseFlags(append([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}, bad...)); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
@@ -68,7 +68,7 @@ func BenchmarkIdleKeepAliveConns(b *testing.B) {
 	ln.Close()
 	dead, _ := net.Listen("tcp", "127.0.0.1:0") // a control plane that never answers
 	defer dead.Close()
-	args := fmt.Sprintf("--listen %s --control-plane-url http://%s --node-token bench --data-dir %s --log-level error "+
+	args := fmt.Sprintf("--listen %s --control-plane-url http://%s --node-token "+testNodeToken+" --insecure-unsigned-snapshots --data-dir %s --log-level error "+
 		"--max-conns %d --max-conns-per-addr -1 --keepalive-timeout 10m", addr, dead.Addr(), b.TempDir(), 2*conns)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+args)

@@ -103,6 +103,12 @@ func TestAdminValidation(t *testing.T) {
 		{"catalog zero weight", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["weight"] = 0 }), 400, "models[0].routes[0].weight"},
 		{"catalog bad protocol", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["protocols"] = []string{"/v1/images"} }), 400, "models[0].routes[0].protocols[0]"},
 		{"catalog bad base url", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["base_url"] = "ftp://x" }), 400, "models[0].routes[0].base_url"},
+		// What nodes refuse, the control plane refuses (shared/snapshot.Route.Validate).
+		{"catalog base url userinfo", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["base_url"] = "http://u:p@h/v1" }), 400, "models[0].routes[0].base_url"},
+		{"catalog base url query", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["base_url"] = "http://h/v1?k=1" }), 400, "models[0].routes[0].base_url"},
+		{"catalog base url fragment", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["base_url"] = "http://h/v1#x" }), 400, "models[0].routes[0].base_url"},
+		{"catalog credentials node token", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["credentials_ref"] = "env:GATEWAY_NODE_TOKEN" }), 400, "models[0].routes[0].credentials_ref"},
+		{"catalog credentials any env", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { r["credentials_ref"] = "env:HOME" }), 400, "models[0].routes[0].credentials_ref"},
 		{"catalog alias equals id", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["aliases"] = []string{"nomic-embed"} }), 400, "models[1].id"},
 		{"catalog duplicate alias", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["aliases"] = []string{"a", "a"} }), 400, "models[0].aliases[1]"},
 		{"catalog negative price", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["input_ore_per_million_tokens"] = -1 }), 400, "models[0].input_ore_per_million_tokens"},

@@ -1,22 +1,30 @@
-// Package api is the control plane's HTTP surface on one net/http listener:
+// Package api is the control plane's HTTP surface, as two handlers for two listeners:
 //
+// Handlers.Admin, on the admin listener (loopback by default):
 //   - /admin/v1/*: the operator's admin API (Authorization: Bearer <admin token>);
+//
+// Handlers.Node, on the node-facing listener (TLS, optionally mTLS):
 //   - /internal/v1/*: snapshot sync, usage ingest and balance watch for data-plane nodes
 //     (Authorization: Bearer <node token>, X-Node-Id);
 //   - /v1/service/* and /v1/stripe/webhook: customer paths forwarded by a data-plane node
 //     with its node token; the account the node authenticated comes in
 //     X-Gateway-Account-Id and X-Gateway-Key-Id and is trusted only with a valid node token.
 //
-// Every error is the interface's JSON envelope (shared/apierror), unknown paths included,
-// and every response carries X-Request-Id (the node's, when it sent one).
+// /admin/v1/* on the node listener answers 404, as any unknown path. Tokens are at least
+// internalapi.MinTokenBytes long and compared as SHA-256 digests in constant time, so a
+// compare reveals neither their content nor their length. Every error is the interface's
+// JSON envelope (shared/apierror), unknown paths included, and every response carries
+// X-Request-Id (the node's, when it sent one).
 package api
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -31,7 +39,7 @@ import (
 // Snapshots is what the API needs from the snapshot publisher (*publish.Publisher).
 type Snapshots interface {
 	Current() (*publish.Current, <-chan struct{})
-	Wait(ctx context.Context, have int64, wait time.Duration) *publish.Current
+	Wait(ctx context.Context, have publish.Have, wait time.Duration) *publish.Current
 	BalanceSignal() <-chan struct{}
 }
 
@@ -64,23 +72,41 @@ type Config struct {
 }
 
 type server struct {
-	cfg Config
-	log *slog.Logger
-	now func() time.Time
+	cfg         Config
+	log         *slog.Logger
+	now         func() time.Time
+	adminDigest [sha256.Size]byte
+	nodeDigests [][sha256.Size]byte
+}
+
+// surface is one listener's handler: the shared server and its own routes.
+type surface struct {
+	*server
 	mux *http.ServeMux
 }
 
-// New validates cfg and returns the control plane's HTTP handler.
-func New(cfg Config) (http.Handler, error) {
+// Handlers are the control plane's two HTTP surfaces.
+type Handlers struct {
+	// Node serves nodes: /internal/v1/*, forwarded customer paths and /healthz.
+	Node http.Handler
+	// Admin serves the admin API (/admin/v1/*) and /healthz.
+	Admin http.Handler
+}
+
+// New validates cfg and returns the control plane's HTTP handlers.
+func New(cfg Config) (*Handlers, error) {
 	if cfg.Store == nil || cfg.Snapshots == nil {
 		return nil, errors.New("api: store and snapshots are required")
 	}
-	if cfg.AdminToken == "" {
-		return nil, errors.New("api: admin token is required")
+	if err := CheckToken("admin token", cfg.AdminToken); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
 	}
 	var tokens []string
 	for _, t := range cfg.NodeTokens {
 		if t = strings.TrimSpace(t); t != "" {
+			if err := CheckToken("node token", t); err != nil {
+				return nil, fmt.Errorf("api: %w", err)
+			}
 			tokens = append(tokens, t)
 		}
 	}
@@ -100,13 +126,41 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, mux: http.NewServeMux()}
-	s.routes()
-	return s, nil
+	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, adminDigest: sha256.Sum256([]byte(cfg.AdminToken))}
+	for _, t := range tokens {
+		s.nodeDigests = append(s.nodeDigests, sha256.Sum256([]byte(t)))
+	}
+	node, admin := &surface{server: s, mux: http.NewServeMux()}, &surface{server: s, mux: http.NewServeMux()}
+	s.adminRoutes(admin.mux)
+	s.nodeRoutes(node.mux)
+	for _, x := range []*surface{node, admin} {
+		// Liveness for supervisors and the local stack: no token, no database round trip
+		// (migrations have run before the listeners open).
+		x.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+		})
+		x.mux.HandleFunc("/", x.notFoundOrNotAllowed)
+	}
+	return &Handlers{Node: node, Admin: admin}, nil
 }
 
-func (s *server) routes() {
-	admin := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.adminAuth(h)) }
+// CheckToken refuses a token shorter than internalapi.MinTokenBytes or with white space or
+// control characters (it travels in an Authorization header).
+func CheckToken(what, t string) error {
+	if len(t) < internalapi.MinTokenBytes {
+		return fmt.Errorf("%s must be at least %d bytes (it has %d)", what, internalapi.MinTokenBytes, len(t))
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] <= ' ' || t[i] == 0x7f {
+			return fmt.Errorf("%s contains white space or a control character", what)
+		}
+	}
+	return nil
+}
+
+func (s *server) adminRoutes(mux *http.ServeMux) {
+	admin := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.adminAuth(h)) }
 	admin("POST /admin/v1/accounts", s.createAccount)
 	admin("GET /admin/v1/accounts", s.listAccounts)
 	admin("GET /admin/v1/accounts/{id}", s.getAccount)
@@ -125,10 +179,12 @@ func (s *server) routes() {
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
 	admin("GET /admin/v1/rejected-records", s.listRejected)
 	for p, h := range s.cfg.Admin {
-		s.mux.Handle(p, s.adminAuth(h.ServeHTTP))
+		mux.Handle(p, s.adminAuth(h.ServeHTTP))
 	}
+}
 
-	node := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.nodeAuth(h)) }
+func (s *server) nodeRoutes(mux *http.ServeMux) {
+	node := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.nodeAuth(h)) }
 	node("GET "+internalapi.PathSnapshot, s.getSnapshot)
 	node("POST "+internalapi.PathUsage, s.postUsage)
 	node("GET "+internalapi.PathBalances, s.getBalances)
@@ -145,18 +201,11 @@ func (s *server) routes() {
 	if s.cfg.Webhook != nil {
 		node("/v1/stripe/webhook", s.cfg.Webhook.ServeHTTP)
 	}
-	// Liveness for supervisors and the local stack: no token, no database round trip
-	// (migrations have run before the listener opens).
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok"))
-	})
-	s.mux.HandleFunc("/", s.notFoundOrNotAllowed)
 }
 
 // ServeHTTP sets X-Request-Id, recovers panics and turns the mux's own plain-text
 // answers (405 with Allow) into JSON errors.
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *surface) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(internalapi.HeaderRequestID)
 	if id == "" || len(id) > 200 {
 		id = newRequestID()
@@ -180,7 +229,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // notFoundOrNotAllowed answers paths only the catch-all matched: 405 with Allow when the
 // path exists for other methods, else 404 endpoint_not_found.
-func (s *server) notFoundOrNotAllowed(w http.ResponseWriter, r *http.Request) {
+func (s *surface) notFoundOrNotAllowed(w http.ResponseWriter, r *http.Request) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
@@ -242,12 +291,17 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(h[len(p):]), true
 }
 
-func tokenEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+// tokenMatches compares the digest of the presented token with a configured digest: the
+// time taken depends on neither token's content nor length.
+func tokenMatches(tok string, want *[sha256.Size]byte) bool {
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
 
 func (s *server) adminAuth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := bearer(r)
-		if !ok || !tokenEqual(tok, s.cfg.AdminToken) {
+		if !ok || !tokenMatches(tok, &s.adminDigest) {
 			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_admin_token",
 				"A valid admin token is required (Authorization: Bearer <token>)."))
 			return
@@ -261,8 +315,9 @@ func (s *server) nodeAuth(h http.HandlerFunc) http.Handler {
 		tok, ok := bearer(r)
 		valid := false
 		if ok {
-			for _, t := range s.cfg.NodeTokens {
-				if tokenEqual(tok, t) {
+			got := sha256.Sum256([]byte(tok))
+			for i := range s.nodeDigests {
+				if subtle.ConstantTimeCompare(got[:], s.nodeDigests[i][:]) == 1 {
 					valid = true // no early exit: compare against every token
 				}
 			}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -22,15 +23,19 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const (
-	adminToken = "admin-secret"
-	nodeToken  = "node-secret"
+	adminToken = "admin-secret-0123456789abcdef0123456789"
+	nodeToken  = "node-secret-0123456789abcdef0123456789"
 )
+
+// signingKey signs the test control plane's snapshots.
+var signingKey = ed25519.NewKeyFromSeed([]byte("api-test-snapshot-signing-key-32"))
 
 type env struct {
 	t     *testing.T
 	store *store.Store
 	pub   *publish.Publisher
-	srv   *httptest.Server
+	srv   *httptest.Server // node-facing listener
+	adm   *httptest.Server // admin listener
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -43,21 +48,23 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := publish.New(publish.Config{Store: st, Logger: quiet(), Debounce: 20 * time.Millisecond})
+	pub, err := publish.New(publish.Config{Store: st, Logger: quiet(), Debounce: 20 * time.Millisecond, Signer: signingKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { pub.Run(ctx); close(done) }()
-	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"other", nodeToken},
+	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"other-node-token-0123456789abcdef", nodeToken},
 		Logger: quiet(), MaxWait: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(h.Node)
+	adm := httptest.NewServer(h.Admin)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
+		adm.Close()
 		cancel()
 		<-done
 		st.Close()
@@ -73,7 +80,7 @@ func newEnv(t *testing.T) *env {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return &env{t: t, store: st, pub: pub, srv: srv}
+	return &env{t: t, store: st, pub: pub, srv: srv, adm: adm}
 }
 
 type resp struct {
@@ -124,7 +131,20 @@ func (e *env) do(method, path, token string, body any, hdr map[string]string) re
 		j, _ := json.Marshal(b)
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	return e.doAt(e.urlFor(path), method, path, token, rd, hdr)
+}
+
+// urlFor picks the listener a path lives on: the admin API on the admin listener.
+func (e *env) urlFor(path string) string {
+	if strings.HasPrefix(path, "/admin/") {
+		return e.adm.URL
+	}
+	return e.srv.URL
+}
+
+func (e *env) doAt(base, method, path, token string, rd io.Reader, hdr map[string]string) resp {
+	e.t.Helper()
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -187,7 +207,7 @@ var testCatalog = map[string]any{"models": []any{
 		"input_ore_per_million_tokens": 150, "output_ore_per_million_tokens": 300,
 		"routes": []any{
 			map[string]any{"id": "llama-se", "provider": "vllm", "base_url": "http://127.0.0.1:8090/v1", "upstream_model": "meta-llama/Llama-3.1-8B",
-				"credentials_ref": "env:VLLM_KEY", "protocols": []string{"/v1/chat/completions", "/v1/completions"}, "translate": true,
+				"credentials_ref": "env:GATEWAY_CREDENTIAL_VLLM", "protocols": []string{"/v1/chat/completions", "/v1/completions"}, "translate": true,
 				"region": "se-sto-1", "country": "SE", "priority": 0, "weight": 1},
 		},
 	},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -37,14 +38,32 @@ func parseSeq(r *http.Request, name string) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
+// validHash accepts "" (not sent) or a hex SHA-256.
+func validHash(h string) bool {
+	if h == "" {
+		return true
+	}
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func nodeID(r *http.Request) (string, bool) {
 	id := strings.TrimSpace(r.Header.Get(internalapi.HeaderNodeID))
 	return id, id != "" && len(id) <= 200 && validText(id, 200)
 }
 
-// getSnapshot answers GET /internal/v1/snapshot?have=<version>&wait=<seconds>: 200 with
-// the snapshot when the current version differs from have (at once, or as soon as it
-// changes within wait), else 304. have is the node's acknowledgement of what it applied.
+// getSnapshot answers GET /internal/v1/snapshot?have=<version>&hash=<structure hash>&
+// issued=<unix nanos>&wait=<seconds>: 200 with the signed snapshot when what the node holds
+// is outdated (another version, another structure at that version, or an older issue; see
+// publish.Have), at once or as soon as it is within wait, else 304. have is the node's
+// acknowledgement of what it applied.
 func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 	node, ok := nodeID(r)
 	if !ok {
@@ -61,6 +80,16 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("wait", "wait must be a non-negative whole number of seconds."))
 		return
 	}
+	hash := r.URL.Query().Get("hash")
+	if !validHash(hash) {
+		writeError(w, invalid("hash", "hash must be 64 lower-case hex digits."))
+		return
+	}
+	issued, ok := parseSeq(r, "issued")
+	if !ok {
+		writeError(w, invalid("issued", "issued must be a non-negative integer (Unix nanoseconds)."))
+		return
+	}
 	if err := s.cfg.Store.TouchNode(r.Context(), node, have); err != nil {
 		// Serving the snapshot matters more than the bookkeeping.
 		s.log.Warn("record node poll", "node", node, "err", err)
@@ -70,7 +99,7 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 			"No snapshot compiled yet.").WithRetryAfter(1))
 		return
 	}
-	cur := s.cfg.Snapshots.Wait(r.Context(), have, wait)
+	cur := s.cfg.Snapshots.Wait(r.Context(), publish.Have{Version: have, StructHash: hash, IssuedAt: issued}, wait)
 	if cur == nil {
 		w.WriteHeader(http.StatusNotModified)
 		return

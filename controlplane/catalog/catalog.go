@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"regexp"
 	"strings"
 
@@ -136,12 +135,16 @@ func (c *Catalog) Validate() error {
 			if strings.TrimSpace(r.Provider) == "" {
 				return invalid(rp+".provider", "provider is required")
 			}
-			u, err := url.Parse(r.BaseURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return invalid(rp+".base_url", "base_url must be an absolute http(s) URL")
-			}
 			if len(r.Protocols) == 0 {
 				r.Protocols = []string{m.Endpoint}
+			}
+			// The nodes' own check (shared/snapshot): what passes here, nodes accept.
+			if err := r.Validate(); err != nil {
+				var fe *snapshot.FieldError
+				if errors.As(err, &fe) {
+					return invalid(rp+"."+fe.Field, "%s", fe.Message)
+				}
+				return invalid(rp, "%v", err)
 			}
 			seen := map[string]bool{}
 			for k, proto := range r.Protocols {
@@ -161,15 +164,6 @@ func (c *Catalog) Validate() error {
 			}
 			if r.Weight <= 0 {
 				return invalid(rp+".weight", "weight must be greater than 0")
-			}
-			for _, f := range []struct {
-				name string
-				v    int
-			}{{"max_conns", r.MaxConns}, {"connect_timeout_ms", r.ConnectTimeoutMS}, {"first_byte_timeout_ms", r.FirstByteTimeoutMS},
-				{"idle_timeout_ms", r.IdleTimeoutMS}, {"total_timeout_ms", r.TotalTimeoutMS}} {
-				if f.v < 0 {
-					return invalid(rp+"."+f.name, "must not be negative")
-				}
 			}
 			allowed := map[string]bool{}
 			for k, e := range r.AllowExtensions {

@@ -5,10 +5,16 @@
 // when the version changed, wakes every long-poll waiting for a newer snapshot. It also
 // relays gateway_balances notifications to balance watchers. After a (re)connection of the
 // listener, and periodically as a safety net, it recompiles regardless of notifications.
+//
+// Every published snapshot is signed (ed25519, Config.Signer) with an issue time; the
+// current one is re-issued (recompiled, re-signed) every Config.Reissue, so a node can tell
+// how old its disk copy is. Routes that nodes would refuse (snapshot.Route.Validate) are
+// left out of the snapshot with an error log, so one bad row cannot freeze every node.
 package publish
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,14 +42,41 @@ type Config struct {
 	Resync time.Duration
 	// DefaultLimits go into every snapshot.
 	DefaultLimits snapshot.Limits
-	// Logger (default slog.Default()).
+	// Signer signs every snapshot. Nil publishes unsigned snapshots, which nodes refuse
+	// unless started with --insecure-unsigned-snapshots (package tests only).
+	Signer ed25519.PrivateKey
+	// Reissue re-signs the current snapshot with a fresh issue time this often (default 1h);
+	// it must be well under the nodes' --snapshot-max-age.
+	Reissue time.Duration
+	// Logger (default slog.Default()) and clock (default time.Now).
 	Logger *slog.Logger
+	Now    func() time.Time
 }
 
-// Current is a compiled snapshot with its JSON encoding.
+// Current is a compiled, signed snapshot with its JSON encoding and the hash of its content
+// without balances (snapshot.StructureHash).
 type Current struct {
-	Snapshot *snapshot.Snapshot
-	JSON     []byte
+	Snapshot   *snapshot.Snapshot
+	JSON       []byte
+	StructHash string
+}
+
+// Have is what a node holds: the version, the structure hash it computed from the content
+// it verified, and the issue time (Unix nanoseconds). Zero values mean "nothing".
+type Have struct {
+	Version    int64
+	StructHash string
+	IssuedAt   int64
+}
+
+// Outdated reports whether the node should receive c: another version, another content at
+// the same version (a stale or foreign file), or a newer issue of the same snapshot. A
+// caller that sends no hash is compared by version only.
+func (h Have) Outdated(c *Current) bool {
+	if c.Snapshot.Version != h.Version {
+		return true
+	}
+	return h.StructHash != "" && (h.StructHash != c.StructHash || c.Snapshot.IssuedAt.UnixNano() > h.IssuedAt)
 }
 
 // Publisher holds the current snapshot. Its methods are safe for concurrent use.
@@ -69,8 +102,17 @@ func New(cfg Config) (*Publisher, error) {
 	if cfg.Resync <= 0 {
 		cfg.Resync = 30 * time.Second
 	}
+	if cfg.Reissue <= 0 {
+		cfg.Reissue = time.Hour
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Signer != nil && len(cfg.Signer) != ed25519.PrivateKeySize {
+		return nil, errors.New("publish: signer is not an ed25519 private key")
 	}
 	return &Publisher{
 		cfg:      cfg,
@@ -149,11 +191,32 @@ func (p *Publisher) Kick() {
 	}
 }
 
-// Refresh compiles now and publishes the result if its version differs.
+// Refresh compiles now and publishes the result, signed, if its version or structure
+// differs from the current one or the current one is due for re-issue.
 func (p *Publisher) Refresh(ctx context.Context) error {
 	snap, err := p.cfg.Store.CompileSnapshot(ctx, p.cfg.DefaultLimits)
 	if err != nil {
 		return err
+	}
+	if err := p.dropInvalidRoutes(snap); err != nil {
+		return err
+	}
+	structHash, err := snapshot.StructureHash(&snap.Content)
+	if err != nil {
+		return err
+	}
+	now := p.cfg.Now()
+	if cur, _ := p.Current(); cur != nil {
+		switch {
+		case cur.Snapshot.Version > snap.Version:
+			return nil // another compile got further
+		case cur.Snapshot.Version == snap.Version && cur.StructHash == structHash && now.Sub(cur.Snapshot.IssuedAt) < p.cfg.Reissue:
+			return nil
+		}
+	}
+	snap.IssuedAt = now.UTC().Truncate(time.Microsecond)
+	if p.cfg.Signer != nil {
+		snap.Sign(p.cfg.Signer)
 	}
 	b, err := json.Marshal(snap)
 	if err != nil {
@@ -161,14 +224,43 @@ func (p *Publisher) Refresh(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cur != nil && p.cur.Snapshot.Version >= snap.Version {
+	if p.cur != nil && p.cur.Snapshot.Version > snap.Version {
 		return nil
 	}
-	p.cur = &Current{Snapshot: snap, JSON: b}
+	reissue := p.cur != nil && p.cur.Snapshot.Version == snap.Version && p.cur.StructHash == structHash
+	p.cur = &Current{Snapshot: snap, JSON: b, StructHash: structHash}
 	close(p.changed)
 	p.changed = make(chan struct{})
-	p.log.Info("snapshot published", "version", snap.Version, "hash", snap.Hash,
+	if reissue {
+		p.log.Debug("snapshot re-issued", "version", snap.Version, "issued_at", snap.IssuedAt)
+		return nil
+	}
+	p.log.Info("snapshot published", "version", snap.Version, "hash", snap.Hash, "signed", p.cfg.Signer != nil,
 		"accounts", len(snap.Accounts), "keys", len(snap.Keys), "models", len(snap.Models), "routes", len(snap.Routes))
+	return nil
+}
+
+// dropInvalidRoutes leaves out routes nodes would refuse (rows written before the admin
+// API checked them with the same rules) and recomputes the hash when it dropped any.
+func (p *Publisher) dropInvalidRoutes(snap *snapshot.Snapshot) error {
+	kept := snap.Routes[:0:0]
+	for i := range snap.Routes {
+		if err := snap.Routes[i].Validate(); err != nil {
+			p.log.Error("route left out of the snapshot: nodes would refuse it; fix it with the admin API",
+				"route", snap.Routes[i].ID, "model", snap.Routes[i].Model, "err", err)
+			continue
+		}
+		kept = append(kept, snap.Routes[i])
+	}
+	if len(kept) == len(snap.Routes) {
+		return nil
+	}
+	snap.Routes = kept
+	h, err := snapshot.ComputeHash(&snap.Content)
+	if err != nil {
+		return err
+	}
+	snap.Hash = h
 	return nil
 }
 
@@ -180,14 +272,14 @@ func (p *Publisher) Current() (*Current, <-chan struct{}) {
 	return p.cur, p.changed
 }
 
-// Wait returns the current snapshot as soon as its version differs from have, or nil
-// when none did before ctx ended or wait passed.
-func (p *Publisher) Wait(ctx context.Context, have int64, wait time.Duration) *Current {
+// Wait returns the current snapshot as soon as have is outdated by it (Have.Outdated), or
+// nil when it was not before ctx ended or wait passed.
+func (p *Publisher) Wait(ctx context.Context, have Have, wait time.Duration) *Current {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		cur, changed := p.Current()
-		if cur != nil && cur.Snapshot.Version != have {
+		if cur != nil && have.Outdated(cur) {
 			return cur
 		}
 		select {

@@ -56,9 +56,7 @@ func (s *Store) compileTx(ctx context.Context, tx pgx.Tx, defaults snapshot.Limi
 	// balance watch; they must not force full snapshots. The version (and the stored hash)
 	// therefore follows everything but the balances: a snapshot carries the balances as of
 	// its own BalanceSeq, and a node catches up from there with the balance watch.
-	structure := *content
-	structure.Balances, structure.BalanceSeq = nil, 0
-	structHash, err := snapshot.ComputeHash(&structure)
+	structHash, err := snapshot.StructureHash(content)
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -87,32 +85,11 @@ type Route struct {
 }
 
 func (r *Route) parseBaseURL() error {
-	u, err := url.Parse(r.BaseURL)
+	b, err := snapshot.ParseBaseURL(r.BaseURL)
 	if err != nil {
 		return err
 	}
-	switch u.Scheme {
-	case "http":
-	case "https":
-		r.UpstreamTLS = true
-	default:
-		return fmt.Errorf("base_url %q: scheme must be http or https", r.BaseURL)
-	}
-	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("base_url %q: want scheme://host[:port][/path]", r.BaseURL)
-	}
-	r.UpstreamHost = u.Host
-	r.UpstreamAddr = u.Host
-	if u.Port() == "" {
-		port := "80"
-		if r.UpstreamTLS {
-			port = "443"
-		}
-		r.UpstreamAddr = net.JoinHostPort(u.Hostname(), port)
-	}
-	p := strings.TrimRight(u.EscapedPath(), "/")
-	p = strings.TrimSuffix(p, "/v1")
-	r.PathPrefix = strings.TrimRight(p, "/")
+	r.UpstreamTLS, r.UpstreamHost, r.UpstreamAddr, r.PathPrefix = b.TLS, b.Host, b.Addr, b.PathPrefix
 	for e := range numEndpoints {
 		r.paths[e] = r.PathPrefix + e.Path()
 	}
@@ -281,8 +258,8 @@ func Build(s *snapshot.Snapshot) (*Index, error) {
 		if !ok {
 			return nil, invalid("route %q names unknown model %q", sr.ID, sr.Model)
 		}
-		if sr.BaseURL == "" {
-			return nil, invalid("route %q has no base_url", sr.ID)
+		if err := sr.Validate(); err != nil {
+			return nil, invalid("route %q: %v", sr.ID, err)
 		}
 		r := &Route{Route: sr, UpstreamModel: sr.UpstreamModel}
 		if err := r.parseBaseURL(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Config configures a Pool. Zero fields take the defaults noted; routes may override the
@@ -148,16 +148,18 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 	firstByte := ms(k.firstByte, p.cfg.FirstByteTimeout)
 	idle := ms(k.idle, p.cfg.IdleTimeout)
 	u := &Upstream{host: k.host, userAgent: p.cfg.UserAgent, firstByte: firstByte, total: ms(k.total, p.cfg.TotalTimeout)}
-	switch ref := k.credentials; {
-	case ref == "":
-	case strings.HasPrefix(ref, "env:"):
-		if v := p.cfg.Getenv(strings.TrimPrefix(ref, "env:")); v != "" {
+	// Only env:GATEWAY_CREDENTIAL_* is read (snapshot.ParseCredentialsRef), so a route
+	// cannot point the node at its own secrets; the snapshot was validated the same way.
+	switch name, err := snapshot.ParseCredentialsRef(k.credentials); {
+	case err != nil:
+		u.credentialErr = ErrCredentials
+	case name == "":
+	default:
+		if v := p.cfg.Getenv(name); v != "" {
 			u.auth, u.apiKey = "Bearer "+v, v
 		} else {
 			u.credentialErr = ErrCredentials
 		}
-	default:
-		u.credentialErr = ErrCredentials
 	}
 	u.hc = &fasthttp.HostClient{
 		Addr:                          k.addr,

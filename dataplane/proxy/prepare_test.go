@@ -14,7 +14,7 @@ import (
 func TestPrepareHeaders(t *testing.T) {
 	snap := &snapshot.Snapshot{Content: snapshot.Content{
 		Models: []snapshot.Model{{ID: "m"}},
-		Routes: []snapshot.Route{{ID: "r", Model: "m", BaseURL: "http://127.0.0.1:9/v1", CredentialsRef: "env:UPSTREAM_KEY",
+		Routes: []snapshot.Route{{ID: "r", Model: "m", BaseURL: "http://127.0.0.1:9/v1", CredentialsRef: "env:GATEWAY_CREDENTIAL_UPSTREAM",
 			Protocols: []string{snapshot.EndpointChat, snapshot.EndpointMessages}, Country: "SE"}},
 	}}
 	x, err := catalog.Build(snap)
@@ -24,7 +24,7 @@ func TestPrepareHeaders(t *testing.T) {
 	m, _ := x.Model("m")
 	r := m.Routes[0]
 	pool := NewPool(Config{Getenv: func(k string) string {
-		if k == "UPSTREAM_KEY" {
+		if k == "GATEWAY_CREDENTIAL_UPSTREAM" {
 			return "sekret"
 		}
 		return ""

@@ -51,6 +51,9 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 	}
 	req.SetRequestURIBytes(ctx.Request.Header.RequestURI())
 	req.URI().DisablePathNormalizing = true
+	if s.cp.IsTLS {
+		req.URI().SetScheme("https") // the URI is path-only: without this fasthttp assumes http
+	}
 	req.Header.SetHost(s.cpHost)
 	req.UseHostHeader = true
 	req.Header.Set("Authorization", "Bearer "+s.cfg.NodeToken)

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,9 @@ type Config struct {
 	ControlPlaneURL string
 	// NodeToken and NodeID identify this node to the control plane.
 	NodeToken, NodeID string
+	// ControlPlaneTLS is the node's TLS configuration for an https control plane (nil: the
+	// defaults), the same one its snapshot sync and meter use.
+	ControlPlaneTLS *tls.Config
 	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
 	// endpoint_not_supported errors (default: this gateway's /openapi.json).
 	DocsURL string
@@ -169,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.cpHost = u.Host
 		s.cp = &fasthttp.HostClient{
-			Addr: addr, IsTLS: u.Scheme == "https", Name: "sekgate-dataplane",
+			Addr: addr, IsTLS: u.Scheme == "https", TLSConfig: cfg.ControlPlaneTLS, Name: "sekgate-dataplane",
 			MaxConns: 256, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 			MaxIdemponentCallAttempts: 1, DisablePathNormalizing: true,
 		}

@@ -1,10 +1,18 @@
 // Package syncclient keeps a data-plane node's snapshot current: it long-polls the control
 // plane for new snapshots, verifies and indexes each one, swaps it in atomically and writes it
 // to disk as last-known-good, so a restarted node serves while the control plane is away.
+//
+// Every snapshot, from the wire or from disk, must carry the control plane's ed25519
+// signature (Config.PublicKey) over its version, times and content hash; a tampered,
+// truncated or unsigned one is refused with an error log and the node keeps what it had, or
+// stays not-ready. A disk snapshot issued longer than Config.MaxAge ago is not served. Polls
+// send the version, the structure hash and the issue time the node holds, so the control
+// plane corrects a node holding a stale or foreign file at the current version.
 package syncclient
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,16 +21,18 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
+
+// DefaultMaxAge is the default Config.MaxAge.
+const DefaultMaxAge = 24 * time.Hour
 
 // FileName is the name of the last-known-good snapshot file in the data directory.
 const FileName = "snapshot.json"
@@ -50,8 +60,18 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the delay between failed polls (defaults 200ms, 15s).
 	MinBackoff, MaxBackoff time.Duration
 	// HTTPClient is used for polls (default: a client whose timeout is Wait plus 15s).
+	// Its transport carries the node's TLS settings for the control plane.
 	HTTPClient *http.Client
-	Logger     *slog.Logger
+	// PublicKey verifies the control plane's snapshot signatures. Required unless
+	// AllowUnsigned, which accepts snapshots without a valid signature (insecure).
+	PublicKey     ed25519.PublicKey
+	AllowUnsigned bool
+	// MaxAge is the oldest (by signed issue time) disk snapshot the node serves while the
+	// control plane has not answered yet (default 24h; negative: no limit).
+	MaxAge time.Duration
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Client polls the control plane and applies snapshots.
@@ -59,6 +79,17 @@ type Client struct {
 	cfg     Config
 	pollURL string
 	log     *slog.Logger
+
+	mu   sync.Mutex
+	held held // what is installed
+}
+
+// held describes the installed snapshot for polls and the max-age check.
+type held struct {
+	version    int64
+	structHash string
+	issuedAt   time.Time
+	fromDisk   bool // not yet confirmed by the control plane
 }
 
 // New validates cfg, fills defaults and returns a Client.
@@ -82,44 +113,22 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: cfg.Wait + 15*time.Second}
 	}
+	if cfg.PublicKey == nil && !cfg.AllowUnsigned {
+		return nil, errors.New("syncclient: PublicKey is required (or AllowUnsigned)")
+	}
+	if cfg.PublicKey != nil && len(cfg.PublicKey) != ed25519.PublicKeySize {
+		return nil, errors.New("syncclient: PublicKey is not an ed25519 public key")
+	}
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Client{cfg: cfg, pollURL: u.String() + internalapi.PathSnapshot, log: cfg.Logger}, nil
-}
-
-// Path is the last-known-good file, or "" without a data directory.
-func (c *Client) Path() string {
-	if c.cfg.DataDir == "" {
-		return ""
-	}
-	return filepath.Join(c.cfg.DataDir, FileName)
-}
-
-// LoadDisk applies the last-known-good snapshot from the data directory, if there is one.
-// It returns (false, nil) when no file exists.
-func (c *Client) LoadDisk() (bool, error) {
-	p := c.Path()
-	if p == "" {
-		return false, nil
-	}
-	f, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("open last-known-good snapshot: %w", err)
-	}
-	defer f.Close()
-	s, err := decode(f)
-	if err != nil {
-		return false, fmt.Errorf("read last-known-good snapshot %s: %w", p, err)
-	}
-	if err := c.install(s); err != nil {
-		return false, fmt.Errorf("apply last-known-good snapshot: %w", err)
-	}
-	c.log.Info("serving last-known-good snapshot from disk", "version", s.Version)
-	return true, nil
 }
 
 // Run polls until ctx ends, backing off after failures. It returns ctx's error.
@@ -135,6 +144,7 @@ func (c *Client) Run(ctx context.Context) error {
 			continue
 		}
 		failures++
+		c.expireDisk()
 		d := c.backoff(failures)
 		c.log.Warn("snapshot poll failed", "err", err, "failures", failures, "retry_in", d)
 		t := time.NewTimer(d)
@@ -162,12 +172,15 @@ var ErrStatus = errors.New("syncclient: unexpected status")
 
 // Poll performs one long poll and applies the snapshot it returns, if any.
 func (c *Client) Poll(ctx context.Context) error {
-	have := int64(0)
-	if x := c.cfg.Store.Load(); x != nil {
-		have = x.Version()
+	h := c.holding()
+	q := url.Values{}
+	q.Set("have", strconv.FormatInt(h.version, 10))
+	if h.structHash != "" {
+		q.Set("hash", h.structHash)
+		q.Set("issued", strconv.FormatInt(max(h.issuedAt.UnixNano(), 0), 10))
 	}
-	u := c.pollURL + "?have=" + strconv.FormatInt(have, 10) + "&wait=" + strconv.Itoa(int(c.cfg.Wait/time.Second))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	q.Set("wait", strconv.Itoa(int(c.cfg.Wait/time.Second)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pollURL+"?"+q.Encode(), nil)
 	if err != nil {
 		return fmt.Errorf("build snapshot poll: %w", err)
 	}
@@ -184,6 +197,7 @@ func (c *Client) Poll(ctx context.Context) error {
 	}()
 	switch resp.StatusCode {
 	case http.StatusNotModified:
+		c.confirm()
 		return nil
 	case http.StatusOK:
 	default:
@@ -192,24 +206,20 @@ func (c *Client) Poll(ctx context.Context) error {
 	}
 	s, err := decode(resp.Body)
 	if err != nil {
+		c.log.Error("refusing snapshot from the control plane: truncated or malformed", "err", err)
 		return fmt.Errorf("decode snapshot: %w", err)
 	}
-	if s.Version == have {
-		return nil
-	}
-	if err := c.Apply(s); err != nil {
-		return err
-	}
-	return nil
+	return c.Apply(s)
 }
 
 // Apply verifies, indexes and installs s, then saves it as last-known-good. A snapshot that
 // fails verification leaves the current one in place.
 func (c *Client) Apply(s *snapshot.Snapshot) error {
-	if err := c.install(s); err != nil {
+	if err := c.install(s, false); err != nil {
+		c.log.Error("refusing snapshot from the control plane", "version", s.Version, "err", err)
 		return fmt.Errorf("apply snapshot %d: %w", s.Version, err)
 	}
-	c.log.Info("snapshot applied", "version", s.Version, "accounts", len(s.Accounts), "models", len(s.Models), "routes", len(s.Routes))
+	c.log.Info("snapshot applied", "version", s.Version, "issued_at", s.IssuedAt, "accounts", len(s.Accounts), "models", len(s.Models), "routes", len(s.Routes))
 	if err := c.save(s); err != nil {
 		// Serving goes on; only a restart without the control plane would suffer.
 		c.log.Error("save last-known-good snapshot", "version", s.Version, "err", err)
@@ -217,19 +227,47 @@ func (c *Client) Apply(s *snapshot.Snapshot) error {
 	return nil
 }
 
-func (c *Client) install(s *snapshot.Snapshot) error {
-	if err := s.Verify(); err != nil {
+// verify checks the content hash and, unless unsigned snapshots are allowed, the signature.
+func (c *Client) verify(s *snapshot.Snapshot) error {
+	if c.cfg.PublicKey == nil {
+		return s.Verify()
+	}
+	return s.VerifySigned(c.cfg.PublicKey)
+}
+
+func (c *Client) install(s *snapshot.Snapshot, fromDisk bool) error {
+	if err := c.verify(s); err != nil {
+		return err
+	}
+	sh, err := snapshot.StructureHash(&s.Content)
+	if err != nil {
 		return err
 	}
 	x, err := catalog.Build(s)
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.cfg.Store.Swap(x)
+	c.held = held{version: s.Version, structHash: sh, issuedAt: s.IssuedAt, fromDisk: fromDisk}
+	c.mu.Unlock()
 	if c.cfg.OnSnapshot != nil {
 		c.cfg.OnSnapshot(s)
 	}
 	return nil
+}
+
+func (c *Client) holding() held {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
+}
+
+// confirm records that the control plane answered "current" for what is installed.
+func (c *Client) confirm() {
+	c.mu.Lock()
+	c.held.fromDisk = false
+	c.mu.Unlock()
 }
 
 func decode(r io.Reader) (*snapshot.Snapshot, error) {
@@ -239,44 +277,4 @@ func decode(r io.Reader) (*snapshot.Snapshot, error) {
 		return nil, err
 	}
 	return &s, nil
-}
-
-// save writes s atomically: temp file in the same directory, fsync, rename, fsync the dir.
-func (c *Client) save(s *snapshot.Snapshot) error {
-	p := c.Path()
-	if p == "" {
-		return nil
-	}
-	if err := os.MkdirAll(c.cfg.DataDir, 0o700); err != nil {
-		return err
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(c.cfg.DataDir, FileName+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return err
-	}
-	if d, err := os.Open(c.cfg.DataDir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }

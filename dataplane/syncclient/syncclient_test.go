@@ -45,13 +45,17 @@ func (f *fakeCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"type":"authentication_error","message":"no"}}`, http.StatusUnauthorized)
 		return
 	}
-	have, _ := strconv.ParseInt(r.URL.Query().Get("have"), 10, 64)
-	wait, _ := strconv.Atoi(r.URL.Query().Get("wait"))
+	q := r.URL.Query()
+	have, _ := strconv.ParseInt(q.Get("have"), 10, 64)
+	issued, _ := strconv.ParseInt(q.Get("issued"), 10, 64)
+	wait, _ := strconv.Atoi(q.Get("wait"))
 	f.mu.Lock()
 	f.haves = append(f.haves, have)
 	s, ch := f.snap, f.changed
 	f.mu.Unlock()
-	if s.Version == have {
+	// The control plane's rule (publish.Have.Outdated): version, structure, issue time.
+	sh, _ := snapshot.StructureHash(&s.Content)
+	if s.Version == have && (q.Get("hash") == "" || q.Get("hash") == sh) && s.IssuedAt.UnixNano() <= issued {
 		select {
 		case <-ch:
 			f.mu.Lock()
@@ -73,6 +77,7 @@ func newClient(t *testing.T, url, dir string, st *catalog.Store, seen *atomic.In
 	c, err := New(Config{
 		ControlPlaneURL: url, NodeToken: "node-secret", NodeID: "node-1", DataDir: dir, Store: st,
 		Wait: time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		PublicKey: fixture.PublicKey,
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			if seen != nil {
 				seen.Store(s.Version)
@@ -128,7 +133,7 @@ func TestSyncSwapsOnNewVersionAndWritesDisk(t *testing.T) {
 			return false
 		}
 		var d snapshot.Snapshot
-		return json.Unmarshal(b, &d) == nil && d.Version == 2 && d.Verify() == nil
+		return json.Unmarshal(b, &d) == nil && d.Version == 2 && d.VerifySigned(fixture.PublicKey) == nil
 	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -229,7 +234,7 @@ func TestNoDiskSnapshotNotReady(t *testing.T) {
 func TestBackoffRespectsContext(t *testing.T) {
 	var st catalog.Store
 	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", NodeToken: "t", NodeID: "n", Store: &st,
-		MinBackoff: time.Hour, MaxBackoff: time.Hour})
+		MinBackoff: time.Hour, MaxBackoff: time.Hour, AllowUnsigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,6 +264,8 @@ func TestUnexpectedStatus(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	var st catalog.Store
 	for _, cfg := range []Config{
+		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n", Store: &st}, // no public key
+		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n", Store: &st, PublicKey: []byte("short")},
 		{NodeToken: "t", NodeID: "n", Store: &st},
 		{ControlPlaneURL: "http://x", NodeID: "n", Store: &st},
 		{ControlPlaneURL: "http://x", NodeToken: "t", Store: &st},

@@ -36,7 +36,7 @@ func startNode(t *testing.T, s *Stack, name string, flags ...string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--listen", addr, "--control-plane-url", s.AdminURL, "--node-id", name,
+	args := append([]string{"--listen", addr, "--control-plane-url", s.CPURL, "--snapshot-public-key-file", s.PublicKey, "--node-id", name,
 		"--data-dir", filepath.Join(s.dir, name), "--snapshot-wait", "10s", "--usage-batch-interval", "50ms"}, flags...)
 	cmd := exec.Command(filepath.Join(binDir, "dataplane"), args...)
 	cmd.Env = append(os.Environ(), "GATEWAY_NODE_TOKEN="+s.NodeToken)

@@ -19,8 +19,8 @@ import (
 // opsStack is a deployment of its own: one simulator, a control plane and a data plane.
 type opsStack struct {
 	*Stack
-	cpAddr, dpAddr, dbURL, nodeDir string
-	cp, dp                         *exec.Cmd
+	cpAddr, adminAddr, dpAddr, dbURL, nodeDir string
+	cp, dp                                    *exec.Cmd
 }
 
 func newOpsStack(t *testing.T) *opsStack {
@@ -33,8 +33,12 @@ func newOpsStack(t *testing.T) *opsStack {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	o := &opsStack{Stack: &Stack{AdminToken: "adm_ops", NodeToken: "node_ops", dir: dir}, dbURL: dbURL,
+	o := &opsStack{Stack: &Stack{AdminToken: "adm_ops_0123456789abcdef0123456789ab", NodeToken: "node_ops_0123456789abcdef0123456789ab", dir: dir}, dbURL: dbURL,
 		nodeDir: filepath.Join(dir, "node")}
+	var err2 error
+	if o.SigningKey, o.PublicKey, err2 = writeSigningKeys(dir); err2 != nil {
+		t.Fatal(err2)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			keepLogs(t, dir)
@@ -43,8 +47,9 @@ func newOpsStack(t *testing.T) *opsStack {
 	})
 	simAddr, _ := freeAddr()
 	o.cpAddr, _ = freeAddr()
+	o.adminAddr, _ = freeAddr()
 	o.dpAddr, _ = freeAddr()
-	o.SimURL, o.AdminURL, o.DataURL = "http://"+simAddr, "http://"+o.cpAddr, "http://"+o.dpAddr
+	o.SimURL, o.CPURL, o.AdminURL, o.DataURL = "http://"+simAddr, "http://"+o.cpAddr, "http://"+o.adminAddr, "http://"+o.dpAddr
 	if err := o.spawn("simulator", "simulator", nil, "--listen", simAddr, "--name", "sim"); err != nil {
 		t.Fatal(err)
 	}
@@ -75,17 +80,18 @@ func (o *opsStack) startCP(t *testing.T) {
 	t.Helper()
 	if err := o.spawn("controlplane", fmt.Sprintf("controlplane-%d", len(o.procs)),
 		[]string{"GATEWAY_DATABASE_URL=" + o.dbURL, "GATEWAY_ADMIN_TOKEN=" + o.AdminToken, "GATEWAY_NODE_TOKENS=" + o.NodeToken},
-		"--listen", o.cpAddr); err != nil {
+		"--listen", o.cpAddr, "--admin-listen", o.adminAddr, "--snapshot-signing-key-file", o.SigningKey); err != nil {
 		t.Fatal(err)
 	}
 	o.cp = o.procs[len(o.procs)-1]
+	o.wait(t, o.CPURL+"/healthz")
 	o.wait(t, o.AdminURL+"/healthz")
 }
 
 func (o *opsStack) startDP(t *testing.T) {
 	t.Helper()
 	if err := o.spawn("dataplane", fmt.Sprintf("dataplane-%d", len(o.procs)), []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
-		"--listen", o.dpAddr, "--control-plane-url", o.AdminURL, "--node-id", "ops-1", "--data-dir", o.nodeDir,
+		"--listen", o.dpAddr, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey, "--node-id", "ops-1", "--data-dir", o.nodeDir,
 		"--snapshot-wait", "10s", "--usage-batch-interval", "50ms"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +59,8 @@ func TestMain(m *testing.M) {
 // Stack is one running gateway deployment.
 type Stack struct {
 	DataURL     string // public {base_url}
-	AdminURL    string
+	AdminURL    string // the control plane's admin listener
+	CPURL       string // the control plane's node-facing listener
 	SimURL      string // the simulator behind most routes
 	BrokenURL   string // a second simulator whose streams break after two events
 	PayURL      string // fake payment provider
@@ -64,6 +68,8 @@ type Stack struct {
 	AdminToken  string
 	NodeToken   string
 	WebhookKey  string // payment webhook signing secret
+	SigningKey  string // file of the control plane's snapshot signing key
+	PublicKey   string // file of its public key, given to nodes
 	DocsURL     string // the configured public reference
 	ConfirmURL  string // signup confirmation page
 	ErrorURL    string // signup error page
@@ -143,7 +149,7 @@ func startStack() (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{AdminToken: "adm_conformance", NodeToken: "node_conformance", WebhookKey: "whsec_conformance",
+	s := &Stack{AdminToken: "adm_conformance_0123456789abcdef0123456789", NodeToken: "node_conformance_0123456789abcdef0123456789", WebhookKey: "whsec_conformance",
 		DatabaseURL: dbURL, dir: dir,
 		DocsURL: "https://reference.invalid/gateway", ConfirmURL: "https://site.invalid/thanks", ErrorURL: "https://site.invalid/signup-error"}
 	defer func() {
@@ -152,14 +158,18 @@ func startStack() (_ *Stack, err error) {
 			err = fmt.Errorf("%w (logs in %s)", err, dir)
 		}
 	}()
+	if s.SigningKey, s.PublicKey, err = writeSigningKeys(dir); err != nil {
+		return nil, err
+	}
 	s.pay = httptest.NewServer(http.HandlerFunc(s.fakePayments))
 	s.PayURL = s.pay.URL
 	simAddr, _ := freeAddr()
 	brokenAddr, _ := freeAddr()
 	cpAddr, _ := freeAddr()
+	adminAddr, _ := freeAddr()
 	dpAddr, _ := freeAddr()
 	deadAddr, _ := freeAddr() // nothing listens here: connections are refused
-	s.SimURL, s.BrokenURL, s.AdminURL, s.DataURL = "http://"+simAddr, "http://"+brokenAddr, "http://"+cpAddr, "http://"+dpAddr
+	s.SimURL, s.BrokenURL, s.CPURL, s.AdminURL, s.DataURL = "http://"+simAddr, "http://"+brokenAddr, "http://"+cpAddr, "http://"+adminAddr, "http://"+dpAddr
 
 	if err := s.spawn("simulator", "simulator", nil, "--listen", simAddr, "--name", "sim"); err != nil {
 		return nil, err
@@ -168,7 +178,7 @@ func startStack() (_ *Stack, err error) {
 		return nil, err
 	}
 	if err := s.spawn("controlplane", "controlplane", []string{"GATEWAY_DATABASE_URL=" + runtimeURL, "GATEWAY_MIGRATE_DATABASE_URL=" + dbURL, "GATEWAY_ADMIN_TOKEN=" + s.AdminToken, "GATEWAY_NODE_TOKENS=" + s.NodeToken},
-		"--listen", cpAddr,
+		"--listen", cpAddr, "--admin-listen", adminAddr, "--snapshot-signing-key-file", s.SigningKey,
 		"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL, "--signup-rate-per-minute", "1000",
 		"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,
 		"--stripe-webhook-secret", s.WebhookKey,
@@ -176,7 +186,7 @@ func startStack() (_ *Stack, err error) {
 		return nil, err
 	}
 	if err := s.spawn("dataplane", "dataplane", []string{"GATEWAY_NODE_TOKEN=" + s.NodeToken}, "--listen", dpAddr,
-		"--control-plane-url", s.AdminURL, "--node-id", "conformance-1", "--data-dir", filepath.Join(dir, "node"),
+		"--control-plane-url", s.CPURL, "--snapshot-public-key-file", s.PublicKey, "--node-id", "conformance-1", "--data-dir", filepath.Join(dir, "node"),
 		"--docs-url", s.DocsURL, "--snapshot-wait", "10s", "--usage-batch-interval", "50ms"); err != nil {
 		return nil, err
 	}
@@ -192,6 +202,23 @@ func startStack() (_ *Stack, err error) {
 		return nil, fmt.Errorf("load catalogue: %v %d %s", err, r.Status, r.Body)
 	}
 	return s, nil
+}
+
+// writeSigningKeys writes a fresh snapshot signing key pair (PEM) into dir.
+func writeSigningKeys(dir string) (priv, pub string, err error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	pk, pubk, err := snapshot.MarshalKeyPair(key)
+	if err != nil {
+		return "", "", err
+	}
+	priv, pub = filepath.Join(dir, "snapshot-signing.pem"), filepath.Join(dir, "snapshot-signing.pub")
+	if err := os.WriteFile(priv, pk, 0o600); err != nil {
+		return "", "", err
+	}
+	return priv, pub, os.WriteFile(pub, pubk, 0o600)
 }
 
 // Models of the conformance catalogue.

@@ -6,7 +6,8 @@
 # Ports (override by environment):
 #   GATEWAY_PG_PORT   (5433)  local Postgres
 #   GATEWAY_DP_PORT   (8080)  data plane, the public {base_url}
-#   GATEWAY_CP_PORT   (8081)  control plane (admin API, internal API)
+#   GATEWAY_CP_PORT   (8081)  control plane's node-facing listener (internal API)
+#   GATEWAY_ADMIN_PORT (8082) control plane's admin API listener
 #   GATEWAY_SIM_PORT  (8090)  provider simulator
 #   GATEWAY_PAY_PORT  (12111) stripe-mock, the payment API's test double for local top-ups
 #   GATEWAY_PAY_HTTPS_PORT (12112) stripe-mock's HTTPS listener (loopback only; unused)
@@ -20,6 +21,7 @@ DATA=${GATEWAY_LOCAL_DATA:-.data}
 PG_PORT=${GATEWAY_PG_PORT:-5433}
 DP_PORT=${GATEWAY_DP_PORT:-8080}
 CP_PORT=${GATEWAY_CP_PORT:-8081}
+ADMIN_PORT=${GATEWAY_ADMIN_PORT:-8082}
 SIM_PORT=${GATEWAY_SIM_PORT:-8090}
 PAY_PORT=${GATEWAY_PAY_PORT:-12111}
 PAY_HTTPS_PORT=${GATEWAY_PAY_HTTPS_PORT:-12112}
@@ -104,6 +106,17 @@ if [ -z "${WEBHOOK_SECRET:-}" ]; then
   echo "WEBHOOK_SECRET=$WEBHOOK_SECRET" >>"$secrets"
 fi
 
+# Tokens in files (never on a command line), the snapshot signing key pair.
+( umask 077
+  printf '%s\n' "$ADMIN_TOKEN" >"$DATA/admin.token"
+  printf '%s\n' "$NODE_TOKEN" >"$DATA/node.tokens"
+  printf '%s\n' "$NODE_TOKEN" >"$DATA/node.token" )
+if [ ! -s "$DATA/snapshot-signing.pem" ] || [ ! -s "$DATA/snapshot-signing.pub" ]; then
+  rm -f "$DATA/snapshot-signing.pem" "$DATA/snapshot-signing.pub"
+  log "generating the snapshot signing key pair"
+  "$BIN/gatewayctl" snapshot keygen --private-key-file "$DATA/snapshot-signing.pem" --public-key-file "$DATA/snapshot-signing.pub" >/dev/null
+fi
+
 # --- Processes ----------------------------------------------------------------------------
 log "starting provider simulator on 127.0.0.1:$SIM_PORT"
 "$BIN/simulator" --listen "127.0.0.1:$SIM_PORT" >"$DATA/logs/simulator.log" 2>&1 &
@@ -116,23 +129,27 @@ log "starting stripe-mock (payment API test double) on 127.0.0.1:$PAY_PORT"
 "$BIN/stripe-mock" -http-addr "127.0.0.1:$PAY_PORT" -https-addr "127.0.0.1:$PAY_HTTPS_PORT" >"$DATA/logs/stripe-mock.log" 2>&1 &
 pids+=($!)
 
-log "starting control plane on 127.0.0.1:$CP_PORT"
+log "starting control plane on 127.0.0.1:$CP_PORT (admin API on 127.0.0.1:$ADMIN_PORT)"
+env -u GATEWAY_ADMIN_TOKEN -u GATEWAY_NODE_TOKENS \
 GATEWAY_DATABASE_URL="postgres://gateway_app@127.0.0.1:$PG_PORT/gateway?sslmode=disable" \
 GATEWAY_MIGRATE_DATABASE_URL="postgres://gateway@127.0.0.1:$PG_PORT/gateway?sslmode=disable" \
-GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN" GATEWAY_NODE_TOKENS="$NODE_TOKEN" \
+GATEWAY_ADMIN_TOKEN_FILE="$DATA/admin.token" GATEWAY_NODE_TOKENS_FILE="$DATA/node.tokens" \
+GATEWAY_SNAPSHOT_SIGNING_KEY_FILE="$DATA/snapshot-signing.pem" \
 GATEWAY_STRIPE_SECRET_KEY=sk_test_local GATEWAY_STRIPE_API_BASE="http://127.0.0.1:$PAY_PORT" \
 GATEWAY_STRIPE_WEBHOOK_SECRET="$WEBHOOK_SECRET" \
 GATEWAY_TOPUP_SUCCESS_URL="http://127.0.0.1:$DP_PORT/docs?topup=done" \
 GATEWAY_TOPUP_CANCEL_URL="http://127.0.0.1:$DP_PORT/docs?topup=cancelled" \
 GATEWAY_SIGNUP_CONFIRM_URL="http://127.0.0.1:$DP_PORT/docs?signup=received" \
 GATEWAY_SIGNUP_ERROR_URL="http://127.0.0.1:$DP_PORT/docs?signup=error" \
-  "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" --default-limits-file configs/limits.default.yaml \
+  "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+  --default-limits-file configs/limits.default.yaml \
   >"$DATA/logs/controlplane.log" 2>&1 &
 pids+=($!)
 
 log "starting data plane on 127.0.0.1:$DP_PORT"
 mkdir -p "$DATA/node"
-GATEWAY_NODE_TOKEN="$NODE_TOKEN" \
+env -u GATEWAY_NODE_TOKEN GATEWAY_NODE_TOKEN_FILE="$DATA/node.token" \
+GATEWAY_SNAPSHOT_PUBLIC_KEY_FILE="$DATA/snapshot-signing.pub" \
   "$BIN/dataplane" --listen "127.0.0.1:$DP_PORT" --control-plane-url "http://127.0.0.1:$CP_PORT" \
   --node-id local-1 --data-dir "$DATA/node" --ops-listen "127.0.0.1:$OPS_PORT" >"$DATA/logs/dataplane.log" 2>&1 &
 pids+=($!)
@@ -147,10 +164,11 @@ wait_for() { # url, name
 }
 wait_for "http://127.0.0.1:$SIM_PORT/healthz" simulator
 wait_for "http://127.0.0.1:$CP_PORT/healthz" "control plane"
+wait_for "http://127.0.0.1:$ADMIN_PORT/healthz" "control plane admin API"
 wait_for "http://127.0.0.1:$DP_PORT/healthz" "data plane"
 
 # --- Demo catalogue, account and key ------------------------------------------------------
-export GATEWAY_ADMIN_URL="http://127.0.0.1:$CP_PORT" GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN"
+export GATEWAY_ADMIN_URL="http://127.0.0.1:$ADMIN_PORT" GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN"
 ctl() { "$BIN/gatewayctl" "$@"; }
 log "loading catalogue $CATALOG"
 sed "s#127.0.0.1:8090#127.0.0.1:$SIM_PORT#g" "$CATALOG" >"$DATA/catalog.yaml"
@@ -174,7 +192,7 @@ cat >"$DATA/demo.env" <<ENV
 GATEWAY_BASE_URL=http://127.0.0.1:$DP_PORT
 GATEWAY_API_KEY=$key
 GATEWAY_ACCOUNT_ID=$acct
-GATEWAY_ADMIN_URL=http://127.0.0.1:$CP_PORT
+GATEWAY_ADMIN_URL=http://127.0.0.1:$ADMIN_PORT
 GATEWAY_ADMIN_TOKEN=$ADMIN_TOKEN
 GATEWAY_WEBHOOK_SECRET=$WEBHOOK_SECRET
 ENV

@@ -5,8 +5,10 @@ package internalapi
 
 // Paths served by the control plane's internal listener.
 const (
-	// PathSnapshot: GET ?have=<version>&wait=<seconds>. 200 with a snapshot.Snapshot when the
-	// node's version differs from the current one, 304 when nothing changed within wait.
+	// PathSnapshot: GET ?have=<version>&hash=<structure hash>&issued=<unix nanos>&wait=<seconds>.
+	// 200 with a signed snapshot.Snapshot when what the node holds is outdated (another
+	// version, another content at that version, or an older issue), 304 when nothing changed
+	// within wait. hash is snapshot.StructureHash of the node's content, issued its IssuedAt.
 	// The have parameter doubles as the acknowledgement of the version the node applied.
 	PathSnapshot = "/internal/v1/snapshot"
 	// PathUsage: POST a usage.Batch, answered with usage.Reply once committed.
@@ -15,6 +17,9 @@ const (
 	// (empty Balances when nothing changed within wait).
 	PathBalances = "/internal/v1/balances"
 )
+
+// MinTokenBytes is the shortest admin or node token the planes accept at start.
+const MinTokenBytes = 32
 
 // Headers of the internal connection.
 const (

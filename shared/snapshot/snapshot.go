@@ -35,6 +35,12 @@ type Snapshot struct {
 	Version     int64     `json:"version"`
 	Hash        string    `json:"hash"` // hex SHA-256 of the Content's canonical JSON
 	GeneratedAt time.Time `json:"generated_at"`
+	// IssuedAt is when the control plane signed this snapshot; it is re-issued periodically,
+	// and a node's --snapshot-max-age for its disk copy counts from it.
+	IssuedAt time.Time `json:"issued_at"`
+	// Signature is the control plane's ed25519 signature (standard base64) over version,
+	// times and hash (see sign.go).
+	Signature string `json:"signature,omitempty"`
 	Content
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sekgate/gateway/cmd/internal/proc"
 	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Model is the canonical model ID the benchmark catalogue serves. The simulator accepts any
@@ -51,6 +53,7 @@ type Stack struct {
 	procs      []*Proc
 	adminToken string
 	nodeToken  string
+	adminAddr  string // the control plane's admin listener
 	client     *http.Client
 }
 
@@ -93,7 +96,11 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, fmt.Errorf("stack: runtime role: %w", err)
 	}
 
-	addrs := make([]string, 4)
+	privFile, pubFile, err := writeSigningKeys(cfg.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, 5)
 	for i := range addrs {
 		if addrs[i], err = freeAddr(); err != nil {
 			return nil, err
@@ -106,8 +113,9 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		"--latency-ms", "0", "--ttft-ms", "0", "--tokens-per-second", "0", "--error-rate", "0", "--status", "0"); err != nil {
 		return nil, err
 	}
-	if s.CP, err = s.spawn("controlplane", addrs[1], "--listen", addrs[1], "--database-url", runtimeURL, "--migrate-database-url", dbURL,
-		"--admin-token", s.adminToken, "--node-tokens", s.nodeToken, "--log-level", "warn"); err != nil {
+	s.adminAddr = addrs[4]
+	if s.CP, err = s.spawn("controlplane", addrs[1], "--listen", addrs[1], "--admin-listen", s.adminAddr, "--database-url", runtimeURL, "--migrate-database-url", dbURL,
+		"--admin-token", s.adminToken, "--node-tokens", s.nodeToken, "--snapshot-signing-key-file", privFile, "--log-level", "warn"); err != nil {
 		return nil, err
 	}
 	if s.Bare, err = s.spawn("bareproxy", addrs[2], "--listen", addrs[2], "--upstream", addrs[0]); err != nil {
@@ -116,7 +124,9 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err := s.waitHTTP(ctx, s.Sim, "GET", "/healthz", "", 200); err != nil {
 		return nil, err
 	}
-	if err := s.waitHTTP(ctx, s.CP, "GET", "/admin/v1/snapshot", "Bearer "+s.adminToken, 200); err != nil {
+	// Both listeners are bound before either serves: the node listener's answer means the
+	// admin listener accepts too.
+	if err := s.waitHTTP(ctx, s.CP, "GET", "/healthz", "", 200); err != nil {
 		return nil, err
 	}
 
@@ -127,7 +137,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 
 	s.step("starting the data plane")
 	if s.DP, err = s.spawn("dataplane", addrs[3], "--listen", addrs[3], "--control-plane-url", s.CP.URL(),
-		"--node-token", s.nodeToken, "--node-id", "bench-1", "--data-dir", filepath.Join(cfg.WorkDir, "node"),
+		"--node-token", s.nodeToken, "--snapshot-public-key-file", pubFile, "--node-id", "bench-1", "--data-dir", filepath.Join(cfg.WorkDir, "node"),
 		"--log-level", "warn"); err != nil {
 		return nil, err
 	}
@@ -188,7 +198,7 @@ func (s *Stack) admin(ctx context.Context, method, path string, in, out any) err
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.CP.URL()+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+s.adminAddr+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
@@ -283,6 +293,23 @@ func (s *Stack) smoke(ctx context.Context, p *Proc) error {
 }
 
 func freeAddr() (string, error) { return proc.FreeAddr() }
+
+// writeSigningKeys writes a fresh snapshot signing key pair (PEM) into dir.
+func writeSigningKeys(dir string) (priv, pub string, err error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	pk, pubk, err := snapshot.MarshalKeyPair(key)
+	if err != nil {
+		return "", "", err
+	}
+	priv, pub = filepath.Join(dir, "snapshot-signing.pem"), filepath.Join(dir, "snapshot-signing.pub")
+	if err := os.WriteFile(priv, pk, 0o600); err != nil {
+		return "", "", err
+	}
+	return priv, pub, os.WriteFile(pub, pubk, 0o600)
+}
 
 func randHex(n int) string {
 	b := make([]byte, n)

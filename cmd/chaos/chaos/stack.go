@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/sekgate/gateway/cmd/internal/proc"
 	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Models of the chaos catalogue and their prices (öre per million tokens).
@@ -48,6 +50,7 @@ type stack struct {
 	hostile  *proc.Proc
 	accounts []account
 	admin    string
+	adminURL string // the control plane's admin listener
 	client   *http.Client
 	procs    []*proc.Proc
 }
@@ -135,11 +138,16 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 		}
 		return a
 	}
-	goodAddr, hostileAddr, cpAddr := addr(), addr(), addr()
+	goodAddr, hostileAddr, cpAddr, adminAddr := addr(), addr(), addr(), addr()
 	if err != nil {
 		return nil, err
 	}
+	s.adminURL = "http://" + adminAddr
 	nodeToken := "node_" + randHex(16)
+	keyFile, pubFile, err := writeSigningKeys(cfg.WorkDir)
+	if err != nil {
+		return nil, err
+	}
 	s.step("starting simulators and the control plane")
 	// Knobs are given on the command line so no GATEWAY_SIM_* setting leaks in.
 	simArgs := []string{"--latency-ms", "0", "--ttft-ms", "0", "--tokens-per-second", "0", "--error-rate", "0", "--status", "0"}
@@ -149,8 +157,8 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if s.hostile, err = s.spawn("sim-hostile", "simulator", append([]string{"--listen", hostileAddr, "--name", "hostile"}, simArgs...)...); err != nil {
 		return nil, err
 	}
-	if s.cp, err = s.spawn("controlplane", "controlplane", "--listen", cpAddr, "--database-url", runtimeURL, "--migrate-database-url", s.dbURL,
-		"--admin-token", s.admin, "--node-tokens", nodeToken, "--log-level", "warn"); err != nil {
+	if s.cp, err = s.spawn("controlplane", "controlplane", "--listen", cpAddr, "--admin-listen", adminAddr, "--database-url", runtimeURL, "--migrate-database-url", s.dbURL,
+		"--admin-token", s.admin, "--node-tokens", nodeToken, "--snapshot-signing-key-file", keyFile, "--log-level", "warn"); err != nil {
 		return nil, err
 	}
 	for _, p := range []*proc.Proc{s.good, s.hostile} {
@@ -173,7 +181,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 		}
 		name := fmt.Sprintf("dataplane-%d", i+1)
 		p, err := s.spawn(name, "dataplane", "--listen", dpAddr, "--control-plane-url", s.cp.URL(),
-			"--node-token", nodeToken, "--node-id", fmt.Sprintf("chaos-%d", i+1),
+			"--node-token", nodeToken, "--snapshot-public-key-file", pubFile, "--node-id", fmt.Sprintf("chaos-%d", i+1),
 			"--data-dir", filepath.Join(cfg.WorkDir, name), "--ops-listen", opsAddr,
 			"--usage-batch-interval", "50ms", "--snapshot-wait", "5s", "--log-level", "warn")
 		if err != nil {
@@ -193,8 +201,52 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	return s, nil
 }
 
+// waitCP waits until the control plane runs (node listener) and its admin API answers with
+// a compiled snapshot.
 func (s *stack) waitCP(ctx context.Context) error {
-	return proc.WaitHTTP(ctx, s.client, s.cp, "GET", "/admin/v1/snapshot", "Bearer "+s.admin, 200, 60*time.Second)
+	if err := proc.WaitHTTP(ctx, s.client, s.cp, "GET", "/healthz", "", 200, 60*time.Second); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.adminURL+"/admin/v1/snapshot", nil)
+		req.Header.Set("Authorization", "Bearer "+s.admin)
+		resp, err := s.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("control plane admin API did not answer 200 within 60 s (last: %s)", last)
+}
+
+// writeSigningKeys writes a fresh snapshot signing key pair (PEM) into dir.
+func writeSigningKeys(dir string) (priv, pub string, err error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	pk, pubk, err := snapshot.MarshalKeyPair(key)
+	if err != nil {
+		return "", "", err
+	}
+	priv, pub = filepath.Join(dir, "snapshot-signing.pem"), filepath.Join(dir, "snapshot-signing.pub")
+	if err := os.WriteFile(priv, pk, 0o600); err != nil {
+		return "", "", err
+	}
+	return priv, pub, os.WriteFile(pub, pubk, 0o600)
 }
 
 // waitNode waits until the node serves every account (snapshot and balances known).
@@ -229,7 +281,7 @@ func (s *stack) adminCall(ctx context.Context, method, path string, in, out any)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.cp.URL()+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, method, s.adminURL+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 
 // Config configures a Client.
 type Config struct {
-	// BaseURL is the control plane's address, e.g. http://127.0.0.1:8081 (required).
+	// BaseURL is the control plane's admin listener, e.g. http://127.0.0.1:8082 (required).
 	BaseURL string
 	// Token is the admin token sent as "Authorization: Bearer <token>".
 	Token string

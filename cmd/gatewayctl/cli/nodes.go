@@ -40,7 +40,7 @@ func (a *app) nodesCmd() *cobra.Command {
 }
 
 func (a *app) snapshotCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Show the current snapshot's version and hash",
 		Args:  cobra.NoArgs,
@@ -59,4 +59,6 @@ func (a *app) snapshotCmd() *cobra.Command {
 			return a.details("Version", itoa(s.Version), "Hash", s.Hash, "Generated", fmtTime(s.GeneratedAt))
 		},
 	}
+	c.AddCommand(a.keygenCmd())
+	return c
 }

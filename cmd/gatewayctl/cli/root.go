@@ -17,7 +17,7 @@ import (
 )
 
 // DefaultAdminURL is used when neither --admin-url nor GATEWAY_ADMIN_URL is set.
-const DefaultAdminURL = "http://127.0.0.1:8081"
+const DefaultAdminURL = "http://127.0.0.1:8082" // the control plane's --admin-listen default
 
 // app holds the global flags and the output streams.
 type app struct {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sekgate/gateway/cmd/internal/tlsfiles"
+	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// linkOptions are the settings of the link to the control plane: snapshot signatures,
+// the disk snapshot's maximum age, TLS and the node token file (issue 12).
+type linkOptions struct {
+	publicKeyFile    string
+	insecureUnsigned bool
+	maxAge           time.Duration
+	nodeTokenFile    string
+	caFile           string // control plane's CA bundle
+	certFile         string // node's client certificate (mTLS)
+	keyFile          string
+	insecureCP       bool
+}
+
+func (l *linkOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.publicKeyFile, "snapshot-public-key-file", "", "the control plane's ed25519 snapshot public key (PEM, or 32 bytes hex/base64); required unless --insecure-unsigned-snapshots")
+	fs.BoolVar(&l.insecureUnsigned, "insecure-unsigned-snapshots", false, "accept snapshots without verifying their signature (insecure: anyone on the path or with write access to the data dir can change keys, routes and prices)")
+	fs.DurationVar(&l.maxAge, "snapshot-max-age", syncclient.DefaultMaxAge, "oldest disk snapshot (by its signed issue time) the node serves while the control plane has not answered; 0: no limit")
+	fs.StringVar(&l.nodeTokenFile, "node-token-file", "", "file holding this node's token (instead of --node-token)")
+	fs.StringVar(&l.caFile, "control-plane-ca-file", "", "PEM CA bundle that signed the control plane's certificate (default: the system roots)")
+	fs.StringVar(&l.certFile, "tls-client-cert-file", "", "PEM client certificate of this node for mTLS (re-read when it changes)")
+	fs.StringVar(&l.keyFile, "tls-client-key-file", "", "PEM private key of --tls-client-cert-file")
+	fs.BoolVar(&l.insecureCP, "insecure-control-plane", false, "allow a plain-http control plane URL on a non-loopback address (tokens, usage and snapshots in clear)")
+}
+
+// validate checks the options and reads the node token file into o.
+func (l *linkOptions) validate(o *options) error {
+	if l.nodeTokenFile != "" {
+		if o.nodeToken != "" {
+			return errors.New("give --node-token or --node-token-file, not both")
+		}
+		b, err := os.ReadFile(l.nodeTokenFile)
+		if err != nil {
+			return fmt.Errorf("node token: %w", err)
+		}
+		o.nodeToken = strings.TrimSpace(string(b))
+	}
+	if o.nodeToken == "" {
+		return errors.New("--node-token-file or --node-token (GATEWAY_NODE_TOKEN) is required")
+	}
+	if len(o.nodeToken) < internalapi.MinTokenBytes || strings.ContainsFunc(o.nodeToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("the node token must be at least %d bytes without white space or control characters", internalapi.MinTokenBytes)
+	}
+	if err := tlsfiles.CheckControlPlaneURL(o.controlPlaneURL, l.insecureCP); err != nil {
+		return err
+	}
+	switch {
+	case (l.certFile == "") != (l.keyFile == ""):
+		return errors.New("--tls-client-cert-file and --tls-client-key-file go together")
+	case l.publicKeyFile == "" && !l.insecureUnsigned:
+		return errors.New("--snapshot-public-key-file (GATEWAY_SNAPSHOT_PUBLIC_KEY_FILE) is required (or --insecure-unsigned-snapshots)")
+	case l.maxAge < 0:
+		return errors.New("--snapshot-max-age must not be negative")
+	}
+	return nil
+}
+
+// publicKey reads the snapshot public key; nil when unsigned snapshots are allowed and no
+// key was given.
+func (l *linkOptions) publicKey() (ed25519.PublicKey, error) {
+	if l.publicKeyFile == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(l.publicKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot public key: %w", err)
+	}
+	k, err := snapshot.ParsePublicKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.publicKeyFile, err)
+	}
+	return k, nil
+}
+
+// clientTLS is the node's one TLS configuration for the control plane (snapshot sync,
+// usage batches, balance watch and forwarded paths).
+func (l *linkOptions) clientTLS(log *slog.Logger) (*tls.Config, error) {
+	return tlsfiles.ClientConfig(l.caFile, l.certFile, l.keyFile, log)
+}
+
+// cpTransport is the HTTP transport of the node's net/http clients to the control plane.
+func cpTransport(tc *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // the control plane is reached directly
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tc,
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          16,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+}
+
+// syncMaxAge maps the flag (0: no limit) to syncclient.Config.MaxAge (negative: no limit).
+func (l *linkOptions) syncMaxAge() time.Duration {
+	if l.maxAge == 0 {
+		return -1
+	}
+	return l.maxAge
+}
