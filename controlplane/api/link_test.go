@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +135,50 @@ func TestInvalidRouteRowLeftOut(t *testing.T) {
 			t.Fatalf("bad route still published: %+v", s.Routes)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The publisher re-issues the current snapshot (same version, fresh issue time, new
+// signature) once Reissue has passed, and a node holding the older issue receives it.
+func TestSnapshotReissue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	p, err := publish.New(publish.Config{Store: e.store, Logger: quiet(), Signer: signingKey, Reissue: time.Hour, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := p.Current()
+	if !first.Snapshot.IssuedAt.Equal(now) {
+		t.Fatalf("issued_at %v, want %v", first.Snapshot.IssuedAt, now)
+	}
+	advance(10 * time.Minute)
+	_ = p.Refresh(ctx)
+	if cur, _ := p.Current(); cur != first {
+		t.Fatal("re-issued before the interval")
+	}
+	advance(time.Hour)
+	_ = p.Refresh(ctx)
+	second, _ := p.Current()
+	if second == first || second.Snapshot.Version != first.Snapshot.Version || !second.Snapshot.IssuedAt.After(first.Snapshot.IssuedAt) {
+		t.Fatalf("not re-issued: %+v", second.Snapshot.IssuedAt)
+	}
+	if err := second.Snapshot.VerifySigned(signingKey.Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	have := publish.Have{Version: first.Snapshot.Version, StructHash: first.StructHash, IssuedAt: first.Snapshot.IssuedAt.UnixNano()}
+	if got := p.Wait(ctx, have, 0); got != second {
+		t.Fatal("a node holding the older issue does not get the new one")
+	}
+	have.IssuedAt = second.Snapshot.IssuedAt.UnixNano()
+	if got := p.Wait(ctx, have, 10*time.Millisecond); got != nil {
+		t.Fatal("a node holding the current issue got it again")
 	}
 }
