@@ -29,6 +29,11 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 		return principal{}, errNotReady
 	}
 	var secret []byte
+	if len(ctx.Request.Header.PeekAll(fasthttp.HeaderAuthorization)) > 1 ||
+		(allowXAPIKey && len(ctx.Request.Header.PeekAll("X-Api-Key")) > 1) {
+		// Which one a proxy in front of the gateway would pick is anybody's guess.
+		return principal{}, errDuplicateAuth
+	}
 	if h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization); len(h) > 0 {
 		if len(h) <= len(bearerPrefix) || !asciiEqualFold(h[:len(bearerPrefix)], bearerPrefix) {
 			return principal{}, errInvalidKey

@@ -23,7 +23,7 @@ var (
 		"the request body arrived too slowly")
 	errBadBody = apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request body framing")
 	errFraming = apierror.New(400, apierror.TypeInvalidRequest, "",
-		"malformed request framing: Content-Length together with Transfer-Encoding")
+		"malformed request framing: Content-Length together with Transfer-Encoding, or a folded header line")
 	errHeadersTooLarge = apierror.New(431, apierror.TypeInvalidRequest, "request_header_fields_too_large",
 		"request headers too large")
 	errReadTimeout     = apierror.New(408, apierror.TypeInvalidRequest, "request_timeout", "timed out reading the request")
@@ -164,7 +164,9 @@ func bodyLeft(ctx *fasthttp.RequestCtx) bool {
 
 // badFraming reports a request whose raw header block has both Content-Length and
 // Transfer-Encoding (RFC 9112 section 6.1: the framing cannot be trusted; fasthttp would
-// serve it by Transfer-Encoding and keep the connection). Two Content-Length headers are
+// serve it by Transfer-Encoding and keep the connection), or a header line folded onto the
+// one before (obsolete line folding, which fasthttp joins; RFC 9112 section 5.2 allows
+// refusing it, and a proxy in front may read it otherwise). Two Content-Length headers are
 // refused by fasthttp itself.
 func badFraming(raw []byte) bool {
 	var cl, te bool
@@ -177,6 +179,9 @@ func badFraming(raw []byte) bool {
 		}
 		if len(line) == 0 {
 			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return true
 		}
 		switch line[0] | 0x20 {
 		case 'c':

@@ -78,6 +78,7 @@ func TestStrictFraming(t *testing.T) {
 		{"overlong chunk", hdr + "Transfer-Encoding: chunked\r\n\r\n2\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
 		{"negative chunk size", hdr + "Transfer-Encoding: chunked\r\n\r\n-5\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
 		{"huge chunk size", hdr + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n" + body + "\r\n0\r\n\r\n" + next, 400},
+		{"folded header", hdr + "X-A: b\r\n folded\r\nContent-Length: 13\r\n\r\n" + body + next, 400},
 		{"1 MiB header", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20) + "\r\n\r\n" + next, 431},
 	}
 	for _, c := range cases {
@@ -348,4 +349,33 @@ func newHeaderEcho(t *testing.T, got chan<- string) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
+}
+
+// TestDuplicateCredentialHeaders: two Authorization headers (or two x-api-key headers where
+// that header is a credential) are refused; which one a proxy would pick is unknowable.
+func TestDuplicateCredentialHeaders(t *testing.T) {
+	g := startGateway(t)
+	body := `{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"x"}]}`
+	for _, c := range []struct {
+		name, path string
+		headers    []string
+	}{
+		{"two Authorization", "/v1/chat/completions", []string{"Authorization: Bearer " + g.Keys.SE, "Authorization: Bearer " + g.Keys.EU}},
+		{"two equal Authorization", "/v1/chat/completions", []string{"Authorization: Bearer " + g.Keys.SE, "Authorization: Bearer " + g.Keys.SE}},
+		{"two x-api-key", "/v1/messages", []string{"x-api-key: " + g.Keys.SE, "X-Api-Key: " + g.Keys.EU}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := "POST " + c.path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+				strings.Join(c.headers, "\r\n") + fmt.Sprintf("\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			out, _ := rawExchange(t, g.URL, []byte(raw), 5*time.Second)
+			rs := parseResponses(t, out)
+			if len(rs) != 1 {
+				t.Fatalf("answers: %q", out)
+			}
+			checkEnvelope(t, rs[0], 401, "invalid_api_key")
+		})
+	}
+	if n := g.Meter.Count(); n != 0 {
+		t.Errorf("%d records", n)
+	}
 }

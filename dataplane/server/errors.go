@@ -17,6 +17,8 @@ var (
 		"missing API key: send it as Authorization: Bearer <key>")
 	errInvalidKey = apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
 		"invalid API key")
+	errDuplicateAuth = apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
+		"more than one credential header of the same name: send the key once")
 	errExpiredKey = apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyExpired,
 		"this API key has expired")
 	errSuspended = apierror.New(403, apierror.TypePermission, apierror.CodeAccountSuspended,
@@ -84,7 +86,7 @@ func b2i(b bool) int {
 
 var cachedEnvelopes = func() map[*apierror.Error][2][]byte {
 	m := map[*apierror.Error][2][]byte{}
-	for _, e := range []*apierror.Error{errNotReady, errMissingKey, errInvalidKey, errExpiredKey, errSuspended,
+	for _, e := range []*apierror.Error{errNotReady, errMissingKey, errInvalidKey, errDuplicateAuth, errExpiredKey, errSuspended,
 		errResidency, errBalance, errModelNotFound, errUnsupportedProtocol, errTooLarge, errTooLargeSystemOne,
 		errEndpointNotFound, errMethodNotAllowed, errNotSupported, errBadRequest, errInternal, errNoRoute, errControlPlane} {
 		m[e] = [2][]byte{e.JSON(false), e.JSON(true)}
