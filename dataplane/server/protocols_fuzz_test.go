@@ -1,10 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -56,13 +59,34 @@ func FuzzProtocolEndpoints(f *testing.F) {
 		`{"model":"sim-chat","input":"x"}`,
 		`{"model":"sim-native","max_tokens":5,"messages":[],"model":"x"}`,
 		strings.Repeat("[", 4096), `{"a":` + strings.Repeat("{\"a\":", 300) + `1`, "", "null", "[]", `"x"`, "{}", "\xff\xfe",
+		// hostile values, remote media and extensions (no route of the catalogue opts in)
+		`{"model":"sim-chat","messages":[{"role":"user","content":"\ud800"}],"temperature":1e999,"seed":18446744073709551616}`,
+		"{\"model\":\"sim-chat\",\"messages\":[{\"role\":\"user\",\"content\":\"\xc3\x28\"}],\"k\xff\":1}",
+		`{"model":"sim-chat","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]}]}`,
+		`{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"prompt_embeds":"AA","chat_template_kwargs":{"chat_template":"x"}}`,
+		`{"model":"sim-chat","input":[{"role":"user","content":[{"type":"input_text","text":"x"},{"video_url":{"url":"https://x"}}]}],"kv_transfer_params":{}}`,
+		`{"model":"sim-chat","messages":[{"role":"user","content":"\ud83d\ude00"}],"seed":-9223372036854775808,"max_tokens":2147483647}`,
 	}
 	for _, s := range seeds {
 		for i := range fuzzPaths {
 			f.Add(uint8(i), []byte(s))
 		}
 	}
-	g := startProtoGatewayAt(f, newRecordingUpstream(f, scriptedAnswer))
+	// Whatever reaches a model server is valid UTF-8, has only finite numbers (encoding/json
+	// refuses the others) and, read by the gateway's own parser, neither remote media nor a
+	// provider extension: no route of this catalogue opts in to either.
+	var leak atomic.Pointer[string]
+	g := startProtoGatewayAt(f, newRecordingUpstream(f, func(path string, body []byte) (string, string) {
+		var v any
+		if !utf8.Valid(body) || json.Unmarshal(body, &v) != nil {
+			msg := "upstream " + path + " got a body with invalid text or numbers: " + string(body)
+			leak.Store(&msg)
+		} else if r, err := reqparse.Parse(path, body); err == nil && (r.RemoteMedia != "" || r.ExtensionMask != 0) {
+			msg := "upstream " + path + " got remote media or an extension: " + string(body)
+			leak.Store(&msg)
+		}
+		return scriptedAnswer(path, body)
+	}))
 	h := g.Srv.Handler()
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
@@ -82,6 +106,9 @@ func FuzzProtocolEndpoints(f *testing.F) {
 		h(&ctx)
 		status := ctx.Response.StatusCode()
 		out := ctx.Response.Body() // runs a stream writer to its end
+		if m := leak.Swap(nil); m != nil {
+			t.Fatalf("%s with body %q: %s", path, body, *m)
+		}
 		if d := time.Since(t0); d > 10*time.Second {
 			t.Fatalf("%s took %v: status %d %q for body %q", path, d, status, out, body)
 		}
