@@ -29,6 +29,7 @@ const (
 	OutcomeAlreadyCredited Outcome = "already_credited" // another event credited this session
 	OutcomeNotPaid         Outcome = "not_paid"         // completed, payment still pending
 	OutcomePaymentFailed   Outcome = "payment_failed"   // async payment failed
+	OutcomeExpired         Outcome = "expired"          // the session expired unpaid
 	OutcomeUnknownAccount  Outcome = "unknown_account"  // the named account does not exist
 	OutcomeRejected        Outcome = "rejected"         // no account, no amount or not SEK
 	OutcomeDuplicateEvent  Outcome = "duplicate_event"  // this event was applied before (not stored)
@@ -124,6 +125,11 @@ func Apply(ctx context.Context, l Ledger, ev CheckoutEvent, live bool) (ApplyRes
 		}
 		if found && !outcome.Refused() && ev.PaymentIntentID != "" {
 			if err := setPaymentIntent(ctx, tx, ev.SessionID, ev.PaymentIntentID); err != nil {
+				return err
+			}
+		}
+		if found && outcome == OutcomeExpired && sess.Status == "open" {
+			if err := setSessionStatus(ctx, tx, ev.SessionID, "expired"); err != nil {
 				return err
 			}
 		}

@@ -35,6 +35,7 @@
 //     checkout.session.async_payment_succeeded.
 //   - checkout.session.async_payment_succeeded: credits the account.
 //   - checkout.session.async_payment_failed: recorded, not credited.
+//   - checkout.session.expired: recorded; the recorded session is marked expired.
 //   - charge.refunded: debits the refunded amount (ledger kind refund; may take the
 //     balance below zero).
 //   - charge.dispute.created: recorded; suspends the account.

@@ -265,3 +265,23 @@ func TestWebhookDisputes(t *testing.T) {
 		t.Fatalf("%d non-topup ledger entries", n)
 	}
 }
+
+// TestWebhookSessionExpired: an expired session is marked so and credits nothing.
+func TestWebhookSessionExpired(t *testing.T) {
+	f := newFixture(t)
+	f.created(t, "cs_expiring", f.account, 10000)
+	f.deliverSigned(t, checkoutEventJSON("evt_exp", EventCheckoutExpired, "cs_expiring", f.account, "unpaid", "sek", 10000))
+	f.deliverSigned(t, checkoutEventJSON("evt_exp_foreign", EventCheckoutExpired, "cs_not_ours", f.account, "unpaid", "sek", 10000))
+	if got := f.outcome(t, "evt_exp"); got != string(OutcomeExpired) {
+		t.Fatalf("outcome %s, want expired", got)
+	}
+	if got := f.outcome(t, "evt_exp_foreign"); got != string(OutcomeUnknownSession) {
+		t.Fatalf("foreign session: outcome %s", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM checkout_sessions WHERE id = 'cs_expiring' AND status = 'expired'`); n != 1 {
+		t.Fatal("session not marked expired")
+	}
+	if b := f.balanceOf(t, f.account); b != 0 {
+		t.Fatalf("balance %d", b)
+	}
+}

@@ -20,6 +20,7 @@ const (
 	EventCheckoutCompleted     = "checkout.session.completed"
 	EventAsyncPaymentSucceeded = "checkout.session.async_payment_succeeded"
 	EventAsyncPaymentFailed    = "checkout.session.async_payment_failed"
+	EventCheckoutExpired       = "checkout.session.expired"
 	EventChargeRefunded        = "charge.refunded"
 	EventDisputeCreated        = "charge.dispute.created"
 )
@@ -138,7 +139,7 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case EventChargeRefunded, EventDisputeCreated:
 		h.serveChargeEvent(w, r, log, ev)
 		return
-	case EventCheckoutCompleted, EventAsyncPaymentSucceeded, EventAsyncPaymentFailed:
+	case EventCheckoutCompleted, EventAsyncPaymentSucceeded, EventAsyncPaymentFailed, EventCheckoutExpired:
 		ce, err = checkoutEvent(ev)
 		if err != nil {
 			log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
@@ -205,6 +206,8 @@ func checkoutEvent(ev stripe.Event) (CheckoutEvent, error) {
 		}
 	case EventAsyncPaymentSucceeded:
 		ce.Credit = true
+	case EventCheckoutExpired:
+		ce.Outcome = OutcomeExpired
 	case EventAsyncPaymentFailed:
 		ce.Outcome = OutcomePaymentFailed
 	}
