@@ -24,31 +24,14 @@ func (s *Server) docs(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusFound)
 }
 
-// selfURL is an absolute URL of path on this gateway, built from the request's Host when it
-// is a plain host[:port] (letters, digits, '.', '-', ':', '[' and ']'), else from the
-// listener's address, so a forged Host cannot inject anything into a Location.
+// selfURL is an absolute URL of path on this gateway, built from the address of the socket
+// the client connected to: never from the request's Host, which the client chooses (a
+// forged Host would otherwise pick where /docs and 501 links send people). Public nodes
+// set Config.DocsURL to their public reference.
 func (s *Server) selfURL(ctx *fasthttp.RequestCtx, path string) string {
 	scheme := "http://"
 	if ctx.IsTLS() {
 		scheme = "https://"
 	}
-	host := ctx.Host()
-	if !plainHost(host) {
-		host = []byte(ctx.LocalAddr().String())
-	}
-	return scheme + string(host) + path
-}
-
-func plainHost(h []byte) bool {
-	if len(h) == 0 || len(h) > 255 {
-		return false
-	}
-	for _, c := range h {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == ':', c == '[', c == ']':
-		default:
-			return false
-		}
-	}
-	return true
+	return scheme + ctx.LocalAddr().String() + path
 }

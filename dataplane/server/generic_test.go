@@ -176,15 +176,6 @@ func TestHeadReadsHaveNoBody(t *testing.T) {
 	}
 }
 
-func TestPlainHost(t *testing.T) {
-	for h, want := range map[string]bool{"127.0.0.1:8080": true, "gw.example": true, "[::1]:80": true,
-		"": false, "a/b": false, "a b": false, "x\r\nLocation: y": false, "a@b": false} {
-		if got := plainHost([]byte(h)); got != want {
-			t.Errorf("plainHost(%q) = %v", h, got)
-		}
-	}
-}
-
 // noRedirect sends a request without following redirects.
 func (g *gateway) noRedirect(t *testing.T, method, path string) result {
 	t.Helper()
