@@ -52,21 +52,28 @@ var (
 var messagesPrefix = []byte("/v1/messages")
 
 // messagesStyle reports whether errors on this request use the Messages-style envelope.
-func messagesStyle(ctx *fasthttp.RequestCtx) bool {
-	p := ctx.Path()
-	return bytes.HasPrefix(p, messagesPrefix) && (len(p) == len(messagesPrefix) || p[len(messagesPrefix)] == '/')
+func messagesStyle(ctx *fasthttp.RequestCtx) bool { return messagesPath(ctx.Path()) }
+
+// messagesPath reports whether the path p (a query may follow) is a Messages-style one.
+func messagesPath(p []byte) bool {
+	return bytes.HasPrefix(p, messagesPrefix) && (len(p) == len(messagesPrefix) || p[len(messagesPrefix)] == '/' || p[len(messagesPrefix)] == '?')
 }
 
 // writeError renders e as the interface's JSON envelope. The envelope bytes of the shared
 // errors above are cached.
 func writeError(ctx *fasthttp.RequestCtx, e *apierror.Error) {
+	writeErrorStyle(ctx, e, messagesStyle(ctx))
+}
+
+// writeErrorStyle is writeError with the envelope's style given (Messages-style when ms).
+func writeErrorStyle(ctx *fasthttp.RequestCtx, e *apierror.Error, ms bool) {
 	ctx.Response.ResetBody()
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
 	if e.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	ctx.SetBody(envelope(e, messagesStyle(ctx)))
+	ctx.SetBody(envelope(e, ms))
 }
 
 // envelope caches the JSON of the package's fixed errors.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -113,6 +114,10 @@ type Server struct {
 	cpHost       string
 	notSupported *apierror.Error
 	metrics      *requestMetrics
+	// oversized holds the headers of requests whose declared length is over their
+	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
+	// handleServerError answers 413 when that read finds nothing.
+	oversized sync.Map // *fasthttp.RequestHeader -> bool (Messages-style envelope)
 }
 
 // New validates cfg and builds a Server.
@@ -228,12 +233,15 @@ func (s *Server) Listener(ln net.Listener) *edge.Listener {
 }
 
 // headerReceived runs after a request's headers, before fasthttp reads any of its body:
-// the body's first read (at most 8 KiB) gets BodyIdleTimeout. A declared length over the
-// endpoint's limit caps that read at one byte, so the 413 follows the headers at once.
+// the body's first read (at most 8 KiB) gets BodyIdleTimeout. fasthttp reads at least one
+// body byte before a handler runs; a declared length over the endpoint's limit gets no time
+// for it: a byte already received goes to the handler (readBody answers 413), and otherwise
+// the read fails at once and handleServerError answers 413, before the body arrives.
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	limit := bodyLimit(h.RequestURI())
 	if h.ContentLength() > limit {
-		limit = 1
+		s.oversized.Store(h, messagesPath(h.RequestURI()))
+		return fasthttp.RequestConfig{ReadTimeout: time.Nanosecond, MaxRequestBodySize: 1}
 	}
 	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: limit}
 }
@@ -246,6 +254,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	var id [requestIDLen]byte
 	newRequestID(&id, s.now())
 	ctx.Response.Header.SetBytesV("X-Request-Id", id[:])
+	if cl := ctx.Request.Header.ContentLength(); cl > maxSystemOneBody && cl > bodyLimit(ctx.Request.Header.RequestURI()) {
+		s.oversized.Delete(&ctx.Request.Header) // headerReceived's entry: the body's first byte had arrived
+	}
 	if cl := ctx.Request.Header.ContentLength(); cl != -2 && badFraming(ctx.Request.Header.RawHeaders()) {
 		ctx.SetConnectionClose()
 		writeError(ctx, errFraming)
@@ -272,6 +283,11 @@ func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetConnectionClose() // fasthttp closes after these anyway; say so
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
+	if ms, ok := s.oversized.LoadAndDelete(&ctx.Request.Header); ok {
+		// headerReceived's entry; fasthttp has reset the header by now.
+		writeErrorStyle(ctx, errTooLarge, ms.(bool))
+		return
+	}
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeError(ctx, errTooLarge)
