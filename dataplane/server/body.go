@@ -202,3 +202,41 @@ func hasKey(line []byte, key string) bool {
 	rest := bytes.TrimLeft(line[len(key):], " \t")
 	return len(rest) > 0 && rest[0] == ':'
 }
+
+// keyedPosts are the POST paths that need an API key.
+var keyedPosts = map[string]bool{
+	"/v1/chat/completions": true, "/v1/completions": true, "/v1/embeddings": true, "/v1/responses": true,
+	"/v1/messages": true, "/v1/messages/count_tokens": true, "/v1/systemone": true, "/v1/service/topup": true,
+}
+
+// expectContinue decides a request that sent Expect: 100-continue from its headers alone,
+// before the client sends its body: bad framing, a declared length over the endpoint's
+// limit and (on paths that need one) a missing or wrong key are answered at once and the
+// connection closed; anything else gets 100 Continue.
+func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
+	path := ctx.Request.URI().PathOriginal()
+	var aerr *apierror.Error
+	switch limit := bodyLimit(path); {
+	case badFraming(ctx.Request.Header.RawHeaders()):
+		aerr = errFraming
+	case ctx.Request.Header.ContentLength() > limit:
+		aerr = errTooLarge
+		switch limit {
+		case maxSystemOneBody:
+			aerr = errTooLargeSystemOne
+		case maxForwardBody:
+			aerr = errTooLargeForward
+		}
+	case ctx.IsPost() && keyedPosts[string(path)]:
+		_, aerr = s.authenticate(ctx, messagesStyle(ctx), false)
+	}
+	if aerr == nil {
+		return fasthttp.StatusContinue
+	}
+	var id [requestIDLen]byte
+	newRequestID(&id, s.now())
+	ctx.Response.Header.SetBytesV("X-Request-Id", id[:])
+	ctx.SetConnectionClose()
+	writeError(ctx, aerr)
+	return aerr.Status
+}

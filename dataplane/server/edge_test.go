@@ -398,3 +398,52 @@ func TestDocsIgnoresHost(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectContinueRefusedFromHeaders: a client that waits for 100 Continue is refused from
+// its headers (no key, wrong key, too large) without sending its body; a good one gets 100
+// and is served.
+func TestExpectContinueRefusedFromHeaders(t *testing.T) {
+	g := startGateway(t)
+	body := `{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"x"}]}`
+	for _, c := range []struct {
+		name, hdr string
+		status    int
+	}{
+		{"no key", "Content-Length: 100\r\n", 401},
+		{"wrong key", "Authorization: Bearer sgw_000000000000_" + strings.Repeat("0", 40) + "\r\nContent-Length: 100\r\n", 401},
+		{"too large", "Authorization: Bearer " + g.Keys.SE + "\r\nContent-Length: 8388609\r\n", 413},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n" + c.hdr + "\r\n"
+			out, closed := rawExchange(t, g.URL, []byte(raw), 5*time.Second)
+			rs := parseResponses(t, out)
+			if !closed || len(rs) != 1 {
+				t.Fatalf("closed %v, answers %q", closed, out)
+			}
+			checkEnvelope(t, rs[0], c.status, "")
+		})
+	}
+	// A good request gets 100 Continue, then its answer.
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", g.Keys.SE, len(body))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	_, _ = br.ReadString('\n') // the blank line after the 100
+	_, _ = io.WriteString(c, body)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+}

@@ -195,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 		StreamRequestBody:  true,
 		MaxRequestBodySize: MaxBodySize,
 		HeaderReceived:     s.headerReceived,
+		ExpectHandler:      s.expectContinue,
 		ReadBufferSize:     cfg.MaxHeaderBytes,
 		// The header timeout: fasthttp sets it at the accept and at each request's first
 		// byte; HeaderReceived replaces it with the body's.
