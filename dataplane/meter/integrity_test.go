@@ -235,3 +235,26 @@ func TestCorruptFrameWhileRunningSkipped(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanFrames: any bytes (a damaged segment or start journal) are scanned without panic,
+// every frame found is one that frameAt accepts, and a valid frame behind garbage is found.
+func FuzzScanFrames(f *testing.F) {
+	good := appendFrame(nil, []byte(`{"request_id":"r1"}`))
+	f.Add([]byte{}, []byte{0xff, 0, 0, 0})
+	f.Add(good, []byte{1, 0, 0, 0, 9, 9, 9, 9, '{'})
+	f.Fuzz(func(t *testing.T, garbage, more []byte) {
+		data := append(append(append([]byte{}, garbage...), more...), good...)
+		found := false
+		n, skipped := scanFrames(data, func(p []byte, end int) {
+			if end > len(data) || len(p) == 0 || p[0] != '{' {
+				t.Fatalf("bad frame ending at %d: %q", end, p)
+			}
+			if end == len(data) && string(p) == `{"request_id":"r1"}` {
+				found = true
+			}
+		})
+		if n < 1 || !found || skipped > int64(len(data)) {
+			t.Fatalf("n=%d skipped=%d found=%v", n, skipped, found)
+		}
+	})
+}
