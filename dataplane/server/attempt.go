@@ -288,8 +288,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		// is an invalid answer (the next route is tried; a last one answers 502, uncharged).
 		rb := uresp.Body()
 		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ValidJSON(rb) // depth-bounded: gjson's validator alone is recursive
+		reported := false
 		if valid {
-			u, _ = tokens.FromBody(ue, rb)
+			u, reported = tokens.FromBody(ue, rb)
 			var inBound bool
 			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(u.InputTokens, u.OutputTokens)
 			valid = inBound && !u.Invalid
@@ -298,6 +299,12 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			fasthttp.ReleaseResponse(uresp)
 			att.Error = proxy.FailInvalid
 			return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
+		}
+		if !reported {
+			// No usage in the answer: charge what was delivered, estimated (see endStream).
+			u.InputTokens = c.promptEstimate
+			u.OutputTokens = min(tokens.EstimateOutput(ue, rb), c.bounds.Output)
+			ex.box.routing.UsageEstimated = true
 		}
 		ex.up, ex.resp, ex.usage = up, uresp, u
 		return outcome{ok: true}

@@ -283,3 +283,23 @@ func TestUsageBoundCountsChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerWithoutUsageIsEstimated: a provider that leaves usage out of a whole answer is
+// not serving for free: the prompt and the generated text are estimated (bytes / 5) and
+// the record says usage_estimated. (Before: charged 0.)
+func TestAnswerWithoutUsageIsEstimated(t *testing.T) {
+	up := hostile(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"`+strings.Repeat("tjena ", 50)+`"},"finish_reason":"stop"}]}`)
+	})
+	g := startSimGateway(t, []snapshot.Route{chatRoute("rt-a", "a", up, "SE", 1, 1)})
+	r := g.post(t, g.Keys.SE, strings.Replace(longPrompt, `"stream":true`, `"stream":false`, 1))
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	rec := g.record(t, 1)
+	if rec.PromptTokens != 200 || rec.CompletionTokens != 60 || !rec.Routing.UsageEstimated ||
+		rec.PriceMicroSEK != money.Price(200, 60, fixture.PriceIn, fixture.PriceOut) {
+		t.Fatalf("record %+v %+v", rec, rec.Routing)
+	}
+}

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -120,4 +121,24 @@ func FuzzFromBody(f *testing.F) {
 			t.Fatalf("out of bounds: %d %d", in, out)
 		}
 	})
+}
+
+func TestEstimateOutput(t *testing.T) {
+	tests := []struct {
+		e    catalog.Endpoint
+		body string
+		want int64
+	}{
+		{catalog.EPChat, `{"choices":[{"message":{"content":"` + strings.Repeat("a", 50) + `"}},{"message":{"content":"bbbbb","tool_calls":[{"function":{"arguments":"{\"x\":1}"}}]}}]}`, 12},
+		{catalog.EPCompletions, `{"choices":[{"text":"0123456789"}]}`, 2},
+		{catalog.EPMessages, `{"content":[{"type":"text","text":"0123456789"},{"type":"tool_use","input":{"a":"b"}}]}`, 3},
+		{catalog.EPResponses, `{"output":[{"content":[{"text":"0123456789"}]},{"arguments":"{}"}]}`, 2},
+		{catalog.EPEmbeddings, `{"data":[{"embedding":[1,2]}]}`, 0},
+		{catalog.EPChat, `not json`, 0},
+	}
+	for _, tt := range tests {
+		if got := EstimateOutput(tt.e, []byte(tt.body)); got != tt.want {
+			t.Errorf("%v %s: %d, want %d", tt.e, tt.body, got, tt.want)
+		}
+	}
 }
