@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -44,6 +46,8 @@ type options struct {
 	trustedProxies string
 	// Link to the control plane (issue 12): signatures, max age, TLS, token file.
 	link linkOptions
+	// Graceful shutdown (issue 14, shutdown.go).
+	shutdown shutdownOptions
 }
 
 func parseFlags(args []string) (options, error) {
@@ -80,6 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open client connections per client address (IPv4 address or IPv6 /64; trusted proxies exempt); more are answered 429 and closed (negative: no cap)")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies in front of the node whose X-Forwarded-For names the client (default none: the TCP peer is the client)")
 	o.link.register(fs)
+	o.shutdown.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
@@ -104,6 +109,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.edge.MaxHeaderBytes < 1024 {
 		return o, errors.New("--max-header-bytes must be at least 1024")
+	}
+	if o.shutdown.delay < 0 || o.shutdown.drainTimeout <= 0 || o.shutdown.flushTimeout <= 0 {
+		return o, errors.New("--shutdown-delay must not be negative, --drain-timeout and --shutdown-flush-timeout must be positive")
 	}
 	if o.limitShareNodes < 1 {
 		return o, errors.New("--limit-share-nodes must be at least 1")
@@ -191,14 +199,23 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", store.Ready())
 
+	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	// Snapshot sync and the usage sender outlive the signal: they run until the node has
+	// drained and flushed its spool.
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
 	syncDone := make(chan error, 1)
-	go func() { syncDone <- syncer.Run(ctx) }()
+	go func() { syncDone <- syncer.Run(bg) }()
 	meterDone := make(chan error, 1)
-	go func() { meterDone <- usageMeter.Run(ctx) }()
+	go func() { meterDone <- usageMeter.Run(bg) }()
+	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	if o.opsListen != "" {
-		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(storeVersion{store}), ReadHeaderTimeout: 5 * time.Second}
+		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(storeVersion{store}, drain), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := ops.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("operator endpoints stopped", "addr", o.opsListen, "err", err)
@@ -213,17 +230,14 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	case err := <-serveDone:
 		return fmt.Errorf("serve: %w", err)
 	}
-	log.Info("shutting down")
-	shutdown := make(chan error, 1)
-	go func() { shutdown <- srv.Shutdown() }()
+	gotTerm := false
 	select {
-	case err := <-shutdown:
-		if err != nil {
-			return fmt.Errorf("shutdown: %w", err)
-		}
-	case <-time.After(30 * time.Second):
-		log.Warn("shutdown timed out with requests still open")
+	case <-term:
+		gotTerm = true
+	default:
 	}
+	o.shutdown.shutdown(log, srv, usageMeter, drain, gotTerm)
+	stopBG()
 	<-syncDone
 	if err := <-meterDone; err != nil {
 		log.Error("usage sender stopped", "err", err)

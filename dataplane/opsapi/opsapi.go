@@ -6,6 +6,7 @@ package opsapi
 import (
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
 )
@@ -16,17 +17,28 @@ type Snapshots interface {
 	Version() (int64, bool)
 }
 
+// Drain is the node's shutdown state as readiness reports it: once Begin is called,
+// /readyz answers 503 so load balancers stop sending new requests while the node still
+// serves. The zero value is not draining.
+type Drain struct{ on atomic.Bool }
+
+// Begin marks the node as shutting down.
+func (d *Drain) Begin() { d.on.Store(true) }
+
+// Draining reports whether Begin was called; a nil Drain never drains.
+func (d *Drain) Draining() bool { return d != nil && d.on.Load() }
+
 // Handler serves GET /metrics (Prometheus text format), GET /readyz (200 once the node
-// has a snapshot to serve from, 503 before), GET /livez (200 while the process serves; a
+// has a snapshot to serve from, 503 before and once d is draining), GET /livez (200 while the process serves; a
 // liveness probe, independent of the control plane) and the Go profiler under /debug/pprof/.
-func Handler(s Snapshots) http.Handler {
+func Handler(s Snapshots, d *Drain) http.Handler {
 	set := metrics.NewSet()
 	set.NewGauge("gateway_snapshot_version", func() float64 {
 		v, _ := s.Version()
 		return float64(v)
 	})
 	set.NewGauge("gateway_ready", func() float64 {
-		if _, ok := s.Version(); ok {
+		if _, ok := s.Version(); ok && !d.Draining() {
 			return 1
 		}
 		return 0
@@ -47,6 +59,11 @@ func Handler(s Snapshots) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if d.Draining() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("shutting down"))
+			return
+		}
 		if _, ok := s.Version(); !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("no snapshot yet"))

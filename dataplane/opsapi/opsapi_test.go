@@ -23,7 +23,8 @@ func TestHandler(t *testing.T) {
 	defer metrics.UnregisterSet(extra, true)
 
 	snaps := &fakeSnapshots{}
-	h := Handler(snaps)
+	drain := &Drain{}
+	h := Handler(snaps, drain)
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -45,6 +46,16 @@ func TestHandler(t *testing.T) {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q (status %d)", want, code)
 		}
+	}
+	drain.Begin()
+	if code, body := get("/readyz"); code != 503 || body != "shutting down" {
+		t.Errorf("readyz while draining: %d %q", code, body)
+	}
+	if code, _ := get("/livez"); code != 200 {
+		t.Errorf("livez while draining: %d", code)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, "gateway_ready 0") {
+		t.Error("gateway_ready is not 0 while draining")
 	}
 	if code, _ := get("/nope"); code != 404 {
 		t.Errorf("unknown path: %d", code)

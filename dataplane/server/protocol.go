@@ -172,8 +172,5 @@ func relayProtocolStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol)
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	ex.writeStart() // before the 200 and X-Request-Id leave: no request ID without a record
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		proto.relay(w, ex.stream)
-		ex.endStream(w, proto.client)
-	})
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { ex.s.relayTracked(w, ex, proto) })
 }

@@ -117,7 +117,8 @@ type Server struct {
 	// oversized holds the headers of requests whose declared length is over their
 	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
 	// handleServerError answers 413 when that read finds nothing.
-	oversized sync.Map // *fasthttp.RequestHeader -> bool (Messages-style envelope)
+	oversized sync.Map  // *fasthttp.RequestHeader -> bool (Messages-style envelope)
+	streams   streamSet // streams being relayed (drain.go)
 }
 
 // New validates cfg and builds a Server.
@@ -247,7 +248,8 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: limit}
 }
 
-// Shutdown stops accepting connections and waits for open requests (streams included) to end.
+// Shutdown stops accepting connections and waits for open requests (streams included) to
+// end; EndStreams ends the streams that would keep it waiting too long.
 func (s *Server) Shutdown() error { return s.srv.Shutdown() }
 
 // handle gives every response an X-Request-Id, then routes.

@@ -2,14 +2,17 @@ package kubernetes
 
 import (
 	"bytes"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/deploy/internal/binflags"
@@ -91,6 +94,7 @@ func checkWorkload(t *testing.T, m manifest, w workload) {
 		}
 		if binary == "dataplane" {
 			checkOpsProbes(t, cid, c)
+			checkGracePeriod(t, m, cid, pod, c)
 		}
 		if c.ReadinessProbe == nil || c.LivenessProbe == nil {
 			t.Errorf("%s: needs readiness and liveness probes", cid)
@@ -120,7 +124,7 @@ func checkWorkload(t *testing.T, m manifest, w workload) {
 // must be on the ops port and name paths it serves.
 func checkOpsProbes(t *testing.T, id string, c corev1.Container) {
 	t.Helper()
-	h := opsapi.Handler(noSnapshot{})
+	h := opsapi.Handler(noSnapshot{}, nil)
 	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
 		if p == nil || p.HTTPGet == nil {
 			continue
@@ -133,6 +137,34 @@ func checkOpsProbes(t *testing.T, id string, c corev1.Container) {
 		if rec.Code == http.StatusNotFound || rec.Code == http.StatusMethodNotAllowed {
 			t.Errorf("%s: probe path %s: the ops listener answers %d", id, p.HTTPGet.Path, rec.Code)
 		}
+	}
+}
+
+// checkGracePeriod: the kubelet's SIGKILL must not cut a drain, so the pod's grace period
+// exceeds the node's shutdown delay, drain timeout and spool flush timeout together.
+func checkGracePeriod(t *testing.T, m manifest, id string, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	env := map[string]string{}
+	for _, src := range c.EnvFrom {
+		if src.ConfigMapRef != nil {
+			data, _ := m.configMap(src.ConfigMapRef.Name)
+			maps.Copy(env, data)
+		}
+	}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	var total time.Duration
+	for _, name := range []string{"GATEWAY_SHUTDOWN_DELAY", "GATEWAY_DRAIN_TIMEOUT", "GATEWAY_SHUTDOWN_FLUSH_TIMEOUT"} {
+		d, err := time.ParseDuration(env[name])
+		if err != nil {
+			t.Errorf("%s: %s must be set to a duration: %v", id, name, err)
+		}
+		total += d
+	}
+	grace := time.Duration(ptr.Deref(pod.TerminationGracePeriodSeconds, 30)) * time.Second
+	if grace < total+5*time.Second {
+		t.Errorf("%s: terminationGracePeriodSeconds %v, want at least the shutdown's %v plus 5s", id, grace, total)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sekgate/gateway/deploy/internal/binflags"
 )
@@ -52,6 +53,9 @@ func TestUnits(t *testing.T) {
 			if u.binary == "dataplane" && (len(d["StateDirectory"]) == 0 || !strings.Contains(strings.Join(d["Environment"], " "), "GATEWAY_DATA_DIR=%S/"+d["StateDirectory"][0])) {
 				t.Errorf("the spool must live in the StateDirectory: %q, %q", d["StateDirectory"], d["Environment"])
 			}
+			if u.binary == "dataplane" {
+				checkStopTimeout(t, d)
+			}
 			for _, f := range u.envFiles {
 				for _, name := range envNames(t, f) {
 					checkFlag(t, flags[u.binary], u.binary, f, name)
@@ -59,6 +63,29 @@ func TestUnits(t *testing.T) {
 			}
 			verify(t, unit)
 		})
+	}
+}
+
+// checkStopTimeout: systemd's SIGKILL must not cut a drain, so TimeoutStopSec exceeds the
+// node's shutdown delay, drain timeout and spool flush timeout together.
+func checkStopTimeout(t *testing.T, d map[string][]string) {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range d["Environment"] {
+		k, v, _ := strings.Cut(e, "=")
+		env[k] = v
+	}
+	var total time.Duration
+	for _, name := range []string{"GATEWAY_SHUTDOWN_DELAY", "GATEWAY_DRAIN_TIMEOUT", "GATEWAY_SHUTDOWN_FLUSH_TIMEOUT"} {
+		v, err := time.ParseDuration(env[name])
+		if err != nil {
+			t.Errorf("Environment=%s must be a duration: %v", name, err)
+		}
+		total += v
+	}
+	stop, err := time.ParseDuration(d["TimeoutStopSec"][len(d["TimeoutStopSec"])-1])
+	if err != nil || stop < total+5*time.Second {
+		t.Errorf("TimeoutStopSec=%v (%v), want at least the shutdown's %v plus 5s", d["TimeoutStopSec"], err, total)
 	}
 }
 

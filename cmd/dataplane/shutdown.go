@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/meter"
+	"github.com/sekgate/gateway/dataplane/opsapi"
+)
+
+// shutdownOptions is how a node leaves (issue 14): on SIGTERM it reports not ready and keeps
+// serving for delay, then stops accepting and lets requests and streams end within
+// drainTimeout, then waits up to flushTimeout for the control plane to confirm its spool.
+type shutdownOptions struct {
+	delay, drainTimeout, flushTimeout time.Duration
+}
+
+func (s *shutdownOptions) register(fs *flag.FlagSet) {
+	fs.DurationVar(&s.delay, "shutdown-delay", 5*time.Second, "after SIGTERM: how long the node answers 503 on /readyz while still serving, so load balancers stop sending it requests (SIGINT skips the delay)")
+	fs.DurationVar(&s.drainTimeout, "drain-timeout", 10*time.Minute, "then: how long open requests and streams may run to their end after the listener closes; streams still open then end with an error event and are recorded as cancelled")
+	fs.DurationVar(&s.flushTimeout, "shutdown-flush-timeout", 15*time.Second, "then: how long to wait for the control plane to confirm the spooled usage; what it has not confirmed stays in the spool for the next start")
+}
+
+// total is the longest a shutdown after SIGTERM can take, which an orchestrator's grace
+// period (terminationGracePeriodSeconds, TimeoutStopSec) must exceed.
+func (s shutdownOptions) total() time.Duration { return s.delay + s.drainTimeout + s.flushTimeout }
+
+// drainer is the public listener as the shutdown sees it (*server.Server).
+type drainer interface {
+	Shutdown() error
+	EndStreams() int
+	OpenStreams() int
+}
+
+// spool is the usage meter as the shutdown sees it (*meter.Meter).
+type spool interface {
+	Flush(ctx context.Context) error
+	Stats() meter.Stats
+}
+
+// shutdown runs a node's exit once its signal arrived; term says it was SIGTERM. It
+// returns when the listener is closed and the spool is flushed as far as it goes; the
+// caller then stops the snapshot sync and the usage sender.
+func (s shutdownOptions) shutdown(log *slog.Logger, srv drainer, usage spool, drain *opsapi.Drain, term bool) {
+	drain.Begin()
+	if term && s.delay > 0 {
+		log.Info("shutting down: not ready, still serving", "for", s.delay)
+		time.Sleep(s.delay)
+	}
+	log.Info("shutting down: listener closed, draining", "open_streams", srv.OpenStreams(), "drain_timeout", s.drainTimeout)
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown() }()
+	timer := time.NewTimer(s.drainTimeout)
+	select {
+	case err := <-done:
+		timer.Stop()
+		if err != nil {
+			log.Error("shutdown", "err", err)
+		}
+	case <-timer.C:
+		n := srv.EndStreams()
+		log.Warn("drain timeout: ending the streams still open", "streams", n)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			log.Error("requests still open 10s after the drain timeout; leaving them")
+		}
+	}
+	s.flush(log, usage)
+}
+
+// flush makes every record durable, then waits until the control plane confirmed them all,
+// it fails to take them, or flushTimeout passes.
+func (s shutdownOptions) flush(log *slog.Logger, usage spool) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.flushTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := usage.Flush(ctx); err != nil {
+		log.Error("usage spool not flushed to disk", "err", err)
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st := usage.Stats()
+		switch {
+		case st.SpoolRecords == 0:
+			log.Info("usage spool confirmed by the control plane", "took", time.Since(start).Round(time.Millisecond))
+			return
+		case st.LastErrorAt.After(start):
+			log.Warn("control plane not taking usage; records stay in the spool for the next start",
+				"records", st.SpoolRecords, "err", st.LastError)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			log.Warn("usage not confirmed within the flush timeout; records stay in the spool for the next start",
+				"records", st.SpoolRecords, "timeout", s.flushTimeout)
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"bufio"
+	"sync"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// errShuttingDown ends a stream still open when the node's drain timeout ran out.
+var errShuttingDown = apierror.New(503, apierror.TypeOverloaded, apierror.CodeNotReady,
+	"the gateway node is shutting down; the output is incomplete, retry the request")
+
+// Drain events in each client protocol, as streamErrorEvent's.
+var (
+	drainErrChat      = []byte("data: " + string(errShuttingDown.JSON(false)) + "\n\n")
+	drainErrMessages  = []byte("event: error\ndata: " + string(errShuttingDown.JSON(true)) + "\n\n")
+	drainErrResponses = []byte(`event: error` + "\n" + `data: {"type":"error","code":"` + apierror.CodeNotReady +
+		`","message":"` + errShuttingDown.Message + `","param":null}` + "\n\n")
+)
+
+func drainEvent(e catalog.Endpoint) []byte {
+	switch e {
+	case catalog.EPMessages:
+		return drainErrMessages
+	case catalog.EPResponses:
+		return drainErrResponses
+	}
+	return drainErrChat
+}
+
+// streamSet holds the streams being relayed, so that a node at the end of its drain
+// timeout can end them (EndStreams) instead of cutting their connections.
+type streamSet struct {
+	mu     sync.Mutex
+	open   map[*exchange]bool // value: ended by EndStreams
+	closed bool               // EndStreams ran: a stream that starts now ends at once
+}
+
+// add registers a committed stream before its relay starts.
+func (ss *streamSet) add(ex *exchange) {
+	ss.mu.Lock()
+	if ss.open == nil {
+		ss.open = make(map[*exchange]bool)
+	}
+	ss.open[ex] = ss.closed
+	if ss.closed {
+		ex.call.Cancel()
+	}
+	ss.mu.Unlock()
+}
+
+// remove unregisters a stream whose relay returned and reports whether EndStreams ended it.
+func (ss *streamSet) remove(ex *exchange) bool {
+	ss.mu.Lock()
+	ended := ss.open[ex]
+	delete(ss.open, ex)
+	ss.mu.Unlock()
+	return ended
+}
+
+// EndStreams ends every stream still being relayed, and any that starts later: the
+// upstream exchange is cancelled, the client gets an error event in its protocol (code
+// not_ready) and the request is recorded as cancelled with the usage delivered so far. The
+// node calls it when its drain timeout runs out. It returns the number of streams ended.
+func (s *Server) EndStreams() int {
+	ss := &s.streams
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	n := 0
+	for ex, ended := range ss.open {
+		if !ended {
+			ss.open[ex] = true
+			ex.call.Cancel()
+			n++
+		}
+	}
+	return n
+}
+
+// OpenStreams returns the number of streams being relayed.
+func (s *Server) OpenStreams() int {
+	s.streams.mu.Lock()
+	defer s.streams.mu.Unlock()
+	return len(s.streams.open)
+}
+
+// relayTracked relays a committed stream as one EndStreams can end, then finishes it.
+func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
+	s.streams.add(ex)
+	proto.relay(w, ex.stream)
+	if s.streams.remove(ex) && !ex.stream.Result.ClientGone {
+		if _, err := w.Write(drainEvent(proto.client)); err == nil {
+			_ = w.Flush()
+		}
+	}
+	ex.endStream(w, proto.client)
+}
