@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -117,6 +118,24 @@ type Node struct {
 	LastSeen       time.Time `json:"last_seen"`
 }
 
+// RejectedRecord is a usage record the control plane refused.
+type RejectedRecord struct {
+	ID         int64     `json:"id"`
+	RequestID  string    `json:"request_id"`
+	AccountID  string    `json:"account_id"`
+	NodeID     string    `json:"node_id"`
+	BatchID    string    `json:"batch_id"`
+	Reason     string    `json:"reason"`
+	Record     string    `json:"record"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// RejectedRecords is the latest refused records and the count of all.
+type RejectedRecords struct {
+	Data  []RejectedRecord `json:"data"`
+	Total int64            `json:"total"`
+}
+
 // SnapshotInfo describes the current snapshot.
 type SnapshotInfo struct {
 	Version     int64     `json:"version"`
@@ -203,6 +222,11 @@ func (c *Client) PutCatalog(ctx context.Context, catalog json.RawMessage) (Catal
 // ListNodes lists data-plane nodes and the snapshot version each applied.
 func (c *Client) ListNodes(ctx context.Context) (List[Node], json.RawMessage, error) {
 	return call[List[Node]](ctx, c, http.MethodGet, "/admin/v1/nodes", nil)
+}
+
+// ListRejected lists the latest usage records the control plane refused (limit 1 to 1000).
+func (c *Client) ListRejected(ctx context.Context, limit int) (RejectedRecords, json.RawMessage, error) {
+	return call[RejectedRecords](ctx, c, http.MethodGet, "/admin/v1/rejected-records?limit="+strconv.Itoa(limit), nil)
 }
 
 // Snapshot describes the current snapshot.

@@ -142,6 +142,9 @@ func TestCommands(t *testing.T) {
 				"prompt_embeds,chat_template", "http://127.0.0.1:8090/v1"}, ""},
 		{"nodes list", []string{"nodes", "list"}, "GET", "/admin/v1/nodes", 200, `{"data":[{"node_id":"local-1","applied_version":7,"last_seen":"2026-11-01T10:00:00Z"}]}`, "",
 			[]string{"APPLIED VERSION", "local-1", "7", "2026-11-01 10:00:00Z", "ago"}, ""},
+		{"nodes rejected", []string{"nodes", "rejected", "--limit", "5"}, "GET", "/admin/v1/rejected-records", 200,
+			`{"data":[{"id":3,"request_id":"req_1","account_id":"acct_0123456789abcdef","node_id":"local-1","batch_id":"b9","reason":"price_mismatch: price_micro_sek 7","record":"{}","received_at":"2026-11-01T10:00:00Z"}],"total":12}`, "",
+			[]string{"REASON", "local-1", "req_1", "price_mismatch: price_micro_sek 7", "2026-11-01 10:00:00Z", "1 of 12 refused records shown"}, ""},
 		{"snapshot", []string{"snapshot"}, "GET", "/admin/v1/snapshot", 200, `{"version":7,"hash":"abc123","generated_at":"2026-11-01T10:00:00Z"}`, "",
 			[]string{"Version:", "7", "Hash:", "abc123"}, ""},
 	}

@@ -36,7 +36,36 @@ func (a *app) nodesCmd() *cobra.Command {
 			return a.table([]any{"Node", "Applied version", "Last seen", "Age"}, rows)
 		},
 	}
-	return group("nodes", "Inspect data-plane nodes", listCmd)
+	var limit int
+	rejectedCmd := &cobra.Command{
+		Use:   "rejected",
+		Short: "List the latest usage records the control plane refused from nodes, with the reason",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, raw, err := c.ListRejected(cmd.Context(), limit)
+			if err != nil {
+				return fmt.Errorf("list rejected records: %w", err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			rows := make([][]string, 0, len(l.Data))
+			for _, r := range l.Data {
+				rows = append(rows, []string{fmtTime(r.ReceivedAt), r.NodeID, r.RequestID, r.AccountID, r.Reason})
+			}
+			if err := a.table([]any{"Received", "Node", "Request ID", "Account", "Reason"}, rows); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%d of %d refused records shown\n", len(l.Data), l.Total)
+			return err
+		},
+	}
+	rejectedCmd.Flags().IntVar(&limit, "limit", 20, "how many of the latest to show (1 to 1000)")
+	return group("nodes", "Inspect data-plane nodes", listCmd, rejectedCmd)
 }
 
 func (a *app) snapshotCmd() *cobra.Command {
