@@ -525,6 +525,11 @@ func TestEndpoints_RequestRecord_OtherAccountAndUnknownAre404(t *testing.T) {
 	}
 	wantError(t, s.Do(t, "GET", "/v1/service/requests/"+id, other.Key, nil, nil), 404, "")
 	wantError(t, s.Do(t, "GET", "/v1/service/requests/req_01ARZ3NDEKTSV4RRFFQ69G5FAV", a.Key, nil, nil), 404, "")
+	// An ID no record can have (invalid UTF-8, a lone surrogate's bytes, NUL) is 404 too,
+	// never the database's message.
+	for _, bad := range []string{"req_%FF%FE", "%ED%A0%80", "req_%00x"} {
+		wantError(t, s.Do(t, "GET", "/v1/service/requests/"+bad, a.Key, nil, nil), 404, "request_not_found")
+	}
 }
 
 // GET /v1/service/requests: pre-routing refusals are not recorded.
