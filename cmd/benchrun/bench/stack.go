@@ -138,6 +138,8 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	s.step("starting the data plane")
 	if s.DP, err = s.spawn("dataplane", addrs[3], "--listen", addrs[3], "--control-plane-url", s.CP.URL(),
 		"--node-token", s.nodeToken, "--snapshot-public-key-file", pubFile, "--node-id", "bench-1", "--data-dir", filepath.Join(cfg.WorkDir, "node"),
+		// One load generator on one address opens up to 10,000 streams: no connection caps.
+		"--max-conns", "-1", "--max-conns-per-addr", "-1",
 		"--log-level", "warn"); err != nil {
 		return nil, err
 	}
