@@ -10,8 +10,8 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// ErrTooOld means the disk snapshot was issued longer than MaxAge ago.
-var ErrTooOld = errors.New("syncclient: last-known-good snapshot is older than the maximum age")
+// ErrTooOld means a snapshot was issued longer than MaxAge ago.
+var ErrTooOld = errors.New("syncclient: snapshot is older than the maximum age")
 
 // Path is the last-known-good file, or "" without a data directory.
 func (c *Client) Path() string {

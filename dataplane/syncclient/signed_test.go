@@ -71,6 +71,15 @@ func TestTamperedSnapshotOnWireRefused(t *testing.T) {
 	if !strings.Contains(logs.String(), "refusing snapshot from the control plane") {
 		t.Fatalf("no log line: %s", logs)
 	}
+	// A genuine but old snapshot (a replay): refused by its signed issue time.
+	old, _ := fixture.Snapshot(4, "http://up/v1", time.Now().Add(-25*time.Hour))
+	cp.set(old)
+	if err := c.Poll(context.Background()); !errors.Is(err, ErrTooOld) || st.Load().Version() != 1 {
+		t.Fatalf("replayed old snapshot: err %v, version %d", err, st.Load().Version())
+	}
+	if !strings.Contains(logs.String(), "issued longer ago than --snapshot-max-age") {
+		t.Fatalf("no log line for the replay: %s", logs)
+	}
 	// Unsigned: refused too.
 	unsigned, _ := fixture.Snapshot(3, "http://up/v1", time.Now())
 	unsigned.Signature = ""

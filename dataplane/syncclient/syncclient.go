@@ -215,6 +215,13 @@ func (c *Client) Poll(ctx context.Context) error {
 // Apply verifies, indexes and installs s, then saves it as last-known-good. A snapshot that
 // fails verification leaves the current one in place.
 func (c *Client) Apply(s *snapshot.Snapshot) error {
+	// A current snapshot is never older than the control plane's re-issue interval: one
+	// older than MaxAge is a replay (or a misconfigured re-issue interval).
+	if age := s.Age(c.cfg.Now()); c.cfg.MaxAge > 0 && age > c.cfg.MaxAge && c.verify(s) == nil {
+		c.log.Error("refusing snapshot from the control plane: issued longer ago than --snapshot-max-age (a replay, or --snapshot-reissue-interval is not under it)",
+			"version", s.Version, "issued_at", s.IssuedAt, "age", age.Round(time.Second), "max_age", c.cfg.MaxAge)
+		return fmt.Errorf("apply snapshot %d: %w: issued %s ago", s.Version, ErrTooOld, age.Round(time.Second))
+	}
 	if err := c.install(s, false); err != nil {
 		c.log.Error("refusing snapshot from the control plane", "version", s.Version, "err", err)
 		return fmt.Errorf("apply snapshot %d: %w", s.Version, err)
