@@ -1,5 +1,5 @@
-// Package retention deletes request records older than a configured number of days, so
-// the request_records table does not grow without bound.
+// Package retention deletes request records, and usage records the control plane
+// rejected, older than a configured number of days, so neither table grows without bound.
 //
 // Records are deleted oldest first in small batches (default 1,000 rows, with a short
 // pause between batches) so the job never holds many locks or produces one huge
@@ -17,10 +17,11 @@ import (
 	"time"
 )
 
-// Deleter deletes up to batch records older than cutoff and says how many it deleted
-// (*store.Store implements it).
+// Deleter deletes up to batch records (or rejected records) older than cutoff and says
+// how many it deleted (*store.Store implements it).
 type Deleter interface {
 	DeleteRecordsBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
+	DeleteRejectedBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
 }
 
 // Config configures a Job.
@@ -93,23 +94,30 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce deletes every record older than Days, batch by batch, and returns how many.
+// RunOnce deletes every record and every rejected record older than Days, batch by batch,
+// and returns how many rows it deleted.
 func (j *Job) RunOnce(ctx context.Context) (int, error) {
 	cutoff := j.cfg.Now().AddDate(0, 0, -j.cfg.Days)
 	total := 0
-	for {
-		n, err := j.cfg.Store.DeleteRecordsBefore(ctx, cutoff, j.cfg.BatchSize)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("retention: delete records before %s: %w", cutoff.Format(time.RFC3339), err)
-		}
-		if n < j.cfg.BatchSize {
-			return total, nil
-		}
-		select {
-		case <-ctx.Done():
-			return total, ctx.Err()
-		case <-time.After(j.cfg.Pause):
+	for _, step := range []struct {
+		what string
+		del  func(context.Context, time.Time, int) (int, error)
+	}{{"records", j.cfg.Store.DeleteRecordsBefore}, {"rejected records", j.cfg.Store.DeleteRejectedBefore}} {
+		for {
+			n, err := step.del(ctx, cutoff, j.cfg.BatchSize)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("retention: delete %s before %s: %w", step.what, cutoff.Format(time.RFC3339), err)
+			}
+			if n < j.cfg.BatchSize {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return total, ctx.Err()
+			case <-time.After(j.cfg.Pause):
+			}
 		}
 	}
+	return total, nil
 }

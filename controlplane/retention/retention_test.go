@@ -60,3 +60,38 @@ func TestRetentionDeletesOnlyOldRecords(t *testing.T) {
 		t.Fatal("negative days accepted")
 	}
 }
+
+// Rejected usage records are kept as long as request records, then deleted, in batches.
+func TestRetentionDeletesOldRejectedRecords(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db := pgtest.NewRoles(t)
+	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var b usage.Batch
+	for i := 0; i < 7; i++ { // no account: each is rejected
+		b.Records = append(b.Records, usage.Record{RequestID: fmt.Sprint("bad", i), TS: time.Now(), Result: "ok"})
+	}
+	if rep, err := st.IngestBatch(ctx, b); err != nil || rep.Rejected != 7 {
+		t.Fatal(rep, err)
+	}
+	for _, tc := range []struct {
+		ahead    time.Duration
+		wantLeft int64
+	}{{0, 7}, {91 * 24 * time.Hour, 0}} {
+		j, err := retention.New(retention.Config{Store: st, Days: 90, BatchSize: 3, Pause: time.Millisecond, Logger: log,
+			Now: func() time.Time { return time.Now().Add(tc.ahead) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, total, err := st.ListRejected(ctx, 10); err != nil || total != tc.wantLeft {
+			t.Fatalf("%s ahead: %d rejected records left (%v), want %d", tc.ahead, total, err, tc.wantLeft)
+		}
+	}
+}

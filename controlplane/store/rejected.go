@@ -42,3 +42,14 @@ func (s *Store) ListRejected(ctx context.Context, limit int) ([]RejectedRecord, 
 	}
 	return out, total, translate(err, "list rejected records")
 }
+
+// DeleteRejectedBefore deletes up to batch rejected records received before cutoff,
+// oldest first, and returns how many it deleted (retention keeps the table bounded).
+func (s *Store) DeleteRejectedBefore(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM rejected_records WHERE id IN (
+		SELECT id FROM rejected_records WHERE received_at < $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
+	if err != nil {
+		return 0, translate(err, "delete old rejected records")
+	}
+	return int(tag.RowsAffected()), nil
+}
