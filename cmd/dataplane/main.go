@@ -48,6 +48,9 @@ type options struct {
 	link linkOptions
 	// Graceful shutdown (issue 14, shutdown.go).
 	shutdown shutdownOptions
+	// Where the node runs (issue 14, region.go).
+	region     regionOptions
+	regionURLs map[string]string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -85,6 +88,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies in front of the node whose X-Forwarded-For names the client (default none: the TCP peer is the client)")
 	o.link.register(fs)
 	o.shutdown.register(fs)
+	o.region.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
@@ -109,6 +113,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.edge.MaxHeaderBytes < 1024 {
 		return o, errors.New("--max-header-bytes must be at least 1024")
+	}
+	if o.regionURLs, err = parseRegionURLs(o.region.regionURLs); err != nil {
+		return o, err
 	}
 	if o.shutdown.delay < 0 || o.shutdown.drainTimeout <= 0 || o.shutdown.flushTimeout <= 0 {
 		return o, errors.New("--shutdown-delay must not be negative, --drain-timeout and --shutdown-flush-timeout must be positive")
@@ -186,6 +193,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
 	cfg.Health = routing.NewHealth(withLogger(o.breaker, log))
 	cfg.Limiter = limiter
+	cfg.Country, cfg.RegionURLs = o.region.country, o.regionURLs
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, log
 	cfg.ControlPlaneTLS = cpTLS // the node's one TLS configuration for its control plane

@@ -56,6 +56,9 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 	if p.acct.Suspended {
 		return p, errSuspended
 	}
+	if e := s.admission.check(p.acct.Residency); e != nil {
+		return p, e
+	}
 	if checkResidency && !p.acct.Satisfiable {
 		return p, errResidency
 	}

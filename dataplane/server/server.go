@@ -96,6 +96,13 @@ type Config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client (default none:
 	// the TCP peer is the client).
 	TrustedProxies *edge.Proxies
+	// Country is the ISO 3166-1 alpha-2 code of where this node runs: accounts whose
+	// residency policy does not admit it are refused with 403 residency_unsatisfiable
+	// (default empty: the node admits every account and residency is kept by route choice).
+	Country string
+	// RegionURLs maps a residency policy (se, eu, any) to the base URL of the region that
+	// serves it: the documentation_url of this node's residency refusals.
+	RegionURLs map[string]string
 	// Concurrency caps concurrent connections (default 256k).
 	Concurrency int
 	Logger      *slog.Logger
@@ -117,8 +124,9 @@ type Server struct {
 	// oversized holds the headers of requests whose declared length is over their
 	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
 	// handleServerError answers 413 when that read finds nothing.
-	oversized sync.Map  // *fasthttp.RequestHeader -> bool (Messages-style envelope)
-	streams   streamSet // streams being relayed (drain.go)
+	oversized sync.Map      // *fasthttp.RequestHeader -> bool (Messages-style envelope)
+	streams   streamSet     // streams being relayed (drain.go)
+	admission nodeAdmission // accounts this node's country admits (nodecountry.go)
 }
 
 // New validates cfg and builds a Server.
@@ -168,6 +176,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
 	}
+	if c := cfg.Country; c != "" && (len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z') {
+		return nil, fmt.Errorf("server: Country %q is not an upper-case ISO 3166-1 alpha-2 code", c)
+	}
+	s.admission = newNodeAdmission(cfg.Country, cfg.RegionURLs)
 	if cfg.ControlPlaneURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.ControlPlaneURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/sekgate/gateway/shared/residency"
+)
+
+// regionOptions is where the node runs (issue 14): accounts whose residency policy does not
+// admit its country are refused, pointed at the region that serves them.
+type regionOptions struct {
+	country, regionURLs string
+}
+
+func (r *regionOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 code of the country this node runs in (e.g. SE); accounts whose residency policy does not admit it get 403 residency_unsatisfiable (empty: every account admitted)")
+	fs.StringVar(&r.regionURLs, "region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...), named in this node's residency refusals")
+}
+
+// parseRegionURLs parses --region-urls.
+func parseRegionURLs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		p, u, ok := strings.Cut(item, "=")
+		if !ok || !residency.Valid(p) {
+			return nil, fmt.Errorf("--region-urls: %q is not policy=URL with policy se, eu or any", item)
+		}
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
+			return nil, fmt.Errorf("--region-urls: %q is not an absolute http(s) URL", u)
+		}
+		out[p] = u
+	}
+	return out, nil
+}
