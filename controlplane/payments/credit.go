@@ -80,6 +80,8 @@ type ApplyResult struct {
 	Outcome         Outcome
 	AmountMicroSEK  int64 // credited amount when Outcome is credited
 	BalanceMicroSEK int64 // balance after the credit when Outcome is credited
+	// Replayed counts earlier refund and dispute events of the payment applied with it.
+	Replayed int
 }
 
 // Apply records the event and, when it pays, credits the account, all in one transaction.
@@ -95,100 +97,114 @@ func Apply(ctx context.Context, l Ledger, ev CheckoutEvent, live bool) (ApplyRes
 	var res ApplyResult
 	err := l.InTx(ctx, func(tx pgx.Tx) error {
 		res = ApplyResult{}
-		outcome := ev.Outcome
-		var micro int64
-		sess, found, err := sessionByID(ctx, tx, ev.SessionID)
-		if err != nil {
+		var replay Session
+		if err := applyCheckout(ctx, l, tx, ev, live, &res, &replay); err != nil || replay.ID == "" {
 			return err
 		}
-		switch {
-		case ev.Livemode != live || (found && sess.Livemode != live):
-			outcome = OutcomeWrongMode
-		case !found:
-			outcome = OutcomeUnknownSession
-		case ev.AccountID != sess.AccountID:
-			outcome = OutcomeAccountMismatch
-		case ev.Credit && (ev.AmountOre != sess.AmountOre || ev.Currency != sess.Currency):
-			outcome = OutcomeAmountMismatch
-		}
-		if outcome == "" && ev.Credit {
-			outcome = OutcomeCredited
-			switch {
-			case ev.AccountID == "" || ev.SessionID == "" || ev.AmountOre <= 0 || ev.Currency != "sek":
-				outcome = OutcomeRejected
-			default:
-				micro, err = money.OreToMicro(ev.AmountOre)
-				if err != nil {
-					outcome = OutcomeRejected
-				}
-			}
-		}
-		if found && !outcome.Refused() && ev.PaymentIntentID != "" {
-			if err := setPaymentIntent(ctx, tx, ev.SessionID, ev.PaymentIntentID); err != nil {
-				return err
-			}
-		}
-		if found && outcome == OutcomeExpired && sess.Status == "open" {
-			if err := setSessionStatus(ctx, tx, ev.SessionID, "expired"); err != nil {
-				return err
-			}
-		}
-		if outcome == "" {
-			outcome = OutcomeNotPaid
-		}
-		var created *time.Time
-		if !ev.Created.IsZero() {
-			created = &ev.Created
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO payment_events (event_id, type, checkout_session_id, account_id,
-				payment_status, amount_ore, currency, livemode, outcome, provider_created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (event_id) DO NOTHING`,
-			ev.EventID, ev.Type, ev.SessionID, ev.AccountID, ev.PaymentStatus, ev.AmountOre, ev.Currency, ev.Livemode,
-			string(outcome), created)
-		if err != nil {
-			return fmt.Errorf("record payment event %s: %w", ev.EventID, err)
-		}
-		if tag.RowsAffected() == 0 {
-			res.Outcome = OutcomeDuplicateEvent
-			return nil
-		}
-		res.Outcome = outcome
-		if outcome != OutcomeCredited {
-			return nil
-		}
-		tag, err = tx.Exec(ctx, `INSERT INTO payment_credits (checkout_session_id, account_id, event_id, amount_ore, amount_micro_sek)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (checkout_session_id) DO NOTHING`,
-			ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
-		if err != nil {
-			return fmt.Errorf("record payment credit %s: %w", ev.SessionID, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, &res)
-		}
-		cr, err := l.CreditTx(ctx, tx, store.Credit{
-			AccountID:      ev.AccountID,
-			AmountMicroSEK: micro,
-			Kind:           store.KindTopup,
-			Reference:      ev.SessionID,
-			Note:           "checkout " + ev.SessionID + " (event " + ev.EventID + ")",
-		})
-		if err != nil {
-			return fmt.Errorf("credit %s for checkout %s: %w", ev.AccountID, ev.SessionID, err)
-		}
-		if !cr.Applied { // the ledger already had this session (e.g. credited by hand)
-			return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, &res)
-		}
-		if err := setSessionStatus(ctx, tx, ev.SessionID, "complete"); err != nil {
-			return err
-		}
-		res.AmountMicroSEK = micro
-		res.BalanceMicroSEK = cr.BalanceMicroSEK
-		return nil
+		// Refund and dispute events of this payment that came before it apply now.
+		var err error
+		res.Replayed, err = replayPending(ctx, l, tx, replay, ev.PaymentIntentID, live)
+		return err
 	})
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	return res, nil
+}
+
+// applyCheckout is Apply's work inside its transaction. It sets *replay to the recorded
+// session when the event is not refused and names its payment intent.
+func applyCheckout(ctx context.Context, l Ledger, tx pgx.Tx, ev CheckoutEvent, live bool, res *ApplyResult, replay *Session) error {
+	outcome := ev.Outcome
+	var micro int64
+	sess, found, err := sessionByID(ctx, tx, ev.SessionID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ev.Livemode != live || (found && sess.Livemode != live):
+		outcome = OutcomeWrongMode
+	case !found:
+		outcome = OutcomeUnknownSession
+	case ev.AccountID != sess.AccountID:
+		outcome = OutcomeAccountMismatch
+	case ev.Credit && (ev.AmountOre != sess.AmountOre || ev.Currency != sess.Currency):
+		outcome = OutcomeAmountMismatch
+	}
+	if outcome == "" && ev.Credit {
+		outcome = OutcomeCredited
+		switch {
+		case ev.AccountID == "" || ev.SessionID == "" || ev.AmountOre <= 0 || ev.Currency != "sek":
+			outcome = OutcomeRejected
+		default:
+			micro, err = money.OreToMicro(ev.AmountOre)
+			if err != nil {
+				outcome = OutcomeRejected
+			}
+		}
+	}
+	if found && !outcome.Refused() && ev.PaymentIntentID != "" {
+		if err := setPaymentIntent(ctx, tx, ev.SessionID, ev.PaymentIntentID); err != nil {
+			return err
+		}
+		*replay = sess
+	}
+	if found && outcome == OutcomeExpired && sess.Status == "open" {
+		if err := setSessionStatus(ctx, tx, ev.SessionID, "expired"); err != nil {
+			return err
+		}
+	}
+	if outcome == "" {
+		outcome = OutcomeNotPaid
+	}
+	var created *time.Time
+	if !ev.Created.IsZero() {
+		created = &ev.Created
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO payment_events (event_id, type, checkout_session_id, account_id,
+			payment_status, amount_ore, currency, livemode, outcome, provider_created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (event_id) DO NOTHING`,
+		ev.EventID, ev.Type, ev.SessionID, ev.AccountID, ev.PaymentStatus, ev.AmountOre, ev.Currency, ev.Livemode,
+		string(outcome), created)
+	if err != nil {
+		return fmt.Errorf("record payment event %s: %w", ev.EventID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		res.Outcome = OutcomeDuplicateEvent
+		return nil
+	}
+	res.Outcome = outcome
+	if outcome != OutcomeCredited {
+		return nil
+	}
+	tag, err = tx.Exec(ctx, `INSERT INTO payment_credits (checkout_session_id, account_id, event_id, amount_ore, amount_micro_sek)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (checkout_session_id) DO NOTHING`,
+		ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
+	if err != nil {
+		return fmt.Errorf("record payment credit %s: %w", ev.SessionID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, res)
+	}
+	cr, err := l.CreditTx(ctx, tx, store.Credit{
+		AccountID:      ev.AccountID,
+		AmountMicroSEK: micro,
+		Kind:           store.KindTopup,
+		Reference:      ev.SessionID,
+		Note:           "checkout " + ev.SessionID + " (event " + ev.EventID + ")",
+	})
+	if err != nil {
+		return fmt.Errorf("credit %s for checkout %s: %w", ev.AccountID, ev.SessionID, err)
+	}
+	if !cr.Applied { // the ledger already had this session (e.g. credited by hand)
+		return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, res)
+	}
+	if err := setSessionStatus(ctx, tx, ev.SessionID, "complete"); err != nil {
+		return err
+	}
+	res.AmountMicroSEK = micro
+	res.BalanceMicroSEK = cr.BalanceMicroSEK
+	return nil
 }
 
 func markOutcome(ctx context.Context, tx pgx.Tx, eventID string, o Outcome, res *ApplyResult) error {

@@ -59,6 +59,9 @@
 // see the new balance within seconds.
 //
 // Refunds and disputes find the session by the payment intent its checkout events carried.
+// One that arrives before any checkout event named its payment intent is recorded as
+// unknown_session with the intent, charge, amount and dispute, and applied in the
+// transaction of the checkout event that names the intent.
 // charge.refunded carries the charge's refunded total so far: payment_refunds keeps the
 // total already debited per charge, and only the difference is debited (reference
 // refund:<charge>:<total>), capped at the session's amount, so repeated, reordered and

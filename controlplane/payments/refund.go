@@ -67,10 +67,14 @@ func ApplyCharge(ctx context.Context, l Ledger, ev ChargeEvent, live bool) (Appl
 		if ev.Type == EventDisputeCreated {
 			amount = ev.DisputeOre
 		}
+		// An event whose payment no checkout event has named yet keeps what it needs to be
+		// applied when one does (replayPending).
 		tag, err := tx.Exec(ctx, `INSERT INTO payment_events (event_id, type, checkout_session_id, account_id,
-				payment_status, amount_ore, currency, livemode, outcome, provider_created_at)
-			VALUES ($1, $2, $3, $4, '', $5, $6, $7, $8, $9) ON CONFLICT (event_id) DO NOTHING`,
-			ev.EventID, ev.Type, sess.ID, sess.AccountID, amount, ev.Currency, ev.Livemode, string(outcome), nullTime(ev.Created))
+				payment_status, amount_ore, currency, livemode, outcome, provider_created_at,
+				payment_intent_id, charge_id, dispute_id, reason)
+			VALUES ($1, $2, $3, $4, '', $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (event_id) DO NOTHING`,
+			ev.EventID, ev.Type, sess.ID, sess.AccountID, amount, ev.Currency, ev.Livemode, string(outcome), nullTime(ev.Created),
+			ev.PaymentIntentID, ev.ChargeID, ev.DisputeID, ev.Reason)
 		if err != nil {
 			return fmt.Errorf("record payment event %s: %w", ev.EventID, err)
 		}
@@ -96,6 +100,53 @@ func ApplyCharge(ctx context.Context, l Ledger, ev ChargeEvent, live bool) (Appl
 		return ApplyResult{}, err
 	}
 	return res, nil
+}
+
+// replayPending applies the refund and dispute events of payment intent pi that were
+// recorded as unknown_session because they arrived before any checkout event named pi;
+// sess is the session a checkout event has just tied to pi. It returns how many it applied.
+func replayPending(ctx context.Context, l Ledger, tx pgx.Tx, sess Session, pi string, live bool) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT event_id, type, livemode, currency, amount_ore, charge_id, dispute_id, reason
+		FROM payment_events WHERE payment_intent_id = $1 AND outcome = $2 AND type IN ($3, $4)
+		ORDER BY received_at, event_id FOR UPDATE`, pi, string(OutcomeUnknownSession), EventChargeRefunded, EventDisputeCreated)
+	if err != nil {
+		return 0, fmt.Errorf("pending events of %s: %w", pi, err)
+	}
+	pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChargeEvent, error) {
+		ev := ChargeEvent{PaymentIntentID: pi}
+		var amount int64
+		err := r.Scan(&ev.EventID, &ev.Type, &ev.Livemode, &ev.Currency, &amount, &ev.ChargeID, &ev.DisputeID, &ev.Reason)
+		ev.RefundedOre, ev.DisputeOre = amount, amount
+		return ev, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pending events of %s: %w", pi, err)
+	}
+	for _, ev := range pending {
+		var res ApplyResult
+		var outcome Outcome
+		switch {
+		case ev.Livemode != live || sess.Livemode != live:
+			outcome = OutcomeWrongMode
+		case ev.Currency != sess.Currency:
+			outcome = OutcomeAmountMismatch
+		case ev.Type == EventDisputeCreated:
+			outcome, err = applyDispute(ctx, tx, ev, sess)
+		default:
+			outcome, err = applyRefund(ctx, l, tx, ev, sess, &res)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE payment_events SET checkout_session_id = $2, account_id = $3 WHERE event_id = $1`,
+			ev.EventID, sess.ID, sess.AccountID); err != nil {
+			return 0, fmt.Errorf("update payment event %s: %w", ev.EventID, err)
+		}
+		if err := markOutcome(ctx, tx, ev.EventID, outcome, &res); err != nil {
+			return 0, err
+		}
+	}
+	return len(pending), nil
 }
 
 func applyRefund(ctx context.Context, l Ledger, tx pgx.Tx, ev ChargeEvent, sess Session, res *ApplyResult) (Outcome, error) {

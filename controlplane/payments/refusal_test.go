@@ -285,3 +285,47 @@ func TestWebhookSessionExpired(t *testing.T) {
 		t.Fatalf("balance %d", b)
 	}
 }
+
+// TestWebhookRefundAndDisputeBeforeCheckout: refund and dispute events that arrive before
+// the checkout event of their payment are recorded, change nothing, and apply once the
+// checkout event names the payment; a repeated delivery changes nothing more.
+func TestWebhookRefundAndDisputeBeforeCheckout(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.created(t, "cs_late", f.account, 10000) // its checkout event names pi_cs_late
+	refund := chargeRefundedJSON("evt_early_refund", "ch_late", "pi_cs_late", 10000, 3000, false)
+	dispute := disputeJSON("evt_early_dispute", "dp_late", "ch_late", "pi_cs_late", 7000, false)
+	f.deliverSigned(t, refund)
+	f.deliverSigned(t, dispute)
+	for _, id := range []string{"evt_early_refund", "evt_early_dispute"} {
+		if got := f.outcome(t, id); got != string(OutcomeUnknownSession) {
+			t.Fatalf("%s before checkout: outcome %s", id, got)
+		}
+	}
+	if b := f.balanceOf(t, f.account); b != 0 {
+		t.Fatalf("balance %d before the checkout event", b)
+	}
+	f.deliverSigned(t, checkoutEventJSON("evt_late_paid", EventCheckoutCompleted, "cs_late", f.account, "paid", "sek", 10000))
+	if got := f.outcome(t, "evt_early_refund"); got != string(OutcomeRefunded) {
+		t.Fatalf("early refund after checkout: outcome %s", got)
+	}
+	if got := f.outcome(t, "evt_early_dispute"); got != string(OutcomeAccountSuspended) {
+		t.Fatalf("early dispute after checkout: outcome %s", got)
+	}
+	if b := f.balanceOf(t, f.account); b != 70_000_000 {
+		t.Fatalf("balance %d, want 100 SEK paid less 30 SEK refunded", b)
+	}
+	if a, err := f.st.GetAccount(ctx, f.account); err != nil || !a.Suspended {
+		t.Fatalf("account %+v %v; want suspended", a, err)
+	}
+	// Redelivering any of them changes nothing.
+	for _, p := range [][]byte{refund, dispute, checkoutEventJSON("evt_late_paid", EventCheckoutCompleted, "cs_late", f.account, "paid", "sek", 10000)} {
+		f.deliverSigned(t, p)
+	}
+	if b := f.balanceOf(t, f.account); b != 70_000_000 {
+		t.Fatalf("balance %d after redelivery", b)
+	}
+	if n := f.count(t, `SELECT count(*) FROM payment_events WHERE account_id = $1 AND checkout_session_id = 'cs_late'`, f.account); n != 3 {
+		t.Fatalf("%d events tied to the session, want 3", n)
+	}
+}

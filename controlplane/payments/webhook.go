@@ -158,7 +158,8 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attrs := []any{"outcome", string(res.Outcome), "checkout_session_id", ce.SessionID, "account_id", ce.AccountID,
-		"amount_ore", ce.AmountOre, "currency", ce.Currency, "payment_status", ce.PaymentStatus, "livemode", ce.Livemode}
+		"amount_ore", ce.AmountOre, "currency", ce.Currency, "payment_status", ce.PaymentStatus, "livemode", ce.Livemode,
+		"earlier_refund_or_dispute_events_applied", res.Replayed}
 	switch {
 	case res.Outcome.Refused():
 		log.ErrorContext(ctx, "payment event refused: nothing credited; resolve by hand if genuine", attrs...)
