@@ -220,13 +220,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	case badFraming(ctx.Request.Header.RawHeaders()):
 		aerr = errFraming
 	case ctx.Request.Header.ContentLength() > limit:
-		aerr = errTooLarge
-		switch limit {
-		case maxSystemOneBody:
-			aerr = errTooLargeSystemOne
-		case maxForwardBody:
-			aerr = errTooLargeForward
-		}
+		aerr = tooLargeFor(limit)
 	case ctx.IsPost() && keyedPosts[string(path)]:
 		_, aerr = s.authenticate(ctx, messagesStyle(ctx), false)
 	}
@@ -239,4 +233,15 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	ctx.SetConnectionClose()
 	writeError(ctx, aerr)
 	return aerr.Status
+}
+
+// tooLargeFor is the 413 of an endpoint with the given body limit (bodyLimit).
+func tooLargeFor(limit int) *apierror.Error {
+	switch limit {
+	case maxSystemOneBody:
+		return errTooLargeSystemOne
+	case maxForwardBody:
+		return errTooLargeForward
+	}
+	return errTooLarge
 }

@@ -447,3 +447,32 @@ func TestExpectContinueRefusedFromHeaders(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
 }
+
+// TestOversizedFromHeaders: a declared length over the endpoint's limit is answered 413,
+// naming that endpoint's limit in its path's envelope style, before any body byte is sent.
+func TestOversizedFromHeaders(t *testing.T) {
+	g := startGateway(t)
+	for _, c := range []struct {
+		path, limit string
+		cl          int
+	}{
+		{"/v1/chat/completions", "8 MiB", MaxBodySize + 1},
+		{"/v1/messages", "8 MiB", MaxBodySize + 1},
+		{"/v1/systemone", "128 KiB", maxSystemOneBody + 1},
+		{"/v1/service/topup", "1 MiB", maxForwardBody + 1},
+	} {
+		raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", c.path, g.Keys.SE, c.cl)
+		out, closed := rawExchange(t, g.URL, []byte(raw), 5*time.Second)
+		rs := parseResponses(t, out)
+		if !closed || len(rs) != 1 {
+			t.Fatalf("%s: closed %v, %q", c.path, closed, out)
+		}
+		checkEnvelope(t, rs[0], 413, "")
+		if !strings.Contains(rs[0].Body, c.limit) {
+			t.Errorf("%s: %s does not name the %s limit", c.path, rs[0].Body, c.limit)
+		}
+		if ms := strings.HasPrefix(rs[0].Body, `{"type":"error"`); ms != strings.HasPrefix(c.path, "/v1/messages") {
+			t.Errorf("%s: envelope style %s", c.path, rs[0].Body)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -124,9 +125,12 @@ type Server struct {
 	// oversized holds the headers of requests whose declared length is over their
 	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
 	// handleServerError answers 413 when that read finds nothing.
-	oversized sync.Map      // *fasthttp.RequestHeader -> bool (Messages-style envelope)
-	streams   streamSet     // streams being relayed (drain.go)
-	admission nodeAdmission // accounts this node's country admits (nodecountry.go)
+	oversized sync.Map // *fasthttp.RequestHeader -> oversizedEntry
+	// oversizedN counts oversized's entries, so that headerReceived clears a stale one (its
+	// client closed before the first read failed) only when there may be any.
+	oversizedN atomic.Int64
+	streams    streamSet     // streams being relayed (drain.go)
+	admission  nodeAdmission // accounts this node's country admits (nodecountry.go)
 }
 
 // New validates cfg and builds a Server.
@@ -254,10 +258,33 @@ func (s *Server) Listener(ln net.Listener) *edge.Listener {
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	limit := bodyLimit(h.RequestURI())
 	if h.ContentLength() > limit {
-		s.oversized.Store(h, messagesPath(h.RequestURI()))
+		e := oversizedEntry{e: tooLargeFor(limit), ms: messagesPath(h.RequestURI())}
+		if _, loaded := s.oversized.Swap(h, e); !loaded {
+			s.oversizedN.Add(1)
+		}
 		return fasthttp.RequestConfig{ReadTimeout: time.Nanosecond, MaxRequestBodySize: 1}
 	}
+	if s.oversizedN.Load() > 0 {
+		s.takeOversized(h)
+	}
 	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: limit}
+}
+
+// oversizedEntry is the 413 of a request whose declared length is over its limit, in the
+// envelope style of its path.
+type oversizedEntry struct {
+	e  *apierror.Error
+	ms bool
+}
+
+// takeOversized removes and returns h's entry in oversized.
+func (s *Server) takeOversized(h *fasthttp.RequestHeader) (oversizedEntry, bool) {
+	v, ok := s.oversized.LoadAndDelete(h)
+	if !ok {
+		return oversizedEntry{}, false
+	}
+	s.oversizedN.Add(-1)
+	return v.(oversizedEntry), true
 }
 
 // Shutdown stops accepting connections and waits for open requests (streams included) to
@@ -269,8 +296,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	var id [requestIDLen]byte
 	newRequestID(&id, s.now())
 	ctx.Response.Header.SetBytesV("X-Request-Id", id[:])
-	if cl := ctx.Request.Header.ContentLength(); cl > maxSystemOneBody && cl > bodyLimit(ctx.Request.Header.RequestURI()) {
-		s.oversized.Delete(&ctx.Request.Header) // headerReceived's entry: the body's first byte had arrived
+	if s.oversizedN.Load() > 0 && ctx.Request.Header.ContentLength() > bodyLimit(ctx.Request.Header.RequestURI()) {
+		s.takeOversized(&ctx.Request.Header) // headerReceived's entry: the body's first byte had arrived
 	}
 	if cl := ctx.Request.Header.ContentLength(); cl != -2 && badFraming(ctx.Request.Header.RawHeaders()) {
 		ctx.SetConnectionClose()
@@ -298,9 +325,9 @@ func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetConnectionClose() // fasthttp closes after these anyway; say so
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
-	if ms, ok := s.oversized.LoadAndDelete(&ctx.Request.Header); ok {
+	if e, ok := s.takeOversized(&ctx.Request.Header); ok {
 		// headerReceived's entry; fasthttp has reset the header by now.
-		writeErrorStyle(ctx, errTooLarge, ms.(bool))
+		writeErrorStyle(ctx, e.e, e.ms)
 		return
 	}
 	switch {
