@@ -90,6 +90,14 @@ func FuzzWalk(f *testing.F) {
 			return
 		}
 		s := string(b)
+		// The error-path helpers terminate on any offset of valid JSON.
+		for _, off := range []int{0, len(s) / 3, len(s) / 2, len(s) - 1} {
+			_ = pathAt(s, off)
+		}
+		_, _ = textCheck(s)
+		if _, inf := structure(s); inf >= 0 || !utf8.Valid(b) {
+			return // numbers outside float64 or invalid UTF-8, which Parse refuses (values.go)
+		}
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {
 			t.Fatalf("ValidJSON accepted what encoding/json refuses: %v", err)

@@ -159,6 +159,9 @@ func pathAt(s string, off int) string {
 				}
 				j = skipWS(s, j)
 				ve := valueEnd(s, j)
+				if ve <= j {
+					return string(b) // not reached on valid JSON
+				}
 				if off < ve {
 					i, found = j, true
 					break
@@ -181,6 +184,9 @@ func pathAt(s string, off int) string {
 					continue
 				}
 				ve := valueEnd(s, j)
+				if ve <= j {
+					return string(b) // not reached on valid JSON
+				}
 				if off < ve {
 					b = append(b, '[')
 					b = strconv.AppendInt(b, int64(n), 10)
