@@ -106,15 +106,7 @@ func tokenLines(b []byte) string {
 }
 
 func (l *linkConfig) signingKey() (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(l.signingKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot signing key: %w", err)
-	}
-	k, err := snapshot.ParsePrivateKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", l.signingKeyFile, err)
-	}
-	return k, nil
+	return snapshot.ReadPrivateKeyFile(l.signingKeyFile)
 }
 
 // serverTLS is the node-facing listener's TLS configuration, nil without TLS.

@@ -81,15 +81,7 @@ func (l *linkOptions) publicKey() (ed25519.PublicKey, error) {
 	if l.publicKeyFile == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(l.publicKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot public key: %w", err)
-	}
-	k, err := snapshot.ParsePublicKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", l.publicKeyFile, err)
-	}
-	return k, nil
+	return snapshot.ReadPublicKeyFile(l.publicKeyFile)
 }
 
 // clientTLS is the node's one TLS configuration for the control plane (snapshot sync,

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -107,6 +108,29 @@ func ParsePrivateKey(b []byte) (ed25519.PrivateKey, error) {
 		return nil, fmt.Errorf("snapshot key: %w", err)
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// ReadPrivateKeyFile reads and parses the private key in the file at path.
+func ReadPrivateKeyFile(path string) (ed25519.PrivateKey, error) {
+	return readKeyFile(path, "snapshot signing key", ParsePrivateKey)
+}
+
+// ReadPublicKeyFile reads and parses the public key in the file at path.
+func ReadPublicKeyFile(path string) (ed25519.PublicKey, error) {
+	return readKeyFile(path, "snapshot public key", ParsePublicKey)
+}
+
+func readKeyFile[K any](path, what string, parse func([]byte) (K, error)) (K, error) {
+	var zero K
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return zero, fmt.Errorf("read %s: %w", what, err)
+	}
+	k, err := parse(b)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", path, err)
+	}
+	return k, nil
 }
 
 // ParsePublicKey reads an ed25519 public key: PEM PKIX, or 32 raw bytes encoded as 64 hex
