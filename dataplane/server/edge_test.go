@@ -476,3 +476,20 @@ func TestOversizedFromHeaders(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBadFraming: the framing check every request with a body pays, on the header
+// block an OpenAI SDK sends.
+func BenchmarkBadFraming(b *testing.B) {
+	raw := []byte("Host: gateway.example\r\nAccept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\nAccept: application/json\r\n" +
+		"Content-Type: application/json\r\nUser-Agent: OpenAI/Python 1.54.0\r\nX-Stainless-Lang: python\r\nX-Stainless-Package-Version: 1.54.0\r\n" +
+		"X-Stainless-OS: Linux\r\nX-Stainless-Arch: x64\r\nX-Stainless-Runtime: CPython\r\nX-Stainless-Runtime-Version: 3.12.3\r\n" +
+		"Authorization: Bearer sgw_0123456789ab_0123456789012345678901234567890123456789\r\nX-Stainless-Async: false\r\n" +
+		"x-stainless-retry-count: 0\r\nContent-Length: 112\r\n\r\n")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if badFraming(raw) {
+			b.Fatal("good framing refused")
+		}
+	}
+}
