@@ -91,9 +91,13 @@ func (m *Meter) sendLoop(ctx context.Context) {
 		m.batches.Inc()
 		m.bal.confirm(b.spend, reply.Balances, reply.BalanceSeq)
 		m.spool.confirm(b.spans)
-		if reply.Inserted+reply.Duplicates != b.n {
+		if reply.Rejected > 0 {
+			m.log.Warn("meter: the control plane refused records of a batch (see gatewayctl nodes rejected)",
+				"batch_id", b.id, "records", b.n, "rejected", reply.Rejected)
+		}
+		if reply.Inserted+reply.Duplicates+reply.Rejected != b.n {
 			m.log.Warn("meter: reply counts differ from batch size", "batch_id", b.id, "records", b.n,
-				"inserted", reply.Inserted, "duplicates", reply.Duplicates)
+				"inserted", reply.Inserted, "duplicates", reply.Duplicates, "rejected", reply.Rejected)
 		}
 		if m.log.Enabled(ctx, slog.LevelDebug) {
 			m.log.Debug("meter: batch confirmed", "batch_id", b.id, "records", b.n,
