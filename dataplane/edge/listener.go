@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -40,8 +39,7 @@ type Listener struct {
 	net.Listener
 	cfg   ListenerConfig
 	open  atomic.Int64
-	mu    sync.Mutex
-	perIP map[netip.Addr]int32
+	perIP *Counter
 }
 
 // NewListener wraps ln.
@@ -49,7 +47,7 @@ func NewListener(ln net.Listener, cfg ListenerConfig) *Listener {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Listener{Listener: ln, cfg: cfg, perIP: map[netip.Addr]int32{}}
+	return &Listener{Listener: ln, cfg: cfg, perIP: NewCounter(cfg.MaxConnsPerAddr)}
 }
 
 // Open is the number of connections open now.
@@ -69,15 +67,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 			continue
 		}
 		if counted && l.cfg.MaxConnsPerAddr > 0 {
-			l.mu.Lock()
-			n := l.perIP[key]
-			if int(n) >= l.cfg.MaxConnsPerAddr {
-				l.mu.Unlock()
+			if !l.perIP.Acquire(key) {
 				l.refuse(c, l.cfg.RefusePerAddr, "per_addr")
 				continue
 			}
-			l.perIP[key] = n + 1
-			l.mu.Unlock()
 		} else {
 			counted = false
 		}
@@ -118,13 +111,7 @@ func (l *Listener) release(key netip.Addr, counted bool) {
 	if !counted {
 		return
 	}
-	l.mu.Lock()
-	if n := l.perIP[key] - 1; n > 0 {
-		l.perIP[key] = n
-	} else {
-		delete(l.perIP, key)
-	}
-	l.mu.Unlock()
+	l.perIP.Release(key)
 }
 
 // conn is an accepted connection: each Write gets its own deadline, Close releases its

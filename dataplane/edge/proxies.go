@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 )
 
 // Proxies is a set of trusted proxy networks. The zero value (and nil) trusts nobody.
@@ -136,4 +137,37 @@ func AddrKey(a netip.Addr) netip.Addr {
 		return p.Addr()
 	}
 	return a
+}
+
+// Counter counts something in progress per client address key (AddrKey), up to a cap.
+type Counter struct {
+	max int
+	mu  sync.Mutex
+	n   map[netip.Addr]int32
+}
+
+// NewCounter returns a Counter allowing max at once per key.
+func NewCounter(max int) *Counter { return &Counter{max: max, n: map[netip.Addr]int32{}} }
+
+// Acquire takes a place for key; false when key is at the cap.
+func (c *Counter) Acquire(key netip.Addr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n[key]
+	if int(n) >= c.max {
+		return false
+	}
+	c.n[key] = n + 1
+	return true
+}
+
+// Release gives back a place Acquire took.
+func (c *Counter) Release(key netip.Addr) {
+	c.mu.Lock()
+	if n := c.n[key] - 1; n > 0 {
+		c.n[key] = n
+	} else {
+		delete(c.n, key)
+	}
+	c.mu.Unlock()
 }

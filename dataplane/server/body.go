@@ -29,6 +29,8 @@ var (
 	errReadTimeout     = apierror.New(408, apierror.TypeInvalidRequest, "request_timeout", "timed out reading the request")
 	errTooLargeForward = apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
 		"request body exceeds the 1 MiB limit of this endpoint")
+	errTooManyAddrRequests = apierror.New(429, apierror.TypeRateLimit, "too_many_connections",
+		"too many requests in progress from this address").WithRetryAfter(1)
 	errTooManyConns = apierror.New(503, apierror.TypeOverloaded, "too_many_connections",
 		"the gateway has too many open connections; retry shortly")
 	errTooManyAddrConns = apierror.New(429, apierror.TypeRateLimit, "too_many_connections",

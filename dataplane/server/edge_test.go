@@ -493,3 +493,39 @@ func BenchmarkBadFraming(b *testing.B) {
 		}
 	}
 }
+
+// TestProxiedClientCap: behind a trusted proxy the per-address cap applies to the client
+// X-Forwarded-For names, as requests in progress: one client at its cap is refused 429
+// while another behind the same proxy is served, and its place comes back.
+func TestProxiedClientCap(t *testing.T) {
+	p, err := edge.ParseProxies("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, func(c *Config) { c.TrustedProxies = p; c.MaxConnsPerAddr = 1; c.BodyIdleTimeout = time.Second })
+	// Client A holds its one place: a body that stops arriving.
+	slow, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.5\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\n%s",
+		g.Keys.SE, strings.Repeat("a", 9000))
+	req := func(xff string) result {
+		return g.do(t, "GET", "/v1/models", g.Keys.SE, "", "X-Forwarded-For", xff)
+	}
+	if !waitFor(2*time.Second, func() bool { return req("203.0.113.5").Status == 429 }) {
+		t.Fatal("client at its cap was not refused")
+	}
+	checkEnvelope(t, req("203.0.113.5"), 429, "too_many_connections")
+	if r := req("203.0.113.6"); r.Status != 200 {
+		t.Fatalf("another client behind the proxy: %d %s", r.Status, r.Body)
+	}
+	if r := req(""); r.Status != 200 { // the proxy's own requests are not counted per client
+		t.Fatalf("proxy without X-Forwarded-For: %d %s", r.Status, r.Body)
+	}
+	// A's slow body times out; its place comes back.
+	if !waitFor(5*time.Second, func() bool { return req("203.0.113.5").Status == 200 }) {
+		t.Fatal("the client's place did not come back")
+	}
+}

@@ -129,8 +129,12 @@ type Server struct {
 	// oversizedN counts oversized's entries, so that headerReceived clears a stale one (its
 	// client closed before the first read failed) only when there may be any.
 	oversizedN atomic.Int64
-	streams    streamSet     // streams being relayed (drain.go)
-	admission  nodeAdmission // accounts this node's country admits (nodecountry.go)
+	// proxied counts the requests in handling per client address of clients behind a
+	// trusted proxy (nil without trusted proxies): the per-address cap of the listener
+	// cannot see them.
+	proxied   *edge.Counter
+	streams   streamSet     // streams being relayed (drain.go)
+	admission nodeAdmission // accounts this node's country admits (nodecountry.go)
 }
 
 // New validates cfg and builds a Server.
@@ -177,6 +181,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics = metrics.NewSet()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, metrics: newRequestMetrics(cfg.Metrics)}
+	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
+		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
+	}
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
 	}
@@ -303,6 +310,18 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.SetConnectionClose()
 		writeError(ctx, errFraming)
 		return
+	}
+	if s.proxied != nil {
+		if key, ok := s.proxiedClient(ctx); ok {
+			if !s.proxied.Acquire(key) {
+				writeError(ctx, errTooManyAddrRequests)
+				if bodyLeft(ctx) {
+					ctx.SetConnectionClose()
+				}
+				return
+			}
+			defer s.proxied.Release(key)
+		}
 	}
 	s.router.Handler(ctx)
 	if bodyLeft(ctx) {
