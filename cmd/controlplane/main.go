@@ -27,6 +27,7 @@ import (
 	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/controlplane/payments"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/retention"
@@ -46,6 +47,8 @@ type config struct {
 	topupSuccessURL, topupCancelURL                     string
 	// Admin listener, token files, snapshot signing and TLS (issue 12).
 	link linkConfig
+	// Private ops listener: metrics and probes (issue 15).
+	ops opsConfig
 }
 
 func parseFlags(args []string) (config, error) {
@@ -69,6 +72,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
 	c.link.register(fs)
+	c.ops.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return c, err
 	}
@@ -98,11 +102,18 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: log})
+	metrics := opsmetrics.New()
+	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: log,
+		Metrics: metrics})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	ops, err := startOps(cfg.ops, metrics, st, log)
+	if err != nil {
+		return err
+	}
+	defer ops.stop()
 	var limits snapshot.Limits
 	if cfg.defaultLimitsFile != "" {
 		b, err := os.ReadFile(cfg.defaultLimitsFile)
@@ -117,11 +128,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits, Signer: signer, Reissue: cfg.link.reissue})
+	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits, Signer: signer, Reissue: cfg.link.reissue, Metrics: metrics})
 	if err != nil {
 		return err
 	}
-	ret, err := retention.New(retention.Config{Store: st, Days: cfg.retentionDays, Logger: log})
+	watch(metrics, st, pub, log)
+	ret, err := retention.New(retention.Config{Store: st, Days: cfg.retentionDays, Logger: log, OnDeleted: metrics.RetentionDeleted})
 	if err != nil {
 		return err
 	}
@@ -180,6 +192,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Info("shutting down")
 	case err = <-serveErr:
 	}
+	ops.beginDrain()
 	// Stop accepting, let in-flight requests (usage batches) finish; after a short grace
 	// period cancel what is still running, which ends long-polls at once. A batch cut off
 	// here is rolled back and resent by its node.

@@ -51,7 +51,23 @@ type Config struct {
 	// Logger (default slog.Default()) and clock (default time.Now).
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Metrics receives compile times and published snapshots (default: none).
+	Metrics Metrics
 }
+
+// Metrics receives the publisher's figures (the control plane's ops metrics implement it).
+type Metrics interface {
+	// SnapshotCompiled is called after every compile with its time and error.
+	SnapshotCompiled(d time.Duration, err error)
+	// SnapshotPublished is called when a snapshot (or a re-issue) replaces the current
+	// one, with its version and the size of its JSON encoding.
+	SnapshotPublished(version int64, size int)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) SnapshotCompiled(time.Duration, error) {}
+func (noMetrics) SnapshotPublished(int64, int)          {}
 
 // Current is a compiled, signed snapshot with its JSON encoding and the hash of its content
 // without balances (snapshot.StructureHash).
@@ -110,6 +126,9 @@ func New(cfg Config) (*Publisher, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	if cfg.Signer != nil && len(cfg.Signer) != ed25519.PrivateKeySize {
 		return nil, errors.New("publish: signer is not an ed25519 private key")
@@ -194,7 +213,9 @@ func (p *Publisher) Kick() {
 // Refresh compiles now and publishes the result, signed, if its version or structure
 // differs from the current one or the current one is due for re-issue.
 func (p *Publisher) Refresh(ctx context.Context) error {
+	start := time.Now()
 	snap, err := p.cfg.Store.CompileSnapshot(ctx, p.cfg.DefaultLimits)
+	p.cfg.Metrics.SnapshotCompiled(time.Since(start), err)
 	if err != nil {
 		return err
 	}
@@ -231,6 +252,7 @@ func (p *Publisher) Refresh(ctx context.Context) error {
 	p.cur = &Current{Snapshot: snap, JSON: b, StructHash: structHash}
 	close(p.changed)
 	p.changed = make(chan struct{})
+	p.cfg.Metrics.SnapshotPublished(snap.Version, len(b))
 	if reissue {
 		p.log.Debug("snapshot re-issued", "version", snap.Version, "issued_at", snap.IssuedAt)
 		return nil

@@ -39,6 +39,9 @@ type Config struct {
 	// Logger (default slog.Default()) and clock (default time.Now).
 	Logger *slog.Logger
 	Now    func() time.Time
+	// OnDeleted, when set, is told the rows each delete removed, by table ("records",
+	// "rejected_records"); the ops metrics count them.
+	OnDeleted func(table string, n int)
 }
 
 // Job is the retention job.
@@ -100,12 +103,15 @@ func (j *Job) RunOnce(ctx context.Context) (int, error) {
 	cutoff := j.cfg.Now().AddDate(0, 0, -j.cfg.Days)
 	total := 0
 	for _, step := range []struct {
-		what string
-		del  func(context.Context, time.Time, int) (int, error)
-	}{{"records", j.cfg.Store.DeleteRecordsBefore}, {"rejected records", j.cfg.Store.DeleteRejectedBefore}} {
+		what, table string
+		del         func(context.Context, time.Time, int) (int, error)
+	}{{"records", "records", j.cfg.Store.DeleteRecordsBefore}, {"rejected records", "rejected_records", j.cfg.Store.DeleteRejectedBefore}} {
 		for {
 			n, err := step.del(ctx, cutoff, j.cfg.BatchSize)
 			total += n
+			if n > 0 && j.cfg.OnDeleted != nil {
+				j.cfg.OnDeleted(step.table, n)
+			}
 			if err != nil {
 				return total, fmt.Errorf("retention: delete %s before %s: %w", step.what, cutoff.Format(time.RFC3339), err)
 			}

@@ -53,6 +53,7 @@ var minRecordTS = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 // rejection is a record the control plane does not accept.
 type rejection struct {
 	requestID, accountID string
+	code                 string // one of the Reject* reasons
 	reason               string
 	raw                  []byte
 }
@@ -87,7 +88,7 @@ func reject(r *usage.Record, raw []byte, code, format string, args ...any) rejec
 	if format != "" {
 		reason += ": " + fmt.Sprintf(format, args...)
 	}
-	return rejection{requestID: cleanText(clip(r.RequestID)), accountID: cleanText(clip(r.AccountID)), reason: cleanText(reason), raw: raw}
+	return rejection{requestID: cleanText(clip(r.RequestID)), accountID: cleanText(clip(r.AccountID)), code: code, reason: cleanText(reason), raw: raw}
 }
 
 func clip(s string) string {

@@ -60,6 +60,8 @@ type Config struct {
 	Now func() time.Time
 	// SkipMigrations leaves the schema alone (for tools that must not change it).
 	SkipMigrations bool
+	// Metrics receives the figures of every usage batch ingest (default: none).
+	Metrics IngestMetrics
 }
 
 // Store is the Postgres-backed state. It is safe for concurrent use.
@@ -85,6 +87,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {

@@ -49,7 +49,7 @@ func (s *Store) IngestRaw(ctx context.Context, nodeID, batchID string, raws []js
 			}
 			_ = json.Unmarshal(raw, &ids)
 			str := func(v any) string { s, _ := v.(string); return cleanText(clip(s)) }
-			bad = append(bad, rejection{requestID: str(ids.RequestID), accountID: str(ids.AccountID),
+			bad = append(bad, rejection{requestID: str(ids.RequestID), accountID: str(ids.AccountID), code: RejectUndecodable,
 				reason: cleanText(RejectUndecodable + ": " + err.Error()), raw: raw})
 			continue
 		}
@@ -89,6 +89,7 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 	slices.SortFunc(cands, func(a, b candidate) int { return cmpString(a.rec.RequestID, b.rec.RequestID) })
 	var reply usage.Reply
 	var rejected []rejection
+	start := time.Now()
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
 		accepted, rej, err := s.screen(ctx, tx, cands, bad)
 		if err != nil {
@@ -101,13 +102,17 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 		rejected = rej
 		return err
 	})
+	took := time.Since(start)
 	if err != nil {
+		s.cfg.Metrics.BatchIngested(IngestStats{Records: total, Duration: took, Err: err})
 		return usage.Reply{}, fmt.Errorf("ingest batch %q from %q: %w", batchID, nodeID, err)
 	}
 	s.noteRejections(nodeID, batchID, rejected)
 	reply.BatchID = batchID
 	reply.Rejected = len(rejected)
 	reply.Duplicates = total - reply.Inserted - len(rejected)
+	s.cfg.Metrics.BatchIngested(IngestStats{Records: total, Inserted: reply.Inserted, Duplicates: reply.Duplicates,
+		Rejected: rejectedByCode(rejected), Duration: took})
 	return reply, nil
 }
 
