@@ -138,7 +138,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	acfg := api.Config{Store: st, Snapshots: pub, AdminToken: cfg.adminToken, NodeTokens: strings.Split(cfg.nodeTokens, ","), Logger: log}
-	if err := addIntegrations(&acfg, cfg, st, log); err != nil {
+	if err := addIntegrations(&acfg, cfg, st, metrics, log); err != nil {
 		return err
 	}
 	handlers, err := api.New(acfg)
@@ -224,7 +224,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 
 // addIntegrations mounts the signup form, its admin review and the payment paths when
 // their settings are given.
-func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logger) error {
+func addIntegrations(a *api.Config, cfg config, st *store.Store, metrics *opsmetrics.Metrics, log *slog.Logger) error {
 	signups := signup.NewPGStore(st.Pool(), time.Now)
 	rev, err := signup.NewAdmin(signups, log)
 	if err != nil {
@@ -233,7 +233,7 @@ func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logge
 	a.Admin = rev.Routes()
 	if cfg.signupConfirmURL != "" || cfg.signupErrorURL != "" {
 		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.signupConfirmURL, ErrorURL: cfg.signupErrorURL,
-			Rate: rate.Limit(float64(cfg.signupPerMinute) / 60), Burst: cfg.signupPerMinute, Logger: log})
+			Rate: rate.Limit(float64(cfg.signupPerMinute) / 60), Burst: cfg.signupPerMinute, Logger: log, OnSubmission: metrics.Signup})
 		if err != nil {
 			return err
 		}
@@ -241,14 +241,14 @@ func addIntegrations(a *api.Config, cfg config, st *store.Store, log *slog.Logge
 	}
 	if cfg.stripeSecretKey != "" {
 		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey, APIBase: cfg.stripeAPIBase, Sessions: st,
-			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log})
+			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log, OnSession: metrics.TopupSession})
 		if err != nil {
 			return err
 		}
 		a.Topup = h
 	}
 	if cfg.stripeWebhookSecret != "" {
-		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, SecretKey: cfg.stripeSecretKey, Ledger: st, Logger: log})
+		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, SecretKey: cfg.stripeSecretKey, Ledger: st, Logger: log, OnEvent: metrics.WebhookEvent})
 		if err != nil {
 			return err
 		}

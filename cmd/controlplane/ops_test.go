@@ -122,8 +122,15 @@ func TestOpsListenerMetrics(t *testing.T) {
 	if version < 1 || size < 100 || lag != version {
 		t.Errorf("snapshot version %v, size %v, lag of n1 %v (it acknowledged 0)", version, size, lag)
 	}
-	if c := fams["gateway_cp_snapshot_compile_duration_seconds"]; c == nil || c.GetType() != dto.MetricType_HISTOGRAM {
+	if c := fams["gateway_cp_snapshot_compile_duration_seconds"]; c == nil || c.GetType() != dto.MetricType_HISTOGRAM ||
+		c.Metric[0].Histogram.GetSampleCount()+c.Metric[1].Histogram.GetSampleCount() < 1 {
 		t.Errorf("compile histogram: %v", c)
+	}
+	for _, name := range []string{"gateway_cp_signups_total", "gateway_cp_topup_sessions_total", "gateway_cp_retention_deleted_total",
+		"gateway_cp_db_pool_acquires_total", "gateway_cp_db_pool_acquire_wait_seconds_total", "go_goroutines"} {
+		if fams[name] == nil {
+			t.Errorf("%s missing from the scrape", name)
+		}
 	}
 }
 

@@ -105,6 +105,9 @@ func New() *Metrics {
 	for _, r := range []string{"created", "failed"} {
 		m.topups.WithLabelValues(r)
 	}
+	for _, o := range []string{"received", "rate_limited", "invalid", "honeypot", "error"} {
+		m.signups.WithLabelValues(o)
+	}
 	for _, t := range []string{"records", "rejected_records"} {
 		m.retention.WithLabelValues(t)
 	}

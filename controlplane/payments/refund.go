@@ -268,6 +268,7 @@ func (h *Webhook) serveChargeEvent(w http.ResponseWriter, r *http.Request, log *
 		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
 		return
 	}
+	noteOutcome(w, res.Outcome)
 	attrs := []any{"outcome", string(res.Outcome), "charge_id", ce.ChargeID, "payment_intent_id", ce.PaymentIntentID,
 		"dispute_id", ce.DisputeID, "refunded_ore", ce.RefundedOre, "disputed_ore", ce.DisputeOre, "livemode", ce.Livemode}
 	switch {

@@ -99,6 +99,9 @@ type TopupConfig struct {
 	MaxNetworkRetries int64
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// OnSession, when set, is told each checkout session attempt's result (created, or
+	// failed at the provider or when recording it); the ops metrics count them.
+	OnSession func(created bool)
 }
 
 // Topup serves POST /v1/service/topup.
@@ -205,6 +208,9 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	requestID := r.Header.Get(internalapi.HeaderRequestID)
 	url, err := t.createSession(r, account, amount, requestID)
+	if t.cfg.OnSession != nil {
+		t.cfg.OnSession(err == nil)
+	}
 	if err != nil {
 		t.logger.ErrorContext(r.Context(), "create checkout session",
 			"account_id", account, "amount_sek", amount, "request_id", requestID, "err", err)

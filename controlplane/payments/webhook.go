@@ -48,6 +48,10 @@ type WebhookConfig struct {
 	Tolerance time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// OnEvent, when set, is told each delivery's event type (a handled type, "other", or
+	// "none" when no event was read) and outcome (an Outcome, "ignored", "refused_request"
+	// or "error"); the ops metrics count them.
+	OnEvent func(eventType, outcome string)
 }
 
 // Webhook serves POST /v1/stripe/webhook.
@@ -86,8 +90,8 @@ func badSignature(msg string) *apierror.Error {
 	return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "invalid_signature", msg).WithParam(HeaderSignature)
 }
 
-// ServeHTTP verifies and applies one event.
-func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve verifies and applies one event (ServeHTTP reports it to OnEvent).
+func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r)
 		return
@@ -133,6 +137,7 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the event has no id"))
 		return
 	}
+	noteEvent(w, string(ev.Type))
 	log := h.log.With("event_id", ev.ID, "event_type", string(ev.Type))
 	var ce CheckoutEvent
 	switch string(ev.Type) {
@@ -157,6 +162,7 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
 		return
 	}
+	noteOutcome(w, res.Outcome)
 	attrs := []any{"outcome", string(res.Outcome), "checkout_session_id", ce.SessionID, "account_id", ce.AccountID,
 		"amount_ore", ce.AmountOre, "currency", ce.Currency, "payment_status", ce.PaymentStatus, "livemode", ce.Livemode,
 		"earlier_refund_or_dispute_events_applied", res.Replayed}

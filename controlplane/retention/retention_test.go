@@ -78,12 +78,13 @@ func TestRetentionDeletesOldRejectedRecords(t *testing.T) {
 	if rep, err := st.IngestBatch(ctx, b); err != nil || rep.Rejected != 7 {
 		t.Fatal(rep, err)
 	}
+	deleted := map[string]int{} // what OnDeleted was told, by table
 	for _, tc := range []struct {
 		ahead    time.Duration
 		wantLeft int64
 	}{{0, 7}, {91 * 24 * time.Hour, 0}} {
 		j, err := retention.New(retention.Config{Store: st, Days: 90, BatchSize: 3, Pause: time.Millisecond, Logger: log,
-			Now: func() time.Time { return time.Now().Add(tc.ahead) }})
+			Now: func() time.Time { return time.Now().Add(tc.ahead) }, OnDeleted: func(table string, n int) { deleted[table] += n }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,5 +94,8 @@ func TestRetentionDeletesOldRejectedRecords(t *testing.T) {
 		if _, total, err := st.ListRejected(ctx, 10); err != nil || total != tc.wantLeft {
 			t.Fatalf("%s ahead: %d rejected records left (%v), want %d", tc.ahead, total, err, tc.wantLeft)
 		}
+	}
+	if len(deleted) != 1 || deleted["rejected_records"] != 7 {
+		t.Errorf("OnDeleted told %v, want 7 rejected_records", deleted)
 	}
 }

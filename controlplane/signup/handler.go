@@ -45,6 +45,9 @@ type Config struct {
 	// Logger defaults to slog.Default(); Now to time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
+	// OnSubmission, when set, is told each submission's outcome: received, rate_limited,
+	// invalid, honeypot or error; the ops metrics count them.
+	OnSubmission func(outcome string)
 }
 
 // Handler serves POST /v1/service/signup.
@@ -120,6 +123,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if secs < 1 {
 			secs = 1
 		}
+		h.note("rate_limited")
 		writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
 			"too many access requests from this address; try again later").WithRetryAfter(secs))
 		return
@@ -131,6 +135,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &mbe) {
 			code = CodeTooLarge
 		}
+		h.note("invalid")
 		h.redirect(w, r, h.errorURL(code))
 		return
 	}
@@ -141,21 +146,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &fe) {
 			code = fe.Code
 		}
+		h.note("invalid")
 		h.redirect(w, r, h.errorURL(code))
 		return
 	}
 	if sub.Honeypot {
 		h.cfg.Logger.InfoContext(ctx, "signup honeypot filled; dropped", "client_addr", addr)
+		h.note("honeypot")
 		h.redirect(w, r, h.cfg.ConfirmURL)
 		return
 	}
 	if err := h.cfg.Store.CreateSignup(ctx, sub, addr); err != nil {
 		h.cfg.Logger.ErrorContext(ctx, "store signup", "client_addr", addr, "err", err)
+		h.note("error")
 		h.redirect(w, r, h.errorURL(CodeUnavailable))
 		return
 	}
 	h.cfg.Logger.InfoContext(ctx, "signup received", "client_addr", addr)
+	h.note("received")
 	h.redirect(w, r, h.cfg.ConfirmURL)
+}
+
+func (h *Handler) note(outcome string) {
+	if h.cfg.OnSubmission != nil {
+		h.cfg.OnSubmission(outcome)
+	}
 }
 
 func (h *Handler) redirect(w http.ResponseWriter, r *http.Request, to string) {

@@ -12,6 +12,7 @@
 #   GATEWAY_PAY_PORT  (12111) stripe-mock, the payment API's test double for local top-ups
 #   GATEWAY_PAY_HTTPS_PORT (12112) stripe-mock's HTTPS listener (loopback only; unused)
 #   GATEWAY_OPS_PORT  (9108)  data plane's private /metrics and /readyz
+#   GATEWAY_CP_OPS_PORT (9109) control plane's private /metrics, /livez and /readyz
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,6 +27,7 @@ SIM_PORT=${GATEWAY_SIM_PORT:-8090}
 PAY_PORT=${GATEWAY_PAY_PORT:-12111}
 PAY_HTTPS_PORT=${GATEWAY_PAY_HTTPS_PORT:-12112}
 OPS_PORT=${GATEWAY_OPS_PORT:-9108}
+CP_OPS_PORT=${GATEWAY_CP_OPS_PORT:-9109}
 CATALOG=${GATEWAY_CATALOG:-configs/catalog.demo.yaml}
 
 mkdir -p "$DATA/logs"
@@ -141,7 +143,7 @@ GATEWAY_TOPUP_SUCCESS_URL="http://127.0.0.1:$DP_PORT/docs?topup=done" \
 GATEWAY_TOPUP_CANCEL_URL="http://127.0.0.1:$DP_PORT/docs?topup=cancelled" \
 GATEWAY_SIGNUP_CONFIRM_URL="http://127.0.0.1:$DP_PORT/docs?signup=received" \
 GATEWAY_SIGNUP_ERROR_URL="http://127.0.0.1:$DP_PORT/docs?signup=error" \
-  "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+  "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" --ops-listen "127.0.0.1:$CP_OPS_PORT" \
   --default-limits-file configs/limits.default.yaml \
   >"$DATA/logs/controlplane.log" 2>&1 &
 pids+=($!)
@@ -213,7 +215,8 @@ Try:
     -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \\
     -d '{"model":"llama-3.1-8b-instruct","messages":[{"role":"user","content":"Hej!"}]}'
 
-Metrics: http://127.0.0.1:$OPS_PORT/metrics (spool depth and age, snapshot version).
+Metrics: http://127.0.0.1:$OPS_PORT/metrics (data plane: spool depth and age, snapshot version),
+         http://127.0.0.1:$CP_OPS_PORT/metrics (control plane: ingest, nodes, snapshots, payments, pool).
 Logs: $DATA/logs/. Press Ctrl-C to stop everything.
 MSG
 
