@@ -3,10 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/internal/proc"
 	"github.com/sekgate/gateway/controlplane/pgtest"
-	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/internal/harness"
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // Model is the canonical model ID the benchmark catalogue serves. The simulator accepts any
@@ -48,13 +44,12 @@ type Stack struct {
 	// PostgresPID is the postmaster's process ID (0 when not found, e.g. an external server).
 	PostgresPID int
 
-	cfg        StackConfig
-	pg         *pgtest.Cluster
-	procs      []*Proc
-	adminToken string
-	nodeToken  string
-	adminAddr  string // the control plane's admin listener
-	client     *http.Client
+	cfg       StackConfig
+	pg        *pgtest.Cluster
+	procs     proc.Group
+	admin     harness.Admin // the control plane's admin API
+	nodeToken string
+	client    *http.Client
 }
 
 // Start brings the stack up. On error everything started so far is stopped.
@@ -73,8 +68,9 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.WorkDir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	s := &Stack{cfg: cfg, adminToken: "adm_" + randHex(16), nodeToken: "node_" + randHex(16),
-		client: &http.Client{Timeout: 30 * time.Second}}
+	client := &http.Client{Timeout: 30 * time.Second}
+	s := &Stack{cfg: cfg, admin: harness.Admin{Token: harness.Token("adm_"), Client: client}, nodeToken: harness.Token("node_"),
+		client: client, procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -87,46 +83,39 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, fmt.Errorf("stack: postgres: %w", err)
 	}
 	s.PostgresPID = findChild(os.Getpid(), "postgres")
-	dbURL, err := s.pg.CreateDatabase(pctx, "bench")
+	dbURL, runtimeURL, err := harness.Database(pctx, s.pg, "bench") // migrate as the owner, serve as the runtime role
 	if err != nil {
-		return nil, fmt.Errorf("stack: create database: %w", err)
-	}
-	runtimeURL, err := s.pg.RuntimeURL(pctx, dbURL) // migrate as the owner, serve as the runtime role
-	if err != nil {
-		return nil, fmt.Errorf("stack: runtime role: %w", err)
+		return nil, fmt.Errorf("stack: %w", err)
 	}
 
-	privFile, pubFile, err := writeSigningKeys(cfg.WorkDir)
+	privFile, pubFile, err := harness.WriteSigningKeys(cfg.WorkDir)
 	if err != nil {
 		return nil, err
 	}
 	addrs := make([]string, 5)
 	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
+		if addrs[i], err = proc.FreeAddr(); err != nil {
 			return nil, err
 		}
 	}
-	// Latency knobs are zero: the benchmark measures the gateway, not sleeps. Flags given on
-	// the command line win over any GATEWAY_SIM_* variable in the environment.
+	// Latency knobs are zero: the benchmark measures the gateway, not sleeps.
 	s.step("starting simulator, control plane and bare proxy")
-	if s.Sim, err = s.spawn("simulator", addrs[0], "--listen", addrs[0], "--name", "bench",
-		"--latency-ms", "0", "--ttft-ms", "0", "--tokens-per-second", "0", "--error-rate", "0", "--status", "0"); err != nil {
+	if s.Sim, err = s.procs.Start("simulator", "simulator", addrs[0], harness.SimulatorArgs(addrs[0], "bench")...); err != nil {
 		return nil, err
 	}
-	s.adminAddr = addrs[4]
-	if s.CP, err = s.spawn("controlplane", addrs[1], "--listen", addrs[1], "--admin-listen", s.adminAddr, "--database-url", runtimeURL, "--migrate-database-url", dbURL,
-		"--admin-token", s.adminToken, "--node-tokens", s.nodeToken, "--snapshot-signing-key-file", privFile, "--log-level", "warn"); err != nil {
+	s.admin.URL = "http://" + addrs[4]
+	if s.CP, err = s.procs.Start("controlplane", "controlplane", addrs[1], harness.ControlPlane{Listen: addrs[1], AdminListen: addrs[4],
+		DatabaseURL: runtimeURL, MigrateDatabaseURL: dbURL, AdminToken: s.admin.Token, NodeTokens: s.nodeToken,
+		SigningKeyFile: privFile, LogLevel: "warn"}.Args()...); err != nil {
 		return nil, err
 	}
-	if s.Bare, err = s.spawn("bareproxy", addrs[2], "--listen", addrs[2], "--upstream", addrs[0]); err != nil {
+	if s.Bare, err = s.procs.Start("bareproxy", "bareproxy", addrs[2], "--listen", addrs[2], "--upstream", addrs[0]); err != nil {
 		return nil, err
 	}
 	if err := s.waitHTTP(ctx, s.Sim, "GET", "/healthz", "", 200); err != nil {
 		return nil, err
 	}
-	// Both listeners are bound before either serves: the node listener's answer means the
-	// admin listener accepts too.
-	if err := s.waitHTTP(ctx, s.CP, "GET", "/healthz", "", 200); err != nil {
+	if err := harness.WaitControlPlane(ctx, s.client, s.CP, s.admin, 60*time.Second); err != nil {
 		return nil, err
 	}
 
@@ -136,11 +125,11 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	}
 
 	s.step("starting the data plane")
-	if s.DP, err = s.spawn("dataplane", addrs[3], "--listen", addrs[3], "--control-plane-url", s.CP.URL(),
-		"--node-token", s.nodeToken, "--snapshot-public-key-file", pubFile, "--node-id", "bench-1", "--data-dir", filepath.Join(cfg.WorkDir, "node"),
+	if s.DP, err = s.procs.Start("dataplane", "dataplane", addrs[3], harness.DataPlane{Listen: addrs[3], ControlPlaneURL: s.CP.URL(),
+		NodeToken: s.nodeToken, PublicKeyFile: pubFile, NodeID: "bench-1", DataDir: filepath.Join(cfg.WorkDir, "node"),
+		LogLevel: "warn"}.Args(
 		// One load generator on one address opens up to 10,000 streams: no connection caps.
-		"--max-conns", "-1", "--max-conns-per-addr", "-1",
-		"--log-level", "warn"); err != nil {
+		"--max-conns", "-1", "--max-conns-per-addr", "-1")...); err != nil {
 		return nil, err
 	}
 	if err := s.waitHTTP(ctx, s.DP, "GET", "/v1/models", "Bearer "+s.Key, 200); err != nil {
@@ -156,22 +145,9 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 
 func (s *Stack) step(msg string) { fmt.Fprintf(s.cfg.Progress, "  stack: %s\n", msg) }
 
-func (s *Stack) spawn(name, addr string, args ...string) (*Proc, error) {
-	p, err := proc.Start(proc.Spec{Name: name, Bin: filepath.Join(s.cfg.BinDir, name), Addr: addr, Args: args,
-		LogDir: filepath.Join(s.cfg.WorkDir, "logs")})
-	if err != nil {
-		return nil, err
-	}
-	s.procs = append(s.procs, p)
-	return p, nil
-}
-
 // Close stops the processes (SIGTERM, then SIGKILL after 10 s) and Postgres.
 func (s *Stack) Close() {
-	for i := len(s.procs) - 1; i >= 0; i-- {
-		s.procs[i].Stop(10 * time.Second)
-	}
-	s.procs = nil
+	s.procs.StopAll(10 * time.Second)
 	if s.pg != nil {
 		if err := s.pg.Stop(); err != nil {
 			fmt.Fprintf(s.cfg.Progress, "  stack: stop postgres: %v\n", err)
@@ -181,92 +157,30 @@ func (s *Stack) Close() {
 }
 
 // Alive returns an error naming the first stack process that has exited.
-func (s *Stack) Alive() error {
-	for _, p := range s.procs {
-		if p.Exited() {
-			return fmt.Errorf("%s exited (%v); see its log", p.Name, p.Err())
-		}
-	}
-	return nil
-}
+func (s *Stack) Alive() error { return s.procs.Alive() }
 
 func (s *Stack) waitHTTP(ctx context.Context, p *Proc, method, path, auth string, want int) error {
 	return proc.WaitHTTP(ctx, s.client, p, method, path, auth, want, 60*time.Second)
 }
 
-// admin calls the control plane's admin API and decodes the JSON answer into out.
-func (s *Stack) admin(ctx context.Context, method, path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+s.adminAddr+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%s %s: decode %s: %w", method, path, body, err)
-		}
-	}
-	return nil
-}
-
 // Catalog returns the benchmark catalogue: one chat model served by the simulator at
 // simAddr, with room for the open-streams scenario's connections and slow streams.
 func Catalog(simAddr string) map[string]any {
-	return map[string]any{"models": []map[string]any{{
-		"id": Model, "aliases": []string{}, "endpoint": "/v1/chat/completions", "created": 1735689600,
-		"context_tokens": 131072, "tokenizer": "words",
-		"input_ore_per_million_tokens": 1, "output_ore_per_million_tokens": 1,
-		"routes": []map[string]any{{
-			"id": "bench-sim", "provider": "simulator", "base_url": "http://" + simAddr + "/v1",
-			"protocols": []string{"/v1/chat/completions"}, "translate": false,
-			"region": "se-local", "country": "SE", "priority": 0, "weight": 1,
-			"max_conns": 20000, "idle_timeout_ms": 120000, "total_timeout_ms": 900000,
-		}},
-	}}}
+	return harness.Catalog(harness.SimModel{ID: Model, RouteID: "bench-sim", Upstream: simAddr, InOre: 1, OutOre: 1,
+		ContextTokens: 131072, MaxConns: 20000, IdleTimeoutMS: 120000, TotalTimeoutMS: 900000})
 }
 
 func (s *Stack) provision(ctx context.Context, simAddr string) error {
-	if err := s.admin(ctx, "PUT", "/admin/v1/catalog", Catalog(simAddr), nil); err != nil {
-		return fmt.Errorf("load catalogue: %w", err)
-	}
-	var acct struct {
-		ID string `json:"id"`
-	}
-	if err := s.admin(ctx, "POST", "/admin/v1/accounts", map[string]any{"customer": "Bench AB", "residency": "se"}, &acct); err != nil {
+	if err := s.admin.LoadCatalog(ctx, Catalog(simAddr)); err != nil {
 		return err
 	}
 	// Prices are 1 öre per million tokens: a million SEK outlasts any run.
-	if err := s.admin(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/credits",
-		map[string]any{"amount_sek": "1000000.00", "note": "benchmark credit"}, nil); err != nil {
+	a, err := s.admin.NewAccount(ctx, harness.AccountSpec{Customer: "Bench AB", Residency: "se",
+		CreditSEK: "1000000.00", CreditNote: "benchmark credit", Models: []string{Model}, KeyName: "bench"})
+	if err != nil {
 		return err
 	}
-	if err := s.admin(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/models", map[string]any{"models": []string{Model}}, nil); err != nil {
-		return err
-	}
-	var key struct {
-		Secret string `json:"secret"`
-	}
-	if err := s.admin(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/keys", map[string]any{"name": "bench"}, &key); err != nil {
-		return err
-	}
-	if key.Secret == "" {
-		return errors.New("create key: no secret in the answer")
-	}
-	s.Key = key.Secret
+	s.Key = a.Key
 	return nil
 }
 
@@ -292,29 +206,4 @@ func (s *Stack) smoke(ctx context.Context, p *Proc) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func freeAddr() (string, error) { return proc.FreeAddr() }
-
-// writeSigningKeys writes a fresh snapshot signing key pair (PEM) into dir.
-func writeSigningKeys(dir string) (priv, pub string, err error) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	pk, pubk, err := snapshot.MarshalKeyPair(key)
-	if err != nil {
-		return "", "", err
-	}
-	priv, pub = filepath.Join(dir, "snapshot-signing.pem"), filepath.Join(dir, "snapshot-signing.pub")
-	if err := os.WriteFile(priv, pk, 0o600); err != nil {
-		return "", "", err
-	}
-	return priv, pub, os.WriteFile(pub, pubk, 0o600)
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -1,6 +1,6 @@
 // Package proc runs the gateway's binaries as child processes for harnesses (the
-// benchmark, make chaos): start with a log file, stop, kill, start again with the same
-// arguments, wait for an HTTP answer.
+// benchmark, make chaos, the conformance suite): start with a log file, stop, kill, start
+// again with the same arguments, wait for an HTTP answer.
 package proc
 
 import (
@@ -178,13 +178,35 @@ func FreeAddr() (string, error) {
 // WaitHTTP polls method p.URL()+path (with the Authorization header auth, when set) until
 // it answers want, the process exits, ctx ends or timeout passes.
 func WaitHTTP(ctx context.Context, client *http.Client, p *Proc, method, path, auth string, want int, timeout time.Duration) error {
+	err := WaitURL(ctx, client, method, p.URL()+path, auth, want, timeout, func() error {
+		if p.Exited() {
+			return fmt.Errorf("exited before answering (%v); see %s", p.Err(), p.logPath)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// WaitURL polls method url (with the Authorization header auth, when set) every 100 ms
+// until it answers want, ctx ends, timeout passes or gone (when not nil) returns an error:
+// gone says whether a process the answer depends on has ended, so a crash fails the wait
+// at once instead of after its timeout.
+func WaitURL(ctx context.Context, client *http.Client, method, url, auth string, want int, timeout time.Duration, gone func() error) error {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
-		if p.Exited() {
-			return fmt.Errorf("%s exited before answering (%v); see %s", p.Name, p.Err(), p.logPath)
+		if gone != nil {
+			if err := gone(); err != nil {
+				return err
+			}
 		}
-		req, _ := http.NewRequestWithContext(ctx, method, p.URL()+path, nil)
+		req, err := http.NewRequestWithContext(ctx, method, url, nil)
+		if err != nil {
+			return err
+		}
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
@@ -201,9 +223,9 @@ func WaitHTTP(ctx context.Context, client *http.Client, p *Proc, method, path, a
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%s %s did not answer %d (last: %s): %w", method, url, want, last, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s did not answer %s %s with %d within %s (last: %s)", p.Name, method, path, want, timeout, last)
+	return fmt.Errorf("%s %s did not answer %d within %s (last: %s)", method, url, want, timeout, last)
 }

@@ -1,0 +1,157 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
+)
+
+// Admin is a client of the control plane's admin API.
+type Admin struct {
+	// URL is the admin listener's http://host:port.
+	URL string
+	// Token is the admin token.
+	Token string
+	// Client sends the requests (default http.DefaultClient).
+	Client *http.Client
+}
+
+// Reply is a fully read answer.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (a Admin) client() *http.Client {
+	if a.Client == nil {
+		return http.DefaultClient
+	}
+	return a.Client
+}
+
+// Do sends in (JSON; no body when nil) to method path and returns the answer, whatever
+// its status.
+func (a Admin) Do(ctx context.Context, method, path string, in any) (Reply, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return Reply{}, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, body)
+	if err != nil {
+		return Reply{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.client().Do(req)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// Call sends in to method path, fails unless the status is 2xx, and decodes the answer
+// into out (when not nil).
+func (a Admin) Call(ctx context.Context, method, path string, in, out any) error {
+	r, err := a.Do(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	if r.Status/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s: %s", method, path, r.Status, http.StatusText(r.Status), r.Body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Body, out); err != nil {
+			return fmt.Errorf("%s %s: decode %s: %w", method, path, r.Body, err)
+		}
+	}
+	return nil
+}
+
+// WaitControlPlane waits up to timeout until cp's node listener answers /healthz and its
+// admin API serves a compiled snapshot, failing at once when cp exits.
+func WaitControlPlane(ctx context.Context, client *http.Client, cp *proc.Proc, admin Admin, timeout time.Duration) error {
+	if err := proc.WaitHTTP(ctx, client, cp, "GET", "/healthz", "", 200, timeout); err != nil {
+		return err
+	}
+	err := proc.WaitURL(ctx, client, "GET", admin.URL+"/admin/v1/snapshot", "Bearer "+admin.Token, 200, timeout, func() error {
+		if cp.Exited() {
+			return fmt.Errorf("%s exited (%v); see %s", cp.Name, cp.Err(), cp.LogPath())
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("control plane admin API: %w", err)
+	}
+	return nil
+}
+
+// LoadCatalog replaces the catalogue.
+func (a Admin) LoadCatalog(ctx context.Context, catalog any) error {
+	if err := a.Call(ctx, "PUT", "/admin/v1/catalog", catalog, nil); err != nil {
+		return fmt.Errorf("load catalogue: %w", err)
+	}
+	return nil
+}
+
+// AccountSpec says what account NewAccount creates.
+type AccountSpec struct {
+	Customer  string
+	Residency string
+	// CreditSEK is the credit given, an exact decimal string ("100000.00").
+	CreditSEK string
+	// CreditNote is the credit's note.
+	CreditNote string
+	// Models are enabled for the account.
+	Models []string
+	// KeyName names its API key.
+	KeyName string
+}
+
+// Account is an account with its API key.
+type Account struct {
+	ID, Key string
+}
+
+// NewAccount creates an account, credits it, enables its models and creates its key.
+func (a Admin) NewAccount(ctx context.Context, sp AccountSpec) (Account, error) {
+	var acct struct {
+		ID string `json:"id"`
+	}
+	if err := a.Call(ctx, "POST", "/admin/v1/accounts", map[string]any{"customer": sp.Customer, "residency": sp.Residency}, &acct); err != nil {
+		return Account{}, err
+	}
+	if err := a.Call(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/credits",
+		map[string]any{"amount_sek": sp.CreditSEK, "note": sp.CreditNote}, nil); err != nil {
+		return Account{}, err
+	}
+	if err := a.Call(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/models", map[string]any{"models": sp.Models}, nil); err != nil {
+		return Account{}, err
+	}
+	var key struct {
+		Secret string `json:"secret"`
+	}
+	if err := a.Call(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/keys", map[string]any{"name": sp.KeyName}, &key); err != nil {
+		return Account{}, err
+	}
+	if key.Secret == "" {
+		return Account{}, errors.New("create key: no secret in the answer")
+	}
+	return Account{ID: acct.ID, Key: key.Secret}, nil
+}

@@ -1,0 +1,49 @@
+package proc
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Group is the set of processes a harness started, stopped together in reverse order.
+// It is not safe for concurrent use; its processes are.
+type Group struct {
+	// BinDir holds the executables.
+	BinDir string
+	// LogDir receives each process's <name>.log.
+	LogDir string
+
+	procs []*Proc
+}
+
+// Start starts BinDir/bin as name, listening on addr, and adds it to the group.
+func (g *Group) Start(name, bin, addr string, args ...string) (*Proc, error) {
+	p, err := Start(Spec{Name: name, Bin: filepath.Join(g.BinDir, bin), Addr: addr, Args: args, LogDir: g.LogDir})
+	if err != nil {
+		return nil, err
+	}
+	g.procs = append(g.procs, p)
+	return p, nil
+}
+
+// Alive returns an error naming the first process of the group that has exited.
+func (g *Group) Alive() error {
+	for _, p := range g.procs {
+		if p.Exited() {
+			return fmt.Errorf("%s exited (%v); see its log", p.Name, p.Err())
+		}
+	}
+	return nil
+}
+
+// StopAll stops every running process, the last started first (SIGTERM, then SIGKILL
+// after grace), and empties the group.
+func (g *Group) StopAll(grace time.Duration) {
+	for i := len(g.procs) - 1; i >= 0; i-- {
+		if !g.procs[i].Exited() {
+			g.procs[i].Stop(grace)
+		}
+	}
+	g.procs = nil
+}
