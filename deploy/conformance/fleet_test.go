@@ -1,0 +1,152 @@
+package conformance
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A fleet on one host: one control plane and a data plane per region (se-sto in Sweden,
+// eu-fra in Germany, us-any in the US), each node started with --country. An account is
+// served only by nodes inside its residency policy and refused by the others with 403
+// naming its region; usage from every node lands exactly once; a revoked key is refused
+// by every node within a second.
+
+var fleetURLs = map[string]string{"se": "https://se.gateway.example", "eu": "https://eu.gateway.example", "any": "https://gateway.example"}
+
+// regionalNode starts a data plane of the ops stack in country and returns its base URL.
+func (o *opsStack) regionalNode(t *testing.T, name, country string) string {
+	t.Helper()
+	addr, _ := freeAddr()
+	if err := o.spawn("dataplane", name, []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
+		"--listen", addr, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey,
+		"--node-id", name, "--data-dir", filepath.Join(o.dir, name), "--snapshot-wait", "10s",
+		"--usage-batch-interval", "50ms", "--country", country,
+		"--region-urls", "se="+fleetURLs["se"]+",eu="+fleetURLs["eu"]+",any="+fleetURLs["any"]); err != nil {
+		t.Fatal(err)
+	}
+	o.wait(t, "http://"+addr+"/healthz")
+	return "http://" + addr
+}
+
+// getAt and postAt send a request to the node at url instead of the stack's data plane.
+func (o *opsStack) getAt(t *testing.T, url, path, key string) Response {
+	t.Helper()
+	prev := o.DataURL
+	o.DataURL = url
+	defer func() { o.DataURL = prev }()
+	return o.Do(t, "GET", path, key, nil, nil)
+}
+
+func (o *opsStack) postAt(t *testing.T, url, path, key string, v any) Response {
+	t.Helper()
+	prev := o.DataURL
+	o.DataURL = url
+	defer func() { o.DataURL = prev }()
+	return o.Post(t, path, key, v)
+}
+
+func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
+	o := newOpsStack(t)
+	o.stop(t, o.dp, false)
+	nodes := map[string]string{
+		"se-sto": o.regionalNode(t, "se-sto", "SE"),
+		"eu-fra": o.regionalNode(t, "eu-fra", "DE"),
+		"us-any": o.regionalNode(t, "us-any", "US"),
+	}
+	o.DataURL = nodes["se-sto"] // admits every policy: NewAccount waits for its keys there
+	accts := map[string]Account{"se": o.NewAccount(t, "se", 100, modelChat), "eu": o.NewAccount(t, "eu", 100, modelChat)}
+
+	served := map[string][]string{"se": {"se-sto"}, "eu": {"se-sto", "eu-fra"}}
+	for policy, a := range accts {
+		for node, url := range nodes {
+			ok := strings.Contains(strings.Join(served[policy], ","), node)
+			want := 403
+			if ok {
+				want = 200
+			}
+			// Each node has the key once it answers something other than 401.
+			var r Response
+			o.waitFor(t, node+" to know the key", func() bool {
+				r = o.getAt(t, url, "/v1/models", a.Key)
+				return r.Status != 401
+			})
+			if r.Status != want {
+				t.Errorf("%s account at %s: %d %s, want %d", policy, node, r.Status, r.Body, want)
+				continue
+			}
+			if ok {
+				continue
+			}
+			var env struct {
+				Error struct {
+					Code string `json:"code"`
+				} `json:"error"`
+				DocURL string `json:"documentation_url"`
+			}
+			if json.Unmarshal(r.Body, &env) != nil || env.Error.Code != "residency_unsatisfiable" || env.DocURL != fleetURLs[policy] {
+				t.Errorf("%s account at %s: %s, want residency_unsatisfiable naming %s", policy, node, r.Body, fleetURLs[policy])
+			}
+			if r := o.postAt(t, url, "/v1/chat/completions", a.Key, chatReq(modelChat)); r.Status != 403 {
+				t.Errorf("%s account inference at %s: %d", policy, node, r.Status)
+			}
+		}
+	}
+
+	// Usage from every node that serves the eu account lands once each.
+	var ids []string
+	for _, node := range served["eu"] {
+		for range 3 {
+			r := o.postAt(t, nodes[node], "/v1/chat/completions", accts["eu"].Key, chatReq(modelChat))
+			if r.Status != 200 {
+				t.Fatalf("eu account at %s: %d %s", node, r.Status, r.Body)
+			}
+			ids = append(ids, r.Header.Get("X-Request-Id"))
+		}
+	}
+	var recs []map[string]any
+	o.waitFor(t, "every node's records", func() bool {
+		r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts["eu"].Key, nil, nil)
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil {
+			return false
+		}
+		recs = list.Data
+		return len(recs) >= len(ids)
+	})
+	time.Sleep(300 * time.Millisecond) // a second copy of any record would be listed by now
+	r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts["eu"].Key, nil, nil)
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil || len(list.Data) != len(ids) {
+		t.Fatalf("records: %d %d of %d: %.300s", r.Status, len(list.Data), len(ids), r.Body)
+	}
+	seen := map[string]int{}
+	for _, rec := range list.Data {
+		id, _ := rec["request_id"].(string)
+		seen[id]++
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("request %s has %d records, want 1", id, seen[id])
+		}
+	}
+
+	// A key revoked through the admin API is refused on every node within a second.
+	o.Admin(t, "POST", "/admin/v1/keys/"+accts["eu"].KeyID+"/revoke", nil)
+	start := time.Now()
+	for node, url := range nodes {
+		o.waitFor(t, "revocation at "+node, func() bool {
+			return o.getAt(t, url, "/v1/models", accts["eu"].Key).Status == http.StatusUnauthorized
+		})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("revocation reached every node after %v, want within 1s", d)
+	}
+}
