@@ -33,10 +33,9 @@ func (m *Metrics) Handler(ready Readiness, d *Drain, log *slog.Logger) http.Hand
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:           slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ErrorHandling:      promhttp.ContinueOnError,
-		Registry:           m.reg, // promhttp's own scrape counters, in the private registry
-		DisableCompression: false,
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.reg, // promhttp's own scrape counters, in the private registry
 	}))
 	text := func(w http.ResponseWriter, status int, s string) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
