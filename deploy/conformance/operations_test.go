@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/harness"
 )
 
 // The operational promises of the design, proven on a private deployment whose processes
@@ -36,7 +38,7 @@ func newOpsStack(t *testing.T) *opsStack {
 	o := &opsStack{Stack: &Stack{AdminToken: "adm_ops_0123456789abcdef0123456789ab", NodeToken: "node_ops_0123456789abcdef0123456789ab", dir: dir}, dbURL: dbURL,
 		nodeDir: filepath.Join(dir, "node")}
 	var err2 error
-	if o.SigningKey, o.PublicKey, err2 = writeSigningKeys(dir); err2 != nil {
+	if o.SigningKey, o.PublicKey, err2 = harness.WriteSigningKeys(dir); err2 != nil {
 		t.Fatal(err2)
 	}
 	t.Cleanup(func() {

@@ -8,13 +8,10 @@ package conformance
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,7 +25,8 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
-	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/internal/harness"
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 func TestMain(m *testing.M) {
@@ -105,14 +103,8 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) { return proc.FreeAddr() }
 
 func startStack() (_ *Stack, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -140,12 +132,8 @@ func startStack() (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dbURL, err := cluster.CreateDatabase(ctx, "conformance")
-	if err != nil {
-		return nil, err
-	}
 	// The control plane migrates as the schema owner and serves as the runtime role.
-	runtimeURL, err := cluster.RuntimeURL(ctx, dbURL)
+	dbURL, runtimeURL, err := harness.Database(ctx, cluster, "conformance")
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +146,7 @@ func startStack() (_ *Stack, err error) {
 			err = fmt.Errorf("%w (logs in %s)", err, dir)
 		}
 	}()
-	if s.SigningKey, s.PublicKey, err = writeSigningKeys(dir); err != nil {
+	if s.SigningKey, s.PublicKey, err = harness.WriteSigningKeys(dir); err != nil {
 		return nil, err
 	}
 	s.pay = httptest.NewServer(http.HandlerFunc(s.fakePayments))
@@ -171,23 +159,25 @@ func startStack() (_ *Stack, err error) {
 	deadAddr, _ := freeAddr() // nothing listens here: connections are refused
 	s.SimURL, s.BrokenURL, s.CPURL, s.AdminURL, s.DataURL = "http://"+simAddr, "http://"+brokenAddr, "http://"+cpAddr, "http://"+adminAddr, "http://"+dpAddr
 
-	if err := s.spawn("simulator", "simulator", nil, "--listen", simAddr, "--name", "sim"); err != nil {
+	if err := s.spawn("simulator", "simulator", nil, harness.SimulatorArgs(simAddr, "sim")...); err != nil {
 		return nil, err
 	}
-	if err := s.spawn("simulator", "simulator-broken", nil, "--listen", brokenAddr, "--name", "sim-broken", "--fail-after-events", "2"); err != nil {
+	if err := s.spawn("simulator", "simulator-broken", nil, harness.SimulatorArgs(brokenAddr, "sim-broken", "--fail-after-events", "2")...); err != nil {
 		return nil, err
 	}
+	// Database URLs and tokens go through the environment: the conformance stack proves
+	// that path of the configuration.
 	if err := s.spawn("controlplane", "controlplane", []string{"GATEWAY_DATABASE_URL=" + runtimeURL, "GATEWAY_MIGRATE_DATABASE_URL=" + dbURL, "GATEWAY_ADMIN_TOKEN=" + s.AdminToken, "GATEWAY_NODE_TOKENS=" + s.NodeToken},
-		"--listen", cpAddr, "--admin-listen", adminAddr, "--snapshot-signing-key-file", s.SigningKey,
-		"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL, "--signup-rate-per-minute", "1000",
-		"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,
-		"--stripe-webhook-secret", s.WebhookKey,
-		"--topup-success-url", "https://site.invalid/paid", "--topup-cancel-url", "https://site.invalid/cancelled"); err != nil {
+		harness.ControlPlane{Listen: cpAddr, AdminListen: adminAddr, SigningKeyFile: s.SigningKey}.Args(
+			"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL, "--signup-rate-per-minute", "1000",
+			"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,
+			"--stripe-webhook-secret", s.WebhookKey,
+			"--topup-success-url", "https://site.invalid/paid", "--topup-cancel-url", "https://site.invalid/cancelled")...); err != nil {
 		return nil, err
 	}
-	if err := s.spawn("dataplane", "dataplane", []string{"GATEWAY_NODE_TOKEN=" + s.NodeToken}, "--listen", dpAddr,
-		"--control-plane-url", s.CPURL, "--snapshot-public-key-file", s.PublicKey, "--node-id", "conformance-1", "--data-dir", filepath.Join(dir, "node"),
-		"--docs-url", s.DocsURL, "--snapshot-wait", "10s", "--usage-batch-interval", "50ms"); err != nil {
+	if err := s.spawn("dataplane", "dataplane", []string{"GATEWAY_NODE_TOKEN=" + s.NodeToken},
+		harness.DataPlane{Listen: dpAddr, ControlPlaneURL: s.CPURL, PublicKeyFile: s.PublicKey, NodeID: "conformance-1",
+			DataDir: filepath.Join(dir, "node")}.Args("--docs-url", s.DocsURL, "--snapshot-wait", "10s", "--usage-batch-interval", "50ms")...); err != nil {
 		return nil, err
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -202,23 +192,6 @@ func startStack() (_ *Stack, err error) {
 		return nil, fmt.Errorf("load catalogue: %v %d %s", err, r.Status, r.Body)
 	}
 	return s, nil
-}
-
-// writeSigningKeys writes a fresh snapshot signing key pair (PEM) into dir.
-func writeSigningKeys(dir string) (priv, pub string, err error) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	pk, pubk, err := snapshot.MarshalKeyPair(key)
-	if err != nil {
-		return "", "", err
-	}
-	priv, pub = filepath.Join(dir, "snapshot-signing.pem"), filepath.Join(dir, "snapshot-signing.pub")
-	if err := os.WriteFile(priv, pk, 0o600); err != nil {
-		return "", "", err
-	}
-	return priv, pub, os.WriteFile(pub, pubk, 0o600)
 }
 
 // Models of the conformance catalogue.
@@ -315,29 +288,14 @@ func (s *Stack) Stop() {
 // waitHTTP waits until url answers 200 (the admin token is sent along), failing early when
 // a process of the stack has exited.
 func (s *Stack) waitHTTP(ctx context.Context, url string) error {
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		req.Header.Set("Authorization", "Bearer "+s.AdminToken)
-		resp, err := http.DefaultClient.Do(req)
-		status := 0
-		if err == nil {
-			resp.Body.Close()
-			status = resp.StatusCode
-			if status == 200 {
-				return nil
-			}
-		}
+	return proc.WaitURL(ctx, http.DefaultClient, "GET", url, "Bearer "+s.AdminToken, 200, time.Hour, func() error {
 		for _, p := range s.procs {
 			if p.ProcessState != nil || p.Process.Signal(syscall.Signal(0)) != nil {
 				return fmt.Errorf("%s exited", p.Path)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer 200 (last: status %d, %v)", url, status, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // fakePayments is the payment provider's checkout-session API as far as the top-up needs it.
@@ -360,27 +318,8 @@ func (s *Stack) fakePayments(w http.ResponseWriter, r *http.Request) {
 
 // admin calls the admin API.
 func (s *Stack) admin(method, path string, body any) (Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return Response{}, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.AdminURL+path, rd)
-	if err != nil {
-		return Response{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return Response{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
+	r, err := harness.Admin{URL: s.AdminURL, Token: s.AdminToken}.Do(context.Background(), method, path, body)
+	return Response(r), err
 }
 
 // Admin calls the admin API and fails the test unless the status is 2xx.

@@ -11,9 +11,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -56,4 +58,23 @@ func Database(ctx context.Context, c *pgtest.Cluster, name string) (ownerURL, ru
 		return "", "", fmt.Errorf("runtime role: %w", err)
 	}
 	return ownerURL, runtimeURL, nil
+}
+
+// StartPostgres starts a throwaway Postgres cluster (allowing it 90 s) with a database for
+// dbName, and returns it with the schema owner's and the runtime role's URLs. The caller
+// stops the cluster; on error nothing is left running.
+func StartPostgres(ctx context.Context, dbName string) (_ *pgtest.Cluster, ownerURL, runtimeURL string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("postgres: %w", err)
+	}
+	if ownerURL, runtimeURL, err = Database(ctx, c, dbName); err != nil {
+		if serr := c.Stop(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return nil, "", "", err
+	}
+	return c, ownerURL, runtimeURL, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -150,5 +152,35 @@ func TestCatalogAcceptedByControlPlane(t *testing.T) {
 	}
 	if strings.Count(string(b), `"max_conns"`) != 1 || !strings.Contains(string(b), `"base_url":"http://127.0.0.1:2/v1"`) {
 		t.Fatalf("catalogue %s", b)
+	}
+}
+
+func TestStartPostgres(t *testing.T) {
+	ctx := context.Background()
+	c, owner, runtime, err := StartPostgres(ctx, "harness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	users := map[string]bool{}
+	for _, u := range []string{owner, runtime} {
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var who string
+		err = conn.QueryRow(ctx, "SELECT current_user").Scan(&who)
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[who] = true
+	}
+	if len(users) != 2 {
+		t.Fatalf("owner and runtime URLs connect as the same role: %v", users)
 	}
 }

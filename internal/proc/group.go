@@ -2,6 +2,7 @@ package proc
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -15,6 +16,16 @@ type Group struct {
 	LogDir string
 
 	procs []*Proc
+}
+
+// Prepare checks that BinDir holds every one of bins and creates LogDir.
+func (g *Group) Prepare(bins ...string) error {
+	for _, b := range bins {
+		if _, err := os.Stat(filepath.Join(g.BinDir, b)); err != nil {
+			return fmt.Errorf("binary %s: %w (build with make build first)", b, err)
+		}
+	}
+	return os.MkdirAll(g.LogDir, 0o755)
 }
 
 // Start starts BinDir/bin as name, listening on addr, and adds it to the group.

@@ -88,7 +88,13 @@ func TestGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := Group{BinDir: filepath.Dir(sleep), LogDir: t.TempDir()}
+	g := Group{BinDir: filepath.Dir(sleep), LogDir: filepath.Join(t.TempDir(), "logs")}
+	if err := g.Prepare(filepath.Base(sleep), "no-such-binary"); err == nil || !strings.Contains(err.Error(), "no-such-binary") {
+		t.Fatalf("Prepare with a missing binary: %v", err)
+	}
+	if err := g.Prepare(filepath.Base(sleep)); err != nil {
+		t.Fatal(err)
+	}
 	a, err := g.Start("a", filepath.Base(sleep), "", "60")
 	if err != nil {
 		t.Fatal(err)

@@ -60,33 +60,23 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	for _, b := range []string{"simulator", "controlplane", "dataplane", "bareproxy"} {
-		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
-			return nil, fmt.Errorf("stack: binary %s: %w (build with make build first)", b, err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(cfg.WorkDir, "logs"), 0o755); err != nil {
-		return nil, err
-	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	s := &Stack{cfg: cfg, admin: harness.Admin{Token: harness.Token("adm_"), Client: client}, nodeToken: harness.Token("node_"),
 		client: client, procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
+	if err := s.procs.Prepare("simulator", "controlplane", "dataplane", "bareproxy"); err != nil {
+		return nil, fmt.Errorf("stack: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
 	s.step("starting a throwaway Postgres cluster")
-	pctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if s.pg, err = pgtest.Start(pctx); err != nil {
-		return nil, fmt.Errorf("stack: postgres: %w", err)
-	}
-	s.PostgresPID = findChild(os.Getpid(), "postgres")
-	dbURL, runtimeURL, err := harness.Database(pctx, s.pg, "bench") // migrate as the owner, serve as the runtime role
-	if err != nil {
+	var dbURL, runtimeURL string // migrate as the owner, serve as the runtime role
+	if s.pg, dbURL, runtimeURL, err = harness.StartPostgres(ctx, "bench"); err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
+	s.PostgresPID = findChild(os.Getpid(), "postgres")
 
 	privFile, pubFile, err := harness.WriteSigningKeys(cfg.WorkDir)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,33 +69,22 @@ func (s *stack) step(format string, args ...any) {
 
 // startStack brings everything up; on error it stops what it started.
 func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
-	for _, b := range []string{"simulator", "controlplane", "dataplane"} {
-		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
-			return nil, fmt.Errorf("binary %s: %w (build with make build first)", b, err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(cfg.WorkDir, "logs"), 0o755); err != nil {
-		return nil, err
-	}
 	client := &http.Client{Timeout: 60 * time.Second}
 	s := &stack{cfg: cfg, client: client, admin: harness.Admin{Token: harness.Token("adm_"), Client: client},
 		procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
+	if err := s.procs.Prepare("simulator", "controlplane", "dataplane"); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
 	s.step("starting a throwaway Postgres cluster")
-	pctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if s.pg, err = pgtest.Start(pctx); err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	dbURL, runtimeURL, err := harness.Database(pctx, s.pg, "chaos") // migrate as the owner, serve as the runtime role
-	if err != nil {
+	var runtimeURL string // migrate as the owner (dbURL), serve as the runtime role
+	if s.pg, s.dbURL, runtimeURL, err = harness.StartPostgres(ctx, "chaos"); err != nil {
 		return nil, err
 	}
-	s.dbURL = dbURL
 	addr := func() string {
 		a, e := proc.FreeAddr()
 		if e != nil && err == nil {
