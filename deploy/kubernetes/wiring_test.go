@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/deploy/internal/binflags"
 )
@@ -96,6 +98,9 @@ func checkWorkload(t *testing.T, m manifest, w workload) {
 			checkOpsProbes(t, cid, c)
 			checkGracePeriod(t, m, cid, pod, c)
 		}
+		if binary == "controlplane" {
+			checkProbesServed(t, cid, c, opsmetrics.New().Handler(func(context.Context) error { return nil }, nil, nil))
+		}
 		if c.ReadinessProbe == nil || c.LivenessProbe == nil {
 			t.Errorf("%s: needs readiness and liveness probes", cid)
 		}
@@ -124,7 +129,13 @@ func checkWorkload(t *testing.T, m manifest, w workload) {
 // must be on the ops port and name paths it serves.
 func checkOpsProbes(t *testing.T, id string, c corev1.Container) {
 	t.Helper()
-	h := opsapi.Handler(noSnapshot{}, nil)
+	checkProbesServed(t, id, c, opsapi.Handler(noSnapshot{}, nil))
+}
+
+// checkProbesServed asks a plane's ops handler h for each probe's path: the probes must be
+// on the ops port and name paths h serves.
+func checkProbesServed(t *testing.T, id string, c corev1.Container, h http.Handler) {
+	t.Helper()
 	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
 		if p == nil || p.HTTPGet == nil {
 			continue
