@@ -52,7 +52,7 @@ func newOpsStack(t *testing.T) *opsStack {
 	o.adminAddr, _ = freeAddr()
 	o.dpAddr, _ = freeAddr()
 	o.SimURL, o.CPURL, o.AdminURL, o.DataURL = "http://"+simAddr, "http://"+o.cpAddr, "http://"+o.adminAddr, "http://"+o.dpAddr
-	if err := o.spawn("simulator", "simulator", nil, "--listen", simAddr, "--name", "sim"); err != nil {
+	if err := o.spawn("simulator", "simulator", nil, harness.SimulatorArgs(simAddr, "sim")...); err != nil {
 		t.Fatal(err)
 	}
 	o.startCP(t)
@@ -82,7 +82,7 @@ func (o *opsStack) startCP(t *testing.T) {
 	t.Helper()
 	if err := o.spawn("controlplane", fmt.Sprintf("controlplane-%d", len(o.procs)),
 		[]string{"GATEWAY_DATABASE_URL=" + o.dbURL, "GATEWAY_ADMIN_TOKEN=" + o.AdminToken, "GATEWAY_NODE_TOKENS=" + o.NodeToken},
-		"--listen", o.cpAddr, "--admin-listen", o.adminAddr, "--snapshot-signing-key-file", o.SigningKey); err != nil {
+		harness.ControlPlane{Listen: o.cpAddr, AdminListen: o.adminAddr, SigningKeyFile: o.SigningKey}.Args()...); err != nil {
 		t.Fatal(err)
 	}
 	o.cp = o.procs[len(o.procs)-1]
@@ -93,8 +93,8 @@ func (o *opsStack) startCP(t *testing.T) {
 func (o *opsStack) startDP(t *testing.T) {
 	t.Helper()
 	if err := o.spawn("dataplane", fmt.Sprintf("dataplane-%d", len(o.procs)), []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
-		"--listen", o.dpAddr, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey, "--node-id", "ops-1", "--data-dir", o.nodeDir,
-		"--snapshot-wait", "10s", "--usage-batch-interval", "50ms"); err != nil {
+		harness.DataPlane{Listen: o.dpAddr, ControlPlaneURL: o.CPURL, PublicKeyFile: o.PublicKey, NodeID: "ops-1", DataDir: o.nodeDir}.Args(
+			"--snapshot-wait", "10s", "--usage-batch-interval", "50ms")...); err != nil {
 		t.Fatal(err)
 	}
 	o.dp = o.procs[len(o.procs)-1]
