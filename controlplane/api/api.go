@@ -302,7 +302,7 @@ func (s *server) adminAuth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := bearer(r)
 		if !ok || !tokenMatches(tok, &s.adminDigest) {
-			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_admin_token",
+			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAdminToken,
 				"A valid admin token is required (Authorization: Bearer <token>)."))
 			return
 		}
@@ -323,7 +323,7 @@ func (s *server) nodeAuth(h http.HandlerFunc) http.Handler {
 			}
 		}
 		if !valid {
-			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_node_token",
+			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidNodeToken,
 				"A valid node token is required."))
 			return
 		}

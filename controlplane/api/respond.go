@@ -7,47 +7,26 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, internalError())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
-}
-
-func writeError(w http.ResponseWriter, e *apierror.Error) {
-	b := e.JSON(false)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	w.WriteHeader(e.Status)
-	w.Write(append(b, '\n'))
-}
-
-func internalError() *apierror.Error {
-	return apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error; try again later.")
-}
+// The answer writers are httpjson's; the short names keep the many handlers readable.
+var (
+	writeJSON     = httpjson.WriteJSON
+	writeError    = httpjson.WriteError
+	internalError = httpjson.Internal
+)
 
 func invalid(param, format string, args ...any) *apierror.Error {
 	return apierror.InvalidParam(param, fmt.Sprintf(format, args...))
 }
 
 func notFound(what string) *apierror.Error {
-	return apierror.New(http.StatusNotFound, apierror.TypeNotFound, "not_found", what+" not found.")
+	return apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeNotFound, what+" not found.")
 }
 
 // storeError chooses the status of a store error: the edge is the only place that does.
@@ -59,7 +38,7 @@ func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, notFound(what))
 	case errors.Is(err, store.ErrConflict):
-		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, "conflict", err.Error()))
+		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, apierror.CodeConflict, err.Error()))
 	case errors.Is(err, store.ErrInvalid):
 		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", err.Error()))
 	case r.Context().Err() != nil:
@@ -67,7 +46,7 @@ func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, "", "Request cancelled."))
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, "unavailable",
+		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeUnavailable,
 			"The control plane cannot serve this now; try again later.").WithRetryAfter(1))
 	}
 }

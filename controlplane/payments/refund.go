@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stripe/stripe-go/v76"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/money"
@@ -259,13 +260,13 @@ func (h *Webhook) serveChargeEvent(w http.ResponseWriter, r *http.Request, log *
 	ce, err := chargeEvent(ev)
 	if err != nil {
 		log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
-		writeJSON(w, http.StatusOK, received{true})
+		httpjson.WriteJSON(w, http.StatusOK, received{true})
 		return
 	}
 	res, err := ApplyCharge(ctx, h.cfg.Ledger, ce, h.live)
 	if err != nil {
 		log.ErrorContext(ctx, "apply payment event", "err", err)
-		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
+		httpjson.WriteError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
 		return
 	}
 	noteOutcome(w, res.Outcome)
@@ -281,5 +282,5 @@ func (h *Webhook) serveChargeEvent(w http.ResponseWriter, r *http.Request, log *
 	default:
 		log.InfoContext(ctx, "payment event recorded", attrs...)
 	}
-	writeJSON(w, http.StatusOK, received{true})
+	httpjson.WriteJSON(w, http.StatusOK, received{true})
 }

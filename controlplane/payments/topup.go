@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
@@ -126,12 +126,12 @@ func NewTopup(cfg TopupConfig) (*Topup, error) {
 		return nil, errors.New("payments: TopupConfig.Sessions is required")
 	}
 	for name, u := range map[string]string{"SuccessURL": cfg.SuccessURL, "CancelURL": cfg.CancelURL} {
-		if err := checkAbsURL(u); err != nil {
+		if err := httpjson.CheckAbsURL(u); err != nil {
 			return nil, fmt.Errorf("payments: TopupConfig.%s: %w", name, err)
 		}
 	}
 	if cfg.APIBase != "" {
-		if err := checkAbsURL(cfg.APIBase); err != nil {
+		if err := httpjson.CheckAbsURL(cfg.APIBase); err != nil {
 			return nil, fmt.Errorf("payments: TopupConfig.APIBase: %w", err)
 		}
 		cfg.APIBase = strings.TrimSuffix(strings.TrimSuffix(cfg.APIBase, "/"), "/v1")
@@ -166,17 +166,6 @@ func NewTopup(cfg TopupConfig) (*Topup, error) {
 	}, nil
 }
 
-func checkAbsURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL", s)
-	}
-	return nil
-}
-
 // ServeHTTP creates the checkout session. The caller (the control plane's server) must
 // have checked the node token: the account header is trusted as is.
 func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +175,7 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	account := r.Header.Get(internalapi.HeaderAccountID)
 	if account == "" {
-		writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
+		httpjson.WriteError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
 			"the request carries no authenticated account"))
 		return
 	}
@@ -194,16 +183,16 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+			httpjson.WriteError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
 				"the top-up body is limited to 8 KiB").WithParam("amount_sek"))
 			return
 		}
-		writeError(w, apierror.InvalidParam("amount_sek", "could not read the request body"))
+		httpjson.WriteError(w, apierror.InvalidParam("amount_sek", "could not read the request body"))
 		return
 	}
 	amount, err := ParseTopupBody(body)
 	if err != nil {
-		writeError(w, apierror.InvalidParam("amount_sek", err.Error()))
+		httpjson.WriteError(w, apierror.InvalidParam("amount_sek", err.Error()))
 		return
 	}
 	requestID := r.Header.Get(internalapi.HeaderRequestID)
@@ -215,17 +204,17 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.logger.ErrorContext(r.Context(), "create checkout session",
 			"account_id", account, "amount_sek", amount, "request_id", requestID, "err", err)
 		if errors.Is(err, errRecordSession) { // the URL is withheld: an unrecorded session could never be credited
-			writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
+			httpjson.WriteError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
 				"the checkout session could not be recorded; try again"))
 			return
 		}
-		writeError(w, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, "payment_provider_error",
+		httpjson.WriteError(w, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, apierror.CodePaymentProviderError,
 			"the payment provider could not create a checkout session; try again later"))
 		return
 	}
 	t.logger.InfoContext(r.Context(), "checkout session created",
 		"account_id", account, "amount_sek", amount, "request_id", requestID)
-	writeJSON(w, http.StatusOK, map[string]string{"url": url})
+	httpjson.WriteJSON(w, http.StatusOK, map[string]string{"url": url})
 }
 
 func (t *Topup) createSession(r *http.Request, account string, amountSEK int64, requestID string) (string, error) {

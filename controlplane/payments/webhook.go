@@ -12,6 +12,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -87,7 +88,7 @@ type received struct {
 }
 
 func badSignature(msg string) *apierror.Error {
-	return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "invalid_signature", msg).WithParam(HeaderSignature)
+	return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, apierror.CodeInvalidSignature, msg).WithParam(HeaderSignature)
 }
 
 // serve verifies and applies one event (ServeHTTP reports it to OnEvent).
@@ -101,10 +102,10 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge, "event body over 1 MiB"))
+			httpjson.WriteError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge, "event body over 1 MiB"))
 			return
 		}
-		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the event body"))
+		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the event body"))
 		return
 	}
 	sig := r.Header.Get(HeaderSignature)
@@ -112,7 +113,7 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		sig = r.Header.Get(HeaderProviderSignature)
 	}
 	if sig == "" {
-		writeError(w, badSignature("the "+HeaderSignature+" header is missing"))
+		httpjson.WriteError(w, badSignature("the "+HeaderSignature+" header is missing"))
 		return
 	}
 	ev, err := webhook.ConstructEventWithOptions(payload, sig, h.cfg.Secret, webhook.ConstructEventOptions{
@@ -123,18 +124,18 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		h.log.WarnContext(ctx, "payment webhook refused", "err", err)
 		switch {
 		case errors.Is(err, webhook.ErrTooOld):
-			writeError(w, badSignature("the signature timestamp is outside the tolerance"))
+			httpjson.WriteError(w, badSignature("the signature timestamp is outside the tolerance"))
 		case errors.Is(err, webhook.ErrInvalidHeader), errors.Is(err, webhook.ErrNotSigned):
-			writeError(w, badSignature("the "+HeaderSignature+" header is malformed"))
+			httpjson.WriteError(w, badSignature("the "+HeaderSignature+" header is malformed"))
 		case errors.Is(err, webhook.ErrNoValidSignature):
-			writeError(w, badSignature("no valid signature"))
+			httpjson.WriteError(w, badSignature("no valid signature"))
 		default: // signature fine, body not an event
-			writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the body is not a payment event"))
+			httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the body is not a payment event"))
 		}
 		return
 	}
 	if ev.ID == "" {
-		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the event has no id"))
+		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the event has no id"))
 		return
 	}
 	noteEvent(w, string(ev.Type))
@@ -148,18 +149,18 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		ce, err = checkoutEvent(ev)
 		if err != nil {
 			log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
-			writeJSON(w, http.StatusOK, received{true})
+			httpjson.WriteJSON(w, http.StatusOK, received{true})
 			return
 		}
 	default:
 		log.DebugContext(ctx, "payment event type not handled; acknowledged")
-		writeJSON(w, http.StatusOK, received{true})
+		httpjson.WriteJSON(w, http.StatusOK, received{true})
 		return
 	}
 	res, err := Apply(ctx, h.cfg.Ledger, ce, h.live)
 	if err != nil {
 		log.ErrorContext(ctx, "apply payment event", "err", err)
-		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
+		httpjson.WriteError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
 		return
 	}
 	noteOutcome(w, res.Outcome)
@@ -174,7 +175,7 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		log.InfoContext(ctx, "payment event recorded", attrs...)
 	}
-	writeJSON(w, http.StatusOK, received{true})
+	httpjson.WriteJSON(w, http.StatusOK, received{true})
 }
 
 // checkoutEvent reads the checkout session of a checkout.session.* event.

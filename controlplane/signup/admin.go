@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -63,14 +64,14 @@ func (a *Admin) list(w http.ResponseWriter, r *http.Request) {
 	switch status {
 	case "", StatusPending, StatusApproved, StatusRejected:
 	default:
-		writeError(w, apierror.InvalidParam("status", "status must be pending, approved or rejected"))
+		httpjson.WriteError(w, apierror.InvalidParam("status", "status must be pending, approved or rejected"))
 		return
 	}
 	limit := 100
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, apierror.InvalidParam("limit", "limit must be an integer from 1 to 1000"))
+			httpjson.WriteError(w, apierror.InvalidParam("limit", "limit must be an integer from 1 to 1000"))
 			return
 		}
 		limit = n
@@ -80,7 +81,7 @@ func (a *Admin) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	httpjson.WriteJSON(w, http.StatusOK, map[string]any{"data": list})
 }
 
 type approveBody struct {
@@ -92,12 +93,12 @@ func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
 	var body approveBody
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
 	if err != nil {
-		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the body"))
+		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the body"))
 		return
 	}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &body); err != nil {
-			writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "",
+			httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "",
 				"body must be {\"create_account\": bool, \"residency\": \"se\"|\"eu\"|\"any\"}: "+err.Error()))
 			return
 		}
@@ -108,7 +109,7 @@ func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "signup approved", "signup_id", s.ID, "account_id", s.AccountID)
-	writeJSON(w, http.StatusOK, s)
+	httpjson.WriteJSON(w, http.StatusOK, s)
 }
 
 func (a *Admin) reject(w http.ResponseWriter, r *http.Request) {
@@ -118,30 +119,19 @@ func (a *Admin) reject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "signup rejected", "signup_id", s.ID)
-	writeJSON(w, http.StatusOK, s)
+	httpjson.WriteJSON(w, http.StatusOK, s)
 }
 
 func (a *Admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, "not_found", "Signup not found."))
+		httpjson.WriteError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeNotFound, "Signup not found."))
 	case errors.Is(err, ErrConflict):
-		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, "conflict", err.Error()))
+		httpjson.WriteError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, apierror.CodeConflict, err.Error()))
 	case errors.Is(err, ErrInvalidResidency):
-		writeError(w, apierror.InvalidParam("residency", "residency must be se, eu or any (the signup's own value is not a policy)"))
+		httpjson.WriteError(w, apierror.InvalidParam("residency", "residency must be se, eu or any (the signup's own value is not a policy)"))
 	default:
 		a.log.ErrorContext(r.Context(), "signup review", "err", err)
-		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error; try again later."))
+		httpjson.WriteError(w, httpjson.Internal())
 	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error."))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
 }

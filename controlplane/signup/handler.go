@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -62,10 +62,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("signup: Config.Store is required")
 	}
-	if err := checkAbsURL(cfg.ConfirmURL); err != nil {
+	if err := httpjson.CheckAbsURL(cfg.ConfirmURL); err != nil {
 		return nil, fmt.Errorf("signup: Config.ConfirmURL: %w", err)
 	}
-	if err := checkAbsURL(cfg.ErrorURL); err != nil {
+	if err := httpjson.CheckAbsURL(cfg.ErrorURL); err != nil {
 		return nil, fmt.Errorf("signup: Config.ErrorURL: %w", err)
 	}
 	errBase, _ := url.Parse(cfg.ErrorURL)
@@ -87,17 +87,6 @@ func NewHandler(cfg Config) (*Handler, error) {
 	return &Handler{cfg: cfg, errBase: errBase, lim: newLimiter(cfg.Rate, cfg.Burst, cfg.MaxClients)}, nil
 }
 
-func checkAbsURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL", s)
-	}
-	return nil
-}
-
 // errorURL is the error page with error=code added to its query.
 func (h *Handler) errorURL(code string) string {
 	u := *h.errBase
@@ -112,7 +101,7 @@ func (h *Handler) errorURL(code string) string {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
+		httpjson.WriteError(w, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
 			"method "+r.Method+" is not allowed on this path; use POST"))
 		return
 	}
@@ -124,7 +113,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			secs = 1
 		}
 		h.note("rate_limited")
-		writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
+		httpjson.WriteError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
 			"too many access requests from this address; try again later").WithRetryAfter(secs))
 		return
 	}
@@ -219,14 +208,4 @@ func RateKey(addr string) string {
 		return ip.String()
 	}
 	return netip.PrefixFrom(ip, 64).Masked().String()
-}
-
-func writeError(w http.ResponseWriter, e *apierror.Error) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	w.WriteHeader(e.Status)
-	w.Write(append(e.JSON(false), '\n'))
 }

@@ -45,6 +45,13 @@ const (
 	CodeProviderTimeout      = "provider_timeout"
 	CodeNotReady             = "not_ready"
 	CodeInternal             = "internal_error"
+	CodeNotFound             = "not_found"
+	CodeConflict             = "conflict"
+	CodeUnavailable          = "unavailable"
+	CodeInvalidAdminToken    = "invalid_admin_token"
+	CodeInvalidNodeToken     = "invalid_node_token"
+	CodeInvalidSignature     = "invalid_signature"
+	CodePaymentProviderError = "payment_provider_error"
 )
 
 // Error is one gateway error: the HTTP status and the envelope's fields.
