@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -22,41 +23,18 @@ const (
 	catalogBodyLimit = 8 << 20
 )
 
-type accountJSON struct {
-	ID              string           `json:"id"`
-	Customer        string           `json:"customer"`
-	Residency       string           `json:"residency"`
-	Suspended       bool             `json:"suspended"`
-	CreatedAt       time.Time        `json:"created_at"`
-	BalanceMicroSEK int64            `json:"balance_micro_sek"`
-	BalanceSEK      string           `json:"balance_sek"`
-	Models          []string         `json:"models"`
-	Limits          *snapshot.Limits `json:"limits,omitempty"`
-}
-
-func toAccountJSON(a store.Account) accountJSON {
+func toAccountJSON(a store.Account) adminapi.Account {
 	m := a.Models
 	if m == nil {
 		m = []string{}
 	}
-	return accountJSON{ID: a.ID, Customer: a.Customer, Residency: a.Residency, Suspended: a.Suspended,
+	return adminapi.Account{ID: a.ID, Customer: a.Customer, Residency: a.Residency, Suspended: a.Suspended,
 		CreatedAt: a.CreatedAt.UTC(), BalanceMicroSEK: a.BalanceMicroSEK, BalanceSEK: money.FormatSEK(a.BalanceMicroSEK),
 		Models: m, Limits: a.Limits}
 }
 
-type keyJSON struct {
-	ID        string           `json:"id"`
-	Secret    string           `json:"secret,omitempty"` // only in the creation answer
-	AccountID string           `json:"account_id"`
-	Name      string           `json:"name"`
-	CreatedAt time.Time        `json:"created_at"`
-	ExpiresAt *time.Time       `json:"expires_at"`
-	RevokedAt *time.Time       `json:"revoked_at"`
-	Limits    *snapshot.Limits `json:"limits,omitempty"`
-}
-
-func toKeyJSON(k store.Key) keyJSON {
-	return keyJSON{ID: k.ID, AccountID: k.AccountID, Name: k.Name, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt),
+func toKeyJSON(k store.Key) adminapi.Key {
+	return adminapi.Key{ID: k.ID, AccountID: k.AccountID, Name: k.Name, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt),
 		RevokedAt: utc(k.RevokedAt), Limits: k.Limits}
 }
 
@@ -68,19 +46,12 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-type list[T any] struct {
-	Data []T `json:"data"`
-}
-
 func validText(s string, max int) bool {
 	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= max && !strings.ContainsAny(s, "\x00")
 }
 
 func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Customer  string `json:"customer"`
-		Residency string `json:"residency"`
-	}
+	var in adminapi.CreateAccountRequest
 	if !decodeJSON(w, r, adminBodyLimit, &in) {
 		return
 	}
@@ -107,7 +78,7 @@ func (s *server) listAccounts(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "accounts")
 		return
 	}
-	out := list[accountJSON]{Data: make([]accountJSON, len(accts))}
+	out := adminapi.List[adminapi.Account]{Data: make([]adminapi.Account, len(accts))}
 	for i, a := range accts {
 		out.Data[i] = toAccountJSON(a)
 	}
@@ -194,12 +165,8 @@ func (s *server) addCredit(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"entry_id":          res.Entry.ID,
-		"applied":           res.Applied,
-		"balance_micro_sek": res.BalanceMicroSEK,
-		"balance_sek":       money.FormatSEK(res.BalanceMicroSEK),
-	})
+	writeJSON(w, http.StatusOK, adminapi.Credit{EntryID: res.Entry.ID, Applied: &res.Applied,
+		BalanceMicroSEK: res.BalanceMicroSEK, BalanceSEK: money.FormatSEK(res.BalanceMicroSEK)})
 }
 
 func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
@@ -240,7 +207,7 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	out := list[keyJSON]{Data: make([]keyJSON, len(keys))}
+	out := adminapi.List[adminapi.Key]{Data: make([]adminapi.Key, len(keys))}
 	for i, k := range keys {
 		out.Data[i] = toKeyJSON(k)
 	}
@@ -329,25 +296,19 @@ func (s *server) disableModel(w http.ResponseWriter, r *http.Request) {
 	s.getAccount(w, r)
 }
 
-type modelJSON struct {
-	snapshot.Model
-	Aliases []string         `json:"aliases"`
-	Routes  []snapshot.Route `json:"routes"`
-}
-
 func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
 	models, err := s.cfg.Store.ListModels(r.Context())
 	if err != nil {
 		s.storeError(w, r, err, "models")
 		return
 	}
-	out := list[modelJSON]{Data: make([]modelJSON, len(models))}
+	out := adminapi.List[adminapi.Model]{Data: make([]adminapi.Model, len(models))}
 	for i, m := range models {
 		al := m.Aliases
 		if al == nil {
 			al = []string{}
 		}
-		out.Data[i] = modelJSON{Model: m.Model, Aliases: al, Routes: m.Routes}
+		out.Data[i] = adminapi.Model{Model: m.Model, Aliases: al, Routes: m.Routes}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -361,7 +322,7 @@ func (s *server) listRoutes(w http.ResponseWriter, r *http.Request) {
 	if routes == nil {
 		routes = []snapshot.Route{}
 	}
-	writeJSON(w, http.StatusOK, list[snapshot.Route]{Data: routes})
+	writeJSON(w, http.StatusOK, adminapi.List[snapshot.Route]{Data: routes})
 }
 
 func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
@@ -378,7 +339,7 @@ func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "model")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"models": nm, "routes": nr})
+	writeJSON(w, http.StatusOK, adminapi.CatalogResult{Models: nm, Routes: nr})
 }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
@@ -387,14 +348,9 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "nodes")
 		return
 	}
-	type nodeJSON struct {
-		NodeID         string    `json:"node_id"`
-		AppliedVersion int64     `json:"applied_version"`
-		LastSeen       time.Time `json:"last_seen"`
-	}
-	out := list[nodeJSON]{Data: make([]nodeJSON, len(nodes))}
+	out := adminapi.List[adminapi.Node]{Data: make([]adminapi.Node, len(nodes))}
 	for i, n := range nodes {
-		out.Data[i] = nodeJSON{n.NodeID, n.AppliedVersion, n.LastSeen.UTC()}
+		out.Data[i] = adminapi.Node{NodeID: n.NodeID, AppliedVersion: n.AppliedVersion, LastSeen: n.LastSeen.UTC()}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -406,10 +362,6 @@ func (s *server) snapshotInfo(w http.ResponseWriter, r *http.Request) {
 			"No snapshot compiled yet.").WithRetryAfter(1))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"version":      cur.Snapshot.Version,
-		"hash":         cur.Snapshot.Hash,
-		"generated_at": cur.Snapshot.GeneratedAt,
-		"balance_seq":  cur.Snapshot.BalanceSeq,
-	})
+	writeJSON(w, http.StatusOK, adminapi.SnapshotInfo{Version: cur.Snapshot.Version, Hash: cur.Snapshot.Hash,
+		GeneratedAt: cur.Snapshot.GeneratedAt, BalanceSeq: cur.Snapshot.BalanceSeq})
 }

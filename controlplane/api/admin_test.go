@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -141,40 +142,23 @@ func TestAdminValidation(t *testing.T) {
 func TestAdminFlow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	var counts map[string]int
+	var counts adminapi.CatalogResult
 	e.mustStatus(e.admin("PUT", "/admin/v1/catalog", testCatalog), 200).json(t, &counts)
-	if counts["models"] != 2 || counts["routes"] != 2 {
+	if counts.Models != 2 || counts.Routes != 2 {
 		t.Fatalf("catalog counts %v", counts)
 	}
 	// Idempotent upload.
 	e.mustStatus(e.admin("PUT", "/admin/v1/catalog", testCatalog), 200)
 
-	type account struct {
-		ID              string    `json:"id"`
-		Customer        string    `json:"customer"`
-		Residency       string    `json:"residency"`
-		Suspended       bool      `json:"suspended"`
-		CreatedAt       time.Time `json:"created_at"`
-		BalanceMicroSEK int64     `json:"balance_micro_sek"`
-		BalanceSEK      string    `json:"balance_sek"`
-		Models          []string  `json:"models"`
-		Limits          *struct {
-			Burst int `json:"burst"`
-		} `json:"limits"`
-	}
-	var a account
+	var a adminapi.Account
 	e.mustStatus(e.admin("POST", "/admin/v1/accounts", map[string]string{"customer": "Acme AB", "residency": "eu"}), 201).json(t, &a)
 	if !strings.HasPrefix(a.ID, "acct_") || len(a.ID) != 21 || a.BalanceSEK != "0.00" || a.Models == nil || a.CreatedAt.IsZero() {
 		t.Fatalf("created account %+v", a)
 	}
 
-	var credit struct {
-		EntryID         int64  `json:"entry_id"`
-		BalanceMicroSEK int64  `json:"balance_micro_sek"`
-		BalanceSEK      string `json:"balance_sek"`
-	}
+	var credit adminapi.Credit
 	e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+a.ID+"/credits", map[string]string{"amount_sek": "100.25", "note": "trial"}), 200).json(t, &credit)
-	if credit.EntryID == 0 || credit.BalanceMicroSEK != 100_250_000 || credit.BalanceSEK != "100.25" {
+	if credit.EntryID == 0 || credit.Applied == nil || !*credit.Applied || credit.BalanceMicroSEK != 100_250_000 || credit.BalanceSEK != "100.25" {
 		t.Fatalf("credit %+v", credit)
 	}
 	// A credit with a reference applies once.
@@ -185,16 +169,7 @@ func TestAdminFlow(t *testing.T) {
 		t.Fatalf("referenced credit applied twice: %d", credit.BalanceMicroSEK)
 	}
 
-	type key struct {
-		ID        string     `json:"id"`
-		Secret    string     `json:"secret"`
-		AccountID string     `json:"account_id"`
-		Name      string     `json:"name"`
-		CreatedAt time.Time  `json:"created_at"`
-		ExpiresAt *time.Time `json:"expires_at"`
-		RevokedAt *time.Time `json:"revoked_at"`
-	}
-	var k1, k2 key
+	var k1, k2 adminapi.Key
 	e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+a.ID+"/keys", map[string]any{"name": "ci", "expires_in_days": 30}), 201).json(t, &k1)
 	if !strings.HasPrefix(k1.Secret, "sgw_") || k1.AccountID != a.ID || k1.ExpiresAt == nil ||
 		k1.ExpiresAt.Sub(k1.CreatedAt) < 29*24*time.Hour || k1.ExpiresAt.Sub(k1.CreatedAt) > 31*24*time.Hour {
@@ -209,12 +184,12 @@ func TestAdminFlow(t *testing.T) {
 	if strings.Contains(string(r.body), "secret") || strings.Contains(string(r.body), k1.Secret) {
 		t.Fatal("key list shows a secret")
 	}
-	var keys struct{ Data []key }
+	var keys struct{ Data []adminapi.Key }
 	r.json(t, &keys)
 	if len(keys.Data) != 3 {
 		t.Fatalf("%d keys", len(keys.Data))
 	}
-	var revoked key
+	var revoked adminapi.Key
 	e.mustStatus(e.admin("POST", "/admin/v1/keys/"+k2.ID+"/revoke", nil), 200).json(t, &revoked)
 	if revoked.RevokedAt == nil {
 		t.Fatal("revoke did not set revoked_at")
@@ -239,33 +214,21 @@ func TestAdminFlow(t *testing.T) {
 		t.Fatalf("patched %+v", a)
 	}
 	id := a.ID
-	a = account{}
+	a = adminapi.Account{}
 	e.mustStatus(e.admin("PATCH", "/admin/v1/accounts/"+id, map[string]any{"limits": nil, "residency": "any"}), 200).json(t, &a)
 	if a.Limits != nil || a.Residency != "any" || !a.Suspended {
 		t.Fatalf("patched again %+v", a)
 	}
-	var accts struct{ Data []account }
+	var accts struct{ Data []adminapi.Account }
 	e.mustStatus(e.admin("GET", "/admin/v1/accounts", nil), 200).json(t, &accts)
 	if len(accts.Data) != 1 || accts.Data[0].BalanceMicroSEK != 101_250_000 {
 		t.Fatalf("list %+v", accts)
 	}
 
-	var models struct {
-		Data []struct {
-			ID      string   `json:"id"`
-			Aliases []string `json:"aliases"`
-			Input   int64    `json:"input_ore_per_million_tokens"`
-			Routes  []struct {
-				ID        string   `json:"id"`
-				Model     string   `json:"model"`
-				Protocols []string `json:"protocols"`
-				Country   string   `json:"country"`
-			} `json:"routes"`
-		}
-	}
+	var models adminapi.List[adminapi.Model]
 	e.mustStatus(e.admin("GET", "/admin/v1/models", nil), 200).json(t, &models)
 	if len(models.Data) != 2 || models.Data[0].ID != "llama-3.1-8b" || !slices.Equal(models.Data[0].Aliases, []string{"llama", "meta/llama"}) ||
-		models.Data[0].Input != 150 || len(models.Data[0].Routes) != 1 || models.Data[0].Routes[0].Model != "llama-3.1-8b" || models.Data[1].Aliases == nil {
+		models.Data[0].InputOrePerMillion != 150 || len(models.Data[0].Routes) != 1 || models.Data[0].Routes[0].Model != "llama-3.1-8b" || models.Data[1].Aliases == nil {
 		t.Fatalf("models %s", e.admin("GET", "/admin/v1/models", nil).body)
 	}
 	var routes struct{ Data []map[string]any }
@@ -274,11 +237,7 @@ func TestAdminFlow(t *testing.T) {
 		t.Fatalf("routes %+v", routes)
 	}
 
-	var info struct {
-		Version     int64     `json:"version"`
-		Hash        string    `json:"hash"`
-		GeneratedAt time.Time `json:"generated_at"`
-	}
+	var info adminapi.SnapshotInfo
 	e.mustStatus(e.admin("GET", "/admin/v1/snapshot", nil), 200).json(t, &info)
 	if info.Version < 1 || len(info.Hash) != 64 || info.GeneratedAt.IsZero() {
 		t.Fatalf("snapshot info %+v", info)
@@ -291,16 +250,10 @@ func TestAdminKeyLimits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	acct := e.createAccount("Limits AB", "se")
-	var k struct {
-		ID     string `json:"id"`
-		Limits *struct {
-			RPS   float64 `json:"requests_per_second"`
-			Burst int     `json:"burst"`
-		} `json:"limits"`
-	}
+	var k adminapi.Key
 	e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+acct+"/keys", map[string]any{}), 201).json(t, &k)
 	e.mustStatus(e.admin("PATCH", "/admin/v1/keys/"+k.ID, map[string]any{"limits": map[string]any{"requests_per_second": 2.5, "burst": 4}}), 200).json(t, &k)
-	if k.Limits == nil || k.Limits.RPS != 2.5 || k.Limits.Burst != 4 {
+	if k.Limits == nil || k.Limits.RequestsPerSecond != 2.5 || k.Limits.Burst != 4 {
 		t.Fatalf("patched key %+v", k.Limits)
 	}
 	snapKeyLimits := func() *snapshot.Limits {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
@@ -190,16 +191,7 @@ func TestUsageUndecodableRecordRejectedAlone(t *testing.T) {
 		t.Fatalf("reasons %q", reasons)
 	}
 	// The operator sees them, newest first, with the record as sent.
-	var list struct {
-		Data []struct {
-			RequestID string `json:"request_id"`
-			NodeID    string `json:"node_id"`
-			BatchID   string `json:"batch_id"`
-			Reason    string `json:"reason"`
-			Record    string `json:"record"`
-		} `json:"data"`
-		Total int64 `json:"total"`
-	}
+	var list adminapi.RejectedRecords
 	e.mustStatus(e.admin("GET", "/admin/v1/rejected-records?limit=1", nil), 200).json(t, &list)
 	if list.Total != 2 || len(list.Data) != 1 {
 		t.Fatalf("rejected-records list %+v", list)

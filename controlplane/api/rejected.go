@@ -3,7 +3,8 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"time"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
 )
 
 // listRejected answers GET /admin/v1/rejected-records?limit=N (default 100, at most 1000):
@@ -24,22 +25,10 @@ func (s *server) listRejected(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "rejected records")
 		return
 	}
-	type rejectedJSON struct {
-		ID         int64     `json:"id"`
-		RequestID  string    `json:"request_id"`
-		AccountID  string    `json:"account_id"`
-		NodeID     string    `json:"node_id"`
-		BatchID    string    `json:"batch_id"`
-		Reason     string    `json:"reason"`
-		Record     string    `json:"record"`
-		ReceivedAt time.Time `json:"received_at"`
-	}
-	out := struct {
-		list[rejectedJSON]
-		Total int64 `json:"total"`
-	}{list[rejectedJSON]{Data: make([]rejectedJSON, len(recs))}, total}
+	out := adminapi.RejectedRecords{Data: make([]adminapi.RejectedRecord, len(recs)), Total: total}
 	for i, x := range recs {
-		out.Data[i] = rejectedJSON{x.ID, x.RequestID, x.AccountID, x.NodeID, x.BatchID, x.Reason, x.Raw, x.ReceivedAt.UTC()}
+		out.Data[i] = adminapi.RejectedRecord{ID: x.ID, RequestID: x.RequestID, AccountID: x.AccountID, NodeID: x.NodeID,
+			BatchID: x.BatchID, Reason: x.Reason, Record: x.Raw, ReceivedAt: x.ReceivedAt.UTC()}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

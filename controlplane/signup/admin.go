@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/apierror"
 )
@@ -84,13 +85,8 @@ func (a *Admin) list(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, map[string]any{"data": list})
 }
 
-type approveBody struct {
-	CreateAccount bool   `json:"create_account"`
-	Residency     string `json:"residency"`
-}
-
 func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
-	var body approveBody
+	var body adminapi.ApproveSignupRequest
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
 	if err != nil {
 		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the body"))

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/residency"
 )
@@ -29,22 +30,8 @@ var (
 	ErrInvalidResidency = errors.New("residency must be se, eu or any")
 )
 
-// Signup is a stored access request.
-type Signup struct {
-	ID          string     `json:"id"`
-	Name        string     `json:"name"`
-	Email       string     `json:"email"`
-	Company     string     `json:"company"`
-	Residency   string     `json:"residency"`
-	Volume      string     `json:"volume"`
-	UseCase     string     `json:"use_case"`
-	ClientAddr  string     `json:"client_addr"`
-	Status      string     `json:"status"`
-	ConsentedAt time.Time  `json:"consented_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	DecidedAt   *time.Time `json:"decided_at"`
-	AccountID   *string    `json:"account_id"`
-}
+// Signup is a stored access request; its wire shape is the admin API's.
+type Signup = adminapi.Signup
 
 // Approval says what approving does besides setting the status.
 type Approval struct {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/residency"
 )
@@ -30,7 +30,7 @@ func (a *app) accountsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			acct, raw, err := c.CreateAccount(cmd.Context(), adminclient.CreateAccountRequest{Customer: customer, Residency: res})
+			acct, raw, err := c.CreateAccount(cmd.Context(), adminapi.CreateAccountRequest{Customer: customer, Residency: res})
 			if err != nil {
 				return fmt.Errorf("create account: %w", err)
 			}
@@ -82,7 +82,7 @@ func (a *app) accountsCmd() *cobra.Command {
 		},
 	}
 
-	patch := func(use, short string, nargs int, build func(args []string) (adminclient.PatchAccountRequest, error)) *cobra.Command {
+	patch := func(use, short string, nargs int, build func(args []string) (adminapi.PatchAccountRequest, error)) *cobra.Command {
 		return &cobra.Command{
 			Use:   use,
 			Short: short,
@@ -104,27 +104,27 @@ func (a *app) accountsCmd() *cobra.Command {
 			},
 		}
 	}
-	setSuspended := func(v bool) func([]string) (adminclient.PatchAccountRequest, error) {
-		return func([]string) (adminclient.PatchAccountRequest, error) {
-			return adminclient.PatchAccountRequest{Suspended: &v}, nil
+	setSuspended := func(v bool) func([]string) (adminapi.PatchAccountRequest, error) {
+		return func([]string) (adminapi.PatchAccountRequest, error) {
+			return adminapi.PatchAccountRequest{Suspended: &v}, nil
 		}
 	}
 	suspend := patch("suspend ACCOUNT_ID", "Suspend an account (its keys stop working)", 1, setSuspended(true))
 	unsuspend := patch("unsuspend ACCOUNT_ID", "Lift an account's suspension", 1, setSuspended(false))
 	setRes := patch("set-residency ACCOUNT_ID se|eu|any", "Change an account's residency policy", 2,
-		func(args []string) (adminclient.PatchAccountRequest, error) {
+		func(args []string) (adminapi.PatchAccountRequest, error) {
 			if !residency.Valid(args[1]) {
-				return adminclient.PatchAccountRequest{}, fmt.Errorf("residency %q: want se, eu or any", args[1])
+				return adminapi.PatchAccountRequest{}, fmt.Errorf("residency %q: want se, eu or any", args[1])
 			}
-			return adminclient.PatchAccountRequest{Residency: &args[1]}, nil
+			return adminapi.PatchAccountRequest{Residency: &args[1]}, nil
 		})
 
 	var acctLimits func() (json.RawMessage, error) // reads the command's flags, set below
 	setLimits := patch("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] | --clear)",
 		"Set an account's request limits (--clear: the deployment defaults apply)", 1,
-		func([]string) (adminclient.PatchAccountRequest, error) {
+		func([]string) (adminapi.PatchAccountRequest, error) {
 			l, err := acctLimits()
-			return adminclient.PatchAccountRequest{Limits: l}, err
+			return adminapi.PatchAccountRequest{Limits: l}, err
 		})
 	acctLimits = limitsFlags(setLimits)
 
@@ -132,14 +132,14 @@ func (a *app) accountsCmd() *cobra.Command {
 		create, listCmd, get, suspend, unsuspend, setRes, setLimits)
 }
 
-func balance(ac adminclient.Account) string {
+func balance(ac adminapi.Account) string {
 	if ac.BalanceSEK != "" {
 		return ac.BalanceSEK
 	}
 	return money.FormatSEK(ac.BalanceMicroSEK)
 }
 
-func (a *app) showAccount(ac adminclient.Account, raw []byte) error {
+func (a *app) showAccount(ac adminapi.Account, raw []byte) error {
 	if a.jsonOut {
 		return a.printJSON(raw)
 	}
@@ -175,7 +175,7 @@ at most once per reference, so a retried command never credits twice.`,
 			if err != nil {
 				return err
 			}
-			cr, raw, err := cl.Credit(cmd.Context(), args[0], adminclient.CreditRequest{
+			cr, raw, err := cl.Credit(cmd.Context(), args[0], adminapi.CreditRequest{
 				AmountSEK: money.FormatSEK(micro), Note: note, Reference: ref})
 			if err != nil {
 				return fmt.Errorf("credit %s: %w", args[0], err)

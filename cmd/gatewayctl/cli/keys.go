@@ -1,12 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
+	"github.com/sekgate/gateway/controlplane/adminapi"
 )
 
 func (a *app) keysCmd() *cobra.Command {
@@ -24,7 +25,7 @@ func (a *app) keysCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			k, raw, err := c.CreateKey(cmd.Context(), args[0], adminclient.CreateKeyRequest{Name: name, ExpiresInDays: days})
+			k, raw, err := c.CreateKey(cmd.Context(), args[0], adminapi.CreateKeyRequest{Name: name, ExpiresInDays: days})
 			if err != nil {
 				return fmt.Errorf("create key for %s: %w", args[0], err)
 			}
@@ -113,9 +114,13 @@ func (a *app) keysCmd() *cobra.Command {
 		if a.jsonOut {
 			return a.printJSON(raw)
 		}
-		shown := string(k.Limits)
-		if shown == "" {
-			shown = "none (limited through its account)"
+		shown := "none (limited through its account)"
+		if k.Limits != nil {
+			b, err := json.Marshal(k.Limits)
+			if err != nil {
+				return fmt.Errorf("set limits of key %s: %w", args[0], err)
+			}
+			shown = string(b)
 		}
 		_, err = fmt.Fprintf(a.out, "Limits of key %s: %s\n", clean(k.ID), clean(shown))
 		return err
@@ -123,7 +128,7 @@ func (a *app) keysCmd() *cobra.Command {
 	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits)
 }
 
-func keyStatus(k adminclient.Key, now time.Time) string {
+func keyStatus(k adminapi.Key, now time.Time) string {
 	switch {
 	case k.RevokedAt != nil:
 		return "revoked"

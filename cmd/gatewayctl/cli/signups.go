@@ -7,29 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
+	"github.com/sekgate/gateway/controlplane/adminapi"
 )
-
-// signupInfo is an access request as the admin API returns it.
-type signupInfo struct {
-	ID          string     `json:"id"`
-	Name        string     `json:"name"`
-	Email       string     `json:"email"`
-	Company     string     `json:"company"`
-	Residency   string     `json:"residency"`
-	Volume      string     `json:"volume"`
-	UseCase     string     `json:"use_case"`
-	ClientAddr  string     `json:"client_addr"`
-	Status      string     `json:"status"`
-	CreatedAt   time.Time  `json:"created_at"`
-	DecidedAt   *time.Time `json:"decided_at"`
-	AccountID   *string    `json:"account_id"`
-	ConsentedAt time.Time  `json:"consented_at"`
-}
 
 func callSignup[T any](ctx context.Context, c *adminclient.Client, method, path string, body any) (T, json.RawMessage, error) {
 	var v T
@@ -67,7 +50,7 @@ func (a *app) signupsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l, raw, err := callSignup[struct{ Data []signupInfo }](cmd.Context(), c, http.MethodGet, "/admin/v1/signups?"+q.Encode(), nil)
+			l, raw, err := callSignup[adminapi.List[adminapi.Signup]](cmd.Context(), c, http.MethodGet, "/admin/v1/signups?"+q.Encode(), nil)
 			if err != nil {
 				return fmt.Errorf("list signups: %w", err)
 			}
@@ -107,11 +90,8 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"create_account": createAccount}
-			if residency != "" {
-				body["residency"] = residency
-			}
-			s, raw, err := callSignup[signupInfo](cmd.Context(), c, http.MethodPost, "/admin/v1/signups/"+url.PathEscape(args[0])+"/approve", body)
+			body := adminapi.ApproveSignupRequest{CreateAccount: createAccount, Residency: residency}
+			s, raw, err := callSignup[adminapi.Signup](cmd.Context(), c, http.MethodPost, "/admin/v1/signups/"+url.PathEscape(args[0])+"/approve", body)
 			if err != nil {
 				return fmt.Errorf("approve signup %s: %w", args[0], err)
 			}
@@ -133,7 +113,7 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 			if err != nil {
 				return err
 			}
-			s, raw, err := callSignup[signupInfo](cmd.Context(), c, http.MethodPost, "/admin/v1/signups/"+url.PathEscape(args[0])+"/reject", nil)
+			s, raw, err := callSignup[adminapi.Signup](cmd.Context(), c, http.MethodPost, "/admin/v1/signups/"+url.PathEscape(args[0])+"/reject", nil)
 			if err != nil {
 				return fmt.Errorf("reject signup %s: %w", args[0], err)
 			}
@@ -146,7 +126,7 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 	return group("signups", "Review access requests from the signup form", listCmd, approve, reject)
 }
 
-func (a *app) signupDetails(s signupInfo) error {
+func (a *app) signupDetails(s adminapi.Signup) error {
 	acct := "-"
 	if s.AccountID != nil {
 		acct = *s.AccountID

@@ -1,0 +1,151 @@
+// Package adminapi owns the admin API's wire types: the bodies the control plane's admin
+// handlers answer and accept, which gatewayctl's client sends and decodes.
+package adminapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// List is the {data: [...]} wrapper of list answers.
+type List[T any] struct {
+	Data []T `json:"data"`
+}
+
+// Account is an account as the admin API shows it.
+type Account struct {
+	ID              string           `json:"id"`
+	Customer        string           `json:"customer"`
+	Residency       string           `json:"residency"`
+	Suspended       bool             `json:"suspended"`
+	CreatedAt       time.Time        `json:"created_at"`
+	BalanceMicroSEK int64            `json:"balance_micro_sek"`
+	BalanceSEK      string           `json:"balance_sek"` // exact decimal string
+	Models          []string         `json:"models"`
+	Limits          *snapshot.Limits `json:"limits,omitempty"`
+}
+
+// CreateAccountRequest is the body of POST /admin/v1/accounts.
+type CreateAccountRequest struct {
+	Customer  string `json:"customer"`
+	Residency string `json:"residency"`
+}
+
+// PatchAccountRequest is the body of PATCH /admin/v1/accounts/{id}; absent fields are left
+// as they are. Limits is a JSON object, or null to clear the account's limits.
+type PatchAccountRequest struct {
+	Residency *string         `json:"residency,omitempty"`
+	Suspended *bool           `json:"suspended,omitempty"`
+	Limits    json.RawMessage `json:"limits,omitempty"`
+}
+
+// CreditRequest is the body of POST /admin/v1/accounts/{id}/credits as a client sends it.
+// The server decodes amount_sek itself, to refuse a JSON number with a clear message.
+type CreditRequest struct {
+	AmountSEK string `json:"amount_sek"` // exact decimal string, e.g. "100.00"
+	Note      string `json:"note,omitempty"`
+	Reference string `json:"reference,omitempty"` // idempotency: one credit per reference
+}
+
+// Credit is the answer of POST /admin/v1/accounts/{id}/credits.
+type Credit struct {
+	EntryID int64 `json:"entry_id"`
+	// Applied is false when the reference had already been credited.
+	Applied         *bool  `json:"applied,omitempty"`
+	BalanceMicroSEK int64  `json:"balance_micro_sek"`
+	BalanceSEK      string `json:"balance_sek"`
+}
+
+// CreateKeyRequest is the body of POST /admin/v1/accounts/{id}/keys as a client sends it.
+// The server decodes expires_in_days itself, to refuse a non-integer with a clear message.
+type CreateKeyRequest struct {
+	Name          string `json:"name,omitempty"`
+	ExpiresInDays int    `json:"expires_in_days,omitempty"`
+}
+
+// Key is an API key; Secret is set only in the answer that created it.
+type Key struct {
+	ID        string           `json:"id"`
+	Secret    string           `json:"secret,omitempty"`
+	AccountID string           `json:"account_id"`
+	Name      string           `json:"name"`
+	CreatedAt time.Time        `json:"created_at"`
+	ExpiresAt *time.Time       `json:"expires_at"`
+	RevokedAt *time.Time       `json:"revoked_at"`
+	Limits    *snapshot.Limits `json:"limits,omitempty"`
+}
+
+// Route is a route of a model: the snapshot's route shape.
+type Route = snapshot.Route
+
+// Model is a catalogue model with its price, aliases and routes.
+type Model struct {
+	snapshot.Model
+	Aliases []string `json:"aliases"` // never null
+	Routes  []Route  `json:"routes"`
+}
+
+// CatalogResult is the answer of PUT /admin/v1/catalog.
+type CatalogResult struct {
+	Models int `json:"models"`
+	Routes int `json:"routes"`
+}
+
+// Node is a data-plane node as the control plane last saw it.
+type Node struct {
+	NodeID         string    `json:"node_id"`
+	AppliedVersion int64     `json:"applied_version"`
+	LastSeen       time.Time `json:"last_seen"`
+}
+
+// RejectedRecord is a usage record the control plane refused, with the record as the node
+// sent it.
+type RejectedRecord struct {
+	ID         int64     `json:"id"`
+	RequestID  string    `json:"request_id"`
+	AccountID  string    `json:"account_id"`
+	NodeID     string    `json:"node_id"`
+	BatchID    string    `json:"batch_id"`
+	Reason     string    `json:"reason"`
+	Record     string    `json:"record"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// RejectedRecords is the latest refused records and the count of all.
+type RejectedRecords struct {
+	Data  []RejectedRecord `json:"data"`
+	Total int64            `json:"total"`
+}
+
+// SnapshotInfo describes the current snapshot.
+type SnapshotInfo struct {
+	Version     int64     `json:"version"`
+	Hash        string    `json:"hash"`
+	GeneratedAt time.Time `json:"generated_at"`
+	BalanceSeq  int64     `json:"balance_seq"`
+}
+
+// Signup is an access request from the signup form.
+type Signup struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Email       string     `json:"email"`
+	Company     string     `json:"company"`
+	Residency   string     `json:"residency"`
+	Volume      string     `json:"volume"`
+	UseCase     string     `json:"use_case"`
+	ClientAddr  string     `json:"client_addr"`
+	Status      string     `json:"status"`
+	ConsentedAt time.Time  `json:"consented_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DecidedAt   *time.Time `json:"decided_at"`
+	AccountID   *string    `json:"account_id"`
+}
+
+// ApproveSignupRequest is the body of POST /admin/v1/signups/{id}/approve.
+type ApproveSignupRequest struct {
+	CreateAccount bool   `json:"create_account"`
+	Residency     string `json:"residency,omitempty"`
+}
