@@ -8,10 +8,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // The test binary doubles as the data plane: with childEnv set it runs main, so the
@@ -131,19 +132,9 @@ func BenchmarkIdleKeepAliveConns(b *testing.B) {
 }
 
 func rss(b *testing.B, pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := proc.ReadMemory(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
+	return m.RSS
 }

@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // node is an extra data-plane process on the stack's control plane, started with flags of
@@ -78,21 +79,11 @@ func startNode(t *testing.T, s *Stack, name string, flags ...string) *node {
 // rssBytes is the resident set size of process pid.
 func rssBytes(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := proc.ReadMemory(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return m.RSS
 }
 
 // TestEdge_AttackBoundedMemory: 2,000 connections that declare an 8 MiB body and send one

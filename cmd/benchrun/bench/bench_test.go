@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -28,14 +30,14 @@ func TestParseStatCPU(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	m, err := parseStatus([]byte("Name:\tdataplane\nVmPeak:\t  900 kB\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n"))
+	m, err := proc.ParseStatus([]byte("Name:\tdataplane\nVmPeak:\t  900 kB\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.RSS != 1<<20 || m.Peak != 2<<20 {
 		t.Fatalf("%+v", m)
 	}
-	if _, err := parseStatus([]byte("VmRSS:\t1 kB\n")); err == nil {
+	if _, err := proc.ParseStatus([]byte("VmRSS:\t1 kB\n")); err == nil {
 		t.Error("missing VmHWM: want error")
 	}
 }

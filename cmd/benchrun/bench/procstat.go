@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux for
@@ -44,48 +46,10 @@ func parseStatCPU(b []byte) (float64, error) {
 }
 
 // Memory holds a process's resident set size now and its peak, in bytes.
-type Memory struct {
-	RSS, Peak int64
-}
+type Memory = proc.Memory
 
 // ReadMemory reads VmRSS and VmHWM from /proc/<pid>/status.
-func ReadMemory(pid int) (Memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return Memory{}, err
-	}
-	return parseStatus(b)
-}
-
-func parseStatus(b []byte) (Memory, error) {
-	var m Memory
-	var seen int
-	for _, line := range strings.Split(string(b), "\n") {
-		var dst *int64
-		switch {
-		case strings.HasPrefix(line, "VmRSS:"):
-			dst = &m.RSS
-		case strings.HasPrefix(line, "VmHWM:"):
-			dst = &m.Peak
-		default:
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) != 3 || f[2] != "kB" {
-			return m, fmt.Errorf("status: odd line %q", line)
-		}
-		kb, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return m, fmt.Errorf("status: %q: %w", line, err)
-		}
-		*dst = kb << 10
-		seen++
-	}
-	if seen != 2 {
-		return m, fmt.Errorf("status: VmRSS or VmHWM missing")
-	}
-	return m, nil
-}
+func ReadMemory(pid int) (Memory, error) { return proc.ReadMemory(pid) }
 
 // ResetPeak sets the process's VmHWM back to its current RSS (writing 5 to
 // /proc/<pid>/clear_refs, Linux 4.0+), so each scenario reports its own peak. It needs the
