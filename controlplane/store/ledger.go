@@ -212,16 +212,6 @@ func applyDeltas(ctx context.Context, tx pgx.Tx, deltas map[string]int64) (int64
 	return seq, bals, nil
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Balance returns the account's balance.
 func (s *Store) Balance(ctx context.Context, accountID string) (int64, error) {
 	var b int64

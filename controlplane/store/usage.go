@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,7 +87,7 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 		seen[r.RequestID] = true
 		cands = append(cands, candidate{r, raw})
 	}
-	slices.SortFunc(cands, func(a, b candidate) int { return cmpString(a.rec.RequestID, b.rec.RequestID) })
+	slices.SortFunc(cands, func(a, b candidate) int { return strings.Compare(a.rec.RequestID, b.rec.RequestID) })
 	var reply usage.Reply
 	var rejected []rejection
 	start := time.Now()
@@ -374,10 +375,10 @@ func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []u
 		debits = append(debits, debit{r.AccountID, r.RequestID, -r.PriceMicroSEK})
 	}
 	slices.SortFunc(debits, func(a, b debit) int {
-		if c := cmpString(a.account, b.account); c != 0 {
+		if c := strings.Compare(a.account, b.account); c != 0 {
 			return c
 		}
-		return cmpString(a.ref, b.ref)
+		return strings.Compare(a.ref, b.ref)
 	})
 	deltas := map[string]int64{}
 	if len(debits) > 0 {
@@ -437,13 +438,13 @@ func (s *Store) ingestTx(ctx context.Context, tx pgx.Tx, nodeID string, recs []u
 			keys = append(keys, k)
 		}
 		slices.SortFunc(keys, func(a, b aggKey) int {
-			if c := cmpString(a.account, b.account); c != 0 {
+			if c := strings.Compare(a.account, b.account); c != 0 {
 				return c
 			}
-			if c := cmpString(a.day, b.day); c != 0 {
+			if c := strings.Compare(a.day, b.day); c != 0 {
 				return c
 			}
-			return cmpString(a.model, b.model)
+			return strings.Compare(a.model, b.model)
 		})
 		var ua, ud, um []string
 		var ur, up, uc, upr []int64

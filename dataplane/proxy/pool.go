@@ -1,4 +1,4 @@
-// Package proxy forwards same-protocol inference requests to upstream model servers: a pool
+// Package proxy sends inference requests, native or translated, to upstream model servers: a pool
 // of keep-alive fasthttp clients per upstream with connect, first-byte, idle and total
 // timeouts, minimal body edits, usage extraction, and an SSE relay that flushes each event
 // to the client as it arrives.

@@ -179,7 +179,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 	plan := s.cfg.Selector.Plan(ex.plan[:0], c.cands)
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
 	var last outcome
-	tried, refused := 0, 0
+	tried := 0
 	for _, cand := range plan {
 		if tried >= s.cfg.MaxAttempts || ex.call.Cancelled() {
 			break
@@ -194,8 +194,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 			return o.health
 		})
 		if err == routing.ErrOpen {
-			refused++
-			continue
+			continue // breaker open: not tried
 		}
 		tried++
 		if o.ok {
@@ -213,7 +212,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 		ex.end(statusClientClosed, usage.ResultCancelled)
 	case tried == 0 && last.aerr == nil:
 		// Every eligible route is recovering (breaker open): nothing was forwarded.
-		_ = refused
 		aerr := errNoRoute.WithRetryAfter(limits.RetryAfterSeconds(s.cfg.Health.RetryAfter()))
 		writeError(ctx, aerr)
 		ex.end(aerr.Status, usage.ResultNoRoute)
@@ -267,7 +265,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	status := uresp.StatusCode()
 	att.Status = status
 	if status != fasthttp.StatusOK {
-		aerr, result := upstreamStatusError(status, uresp, c.e)
+		aerr, result := upstreamStatusError(status, uresp)
 		_ = uresp.CloseBodyStream()
 		fasthttp.ReleaseResponse(uresp)
 		// 5xx counts against the route's breaker. 429 does not: the provider is alive and

@@ -85,7 +85,9 @@ func resolve(p principal, name string) (*catalog.Model, bool) {
 	return m, ok
 }
 
-// inference returns the handler of a same-protocol inference endpoint.
+// inference returns the handler of one of the six inference endpoints: admission, body
+// checks and candidates, then the endpoint's own protocol path (serveProtocol) or the
+// pass-through of a request its routes speak natively.
 func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 	allowXAPIKey := e == catalog.EPMessages
 	return func(ctx *fasthttp.RequestCtx) {
@@ -289,7 +291,7 @@ var (
 )
 
 // upstreamStatusError maps a non-200 upstream answer to the gateway's error.
-func upstreamStatusError(status int, resp *fasthttp.Response, e catalog.Endpoint) (*apierror.Error, string) {
+func upstreamStatusError(status int, resp *fasthttp.Response) (*apierror.Error, string) {
 	switch {
 	case status == 429:
 		ra := proxy.RetryAfter(resp)
