@@ -105,8 +105,7 @@ func verify(t *testing.T, unit string) {
 	t.Helper()
 	sa, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Log("systemd-analyze not installed: directives checked by this test only")
-		return
+		t.Fatal("systemd-analyze not found: install Debian's systemd package (.ci/run does)")
 	}
 	b, err := os.ReadFile(unit)
 	if err != nil {
