@@ -60,10 +60,11 @@ func nodeID(r *http.Request) (string, bool) {
 }
 
 // getSnapshot answers GET /internal/v1/snapshot?have=<version>&hash=<structure hash>&
-// issued=<unix nanos>&wait=<seconds>: 200 with the signed snapshot when what the node holds
-// is outdated (another version, another structure at that version, or an older issue; see
-// publish.Have), at once or as soon as it is within wait, else 304. have is the node's
-// acknowledgement of what it applied.
+// issued=<unix nanos>&country=<ISO alpha-2>&wait=<seconds>: 200 with the signed snapshot
+// when what the node holds is outdated (another version, another structure at that version,
+// or an older issue; see publish.Have), at once or as soon as it is within wait, else 304.
+// have is the node's acknowledgement of what it applied. With country the snapshot is the
+// one filtered for that country (publish.Filter); without it, the unfiltered one.
 func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 	node, ok := nodeID(r)
 	if !ok {
@@ -90,6 +91,11 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("issued", "issued must be a non-negative integer (Unix nanoseconds)."))
 		return
 	}
+	country := r.URL.Query().Get("country")
+	if !publish.ValidCountry(country) {
+		writeError(w, invalid("country", "country must be an upper-case ISO 3166-1 alpha-2 code, e.g. SE."))
+		return
+	}
 	if err := s.cfg.Store.TouchNode(r.Context(), node, have); err != nil {
 		// Serving the snapshot matters more than the bookkeeping.
 		s.log.Warn("record node poll", "node", node, "err", err)
@@ -99,7 +105,7 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 			"No snapshot compiled yet.").WithRetryAfter(1))
 		return
 	}
-	cur := s.cfg.Snapshots.Wait(r.Context(), publish.Have{Version: have, StructHash: hash, IssuedAt: issued}, wait)
+	cur := s.cfg.Snapshots.Wait(r.Context(), publish.Have{Version: have, StructHash: hash, IssuedAt: issued, Country: country}, wait)
 	if cur == nil {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -78,11 +78,14 @@ type Current struct {
 }
 
 // Have is what a node holds: the version, the structure hash it computed from the content
-// it verified, and the issue time (Unix nanoseconds). Zero values mean "nothing".
+// it verified, and the issue time (Unix nanoseconds). Zero values mean "nothing". Country
+// is the node's country: it is compared with the snapshot filtered for it (see Filter);
+// empty means the unfiltered snapshot.
 type Have struct {
 	Version    int64
 	StructHash string
 	IssuedAt   int64
+	Country    string
 }
 
 // Outdated reports whether the node should receive c: another version, another content at
@@ -105,6 +108,11 @@ type Publisher struct {
 	cur      *Current
 	changed  chan struct{} // closed when cur is replaced
 	balances chan struct{} // closed on a balance notification
+
+	// variants caches variantsOf filtered per country (see variant).
+	vmu        sync.Mutex
+	variantsOf *Current
+	variants   map[string]*Current
 }
 
 // New validates cfg and returns a Publisher; call Run to start it.
@@ -294,15 +302,22 @@ func (p *Publisher) Current() (*Current, <-chan struct{}) {
 	return p.cur, p.changed
 }
 
-// Wait returns the current snapshot as soon as have is outdated by it (Have.Outdated), or
-// nil when it was not before ctx ended or wait passed.
+// Wait returns the current snapshot, filtered for have.Country, as soon as have is outdated
+// by it (Have.Outdated), or nil when it was not before ctx ended or wait passed. Filtered
+// variants are built once per country and snapshot, so polls stay cheap.
 func (p *Publisher) Wait(ctx context.Context, have Have, wait time.Duration) *Current {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		cur, changed := p.Current()
-		if cur != nil && have.Outdated(cur) {
-			return cur
+		if cur != nil {
+			v, err := p.variant(cur, have.Country)
+			if err != nil {
+				// Never the unfiltered snapshot instead: wait for the next one.
+				p.log.Error("filter snapshot for a node's country", "version", cur.Snapshot.Version, "country", have.Country, "err", err)
+			} else if have.Outdated(v) {
+				return v
+			}
 		}
 		select {
 		case <-changed:

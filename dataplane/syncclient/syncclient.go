@@ -8,6 +8,11 @@
 // stays not-ready. A disk snapshot issued longer than Config.MaxAge ago is not served. Polls
 // send the version, the structure hash and the issue time the node holds, so the control
 // plane corrects a node holding a stale or foreign file at the current version.
+//
+// A node with Config.Country states it in its polls and gets the snapshot the control plane
+// filtered for that country; it refuses (error log, keeps what it had) any snapshot built
+// for another country, or the unfiltered one. A node without a country gets and accepts
+// only the unfiltered snapshot.
 package syncclient
 
 import (
@@ -66,6 +71,9 @@ type Config struct {
 	// AllowUnsigned, which accepts snapshots without a valid signature (insecure).
 	PublicKey     ed25519.PublicKey
 	AllowUnsigned bool
+	// Country is the node's ISO 3166-1 alpha-2 code (upper case); empty: no country, the
+	// unfiltered snapshot. Only snapshots built for exactly this country are installed.
+	Country string
 	// MaxAge is the oldest (by signed issue time) disk snapshot the node serves while the
 	// control plane has not answered yet (default 24h; negative: no limit).
 	MaxAge time.Duration
@@ -179,6 +187,9 @@ func (c *Client) Poll(ctx context.Context) error {
 		q.Set("hash", h.structHash)
 		q.Set("issued", strconv.FormatInt(max(h.issuedAt.UnixNano(), 0), 10))
 	}
+	if c.cfg.Country != "" {
+		q.Set("country", c.cfg.Country)
+	}
 	q.Set("wait", strconv.Itoa(int(c.cfg.Wait/time.Second)))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pollURL+"?"+q.Encode(), nil)
 	if err != nil {
@@ -242,9 +253,15 @@ func (c *Client) verify(s *snapshot.Snapshot) error {
 	return s.VerifySigned(c.cfg.PublicKey)
 }
 
+// ErrCountry means a snapshot was built for another country than the node's.
+var ErrCountry = errors.New("syncclient: snapshot built for another country")
+
 func (c *Client) install(s *snapshot.Snapshot, fromDisk bool) error {
 	if err := c.verify(s); err != nil {
 		return err
+	}
+	if s.Country != c.cfg.Country {
+		return fmt.Errorf("%w: built for %q, this node's --country is %q", ErrCountry, s.Country, c.cfg.Country)
 	}
 	sh, err := snapshot.StructureHash(&s.Content)
 	if err != nil {

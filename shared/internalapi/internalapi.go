@@ -5,7 +5,10 @@ package internalapi
 
 // Paths served by the control plane's internal listener.
 const (
-	// PathSnapshot: GET ?have=<version>&hash=<structure hash>&issued=<unix nanos>&wait=<seconds>.
+	// PathSnapshot: GET ?have=<version>&hash=<structure hash>&issued=<unix nanos>&
+	// country=<ISO alpha-2>&wait=<seconds>. With country (the node's --country) the snapshot
+	// is the one filtered for that country and says so in its signed content; without it,
+	// the unfiltered one.
 	// 200 with a signed snapshot.Snapshot when what the node holds is outdated (another
 	// version, another content at that version, or an older issue), 304 when nothing changed
 	// within wait. hash is snapshot.StructureHash of the node's content, issued its IssuedAt.

@@ -46,6 +46,11 @@ type Snapshot struct {
 
 // Content is the hashed part of a snapshot.
 type Content struct {
+	// Country is the ISO 3166-1 alpha-2 code of the country the control plane filtered this
+	// snapshot for (only the accounts whose residency admits it, see controlplane/publish);
+	// empty for the unfiltered snapshot. Being content, it is covered by the hash and so by
+	// the signature; a node started with --country refuses a snapshot for another country.
+	Country  string    `json:"country,omitempty"`
 	Accounts []Account `json:"accounts"`
 	Keys     []Key     `json:"keys"`
 	Models   []Model   `json:"models"`

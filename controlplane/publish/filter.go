@@ -1,0 +1,123 @@
+package publish
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sekgate/gateway/shared/residency"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// ValidCountry reports whether c is what a node may state as its country: empty (no
+// country: the unfiltered snapshot) or two upper-case ASCII letters (ISO 3166-1 alpha-2).
+func ValidCountry(c string) bool {
+	return c == "" || (len(c) == 2 && c[0] >= 'A' && c[0] <= 'Z' && c[1] >= 'A' && c[1] <= 'Z')
+}
+
+// Filter returns the part of s a node in country may serve: the accounts whose residency
+// policy admits country, their keys and balances, every model (the catalogue is public)
+// and the routes those accounts may use (a model one of them may use, at a location its
+// policy admits). The result states country, has its own hash and is unsigned; s is not
+// modified.
+func Filter(s *snapshot.Snapshot, country string) (*snapshot.Snapshot, error) {
+	out := *s
+	out.Signature = ""
+	out.Country = country
+	kept := make(map[string]bool, len(s.Accounts))
+	// policies lists, per model ID, the residency policies of kept accounts that may use it.
+	policies := map[string][]string{}
+	out.Accounts = nil
+	for _, a := range s.Accounts {
+		if !residency.Satisfies(a.Residency, country) {
+			continue
+		}
+		kept[a.ID] = true
+		out.Accounts = append(out.Accounts, a)
+		for _, m := range a.Models {
+			if !contains(policies[m], a.Residency) {
+				policies[m] = append(policies[m], a.Residency)
+			}
+		}
+	}
+	out.Keys = nil
+	for _, k := range s.Keys {
+		if kept[k.AccountID] {
+			out.Keys = append(out.Keys, k)
+		}
+	}
+	out.Balances = nil
+	for _, b := range s.Balances {
+		if kept[b.AccountID] {
+			out.Balances = append(out.Balances, b)
+		}
+	}
+	out.Routes = nil
+	for _, r := range s.Routes {
+		for _, p := range policies[r.Model] {
+			if residency.Satisfies(p, r.Country) {
+				out.Routes = append(out.Routes, r)
+				break
+			}
+		}
+	}
+	// Empty lists encode as [] like the compiled snapshot's, not null.
+	out.Accounts, out.Keys = nonNil(out.Accounts), nonNil(out.Keys)
+	out.Balances, out.Routes = nonNil(out.Balances), nonNil(out.Routes)
+	h, err := snapshot.ComputeHash(&out.Content)
+	if err != nil {
+		return nil, fmt.Errorf("filter snapshot %d for %s: %w", s.Version, country, err)
+	}
+	out.Hash = h
+	return &out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// variant returns cur filtered for country, signed and encoded, from the cache of cur's
+// variants (built on first use; the cache is dropped when cur is replaced). An empty
+// country is cur itself.
+func (p *Publisher) variant(cur *Current, country string) (*Current, error) {
+	if country == "" {
+		return cur, nil
+	}
+	p.vmu.Lock()
+	defer p.vmu.Unlock()
+	if p.variantsOf != cur {
+		p.variantsOf, p.variants = cur, map[string]*Current{}
+	}
+	if v := p.variants[country]; v != nil {
+		return v, nil
+	}
+	s, err := Filter(cur.Snapshot, country)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.Signer != nil {
+		s.Sign(p.cfg.Signer)
+	}
+	sh, err := snapshot.StructureHash(&s.Content)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot %d for %s: %w", s.Version, country, err)
+	}
+	v := &Current{Snapshot: s, JSON: b, StructHash: sh}
+	p.variants[country] = v
+	return v, nil
+}
