@@ -111,6 +111,15 @@ func TestSnapshotFilteredByCountry(t *testing.T) {
 			if tc.country == "US" && slices.ContainsFunc(s.Keys, func(k snapshot.Key) bool { return k.Hash == keyHash["se"] }) {
 				t.Fatal("a US node holds the key hash of an se account")
 			}
+			// The other accounts' keys are listed by ID, policy and hash prefix only.
+			if len(s.Elsewhere) != 3-len(tc.accounts) {
+				t.Fatalf("elsewhere %+v, want %d keys", s.Elsewhere, 3-len(tc.accounts))
+			}
+			for _, k := range s.Elsewhere {
+				if len(k.HashPrefix) != 8 || keyHash[k.Residency][:8] != k.HashPrefix || slices.Contains(tc.accounts, k.Residency) {
+					t.Fatalf("elsewhere key %+v at %s", k, tc.country)
+				}
+			}
 			if len(s.Models) != len(full.Models) {
 				t.Fatalf("models %d, want the whole catalogue %d", len(s.Models), len(full.Models))
 			}

@@ -17,8 +17,9 @@ func ValidCountry(c string) bool {
 // Filter returns the part of s a node in country may serve: the accounts whose residency
 // policy admits country, their keys and balances, every model (the catalogue is public)
 // and the routes those accounts may use (a model one of them may use, at a location its
-// policy admits). The result states country, has its own hash and is unsigned; s is not
-// modified.
+// policy admits). The other accounts' keys are listed in Elsewhere by ID, policy and hash
+// prefix only, so the node can send their holders to the right region. The result states
+// country, has its own hash and is unsigned; s is not modified.
 func Filter(s *snapshot.Snapshot, country string) (*snapshot.Snapshot, error) {
 	out := *s
 	out.Signature = ""
@@ -39,10 +40,18 @@ func Filter(s *snapshot.Snapshot, country string) (*snapshot.Snapshot, error) {
 			}
 		}
 	}
-	out.Keys = nil
+	policy := make(map[string]string, len(s.Accounts))
+	for _, a := range s.Accounts {
+		policy[a.ID] = a.Residency
+	}
+	out.Keys, out.Elsewhere = nil, nil
 	for _, k := range s.Keys {
 		if kept[k.AccountID] {
 			out.Keys = append(out.Keys, k)
+			continue
+		}
+		if p, ok := policy[k.AccountID]; ok && len(k.Hash) >= 8 {
+			out.Elsewhere = append(out.Elsewhere, snapshot.ElsewhereKey{ID: k.ID, Residency: p, HashPrefix: k.Hash[:8]})
 		}
 	}
 	out.Balances = nil

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sekgate/gateway/shared/residency"
@@ -15,7 +16,7 @@ func filterFixture() *snapshot.Snapshot {
 			{ID: "a-eu", Residency: residency.EU, Models: []string{"m", "m2"}},
 			{ID: "a-any", Residency: residency.Any, Models: []string{"m"}},
 		},
-		Keys:   []snapshot.Key{{ID: "k1", AccountID: "a-se", Hash: "h1"}, {ID: "k2", AccountID: "a-eu", Hash: "h2"}, {ID: "k3", AccountID: "a-any", Hash: "h3"}},
+		Keys:   []snapshot.Key{{ID: "k1", AccountID: "a-se", Hash: strings.Repeat("1", 64)}, {ID: "k2", AccountID: "a-eu", Hash: strings.Repeat("2", 64)}, {ID: "k3", AccountID: "a-any", Hash: strings.Repeat("3", 64)}},
 		Models: []snapshot.Model{{ID: "m"}, {ID: "m2"}},
 		Routes: []snapshot.Route{{ID: "r-se", Model: "m", Country: "SE"}, {ID: "r-de", Model: "m", Country: "DE"}, {ID: "r-us", Model: "m", Country: "US"},
 			{ID: "r2-de", Model: "m2", Country: "DE"}, {ID: "r2-us", Model: "m2", Country: "US"}},
@@ -63,6 +64,14 @@ func FuzzFilterCountry(f *testing.F) {
 			if kept[k.AccountID] == "" {
 				t.Fatalf("key %s kept for %q", k.ID, country)
 			}
+		}
+		for _, k := range out.Elsewhere {
+			if residency.Satisfies(k.Residency, country) || len(k.HashPrefix) != 8 {
+				t.Fatalf("elsewhere key %+v for %q", k, country)
+			}
+		}
+		if len(out.Keys)+len(out.Elsewhere) != len(in.Keys) {
+			t.Fatalf("for %q: %d keys and %d elsewhere of %d", country, len(out.Keys), len(out.Elsewhere), len(in.Keys))
 		}
 		for _, b := range out.Balances {
 			if kept[b.AccountID] == "" {

@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -183,6 +184,24 @@ type Index struct {
 	accounts map[string]*Account
 	models   map[string]*Model // canonical ID
 	aliases  map[string]*Model // alias -> model
+	// elsewhere: keys of accounts served in other countries (snapshot.Content.Elsewhere).
+	elsewhere map[string]elsewhereKey
+}
+
+type elsewhereKey struct {
+	residency  string
+	hashPrefix [4]byte
+}
+
+// Elsewhere returns the residency policy of the account owning the key with public ID id
+// when the snapshot lists it as served in another country and hashPrefix matches the
+// first 4 bytes of its hash.
+func (x *Index) Elsewhere(id string, hashPrefix []byte) (string, bool) {
+	e, ok := x.elsewhere[id]
+	if !ok || len(hashPrefix) < 4 || [4]byte(hashPrefix[:4]) != e.hashPrefix {
+		return "", false
+	}
+	return e.residency, true
 }
 
 // Version is the snapshot version the index was built from.
@@ -368,7 +387,31 @@ func Build(s *snapshot.Snapshot) (*Index, error) {
 		}
 		x.keys[sk.ID] = k
 	}
+	if err := x.indexElsewhere(s.Elsewhere); err != nil {
+		return nil, err
+	}
 	return x, nil
+}
+
+func (x *Index) indexElsewhere(list []snapshot.ElsewhereKey) error {
+	if len(list) == 0 {
+		return nil
+	}
+	x.elsewhere = make(map[string]elsewhereKey, len(list))
+	for i, e := range list {
+		if !apikey.ValidID(e.ID) || !residency.Valid(e.Residency) {
+			return invalid("elsewhere key %d: malformed id %q or residency %q", i, e.ID, e.Residency)
+		}
+		if _, dup := x.keys[e.ID]; dup {
+			return invalid("elsewhere key %q is also a key of this snapshot", e.ID)
+		}
+		p, err := hex.DecodeString(e.HashPrefix)
+		if err != nil || len(p) != 4 {
+			return invalid("elsewhere key %q: hash_prefix is not 8 hex digits", e.ID)
+		}
+		x.elsewhere[e.ID] = elsewhereKey{residency: e.Residency, hashPrefix: [4]byte(p)}
+	}
+	return nil
 }
 
 // Store holds the current index. The zero value holds none (not ready).

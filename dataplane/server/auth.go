@@ -47,7 +47,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 	}
 	k, ok := lookupSecret(idx, secret)
 	if !ok {
-		return principal{}, errInvalidKey
+		return principal{}, s.unknownKey(idx, secret)
 	}
 	if !k.ExpiresAt.IsZero() && !s.now().Before(k.ExpiresAt) {
 		return principal{}, errExpiredKey
@@ -69,13 +69,10 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 // key ID, and the stored SHA-256 is compared in constant time. Secrets of other formats
 // (other vendors' keys) never match.
 func lookupSecret(idx *catalog.Index, secret []byte) (*catalog.Key, bool) {
-	const pfx, idHex = "sgw_", 12
-	if len(secret) != apikey.SecretLen || string(secret[:len(pfx)]) != pfx || secret[len(pfx)+idHex] != '_' {
+	id, ok := secretKeyID(secret)
+	if !ok {
 		return nil, false
 	}
-	var id [4 + idHex]byte
-	copy(id[:], "key_")
-	copy(id[4:], secret[len(pfx):len(pfx)+idHex])
 	k, ok := idx.Key(string(id[:]))
 	if !ok {
 		return nil, false
@@ -84,6 +81,35 @@ func lookupSecret(idx *catalog.Index, secret []byte) (*catalog.Key, bool) {
 		return nil, false
 	}
 	return k, true
+}
+
+const secretPrefix, secretIDHex = "sgw_", 12
+
+// secretKeyID returns the key ID a secret of this gateway's format embeds.
+func secretKeyID(secret []byte) (id [4 + secretIDHex]byte, ok bool) {
+	if len(secret) != apikey.SecretLen || string(secret[:len(secretPrefix)]) != secretPrefix || secret[len(secretPrefix)+secretIDHex] != '_' {
+		return id, false
+	}
+	copy(id[:], "key_")
+	copy(id[4:], secret[len(secretPrefix):len(secretPrefix)+secretIDHex])
+	return id, true
+}
+
+// unknownKey is the answer to a secret the snapshot has no key for: 403 pointing at the
+// region that serves the key's account when the snapshot lists it as served elsewhere
+// (a node holds only its country's keys), else invalid key.
+func (s *Server) unknownKey(idx *catalog.Index, secret []byte) *apierror.Error {
+	id, ok := secretKeyID(secret)
+	if !ok {
+		return errInvalidKey
+	}
+	sum := apikey.HashBytes(secret)
+	if p, ok := idx.Elsewhere(string(id[:]), sum[:4]); ok {
+		if e := s.admission.check(p); e != nil {
+			return e
+		}
+	}
+	return errInvalidKey
 }
 
 func asciiEqualFold(a, lowerB []byte) bool {

@@ -3,6 +3,10 @@ package server
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/shared/apikey"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // TestNodeCountryAdmission: a node that knows its country refuses accounts whose policy does
@@ -53,5 +57,68 @@ func TestNodeCountryAdmission(t *testing.T) {
 	}
 	if _, err := New(Config{Store: startGateway(t).Store, Meter: startGateway(t).Meter, Country: "se"}); err == nil {
 		t.Error("lower-case country accepted")
+	}
+}
+
+// TestKeyServedElsewhere: a node holds only its country's keys; a key the snapshot lists as
+// served elsewhere (ID, policy, hash prefix: no hash) gets 403 naming the region that serves
+// it, but only for the holder of its secret: another secret under that key ID, or a prefix
+// that does not match, is an invalid key.
+func TestKeyServedElsewhere(t *testing.T) {
+	urls := map[string]string{"se": "https://se.gateway.example"}
+	g := startGateway(t, func(cfg *Config) { cfg.Country, cfg.RegionURLs = "US", urls })
+	s := *g.Snap
+	s.Keys = nil
+	var seKey snapshot.Key
+	for _, k := range g.Snap.Keys {
+		if k.Hash == apikey.Hash(g.Keys.SE) {
+			seKey = k
+			continue
+		}
+		if k.Hash == apikey.Hash(g.Keys.EU) {
+			// Listed with a prefix that is not its hash's.
+			s.Elsewhere = append(s.Elsewhere, snapshot.ElsewhereKey{ID: k.ID, Residency: "eu", HashPrefix: "00000000"})
+			continue
+		}
+		s.Keys = append(s.Keys, k)
+	}
+	if seKey.ID == "" {
+		t.Fatal("fixture has no se key")
+	}
+	s.Elsewhere = append(s.Elsewhere, snapshot.ElsewhereKey{ID: seKey.ID, Residency: "se", HashPrefix: seKey.Hash[:8]})
+	x, err := catalog.Build(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Store.Swap(x)
+
+	r := g.do(t, "GET", "/v1/models", g.Keys.SE, "")
+	checkEnvelope(t, r, 403, "residency_unsatisfiable")
+	var env struct {
+		DocURL string `json:"documentation_url"`
+	}
+	if json.Unmarshal([]byte(r.Body), &env); env.DocURL != urls["se"] {
+		t.Fatalf("documentation_url %q", env.DocURL)
+	}
+	before := g.Meter.Count()
+	if r := g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}]}`); r.Status != 403 {
+		t.Fatalf("inference: %d %s", r.Status, r.Body)
+	}
+	if g.Meter.Count() != before {
+		t.Fatal("a request of a key served elsewhere was recorded")
+	}
+	// Another secret under the se key's ID: not its holder.
+	forged := g.Keys.SE[:len(g.Keys.SE)-4] + "0000"
+	if forged == g.Keys.SE {
+		forged = g.Keys.SE[:len(g.Keys.SE)-4] + "1111"
+	}
+	checkEnvelope(t, g.do(t, "GET", "/v1/models", forged, ""), 401, "invalid_api_key")
+	checkEnvelope(t, g.do(t, "GET", "/v1/models", g.Keys.EU, ""), 401, "invalid_api_key")
+
+	// A listed key that is also a key of the snapshot is a malformed snapshot.
+	bad := s
+	bad.Elsewhere = append([]snapshot.ElsewhereKey{{ID: s.Keys[0].ID, Residency: "se", HashPrefix: s.Keys[0].Hash[:8]}}, s.Elsewhere...)
+	if _, err := catalog.Build(&bad); err == nil {
+		t.Fatal("elsewhere key duplicating a key accepted")
 	}
 }

@@ -3,10 +3,14 @@ package conformance
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/shared/apikey"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // A fleet on one host: one control plane and a data plane per region (se-sto in Sweden,
@@ -96,6 +100,42 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 		}
 	}
 
+	// Each node holds only the key hashes of the accounts it serves: its last-known-good
+	// snapshot was built for its country and lists the other keys without their hash.
+	countries := map[string]string{"se-sto": "SE", "eu-fra": "DE", "us-any": "US"}
+	for node, country := range countries {
+		var s snapshot.Snapshot
+		o.waitFor(t, node+"'s snapshot with both keys", func() bool {
+			b, err := os.ReadFile(filepath.Join(o.dir, node, "snapshot.json"))
+			s = snapshot.Snapshot{}
+			if err != nil || json.Unmarshal(b, &s) != nil {
+				return false
+			}
+			n := 0
+			for _, a := range accts {
+				for _, k := range s.Keys {
+					n += boolInt(k.ID == a.KeyID)
+				}
+				for _, k := range s.Elsewhere {
+					n += boolInt(k.ID == a.KeyID)
+				}
+			}
+			return n == len(accts)
+		})
+		if s.Country != country {
+			t.Errorf("%s holds a snapshot built for %q, want %s", node, s.Country, country)
+		}
+		for policy, a := range accts {
+			held := false
+			for _, k := range s.Keys {
+				held = held || k.Hash == apikey.Hash(a.Key)
+			}
+			if want := strings.Contains(strings.Join(served[policy], ","), node); held != want {
+				t.Errorf("%s holds the key hash of the %s account: %v, want %v", node, policy, held, want)
+			}
+		}
+	}
+
 	// Usage from every node that serves the eu account lands once each.
 	var ids []string
 	for _, node := range served["eu"] {
@@ -149,4 +189,11 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("revocation reached every node after %v, want within 1s", d)
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -60,6 +60,20 @@ type Content struct {
 	BalanceSeq int64     `json:"balance_seq"`
 	// DefaultLimits apply to accounts and keys without their own.
 	DefaultLimits Limits `json:"default_limits"`
+	// Elsewhere lists, in a snapshot filtered for a country, the keys of accounts served in
+	// other countries: no hash, only what lets the node point such a key's holder at the
+	// right region (403 residency_unsatisfiable) instead of calling the key invalid.
+	Elsewhere []ElsewhereKey `json:"elsewhere,omitempty"`
+}
+
+// ElsewhereKey is a key of an account whose residency policy does not admit the node's
+// country.
+type ElsewhereKey struct {
+	ID        string `json:"id"`        // Key.ID
+	Residency string `json:"residency"` // the account's policy
+	// HashPrefix is the first 4 bytes (8 hex digits) of the key's hash: enough for the node
+	// to answer only holders of the secret, far too little to authenticate anyone.
+	HashPrefix string `json:"hash_prefix"`
 }
 
 // Account is a customer account.
