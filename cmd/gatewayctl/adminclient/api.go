@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
@@ -98,4 +99,25 @@ func (c *Client) ListRejected(ctx context.Context, limit int) (adminapi.Rejected
 // Snapshot describes the current snapshot.
 func (c *Client) Snapshot(ctx context.Context) (adminapi.SnapshotInfo, json.RawMessage, error) {
 	return call[adminapi.SnapshotInfo](ctx, c, http.MethodGet, "/admin/v1/snapshot", nil)
+}
+
+// ListSignups lists access requests, newest first: status pending, approved or rejected
+// ("" for all), at most limit (1 to 1000).
+func (c *Client) ListSignups(ctx context.Context, status string, limit int) (adminapi.List[adminapi.Signup], json.RawMessage, error) {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	q.Set("limit", strconv.Itoa(limit))
+	return call[adminapi.List[adminapi.Signup]](ctx, c, http.MethodGet, "/admin/v1/signups?"+q.Encode(), nil)
+}
+
+// ApproveSignup approves an access request, creating its account when r asks for it.
+func (c *Client) ApproveSignup(ctx context.Context, id string, r adminapi.ApproveSignupRequest) (adminapi.Signup, json.RawMessage, error) {
+	return call[adminapi.Signup](ctx, c, http.MethodPost, "/admin/v1/signups/"+esc(id)+"/approve", r)
+}
+
+// RejectSignup rejects an access request.
+func (c *Client) RejectSignup(ctx context.Context, id string) (adminapi.Signup, json.RawMessage, error) {
+	return call[adminapi.Signup](ctx, c, http.MethodPost, "/admin/v1/signups/"+esc(id)+"/reject", nil)
 }

@@ -1,30 +1,12 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
 	"github.com/sekgate/gateway/controlplane/adminapi"
 )
-
-func callSignup[T any](ctx context.Context, c *adminclient.Client, method, path string, body any) (T, json.RawMessage, error) {
-	var v T
-	raw, err := c.Do(ctx, method, path, body)
-	if err != nil {
-		return v, nil, err
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, raw, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-	}
-	return v, raw, nil
-}
 
 func (a *app) signupsCmd() *cobra.Command {
 	var status string
@@ -34,23 +16,22 @@ func (a *app) signupsCmd() *cobra.Command {
 		Short: "List access requests from the signup form, newest first (default: pending)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
+			want := status
 			switch status {
 			case "all":
+				want = ""
 			case "pending", "approved", "rejected":
-				q.Set("status", status)
 			default:
 				return fmt.Errorf("--status %q: want pending, approved, rejected or all", status)
 			}
 			if limit < 1 || limit > 1000 {
 				return fmt.Errorf("--limit %d: want 1 to 1000", limit)
 			}
-			q.Set("limit", strconv.Itoa(limit))
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			l, raw, err := callSignup[adminapi.List[adminapi.Signup]](cmd.Context(), c, http.MethodGet, "/admin/v1/signups?"+q.Encode(), nil)
+			l, raw, err := c.ListSignups(cmd.Context(), want, limit)
 			if err != nil {
 				return fmt.Errorf("list signups: %w", err)
 			}
@@ -91,7 +72,7 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 				return err
 			}
 			body := adminapi.ApproveSignupRequest{CreateAccount: createAccount, Residency: residency}
-			s, raw, err := callSignup[adminapi.Signup](cmd.Context(), c, http.MethodPost, "/admin/v1/signups/"+url.PathEscape(args[0])+"/approve", body)
+			s, raw, err := c.ApproveSignup(cmd.Context(), args[0], body)
 			if err != nil {
 				return fmt.Errorf("approve signup %s: %w", args[0], err)
 			}
@@ -113,7 +94,7 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 			if err != nil {
 				return err
 			}
-			s, raw, err := callSignup[adminapi.Signup](cmd.Context(), c, http.MethodPost, "/admin/v1/signups/"+url.PathEscape(args[0])+"/reject", nil)
+			s, raw, err := c.RejectSignup(cmd.Context(), args[0])
 			if err != nil {
 				return fmt.Errorf("reject signup %s: %w", args[0], err)
 			}
