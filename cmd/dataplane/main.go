@@ -193,7 +193,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
 	cfg.Health = routing.NewHealth(withLogger(o.breaker, log))
 	cfg.Limiter = limiter
-	cfg.Country, cfg.RegionURLs = o.region.country, o.regionURLs
+	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, log
 	cfg.ControlPlaneTLS = cpTLS // the node's one TLS configuration for its control plane

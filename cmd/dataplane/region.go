@@ -12,10 +12,11 @@ import (
 // regionOptions is where the node runs (issue 14): accounts whose residency policy does not
 // admit its country are refused, pointed at the region that serves them.
 type regionOptions struct {
-	country, regionURLs string
+	region, country, regionURLs string
 }
 
 func (r *regionOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.region, "region", "", "operator's name for where this node runs (e.g. se-sto: lower-case letters, digits, '-'), recorded as node_region in every request record's routing (empty: not recorded)")
 	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 code of the country this node runs in (e.g. SE); accounts whose residency policy does not admit it get 403 residency_unsatisfiable (empty: every account admitted)")
 	fs.StringVar(&r.regionURLs, "region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...), named in this node's residency refusals")
 }

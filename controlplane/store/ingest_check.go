@@ -129,8 +129,8 @@ func checkRecord(r *usage.Record, now time.Time) (code, detail string) {
 		return RejectPrice, fmt.Sprintf("price_micro_sek %d outside 0 to %d", r.PriceMicroSEK, MaxRecordPriceMicroSEK)
 	}
 	if rt := r.Routing; rt != nil {
-		if !okText(rt.Policy, maxTextLen) || len(rt.Attempts) > maxAttempts {
-			return RejectInvalid, "routing policy too long or too many attempts"
+		if !okText(rt.Policy, maxTextLen) || !okText(rt.NodeRegion, maxTextLen) || len(rt.Attempts) > maxAttempts {
+			return RejectInvalid, "routing policy or node region too long, or too many attempts"
 		}
 		for _, a := range rt.Attempts {
 			if !okText(a.Route, maxTextLen) || !okText(a.Provider, maxTextLen) || !okText(a.Region, maxTextLen) ||

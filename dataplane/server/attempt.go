@@ -171,7 +171,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 	}
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
-	ex.box = newRecordBox(ctx, c)
+	ex.box = newRecordBox(ctx, c, s.cfg.Region)
 	ex.bounds, ex.promptEstimate = c.bounds, c.promptEstimate
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call)

@@ -28,7 +28,7 @@ type recordBox struct {
 }
 
 // newRecordBox starts the record of call c.
-func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall) *recordBox {
+func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) *recordBox {
 	box := &recordBox{}
 	rec := &box.rec
 	rec.RequestID = requestID(ctx)
@@ -40,6 +40,7 @@ func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall) *recordBox {
 	box.endpoint = c.e
 	rec.Stream = c.stream
 	box.routing.Policy = c.p.acct.Residency
+	box.routing.NodeRegion = nodeRegion
 	box.routing.Attempts = box.attempt[:0]
 	rec.Routing = &box.routing
 	return box

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/sekgate/gateway/dataplane/catalog"
@@ -120,5 +121,33 @@ func TestKeyServedElsewhere(t *testing.T) {
 	bad.Elsewhere = append([]snapshot.ElsewhereKey{{ID: s.Keys[0].ID, Residency: "se", HashPrefix: s.Keys[0].Hash[:8]}}, s.Elsewhere...)
 	if _, err := catalog.Build(&bad); err == nil {
 		t.Fatal("elsewhere key duplicating a key accepted")
+	}
+}
+
+// TestNodeRegionRecorded: a node's region name is recorded in every request's routing; a
+// node without one records none; malformed names are refused at start.
+func TestNodeRegionRecorded(t *testing.T) {
+	for _, region := range []string{"se-sto", ""} {
+		g := startGateway(t, func(cfg *Config) { cfg.Region = region })
+		if r := g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}]}`); r.Status != 200 {
+			t.Fatalf("region %q: %d %s", region, r.Status, r.Body)
+		}
+		recs := waitRecords(t, g, 1)
+		if recs[0].Routing == nil || recs[0].Routing.NodeRegion != region {
+			t.Fatalf("region %q: record routing %+v", region, recs[0].Routing)
+		}
+		b := recs[0].AppendJSON(nil)
+		if has := strings.Contains(string(b), `"node_region":"se-sto"`); has != (region != "") {
+			t.Fatalf("region %q: record JSON %s", region, b)
+		}
+	}
+	g := startGateway(t)
+	if _, err := New(Config{Store: g.Store, Meter: g.Meter, Region: "eu-fra-1"}); err != nil {
+		t.Fatalf("good region refused: %v", err)
+	}
+	for _, bad := range []string{"SE-STO", "se sto", "-se", "se-", strings.Repeat("a", 64), "sé"} {
+		if _, err := New(Config{Store: g.Store, Meter: g.Meter, Region: bad}); err == nil {
+			t.Errorf("region %q accepted", bad)
+		}
 	}
 }

@@ -101,6 +101,10 @@ type Config struct {
 	// residency policy does not admit it are refused with 403 residency_unsatisfiable
 	// (default empty: the node admits every account and residency is kept by route choice).
 	Country string
+	// Region is the operator's name for where this node runs (e.g. "se-sto"): lower-case
+	// letters, digits and '-', at most 63; recorded as node_region in every request's
+	// routing (default empty: not recorded).
+	Region string
 	// RegionURLs maps a residency policy (se, eu, any) to the base URL of the region that
 	// serves it: the documentation_url of this node's residency refusals.
 	RegionURLs map[string]string
@@ -189,6 +193,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if c := cfg.Country; c != "" && (len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z') {
 		return nil, fmt.Errorf("server: Country %q is not an upper-case ISO 3166-1 alpha-2 code", c)
+	}
+	if !ValidRegion(cfg.Region) {
+		return nil, fmt.Errorf("server: Region %q is not lower-case letters, digits and '-' (at most 63)", cfg.Region)
 	}
 	s.admission = newNodeAdmission(cfg.Country, cfg.RegionURLs)
 	if cfg.ControlPlaneURL != "" {

@@ -28,7 +28,7 @@ func (o *opsStack) regionalNode(t *testing.T, name, country string) string {
 	if err := o.spawn("dataplane", name, []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
 		"--listen", addr, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey,
 		"--node-id", name, "--data-dir", filepath.Join(o.dir, name), "--snapshot-wait", "10s",
-		"--usage-batch-interval", "50ms", "--country", country,
+		"--usage-batch-interval", "50ms", "--country", country, "--region", name,
 		"--region-urls", "se="+fleetURLs["se"]+",eu="+fleetURLs["eu"]+",any="+fleetURLs["any"]); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +138,7 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 
 	// Usage from every node that serves the eu account lands once each.
 	var ids []string
+	servedBy := map[string]string{} // request ID -> node
 	for _, node := range served["eu"] {
 		for range 3 {
 			r := o.postAt(t, nodes[node], "/v1/chat/completions", accts["eu"].Key, chatReq(modelChat))
@@ -145,6 +146,7 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 				t.Fatalf("eu account at %s: %d %s", node, r.Status, r.Body)
 			}
 			ids = append(ids, r.Header.Get("X-Request-Id"))
+			servedBy[ids[len(ids)-1]] = node
 		}
 	}
 	var recs []map[string]any
@@ -171,6 +173,9 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 	for _, rec := range list.Data {
 		id, _ := rec["request_id"].(string)
 		seen[id]++
+		if rt, _ := rec["routing"].(map[string]any); rt == nil || rt["node_region"] != servedBy[id] {
+			t.Errorf("request %s served by %s: routing %v, want node_region %s", id, servedBy[id], rec["routing"], servedBy[id])
+		}
 	}
 	for _, id := range ids {
 		if seen[id] != 1 {

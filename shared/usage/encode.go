@@ -53,6 +53,10 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	if r.Routing != nil {
 		dst = append(dst, `,"routing":{"policy":`...)
 		dst = jsonenc.AppendString(dst, r.Routing.Policy)
+		if r.Routing.NodeRegion != "" {
+			dst = append(dst, `,"node_region":`...)
+			dst = jsonenc.AppendString(dst, r.Routing.NodeRegion)
+		}
 		if r.Routing.Translated {
 			dst = append(dst, `,"translated":true`...)
 		}

@@ -17,7 +17,7 @@ func sampleRecords() []Record {
 		{RequestID: "req_1", TS: ts, AccountID: "acct_1", KeyID: &key, Model: "m", Endpoint: "/v1/chat/completions",
 			Stream: true, Provider: "p", Residency: "se-sto", Status: 200, Result: ResultOK, PromptTokens: 12,
 			CompletionTokens: 34, PriceMicroSEK: 56, DurationMS: 78,
-			Routing: &Routing{Policy: "se", Translated: true, UsageEstimated: true, Attempts: []Attempt{
+			Routing: &Routing{Policy: "se", NodeRegion: "se-sto", Translated: true, UsageEstimated: true, Attempts: []Attempt{
 				{Route: "a", Provider: "p", Region: "r", Status: 503, Error: "timeout", DurationMS: 3},
 				{Route: "b", Provider: "q", Region: "s", Status: 200, DurationMS: 4}}}},
 		{RequestID: odd, TS: ts.In(time.FixedZone("CET", 3600)), KeyID: &odd, Model: "<&>", Routing: &Routing{}},
@@ -46,7 +46,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			rec.KeyID = &k
 		}
 		if r.IntN(2) == 0 {
-			rec.Routing = &Routing{Policy: str(), Translated: r.IntN(2) == 0, UsageEstimated: r.IntN(2) == 0}
+			rec.Routing = &Routing{Policy: str(), NodeRegion: str(), Translated: r.IntN(2) == 0, UsageEstimated: r.IntN(2) == 0}
 			for range r.IntN(4) {
 				rec.Routing.Attempts = append(rec.Routing.Attempts, Attempt{Route: str(), Provider: str(),
 					Region: str(), Status: r.IntN(600), Error: str(), DurationMS: r.Int64N(1e5)})

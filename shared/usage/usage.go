@@ -45,7 +45,10 @@ type Record struct {
 
 // Routing records how a request was routed.
 type Routing struct {
-	Policy     string `json:"policy"`               // account residency policy
+	Policy string `json:"policy"` // account residency policy
+	// NodeRegion is the region name of the data-plane node that served the request (its
+	// --region, e.g. "se-sto"); empty when the node has none.
+	NodeRegion string `json:"node_region,omitempty"`
 	Translated bool   `json:"translated,omitempty"` // served through chat completions
 	// UsageEstimated: the provider reported no usage for part of what was charged (a stream
 	// cut short, or a node interrupted mid-stream), so those tokens are the node's estimate.
