@@ -172,7 +172,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	syncer, err := syncclient.New(syncclient.Config{
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
-		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country,
+		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
 		HTTPClient: &http.Client{Transport: cpTr, Timeout: o.snapshotWait + 15*time.Second},
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)

@@ -98,6 +98,7 @@ type Node struct {
 	NodeID         string    `json:"node_id"`
 	AppliedVersion int64     `json:"applied_version"`
 	LastSeen       time.Time `json:"last_seen"`
+	Region         string    `json:"region"` // the node's --region as it last reported it; empty: none
 }
 
 // RejectedRecord is a usage record the control plane refused, with the record as the node

@@ -350,7 +350,7 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminapi.List[adminapi.Node]{Data: make([]adminapi.Node, len(nodes))}
 	for i, n := range nodes {
-		out.Data[i] = adminapi.Node{NodeID: n.NodeID, AppliedVersion: n.AppliedVersion, LastSeen: n.LastSeen.UTC()}
+		out.Data[i] = adminapi.Node{NodeID: n.NodeID, AppliedVersion: n.AppliedVersion, LastSeen: n.LastSeen.UTC(), Region: n.Region}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

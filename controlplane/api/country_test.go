@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,6 +141,24 @@ func TestSnapshotFilteredByCountry(t *testing.T) {
 				t.Fatalf("node without a country holding the %s variant: %d", tc.country, r4.status)
 			}
 		})
+	}
+	// A node's reported region is listed with it; a malformed one is refused.
+	e.mustStatus(e.node("GET", internalapi.PathSnapshot+"?have=1&wait=0&region=us-any&country=US", ""), 200)
+	var nodes struct {
+		Data []struct {
+			NodeID string `json:"node_id"`
+			Region string `json:"region"`
+		} `json:"data"`
+	}
+	e.mustStatus(e.admin("GET", "/admin/v1/nodes", nil), 200).json(t, &nodes)
+	if len(nodes.Data) != 1 || nodes.Data[0].Region != "us-any" {
+		t.Fatalf("nodes: %+v", nodes.Data)
+	}
+	for _, bad := range []string{"US-ANY", "us any", "-us", strings.Repeat("a", 64)} {
+		r := e.node("GET", internalapi.PathSnapshot+"?"+url.Values{"region": {bad}}.Encode(), "")
+		if _, _, param := r.errInfo(t); r.status != 400 || param != "region" {
+			t.Fatalf("region %q: %d param %q", bad, r.status, param)
+		}
 	}
 	for _, bad := range []string{"us", "USA", "U", "1A"} {
 		r := e.node("GET", internalapi.PathSnapshot+"?"+url.Values{"country": {bad}}.Encode(), "")

@@ -60,11 +60,12 @@ func nodeID(r *http.Request) (string, bool) {
 }
 
 // getSnapshot answers GET /internal/v1/snapshot?have=<version>&hash=<structure hash>&
-// issued=<unix nanos>&country=<ISO alpha-2>&wait=<seconds>: 200 with the signed snapshot
+// issued=<unix nanos>&country=<ISO alpha-2>&region=<name>&wait=<seconds>: 200 with the signed snapshot
 // when what the node holds is outdated (another version, another structure at that version,
 // or an older issue; see publish.Have), at once or as soon as it is within wait, else 304.
 // have is the node's acknowledgement of what it applied. With country the snapshot is the
-// one filtered for that country (publish.Filter); without it, the unfiltered one.
+// one filtered for that country (publish.Filter); without it, the unfiltered one. region
+// (the node's --region) is recorded for gatewayctl nodes list.
 func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 	node, ok := nodeID(r)
 	if !ok {
@@ -96,7 +97,12 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("country", "country must be an upper-case ISO 3166-1 alpha-2 code, e.g. SE."))
 		return
 	}
-	if err := s.cfg.Store.TouchNode(r.Context(), node, have); err != nil {
+	region := r.URL.Query().Get("region")
+	if !internalapi.ValidRegion(region) {
+		writeError(w, invalid("region", "region must be lower-case letters, digits and '-' (at most 63)."))
+		return
+	}
+	if err := s.cfg.Store.TouchNode(r.Context(), node, have, region); err != nil {
 		// Serving the snapshot matters more than the bookkeeping.
 		s.log.Warn("record node poll", "node", node, "err", err)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/residency"
@@ -50,18 +49,4 @@ func (a nodeAdmission) check(p string) *apierror.Error {
 		return errResidency
 	}
 	return nil
-}
-
-// ValidRegion reports whether r is a usable node region name: empty (none), or 1 to 63
-// lower-case ASCII letters, digits and '-', not starting or ending with '-'.
-func ValidRegion(r string) bool {
-	if len(r) > 63 || strings.HasPrefix(r, "-") || strings.HasSuffix(r, "-") {
-		return false
-	}
-	for i := 0; i < len(r); i++ {
-		if c := r[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
 }

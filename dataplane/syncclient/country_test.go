@@ -32,10 +32,11 @@ func builtFor(t *testing.T, version int64, country string) *snapshot.Snapshot {
 func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	cp := newFakeCP(builtFor(t, 1, "US"))
 	var mu sync.Mutex
-	var countries []string
+	var countries, regions []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		countries = append(countries, r.URL.Query().Get("country"))
+		regions = append(regions, r.URL.Query().Get("region"))
 		mu.Unlock()
 		cp.ServeHTTP(w, r)
 	}))
@@ -43,7 +44,7 @@ func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	var st catalog.Store
 	dir := t.TempDir()
 	c, logs := loggedClient(t, srv.URL, dir, &st, nil)
-	c.cfg.Country = "US"
+	c.cfg.Country, c.cfg.Region = "US", "us-any"
 	if err := c.Poll(context.Background()); err != nil || st.Load().Version() != 1 {
 		t.Fatalf("snapshot built for the node's country: %v", err)
 	}
@@ -65,8 +66,8 @@ func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	}
 	mu.Lock()
 	for i, got := range countries {
-		if got != "US" {
-			t.Fatalf("poll %d sent country %q, want US", i, got)
+		if got != "US" || regions[i] != "us-any" {
+			t.Fatalf("poll %d sent country %q, region %q, want US, us-any", i, got, regions[i])
 		}
 	}
 	mu.Unlock()

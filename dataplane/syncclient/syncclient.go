@@ -74,6 +74,9 @@ type Config struct {
 	// Country is the node's ISO 3166-1 alpha-2 code (upper case); empty: no country, the
 	// unfiltered snapshot. Only snapshots built for exactly this country are installed.
 	Country string
+	// Region is the node's region name (--region), reported in polls for gatewayctl nodes
+	// list; empty: none.
+	Region string
 	// MaxAge is the oldest (by signed issue time) disk snapshot the node serves while the
 	// control plane has not answered yet (default 24h; negative: no limit).
 	MaxAge time.Duration
@@ -189,6 +192,9 @@ func (c *Client) Poll(ctx context.Context) error {
 	}
 	if c.cfg.Country != "" {
 		q.Set("country", c.cfg.Country)
+	}
+	if c.cfg.Region != "" {
+		q.Set("region", c.cfg.Region)
 	}
 	q.Set("wait", strconv.Itoa(int(c.cfg.Wait/time.Second)))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pollURL+"?"+q.Encode(), nil)

@@ -136,6 +136,19 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 		}
 	}
 
+	// Every node reported its region; the control plane lists it.
+	regions := map[string]string{}
+	for _, n := range o.Admin(t, "GET", "/admin/v1/nodes", nil)["data"].([]any) {
+		m := n.(map[string]any)
+		id, _ := m["node_id"].(string)
+		regions[id], _ = m["region"].(string)
+	}
+	for node := range nodes {
+		if regions[node] != node {
+			t.Errorf("node %s listed with region %q", node, regions[node])
+		}
+	}
+
 	// Usage from every node that serves the eu account lands once each.
 	var ids []string
 	servedBy := map[string]string{} // request ID -> node

@@ -3,12 +3,14 @@
 // calls a node.
 package internalapi
 
+import "strings"
+
 // Paths served by the control plane's internal listener.
 const (
 	// PathSnapshot: GET ?have=<version>&hash=<structure hash>&issued=<unix nanos>&
-	// country=<ISO alpha-2>&wait=<seconds>. With country (the node's --country) the snapshot
+	// country=<ISO alpha-2>&region=<name>&wait=<seconds>. With country (the node's --country) the snapshot
 	// is the one filtered for that country and says so in its signed content; without it,
-	// the unfiltered one.
+	// the unfiltered one. region (the node's --region) is recorded for gatewayctl nodes list.
 	// 200 with a signed snapshot.Snapshot when what the node holds is outdated (another
 	// version, another content at that version, or an older issue), 304 when nothing changed
 	// within wait. hash is snapshot.StructureHash of the node's content, issued its IssuedAt.
@@ -36,3 +38,17 @@ const (
 	// HeaderRequestID is the request ID the node assigned.
 	HeaderRequestID = "X-Request-Id"
 )
+
+// ValidRegion reports whether r is a usable node region name: empty (none), or 1 to 63
+// lower-case ASCII letters, digits and '-', not starting or ending with '-'.
+func ValidRegion(r string) bool {
+	if len(r) > 63 || strings.HasPrefix(r, "-") || strings.HasSuffix(r, "-") {
+		return false
+	}
+	for i := 0; i < len(r); i++ {
+		if c := r[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}

@@ -10,7 +10,7 @@ import (
 func (a *app) nodesCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use:   "list",
-		Short: "List data-plane nodes, the snapshot version each applied and when each was last seen",
+		Short: "List data-plane nodes, their region, the snapshot version each applied and when each was last seen",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
@@ -31,9 +31,13 @@ func (a *app) nodesCmd() *cobra.Command {
 				if !n.LastSeen.IsZero() {
 					ago = now.Sub(n.LastSeen).Round(time.Second).String() + " ago"
 				}
-				rows = append(rows, []string{n.NodeID, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago})
+				region := n.Region
+				if region == "" {
+					region = "-"
+				}
+				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago})
 			}
-			return a.table([]any{"Node", "Applied version", "Last seen", "Age"}, rows)
+			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age"}, rows)
 		},
 	}
 	var limit int
