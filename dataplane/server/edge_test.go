@@ -502,8 +502,14 @@ func TestProxiedClientCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := startGateway(t, func(c *Config) { c.TrustedProxies = p; c.MaxConnsPerAddr = 1; c.BodyIdleTimeout = time.Second })
-	// Client A holds its one place: a body that stops arriving.
+	g := startGateway(t, func(c *Config) {
+		c.TrustedProxies = p
+		c.MaxConnsPerAddr = 1
+		c.BodyIdleTimeout = time.Second
+		c.MinBodyRate = 1
+	})
+	// Client A holds its one place with a body that drips a byte every 200 ms (so a loaded
+	// machine cannot end it early), then stops arriving.
 	slow, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -511,10 +517,25 @@ func TestProxiedClientCap(t *testing.T) {
 	defer slow.Close()
 	fmt.Fprintf(slow, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.5\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\n%s",
 		g.Keys.SE, strings.Repeat("a", 9000))
+	stopDrip := make(chan struct{})
+	dripDone := make(chan struct{})
+	go func() {
+		defer close(dripDone)
+		for {
+			select {
+			case <-stopDrip:
+				return
+			case <-time.After(200 * time.Millisecond):
+				if _, err := slow.Write([]byte("a")); err != nil {
+					return
+				}
+			}
+		}
+	}()
 	req := func(xff string) result {
 		return g.do(t, "GET", "/v1/models", g.Keys.SE, "", "X-Forwarded-For", xff)
 	}
-	if !waitFor(2*time.Second, func() bool { return req("203.0.113.5").Status == 429 }) {
+	if !waitFor(10*time.Second, func() bool { return req("203.0.113.5").Status == 429 }) {
 		t.Fatal("client at its cap was not refused")
 	}
 	checkEnvelope(t, req("203.0.113.5"), 429, "too_many_connections")
@@ -524,8 +545,10 @@ func TestProxiedClientCap(t *testing.T) {
 	if r := req(""); r.Status != 200 { // the proxy's own requests are not counted per client
 		t.Fatalf("proxy without X-Forwarded-For: %d %s", r.Status, r.Body)
 	}
-	// A's slow body times out; its place comes back.
-	if !waitFor(5*time.Second, func() bool { return req("203.0.113.5").Status == 200 }) {
+	// A's body stops; it times out and its place comes back.
+	close(stopDrip)
+	<-dripDone
+	if !waitFor(10*time.Second, func() bool { return req("203.0.113.5").Status == 200 }) {
 		t.Fatal("the client's place did not come back")
 	}
 }
