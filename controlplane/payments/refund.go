@@ -14,7 +14,6 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/money"
 )
 
@@ -259,14 +258,12 @@ func (h *Webhook) serveChargeEvent(w http.ResponseWriter, r *http.Request, log *
 	ctx := r.Context()
 	ce, err := chargeEvent(ev)
 	if err != nil {
-		log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
-		httpjson.WriteJSON(w, http.StatusOK, received{true})
+		ackUnusable(ctx, w, log, err)
 		return
 	}
 	res, err := ApplyCharge(ctx, h.cfg.Ledger, ce, h.live)
 	if err != nil {
-		log.ErrorContext(ctx, "apply payment event", "err", err)
-		httpjson.WriteError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
+		answerRetry(ctx, w, log, err)
 		return
 	}
 	noteOutcome(w, res.Outcome)

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,8 +149,7 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	case EventCheckoutCompleted, EventAsyncPaymentSucceeded, EventAsyncPaymentFailed, EventCheckoutExpired:
 		ce, err = checkoutEvent(ev)
 		if err != nil {
-			log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
-			httpjson.WriteJSON(w, http.StatusOK, received{true})
+			ackUnusable(ctx, w, log, err)
 			return
 		}
 	default:
@@ -159,8 +159,7 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := Apply(ctx, h.cfg.Ledger, ce, h.live)
 	if err != nil {
-		log.ErrorContext(ctx, "apply payment event", "err", err)
-		httpjson.WriteError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "the event could not be applied; retry"))
+		answerRetry(ctx, w, log, err)
 		return
 	}
 	noteOutcome(w, res.Outcome)
@@ -220,4 +219,21 @@ func checkoutEvent(ev stripe.Event) (CheckoutEvent, error) {
 		ce.Outcome = OutcomePaymentFailed
 	}
 	return ce, nil
+}
+
+// ackUnusable acknowledges an event that cannot be used (200: the provider would send the
+// same event again on every retry) and logs why.
+func ackUnusable(ctx context.Context, w http.ResponseWriter, log *slog.Logger, err error) {
+	log.ErrorContext(ctx, "payment event unusable; acknowledged without effect", "err", err)
+	httpjson.WriteJSON(w, http.StatusOK, received{true})
+}
+
+// errApplyRetry answers an event the database failed to apply, so that the provider retries.
+var errApplyRetry = apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
+	"the event could not be applied; retry")
+
+// answerRetry logs a failed apply and answers 500 so the provider sends the event again.
+func answerRetry(ctx context.Context, w http.ResponseWriter, log *slog.Logger, err error) {
+	log.ErrorContext(ctx, "apply payment event", "err", err)
+	httpjson.WriteError(w, errApplyRetry)
 }
