@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
 )
 
 // Field limits in characters (Unicode code points).
@@ -133,23 +135,11 @@ func validText(field, v string, max int, required, multiline bool) error {
 		if multiline && (r == '\t' || r == '\r' || r == '\n') {
 			continue
 		}
-		if controlRune(r) {
+		if adminapi.UnsafeRune(r) {
 			return &FormError{Code: field, Reason: fmt.Sprintf("%s contains the control character %U", field, r)}
 		}
 	}
 	return nil
-}
-
-// controlRune reports C0 and C1 control characters, DEL and bidirectional formatting
-// characters.
-func controlRune(r rune) bool {
-	switch {
-	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true
-	}
-	return false
 }
 
 // validEmail accepts a plain address (no display name, no angle brackets, no comments)

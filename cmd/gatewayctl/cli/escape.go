@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
 )
 
 // clean makes text from the control plane safe to print on a terminal: C0 and C1 control
@@ -24,7 +26,7 @@ func clean(s string) string {
 			b.WriteString(`\x`)
 			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
 			b.WriteString(strconv.FormatUint(uint64(s[i])&0xf, 16))
-		case unsafeRune(r):
+		case adminapi.UnsafeRune(r):
 			q := strconv.QuoteRuneToASCII(r) // '\x1b', '\n', '\u202e'
 			b.WriteString(q[1 : len(q)-1])
 		default:
@@ -46,22 +48,10 @@ func needsCleaning(s string) bool {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n == 1) || unsafeRune(r) {
+		if (r == utf8.RuneError && n == 1) || adminapi.UnsafeRune(r) {
 			return true
 		}
 		i += n
-	}
-	return false
-}
-
-// unsafeRune reports control characters and the bidirectional formatting characters that
-// reorder what a terminal shows.
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true
 	}
 	return false
 }
@@ -105,7 +95,7 @@ func jsonSafe(b []byte) []byte {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			out = append(out, `\ufffd`...)
-		case r != '\n' && r != '\t' && r != '\r' && unsafeRune(r):
+		case r != '\n' && r != '\t' && r != '\r' && adminapi.UnsafeRune(r):
 			out = fmt.Appendf(out, `\u%04x`, r)
 		default:
 			out = append(out, b[i:i+n]...)

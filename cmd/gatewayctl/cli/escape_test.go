@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/signup"
 )
 
@@ -56,7 +57,7 @@ func FuzzClean(f *testing.F) {
 			t.Fatalf("clean(%q) = %q is not valid UTF-8", s, got)
 		}
 		for _, r := range got {
-			if unsafeRune(r) {
+			if adminapi.UnsafeRune(r) {
 				t.Fatalf("clean(%q) = %q keeps %U", s, got, r)
 			}
 		}
@@ -89,7 +90,7 @@ func TestOutputEscapesControlCharacters(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		for _, r := range out {
-			if r != '\n' && r != '\t' && unsafeRune(r) {
+			if r != '\n' && r != '\t' && adminapi.UnsafeRune(r) {
 				t.Fatalf("%v: output keeps %U:\n%q", args, r, out)
 			}
 		}
