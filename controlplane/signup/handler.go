@@ -18,6 +18,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/clientaddr"
 )
 
 // Store keeps submissions for review. *PGStore implements it.
@@ -189,11 +190,9 @@ func ClientAddr(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// RateKey is the rate limiter's bucket for a client address: an IPv4 address (also when
-// written IPv4-mapped) is its own bucket; an IPv6 address shares its /64 with every
-// address of that prefix (one subscriber usually holds a whole /64, so per-address
-// buckets would let one client rotate through 2^64 of them). A port or zone is dropped;
-// a string that is no address is its own bucket.
+// RateKey is the rate limiter's bucket for a client address: its clientaddr.Prefix,
+// written as the address for IPv4 and as the /64 for IPv6. A port or zone is dropped; a
+// string that is no address is its own bucket.
 func RateKey(addr string) string {
 	ip, err := netip.ParseAddr(addr)
 	if err != nil {
@@ -203,9 +202,9 @@ func RateKey(addr string) string {
 		}
 		ip = ap.Addr()
 	}
-	ip = ip.WithZone("").Unmap()
-	if ip.Is4() {
-		return ip.String()
+	p := clientaddr.Prefix(ip)
+	if p.Addr().Is4() {
+		return p.Addr().String()
 	}
-	return netip.PrefixFrom(ip, 64).Masked().String()
+	return p.String()
 }

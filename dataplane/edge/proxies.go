@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+
+	"github.com/sekgate/gateway/shared/clientaddr"
 )
 
 // Proxies is a set of trusted proxy networks. The zero value (and nil) trusts nobody.
@@ -128,16 +130,9 @@ func parseHop(b []byte) (netip.Addr, bool) {
 	return a.Unmap(), true
 }
 
-// AddrKey is the key a client address is counted under: the address itself for IPv4, its
-// /64 for IPv6 (one subscriber usually holds a whole /64).
-func AddrKey(a netip.Addr) netip.Addr {
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.Addr()
-	}
-	return a
-}
+// AddrKey is the key a client address is counted under: the first address of its
+// clientaddr.Prefix (the address itself for IPv4, its /64 for IPv6).
+func AddrKey(a netip.Addr) netip.Addr { return clientaddr.Prefix(a).Addr() }
 
 // Counter counts something in progress per client address key (AddrKey), up to a cap.
 type Counter struct {
