@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -187,12 +186,6 @@ func (s *server) serviceRequests(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// validRequestID reports whether id could name a stored record: 1 to 200 bytes of valid
-// UTF-8 without NUL (the ingest and Postgres text store nothing else).
-func validRequestID(id string) bool {
-	return id != "" && len(id) <= 200 && utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
-}
-
 // serviceRequest answers GET /v1/service/requests/{id}; another account's record and an
 // unknown ID are both 404 request_not_found.
 func (s *server) serviceRequest(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +194,7 @@ func (s *server) serviceRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reqID := r.PathValue("id")
-	if !validRequestID(reqID) { // no stored record has this shape; never reaches SQL
+	if !store.ValidRequestID(reqID) { // no stored record has this shape; never reaches SQL
 		writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeRequestNotFound, "No request record with this ID."))
 		return
 	}

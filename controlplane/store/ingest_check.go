@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
@@ -98,6 +99,12 @@ func clip(s string) string {
 	return s
 }
 
+// ValidRequestID reports whether id could name a stored record: what the ingest accepts as
+// a request_id (1 to 200 bytes without NUL), in valid UTF-8 (all Postgres text holds).
+func ValidRequestID(id string) bool {
+	return id != "" && okText(id, maxTextLen) && utf8.ValidString(id)
+}
+
 // okText reports whether s fits a text column of the records: at most max bytes, no NUL.
 func okText(s string, max int) bool {
 	return len(s) <= max && strings.IndexByte(s, 0) < 0
@@ -108,7 +115,7 @@ func okText(s string, max int) bool {
 // or "" when the record passes.
 func checkRecord(r *usage.Record, now time.Time) (code, detail string) {
 	switch {
-	case r.RequestID == "" || !okText(r.RequestID, maxTextLen):
+	case !ValidRequestID(r.RequestID):
 		return RejectInvalid, "request_id must be 1 to 200 characters without NUL"
 	case r.AccountID == "" || !okText(r.AccountID, maxTextLen):
 		return RejectInvalid, "account_id must be 1 to 200 characters without NUL"

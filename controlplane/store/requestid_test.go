@@ -1,4 +1,4 @@
-package api
+package store
 
 import (
 	"strings"
@@ -12,8 +12,8 @@ func FuzzValidRequestID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id string) {
 		valid := id != "" && len(id) <= 200 && utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
-		if validRequestID(id) != valid {
-			t.Fatalf("validRequestID(%q) = %v, want %v", id, !valid, valid)
+		if ValidRequestID(id) != valid {
+			t.Fatalf("ValidRequestID(%q) = %v, want %v", id, !valid, valid)
 		}
 	})
 }
