@@ -34,150 +34,128 @@ func stat(p string) (stamp, error) {
 	return stamp{fi.ModTime(), fi.Size()}, nil
 }
 
-// KeyPair is a certificate and key read from files and re-read when either changes. A
-// failed reload keeps the previous pair and logs.
-type KeyPair struct {
-	certFile, keyFile string
-	log               *slog.Logger
-	now               func() time.Time
-
-	mu        sync.Mutex
-	cert      *tls.Certificate
-	certStamp stamp
-	keyStamp  stamp
-	checked   time.Time
-}
-
-// NewKeyPair loads the pair once (an error if it does not load).
-func NewKeyPair(certFile, keyFile string, log *slog.Logger) (*KeyPair, error) {
-	if certFile == "" || keyFile == "" {
-		return nil, errors.New("tlsfiles: certificate and key files are both required")
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	k := &KeyPair{certFile: certFile, keyFile: keyFile, log: log, now: time.Now}
-	if err := k.load(); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-func (k *KeyPair) load() error {
-	cs, err := stat(k.certFile)
-	if err != nil {
-		return fmt.Errorf("tlsfiles: %w", err)
-	}
-	ks, err := stat(k.keyFile)
-	if err != nil {
-		return fmt.Errorf("tlsfiles: %w", err)
-	}
-	c, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
-	if err != nil {
-		return fmt.Errorf("tlsfiles: load %s and %s: %w", k.certFile, k.keyFile, err)
-	}
-	k.cert, k.certStamp, k.keyStamp = &c, cs, ks
-	return nil
-}
-
-// Current returns the pair, re-reading the files when they changed since the last check.
-func (k *KeyPair) Current() *tls.Certificate {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	now := k.now()
-	if now.Sub(k.checked) < checkEvery {
-		return k.cert
-	}
-	k.checked = now
-	cs, err1 := stat(k.certFile)
-	ks, err2 := stat(k.keyFile)
-	if err1 != nil || err2 != nil || (cs == k.certStamp && ks == k.keyStamp) {
-		return k.cert
-	}
-	prev := k.cert
-	if err := k.load(); err != nil {
-		// A half-written pair (cert replaced, key not yet) fails here; the next check retries.
-		k.log.Warn("TLS certificate changed on disk but does not load; keeping the previous one", "err", err)
-		k.cert = prev
-		return prev
-	}
-	k.log.Info("TLS certificate reloaded", "cert", k.certFile)
-	return k.cert
-}
-
-// CAPool is a PEM bundle of CA certificates re-read when it changes.
-type CAPool struct {
-	file string
-	log  *slog.Logger
+// reloader holds a value read from files and reads it again, at most once per checkEvery,
+// when any of the files changed. A failed re-read (a half-written pair: certificate
+// replaced, key not yet) keeps the previous value, logs, and is retried at the next check.
+type reloader[T any] struct {
+	what  string // what the files hold, for log lines
+	files []string
+	read  func() (T, error)
+	log   *slog.Logger
+	now   func() time.Time
 
 	mu      sync.Mutex
-	pool    *x509.CertPool
-	st      stamp
+	v       T
+	stamps  []stamp
 	checked time.Time
 }
 
-// NewCAPool loads the bundle once (an error without at least one certificate).
-func NewCAPool(file string, log *slog.Logger) (*CAPool, error) {
+// newReloader reads the value once (an error if it does not read).
+func newReloader[T any](what string, files []string, read func() (T, error), log *slog.Logger) (*reloader[T], error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &CAPool{file: file, log: log}
-	if err := c.load(); err != nil {
+	r := &reloader[T]{what: what, files: files, read: read, log: log, now: time.Now}
+	if err := r.load(); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return r, nil
 }
 
-func (c *CAPool) load() error {
-	st, err := stat(c.file)
+// load stamps the files, then reads the value; on error nothing changes.
+func (r *reloader[T]) load() error {
+	stamps := make([]stamp, len(r.files))
+	for i, f := range r.files {
+		st, err := stat(f)
+		if err != nil {
+			return fmt.Errorf("tlsfiles: %w", err)
+		}
+		stamps[i] = st
+	}
+	v, err := r.read()
 	if err != nil {
-		return fmt.Errorf("tlsfiles: %w", err)
+		return err
 	}
-	b, err := os.ReadFile(c.file)
-	if err != nil {
-		return fmt.Errorf("tlsfiles: %w", err)
-	}
-	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM(b) {
-		return fmt.Errorf("tlsfiles: %s holds no PEM certificate", c.file)
-	}
-	c.pool, c.st = p, st
+	r.v, r.stamps = v, stamps
 	return nil
 }
 
-// Current returns the pool, re-reading the file when it changed.
-func (c *CAPool) Current() *x509.CertPool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if now.Sub(c.checked) < checkEvery {
-		return c.pool
+// changed reports whether any file's stamp differs from the loaded one (an unreadable file
+// counts as unchanged: the value in use stays).
+func (r *reloader[T]) changed() bool {
+	for i, f := range r.files {
+		st, err := stat(f)
+		if err != nil {
+			return false
+		}
+		if st != r.stamps[i] {
+			return true
+		}
 	}
-	c.checked = now
-	if st, err := stat(c.file); err != nil || st == c.st {
-		return c.pool
+	return false
+}
+
+// Current returns the value, re-reading the files when they changed since the last check.
+func (r *reloader[T]) Current() T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if now.Sub(r.checked) < checkEvery {
+		return r.v
 	}
-	prev := c.pool
-	if err := c.load(); err != nil {
-		c.log.Warn("CA bundle changed on disk but does not load; keeping the previous one", "err", err)
-		c.pool = prev
-	} else {
-		c.log.Info("CA bundle reloaded", "file", c.file)
+	r.checked = now
+	if !r.changed() {
+		return r.v
 	}
-	return c.pool
+	if err := r.load(); err != nil {
+		r.log.Warn(r.what+" changed on disk but does not load; keeping the previous one", "err", err)
+		return r.v
+	}
+	r.log.Info(r.what+" reloaded", "files", r.files)
+	return r.v
+}
+
+// newKeyPair reads a certificate and key, re-read when either changes.
+func newKeyPair(certFile, keyFile string, log *slog.Logger) (*reloader[*tls.Certificate], error) {
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("tlsfiles: certificate and key files are both required")
+	}
+	return newReloader("TLS certificate", []string{certFile, keyFile}, func() (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tlsfiles: load %s and %s: %w", certFile, keyFile, err)
+		}
+		return &c, nil
+	}, log)
+}
+
+// newCAPool reads a PEM bundle of CA certificates (an error without at least one),
+// re-read when it changes.
+func newCAPool(file string, log *slog.Logger) (*reloader[*x509.CertPool], error) {
+	return newReloader("CA bundle", []string{file}, func() (*x509.CertPool, error) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("tlsfiles: %w", err)
+		}
+		p := x509.NewCertPool()
+		if !p.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("tlsfiles: %s holds no PEM certificate", file)
+		}
+		return p, nil
+	}, log)
 }
 
 // ServerConfig is the TLS configuration of a listener serving certFile/keyFile; with
 // clientCAFile, clients must present a certificate signed by one of its CAs (mTLS). All
 // three files are re-read when they change.
 func ServerConfig(certFile, keyFile, clientCAFile string, log *slog.Logger) (*tls.Config, error) {
-	kp, err := NewKeyPair(certFile, keyFile, log)
+	kp, err := newKeyPair(certFile, keyFile, log)
 	if err != nil {
 		return nil, err
 	}
-	var cas *CAPool
+	var cas *reloader[*x509.CertPool]
 	if clientCAFile != "" {
-		if cas, err = NewCAPool(clientCAFile, log); err != nil {
+		if cas, err = newCAPool(clientCAFile, log); err != nil {
 			return nil, err
 		}
 	}
@@ -202,14 +180,14 @@ func ClientConfig(caFile, certFile, keyFile string, log *slog.Logger) (*tls.Conf
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		cas, err := NewCAPool(caFile, log)
+		cas, err := newCAPool(caFile, log)
 		if err != nil {
 			return nil, err
 		}
-		c.RootCAs = cas.pool
+		c.RootCAs = cas.v
 	}
 	if certFile != "" {
-		kp, err := NewKeyPair(certFile, keyFile, log)
+		kp, err := newKeyPair(certFile, keyFile, log)
 		if err != nil {
 			return nil, err
 		}
