@@ -20,8 +20,8 @@ import (
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
-	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/edge"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
@@ -140,7 +140,7 @@ func main() {
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
-	store := &catalog.Store{}
+	store := &index.Store{}
 	// One TLS configuration and one transport for everything that talks to the control plane.
 	cpTLS, err := o.link.clientTLS(log)
 	if err != nil {
@@ -254,7 +254,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 }
 
 // storeVersion reports the applied snapshot's version for readiness and metrics.
-type storeVersion struct{ s *catalog.Store }
+type storeVersion struct{ s *index.Store }
 
 func (v storeVersion) Version() (int64, bool) {
 	if x := v.s.Load(); x != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -41,14 +41,14 @@ func newSlowServer(t *testing.T) *slowServer {
 	return s
 }
 
-func testRoute(t *testing.T, base string, firstByteMS int) *catalog.Route {
+func testRoute(t *testing.T, base string, firstByteMS int) *index.Route {
 	t.Helper()
 	snap := &snapshot.Snapshot{Content: snapshot.Content{
 		Models: []snapshot.Model{{ID: "m"}},
 		Routes: []snapshot.Route{{ID: "r", Model: "m", BaseURL: base + "/v1", Protocols: []string{snapshot.EndpointChat},
 			Country: "SE", FirstByteTimeoutMS: firstByteMS}},
 	}}
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +56,11 @@ func testRoute(t *testing.T, base string, firstByteMS int) *catalog.Route {
 	return m.Routes[0]
 }
 
-func call(u *Upstream, r *catalog.Route, c *Call, delayMS int, stream bool) (int, error) {
+func call(u *Upstream, r *index.Route, c *Call, delayMS int, stream bool) (int, error) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	u.Prepare(req, r, catalog.EPChat, []byte(strconv.Itoa(delayMS)), "req_1", stream)
+	u.Prepare(req, r, index.EPChat, []byte(strconv.Itoa(delayMS)), "req_1", stream)
 	err := u.Do(req, resp, stream, time.Time{}, c)
 	fasthttp.ReleaseRequest(req)
 	if stream && err == nil {

@@ -1,7 +1,7 @@
-// Package proxy sends inference requests, native or translated, to upstream model servers: a pool
-// of keep-alive fasthttp clients per upstream with connect, first-byte, idle and total
-// timeouts, minimal body edits, usage extraction, and an SSE relay that flushes each event
-// to the client as it arrives.
+// Package proxy owns the exchange with upstream model servers: a pool of keep-alive fasthttp
+// clients per upstream with their timeouts (pool.go), the request and its minimal body edits
+// (request.go), the failure class of an exchange (classify.go), cancellation (call.go) and the
+// stream relay that flushes each event to the client as it arrives (stream.go).
 package proxy
 
 import (
@@ -14,7 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -113,7 +113,7 @@ type Upstream struct {
 var ErrCredentials = errors.New("proxy: upstream credential unavailable")
 
 // For returns the Upstream serving route r.
-func (p *Pool) For(r *catalog.Route) *Upstream {
+func (p *Pool) For(r *index.Route) *Upstream {
 	k := upstreamKey{
 		tls: r.UpstreamTLS, addr: r.UpstreamAddr, host: r.UpstreamHost, credentials: r.CredentialsRef,
 		maxConns: r.MaxConns, connect: r.ConnectTimeoutMS, firstByte: r.FirstByteTimeoutMS,
@@ -270,7 +270,7 @@ func (c *timedConn) Read(b []byte) (int, error) {
 
 // SetDialForTest makes the upstream of route r dial with dial (benchmarks and tests that
 // use in-memory listeners).
-func (p *Pool) SetDialForTest(r *catalog.Route, dial func(addr string) (net.Conn, error)) {
+func (p *Pool) SetDialForTest(r *index.Route, dial func(addr string) (net.Conn, error)) {
 	u := p.For(r)
 	u.hc.DialTimeout = nil
 	u.hc.Dial = func(addr string) (net.Conn, error) {

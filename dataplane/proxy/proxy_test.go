@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/tokens"
 )
 
@@ -75,7 +75,7 @@ func TestRelayDropsUsageOnlyChunkButBillsIt(t *testing.T) {
 	for _, drop := range []bool{true, false} {
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
-		st := OpenStream(&resp, catalog.EPChat, StreamOptions{DropUsageOnly: drop})
+		st := OpenStream(&resp, index.EPChat, StreamOptions{DropUsageOnly: drop})
 		var out fakeWriter
 		st.Relay(out.writer())
 		st.Close()
@@ -95,7 +95,7 @@ func TestRelayDropsUsageOnlyChunkButBillsIt(t *testing.T) {
 func TestRelayValidatesEvents(t *testing.T) {
 	cases := []struct {
 		name       string
-		e          catalog.Endpoint
+		e          index.Endpoint
 		in         string
 		events     int
 		deltas     int64
@@ -104,14 +104,14 @@ func TestRelayValidatesEvents(t *testing.T) {
 		prompt     int64
 		reportedIn bool
 	}{
-		{"chat ok", catalog.EPChat, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 5, 2, false, true, 0, false},
-		{"chat garbage", catalog.EPChat, "data: {\"choices\":[]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: not json\n\ndata: [DONE]\n\n", 2, 1, true, false, 0, false},
-		{"chat truncated json", catalog.EPChat, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"\n\n", 0, 0, true, false, 0, false},
-		{"completions", catalog.EPCompletions, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n", 3, 2, false, true, 0, false},
-		{"messages", catalog.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {}\n\nevent: content_block_delta\ndata: {}\n\nevent: message_stop\ndata: {}\n\n", 4, 2, false, true, 9, true},
-		{"messages garbage", catalog.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9}}}\n\nevent: content_block_delta\ndata: {]\n\n", 1, 0, true, false, 9, true},
-		{"responses", catalog.EPResponses, "event: response.output_text.delta\ndata: {}\n\nevent: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\n\n", 2, 1, false, true, 4, true},
-		{"responses garbage", catalog.EPResponses, "event: response.output_text.delta\ndata: <p>\n\n", 0, 0, true, false, 0, false},
+		{"chat ok", index.EPChat, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 5, 2, false, true, 0, false},
+		{"chat garbage", index.EPChat, "data: {\"choices\":[]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: not json\n\ndata: [DONE]\n\n", 2, 1, true, false, 0, false},
+		{"chat truncated json", index.EPChat, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"\n\n", 0, 0, true, false, 0, false},
+		{"completions", index.EPCompletions, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n", 3, 2, false, true, 0, false},
+		{"messages", index.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {}\n\nevent: content_block_delta\ndata: {}\n\nevent: message_stop\ndata: {}\n\n", 4, 2, false, true, 9, true},
+		{"messages garbage", index.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9}}}\n\nevent: content_block_delta\ndata: {]\n\n", 1, 0, true, false, 9, true},
+		{"responses", index.EPResponses, "event: response.output_text.delta\ndata: {}\n\nevent: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\n\n", 2, 1, false, true, 4, true},
+		{"responses garbage", index.EPResponses, "event: response.output_text.delta\ndata: <p>\n\n", 0, 0, true, false, 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestPeekRefusesInvalidFirstEvent(t *testing.T) {
 	for _, in := range []string{"data: <html>\n\n", "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":101}}\n\n"} {
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
-		st := OpenStream(&resp, catalog.EPChat, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
+		st := OpenStream(&resp, index.EPChat, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
 		if err := st.Peek(); !IsInvalid(err) {
 			t.Errorf("%q: Peek %v", in, err)
 		}
@@ -151,7 +151,7 @@ func FuzzRelay(f *testing.F) {
 	f.Add("event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":-4}}}\n\n", uint8(2))
 	f.Add("event: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":\"1\"}}}\n\n", uint8(3))
 	f.Fuzz(func(t *testing.T, in string, e uint8) {
-		ep := []catalog.Endpoint{catalog.EPChat, catalog.EPCompletions, catalog.EPMessages, catalog.EPResponses}[int(e)%4]
+		ep := []index.Endpoint{index.EPChat, index.EPCompletions, index.EPMessages, index.EPResponses}[int(e)%4]
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
 		st := OpenStream(&resp, ep, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})

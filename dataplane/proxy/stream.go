@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/sse"
 	"github.com/sekgate/gateway/dataplane/tokens"
@@ -83,7 +83,7 @@ type StreamOptions struct {
 type Stream struct {
 	resp        *fasthttp.Response
 	rd          *sse.Reader
-	e           catalog.Endpoint
+	e           index.Endpoint
 	opt         StreamOptions
 	pending     sse.Event
 	hasPending  bool
@@ -99,7 +99,7 @@ type Stream struct {
 
 // OpenStream starts relaying resp, whose body must be streaming (Upstream.Do with stream).
 // Close must be called.
-func OpenStream(resp *fasthttp.Response, e catalog.Endpoint, opt StreamOptions) *Stream {
+func OpenStream(resp *fasthttp.Response, e index.Endpoint, opt StreamOptions) *Stream {
 	body := resp.BodyStream()
 	if body == nil {
 		body = bytes.NewReader(resp.Body())
@@ -234,7 +234,7 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		return true, nil // a comment (keep-alive) or an empty data field: nothing to check
 	}
 	switch s.e {
-	case catalog.EPChat, catalog.EPCompletions:
+	case index.EPChat, index.EPCompletions:
 		if bytes.Equal(ev.Data, doneData) {
 			s.Result.Done = true
 			return true, nil
@@ -265,7 +265,7 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 				return false, nil
 			}
 		}
-	case catalog.EPMessages:
+	case index.EPMessages:
 		if !validEvent(ev.Data) {
 			return false, ErrInvalidEvent
 		}
@@ -293,7 +293,7 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		if err := s.setUsage(s.msgs.Billed(), in, out); err != nil {
 			return false, err
 		}
-	case catalog.EPResponses:
+	case index.EPResponses:
 		if !validEvent(ev.Data) {
 			return false, ErrInvalidEvent
 		}
@@ -321,13 +321,13 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 // Messages-style content_block_delta and Responses-style *.delta events.
 func (s *Stream) isDelta(ev sse.Event) bool {
 	switch s.e {
-	case catalog.EPChat:
+	case index.EPChat:
 		return s.chatEvents > 0 && len(ev.Data) > 0 && ev.Data[0] == '{'
-	case catalog.EPCompletions:
+	case index.EPCompletions:
 		return len(ev.Data) > 0 && ev.Data[0] == '{'
-	case catalog.EPMessages:
+	case index.EPMessages:
 		return bytes.Equal(ev.Name, evBlockDelta)
-	case catalog.EPResponses:
+	case index.EPResponses:
 		return bytes.HasSuffix(ev.Name, evDeltaSuffix)
 	}
 	return false

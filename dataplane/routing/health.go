@@ -10,7 +10,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
 
 // HealthConfig configures the per-route circuit breakers. Zero fields take the defaults
@@ -76,10 +76,10 @@ var (
 // whose address changed starts fresh. The zero value is not usable; see NewHealth.
 type Health struct {
 	cfg HealthConfig
-	// byPtr caches the breaker of each *catalog.Route seen, so the request path looks it up
+	// byPtr caches the breaker of each *index.Route seen, so the request path looks it up
 	// by pointer without allocating; it is cleared when it grows well beyond byKey (routes
 	// of old snapshots).
-	byPtr  sync.Map // *catalog.Route -> *breaker
+	byPtr  sync.Map // *index.Route -> *breaker
 	nPtr   atomic.Int64
 	mu     sync.Mutex
 	byKey  map[routeKey]*breaker
@@ -104,7 +104,7 @@ func (h *Health) RetryAfter() time.Duration { return h.cfg.OpenFor }
 // Opened counts breaker openings since start (metrics, tests).
 func (h *Health) Opened() int64 { return h.opened.Load() }
 
-func (h *Health) breaker(r *catalog.Route) *breaker {
+func (h *Health) breaker(r *index.Route) *breaker {
 	if b, ok := h.byPtr.Load(r); ok {
 		return b.(*breaker)
 	}
@@ -157,7 +157,7 @@ func (h *Health) newBreaker(name string) *breaker {
 // says nothing about the route, anything else when the route failed. Do returns ErrOpen
 // without calling fn while the breaker refuses attempts (open, or half-open with its
 // probes in flight); otherwise it returns fn's error.
-func (h *Health) Do(r *catalog.Route, fn func() error) error {
+func (h *Health) Do(r *index.Route, fn func() error) error {
 	_, err := h.breaker(r).cb.Execute(func() (struct{}, error) { return struct{}{}, fn() })
 	if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
 		return ErrOpen
@@ -166,4 +166,4 @@ func (h *Health) Do(r *catalog.Route, fn func() error) error {
 }
 
 // State names the breaker state of route r: "closed", "half-open" or "open".
-func (h *Health) State(r *catalog.Route) string { return h.breaker(r).cb.State().String() }
+func (h *Health) State(r *index.Route) string { return h.breaker(r).cb.State().String() }

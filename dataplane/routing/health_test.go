@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/residency"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-func route(id, base string) *catalog.Route {
-	return &catalog.Route{Route: snapshot.Route{ID: id, BaseURL: base}}
+func route(id, base string) *index.Route {
+	return &index.Route{Route: snapshot.Route{ID: id, BaseURL: base}}
 }
 
-func attempt(h *Health, r *catalog.Route, outcome error) (called bool, err error) {
+func attempt(h *Health, r *index.Route, outcome error) (called bool, err error) {
 	err = h.Do(r, func() error { called = true; return outcome })
 	return called, err
 }
@@ -92,7 +92,7 @@ func TestBreakerErrorPassesThrough(t *testing.T) {
 }
 
 // TestBreakerSurvivesSnapshotSwap: breakers are keyed by route ID and base URL, not by the
-// *catalog.Route of one snapshot; a route whose address changed starts closed.
+// *index.Route of one snapshot; a route whose address changed starts closed.
 func TestBreakerSurvivesSnapshotSwap(t *testing.T) {
 	h := NewHealth(HealthConfig{ConsecutiveFailures: 2, OpenFor: time.Hour})
 	old := route("a", "http://10.0.0.1:8000/v1")
@@ -135,14 +135,14 @@ func TestCandidatesStayInsidePolicy(t *testing.T) {
 				BaseURL: "http://h/v1", Protocols: p, Country: c, Priority: (i + j) % 3, Weight: j, Translate: j%2 == 0})
 		}
 	}
-	x, err := catalog.Build(s)
+	x, err := index.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, _ := x.Model("m")
 	var sel Selector
 	for _, pol := range []string{residency.SE, residency.EU, residency.Any, "", "mars"} {
-		for e := catalog.EPChat; e <= catalog.EPSystemOne; e++ {
+		for e := index.EPChat; e <= index.EPSystemOne; e++ {
 			cands := m.Candidates(pol, e)
 			if !residency.Valid(pol) && len(cands) > 0 {
 				t.Fatalf("unknown policy %q has candidates", pol)
@@ -153,14 +153,14 @@ func TestCandidatesStayInsidePolicy(t *testing.T) {
 					t.Fatalf("policy %s offered route %s in %s", pol, r.ID, r.Country)
 				}
 				native := r.Speaks(e)
-				translated := c.Translate && r.Translate && r.Speaks(catalog.EPChat) && (e == catalog.EPMessages || e == catalog.EPResponses)
+				translated := c.Translate && r.Translate && r.Speaks(index.EPChat) && (e == index.EPMessages || e == index.EPResponses)
 				if native == translated {
 					t.Fatalf("route %s for %s: native %v translated %v", r.ID, e.Path(), native, translated)
 				}
 			}
 		}
 	}
-	if n := len(m.Candidates(residency.SE, catalog.EPChat)); n == 0 {
+	if n := len(m.Candidates(residency.SE, index.EPChat)); n == 0 {
 		t.Fatal("fixture offers no Swedish chat route")
 	}
 }

@@ -1,6 +1,6 @@
 // Package routing orders and guards the eligible routes of a request. Eligibility itself
-// (the account's residency policy, the protocol) is decided by the catalogue
-// (catalog.Model.Candidates); routing never adds a route, it only orders and skips:
+// (the account's residency policy, the protocol) is decided by the node's
+// index (index.Model.Candidates); routing never adds a route, it only orders and skips:
 //
 //   - Selector.Plan orders candidates for failover: lowest priority value first, then a
 //     weighted random order among routes of equal priority.
@@ -14,7 +14,7 @@ package routing
 import (
 	"math/rand/v2"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
 
 // Selector picks routes. The zero value uses math/rand/v2's global generator.
@@ -31,10 +31,10 @@ func (s *Selector) intN(n int) int {
 }
 
 // Pick returns the candidate to try first among cands, which must be sorted by priority
-// (catalog does this). It reports false when cands is empty.
-func (s *Selector) Pick(cands []catalog.Candidate) (catalog.Candidate, bool) {
+// (index.Build does this). It reports false when cands is empty.
+func (s *Selector) Pick(cands []index.Candidate) (index.Candidate, bool) {
 	if len(cands) == 0 {
-		return catalog.Candidate{}, false
+		return index.Candidate{}, false
 	}
 	group := firstGroup(cands)
 	if len(group) == 1 {
@@ -45,7 +45,7 @@ func (s *Selector) Pick(cands []catalog.Candidate) (catalog.Candidate, bool) {
 
 // Plan appends to dst every candidate in the order they should be tried: priority groups in
 // order, each group in a weighted random order. It allocates only when dst is too small.
-func (s *Selector) Plan(dst, cands []catalog.Candidate) []catalog.Candidate {
+func (s *Selector) Plan(dst, cands []index.Candidate) []index.Candidate {
 	for len(cands) > 0 {
 		group := firstGroup(cands)
 		cands = cands[len(group):]
@@ -62,7 +62,7 @@ func (s *Selector) Plan(dst, cands []catalog.Candidate) []catalog.Candidate {
 }
 
 // firstGroup returns the leading run of cands with equal priority.
-func firstGroup(cands []catalog.Candidate) []catalog.Candidate {
+func firstGroup(cands []index.Candidate) []index.Candidate {
 	p := cands[0].Route.Priority
 	n := 1
 	for n < len(cands) && cands[n].Route.Priority == p {
@@ -73,7 +73,7 @@ func firstGroup(cands []catalog.Candidate) []catalog.Candidate {
 
 // weighted returns an index into group drawn with probability proportional to weight;
 // when every weight is zero the draw is uniform.
-func (s *Selector) weighted(group []catalog.Candidate) int {
+func (s *Selector) weighted(group []index.Candidate) int {
 	total := 0
 	for _, c := range group {
 		total += c.Route.Weight

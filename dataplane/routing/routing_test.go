@@ -3,16 +3,16 @@ package routing
 import (
 	"testing"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-func cand(id string, prio, weight int) catalog.Candidate {
-	return catalog.Candidate{Route: &catalog.Route{Route: snapshot.Route{ID: id, Priority: prio, Weight: weight}}}
+func cand(id string, prio, weight int) index.Candidate {
+	return index.Candidate{Route: &index.Route{Route: snapshot.Route{ID: id, Priority: prio, Weight: weight}}}
 }
 
 func TestPickPriorityThenWeight(t *testing.T) {
-	cands := []catalog.Candidate{cand("a", 0, 1), cand("b", 0, 3), cand("c", 1, 100)}
+	cands := []index.Candidate{cand("a", 0, 1), cand("b", 0, 3), cand("c", 1, 100)}
 	counts := map[string]int{}
 	var s Selector
 	for range 4000 {
@@ -32,14 +32,14 @@ func TestPickPriorityThenWeight(t *testing.T) {
 }
 
 func TestPickDeterministic(t *testing.T) {
-	cands := []catalog.Candidate{cand("a", 0, 1), cand("b", 0, 3)}
+	cands := []index.Candidate{cand("a", 0, 1), cand("b", 0, 3)}
 	for draw, want := range map[int]string{0: "a", 1: "b", 3: "b"} {
 		s := Selector{IntN: func(n int) int { return draw }}
 		if c, _ := s.Pick(cands); c.Route.ID != want {
 			t.Errorf("draw %d picked %s, want %s", draw, c.Route.ID, want)
 		}
 	}
-	zero := []catalog.Candidate{cand("a", 0, 0), cand("b", 0, 0)}
+	zero := []index.Candidate{cand("a", 0, 0), cand("b", 0, 0)}
 	s := Selector{IntN: func(n int) int { return n - 1 }}
 	if c, _ := s.Pick(zero); c.Route.ID != "b" {
 		t.Errorf("zero weights: %s", c.Route.ID)
@@ -50,7 +50,7 @@ func TestPickDeterministic(t *testing.T) {
 }
 
 func TestPlanKeepsPriorityGroups(t *testing.T) {
-	cands := []catalog.Candidate{cand("a", 0, 1), cand("b", 0, 1), cand("c", 2, 1), cand("d", 5, 0), cand("e", 5, 0)}
+	cands := []index.Candidate{cand("a", 0, 1), cand("b", 0, 1), cand("c", 2, 1), cand("d", 5, 0), cand("e", 5, 0)}
 	var s Selector
 	for range 100 {
 		p := s.Plan(nil, cands)
@@ -77,7 +77,7 @@ func TestPlanKeepsPriorityGroups(t *testing.T) {
 }
 
 func BenchmarkPick(b *testing.B) {
-	cands := []catalog.Candidate{cand("a", 0, 1), cand("b", 0, 3), cand("c", 1, 100)}
+	cands := []index.Candidate{cand("a", 0, 1), cand("b", 0, 3), cand("c", 1, 100)}
 	var s Selector
 	b.ReportAllocs()
 	for b.Loop() {

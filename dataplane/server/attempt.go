@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
@@ -20,17 +20,17 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// upstreamCall describes one inference request to forward, the attempt loop. Every
-// inference handler, translated protocols included, fills one and calls forward.
+// upstreamCall describes one inference request to the attempt loop (runAttempts). Every
+// inference handler, translated protocols included, fills one and calls runAttempts.
 type upstreamCall struct {
 	p principal
-	m *catalog.Model
+	m *index.Model
 	// e is the endpoint the client called (the record's endpoint).
-	e catalog.Endpoint
+	e index.Endpoint
 	// cands are the routes eligible for the request: m.Candidates(policy, e), i.e. already
 	// inside the account's residency policy and speaking the protocol (natively or by
-	// translation). forward only orders and skips them; it never adds routes.
-	cands []catalog.Candidate
+	// translation). runAttempts only orders and skips them; it never adds routes.
+	cands []index.Candidate
 	// stream asks for a server-sent event answer.
 	stream bool
 	// includeUsage: the client asked for the stream's usage chunk; otherwise the gateway
@@ -46,7 +46,7 @@ type upstreamCall struct {
 	// attempt (translation: another protocol and model name per route). It may return the
 	// same slice each time. An error is the client's answer (nothing is forwarded, no
 	// other route is tried).
-	body func(c catalog.Candidate) ([]byte, *apierror.Error)
+	body func(c index.Candidate) ([]byte, *apierror.Error)
 	// bounds are the most usage an answer can report (tokens.Bounds: the model's context
 	// window, the request's output limit); promptEstimate is the node's low estimate of the
 	// prompt's tokens, charged when a started stream ends before the provider reported usage.
@@ -57,13 +57,13 @@ type upstreamCall struct {
 var errBodyEdit = apierror.InvalidParam("", "request body cannot be edited for the upstream")
 
 // upstreamBody returns the body of an attempt on cand.
-func (c *upstreamCall) upstreamBody(cand catalog.Candidate) ([]byte, *apierror.Error) {
+func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Error) {
 	if c.body != nil {
 		return c.body(cand)
 	}
 	// Only chat and text completions streams have stream_options.include_usage; the
 	// other protocols report usage in their streams anyway.
-	usageOpt := c.stream && (c.e == catalog.EPChat || c.e == catalog.EPCompletions)
+	usageOpt := c.stream && (c.e == index.EPChat || c.e == index.EPCompletions)
 	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage,
 		usageOpt && cand.Route.ContinuousUsageStats)
 	if err != nil {
@@ -79,8 +79,8 @@ func (c *upstreamCall) upstreamBody(cand catalog.Candidate) ([]byte, *apierror.E
 type exchange struct {
 	s      *Server
 	box    *recordBox
-	m      *catalog.Model
-	cand   catalog.Candidate
+	m      *index.Model
+	cand   index.Candidate
 	up     *proxy.Upstream
 	resp   *fasthttp.Response
 	stream *proxy.Stream
@@ -98,15 +98,15 @@ type exchange struct {
 	startRec     usage.Record
 	startRouting usage.Routing
 	watch        clientWatch
-	plan         [8]catalog.Candidate
+	plan         [8]index.Candidate
 }
 
 var exchangePool = sync.Pool{New: func() any { return &exchange{} }}
 
 // upstreamEndpoint is the endpoint a candidate is called on.
-func upstreamEndpoint(e catalog.Endpoint, c catalog.Candidate) catalog.Endpoint {
+func upstreamEndpoint(e index.Endpoint, c index.Candidate) index.Endpoint {
 	if c.Translate {
-		return catalog.EPChat
+		return index.EPChat
 	}
 	return e
 }
@@ -148,7 +148,7 @@ func classHealth(class string) error {
 	return routing.ErrRouteFailed
 }
 
-// forward applies the account's and key's limits, then tries the eligible routes in order
+// runAttempts applies the account's and key's limits, then tries the eligible routes in order
 // (priority, then weighted random; routes whose circuit breaker is open are skipped) until
 // one answers, at most MaxAttempts attempts within RequestTimeout. Failures before the
 // first byte reaches the client (connect errors, timeouts, 429, 502, 503, 504, invalid
@@ -157,7 +157,7 @@ func classHealth(class string) error {
 // It returns the committed exchange, or nil after it has answered the client with the
 // error and recorded the request itself. X-Service-Provider and X-Service-Residency name
 // the route tried last (the one that answered on success).
-func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
+func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 	p := c.p
 	t, d := s.cfg.Limiter.Acquire(p.key.ID, p.key.Limits, p.acct.ID, p.acct.Limits, &p.idx.Snapshot.DefaultLimits)
 	if d.Reason != limits.OK {
@@ -227,7 +227,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
 const statusClientClosed = 499
 
 // attempt makes one try at candidate cand.
-func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand catalog.Candidate, deadline time.Time) outcome {
+func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand index.Candidate, deadline time.Time) outcome {
 	r := cand.Route
 	ue := upstreamEndpoint(c.e, cand)
 	body, berr := c.upstreamBody(cand)

@@ -5,16 +5,16 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/apikey"
 )
 
 // principal is an authenticated caller.
 type principal struct {
-	idx  *catalog.Index
-	key  *catalog.Key
-	acct *catalog.Account
+	idx  *index.Index
+	key  *index.Key
+	acct *index.Account
 }
 
 var bearerPrefix = []byte("bearer ")
@@ -68,7 +68,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 // lookupSecret finds the key a secret belongs to without allocating: the secret embeds its
 // key ID, and the stored SHA-256 is compared in constant time. Secrets of other formats
 // (other vendors' keys) never match.
-func lookupSecret(idx *catalog.Index, secret []byte) (*catalog.Key, bool) {
+func lookupSecret(idx *index.Index, secret []byte) (*index.Key, bool) {
 	id, ok := secretKeyID(secret)
 	if !ok {
 		return nil, false
@@ -98,7 +98,7 @@ func secretKeyID(secret []byte) (id [4 + secretIDHex]byte, ok bool) {
 // unknownKey is the answer to a secret the snapshot has no key for: 403 pointing at the
 // region that serves the key's account when the snapshot lists it as served elsewhere
 // (a node holds only its country's keys), else invalid key.
-func (s *Server) unknownKey(idx *catalog.Index, secret []byte) *apierror.Error {
+func (s *Server) unknownKey(idx *index.Index, secret []byte) *apierror.Error {
 	id, ok := secretKeyID(secret)
 	if !ok {
 		return errInvalidKey

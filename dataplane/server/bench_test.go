@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -57,11 +57,11 @@ func newInProcess(tb testing.TB, rewrite bool) *inProcess {
 			snap.Routes[i].UpstreamModel = ""
 		}
 	}
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	store := &catalog.Store{}
+	store := &index.Store{}
 	store.Swap(x)
 	pool := proxy.NewPool(proxy.Config{})
 	m, _ := x.Model(fixture.ModelChat)
@@ -94,7 +94,7 @@ func (p *inProcess) post(path, authHeader, authValue string, body []byte) int {
 var chatBenchBody = []byte(`{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"` + strings.Repeat("Hej hopp ", 100) + `"}],"max_tokens":64}`)
 
 // BenchmarkChatNonStreaming drives the whole non-streaming chat path in process: request ID,
-// auth, parse, route, body forward over a pooled upstream connection, usage extraction and
+// auth, parse, route, body sent over a pooled upstream connection, usage extraction and
 // the meter's record.
 func BenchmarkChatNonStreaming(b *testing.B) {
 	p := newInProcess(b, false)
@@ -112,8 +112,8 @@ func BenchmarkChatNonStreaming(b *testing.B) {
 
 func BenchmarkAuthLookup(b *testing.B) {
 	snap, ks := fixture.Snapshot(1, "http://upstream.test/v1", time.Now())
-	x, _ := catalog.Build(snap)
-	store := &catalog.Store{}
+	x, _ := index.Build(snap)
+	store := &index.Store{}
 	store.Swap(x)
 	s, _ := New(Config{Store: store, Meter: memmeter.New(0)})
 	var ctx fasthttp.RequestCtx
@@ -141,7 +141,7 @@ func BenchmarkSSERelay(b *testing.B) {
 	for b.Loop() {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
-		st := proxy.OpenStream(&resp, catalog.EPChat, proxy.StreamOptions{DropUsageOnly: true, Bounds: tokens.NewBounds(8192, 0, 1)})
+		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{DropUsageOnly: true, Bounds: tokens.NewBounds(8192, 0, 1)})
 		st.Relay(w)
 		st.Close()
 		if !st.Result.Done || st.Result.Events != 101 || st.Result.PromptTokens != 12 {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 )
 
@@ -70,7 +70,7 @@ func TestDeeplyNestedUpstreamAnswer(t *testing.T) {
 	t.Cleanup(up.Close)
 	g := startGateway(t)
 	snap, ks := fixture.Snapshot(2, up.URL+"/v1", time.Now())
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"sync"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -20,11 +20,11 @@ var (
 		`","message":"` + errShuttingDown.Message + `","param":null}` + "\n\n")
 )
 
-func drainEvent(e catalog.Endpoint) []byte {
+func drainEvent(e index.Endpoint) []byte {
 	switch e {
-	case catalog.EPMessages:
+	case index.EPMessages:
 		return drainErrMessages
-	case catalog.EPResponses:
+	case index.EPResponses:
 		return drainErrResponses
 	}
 	return drainErrChat

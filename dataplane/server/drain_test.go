@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/cmd/simulator/sim"
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -73,7 +73,7 @@ func TestEndStreamsAtDrainDeadline(t *testing.T) {
 // TestDrainEvents: each protocol's drain event is one event whose data is JSON naming
 // not_ready.
 func TestDrainEvents(t *testing.T) {
-	for _, e := range []catalog.Endpoint{catalog.EPChat, catalog.EPCompletions, catalog.EPMessages, catalog.EPResponses} {
+	for _, e := range []index.Endpoint{index.EPChat, index.EPCompletions, index.EPMessages, index.EPResponses} {
 		ev := string(drainEvent(e))
 		if !strings.HasSuffix(ev, "\n\n") || strings.Count(ev, "\n\n") != 1 {
 			t.Errorf("%v: not one event: %q", e, ev)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -151,7 +151,7 @@ func (f *fakeUpstream) stream(w http.ResponseWriter, r *http.Request, mode, mode
 // gateway is a running data-plane server for tests.
 type gateway struct {
 	URL   string
-	Store *catalog.Store
+	Store *index.Store
 	Meter *memmeter.Meter
 	Keys  fixture.Keys
 	Up    *fakeUpstream
@@ -163,8 +163,8 @@ func startGateway(t testing.TB, opts ...func(*Config)) *gateway {
 	t.Helper()
 	up := newFakeUpstream(t)
 	snap, ks := fixture.Snapshot(1, up.URL+"/v1", time.Now())
-	g := &gateway{Store: &catalog.Store{}, Meter: memmeter.New(0), Keys: ks, Up: up, Snap: snap}
-	x, err := catalog.Build(snap)
+	g := &gateway{Store: &index.Store{}, Meter: memmeter.New(0), Keys: ks, Up: up, Snap: snap}
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/tokens"
@@ -21,7 +21,7 @@ import (
 // attempts inline).
 type recordBox struct {
 	// endpoint is the endpoint the client called.
-	endpoint catalog.Endpoint
+	endpoint index.Endpoint
 	rec      usage.Record
 	routing  usage.Routing
 	attempt  [3]usage.Attempt
@@ -48,7 +48,7 @@ func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) 
 
 // addAttempt appends an attempt at route r and names r in the record as the route tried
 // last (the one that answered, if any does).
-func (b *recordBox) addAttempt(r *catalog.Route) *usage.Attempt {
+func (b *recordBox) addAttempt(r *index.Route) *usage.Attempt {
 	b.routing.Attempts = append(b.routing.Attempts, usage.Attempt{Route: r.ID, Provider: r.Provider, Region: r.Region})
 	b.rec.Provider, b.rec.Residency = r.Provider, r.Region
 	return &b.routing.Attempts[len(b.routing.Attempts)-1]
@@ -72,12 +72,12 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, 
 }
 
 // generates reports whether e produces tokens under an output limit (max_tokens).
-func generates(e catalog.Endpoint) bool {
-	return e == catalog.EPChat || e == catalog.EPCompletions || e == catalog.EPMessages || e == catalog.EPResponses
+func generates(e index.Endpoint) bool {
+	return e == index.EPChat || e == index.EPCompletions || e == index.EPMessages || e == index.EPResponses
 }
 
 // resolve finds the visible model a request names.
-func resolve(p principal, name string) (*catalog.Model, bool) {
+func resolve(p principal, name string) (*index.Model, bool) {
 	m, ok := p.idx.Model(name)
 	if !ok {
 		return nil, false
@@ -89,8 +89,8 @@ func resolve(p principal, name string) (*catalog.Model, bool) {
 // inference returns the handler of one of the six inference endpoints: admission, body
 // checks and candidates, then the endpoint's own protocol path (serveProtocol) or the
 // pass-through of a request its routes speak natively.
-func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
-	allowXAPIKey := e == catalog.EPMessages
+func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
+	allowXAPIKey := e == index.EPMessages
 	return func(ctx *fasthttp.RequestCtx) {
 		start := s.now()
 		p, ok := s.admit(ctx, allowXAPIKey)
@@ -98,7 +98,7 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 			return
 		}
 		limit, tooLarge := MaxBodySize, errTooLarge
-		if e == catalog.EPSystemOne {
+		if e == index.EPSystemOne {
 			limit, tooLarge = maxSystemOneBody, errTooLargeSystemOne
 		}
 		body, ok := s.readBody(ctx, limit, tooLarge)
@@ -110,7 +110,7 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 			writeError(ctx, perr)
 			return
 		}
-		if e == catalog.EPEmbeddings || e == catalog.EPSystemOne {
+		if e == index.EPEmbeddings || e == index.EPSystemOne {
 			req.Stream = false
 		}
 		m, ok := resolve(p, req.Model)
@@ -143,11 +143,11 @@ func (s *Server) inference(e catalog.Endpoint) fasthttp.RequestHandler {
 	}
 }
 
-func newUpstreamCall(p principal, m *catalog.Model, e catalog.Endpoint, cands []catalog.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
+func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []index.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
 	c := upstreamCall{p: p, m: m, e: e, cands: cands,
 		stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
 	inputs := 1
-	if e == catalog.EPEmbeddings || e == catalog.EPSystemOne {
+	if e == index.EPEmbeddings || e == index.EPSystemOne {
 		inputs = req.InputCount // embedded or answered one by one, each within the window
 	}
 	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs).WithChoices(choices(e, body))
@@ -163,8 +163,8 @@ var (
 // choices is the number of completions a chat or text completions request generates (n,
 // or best_of when larger), each within the output limit. reqparse has checked the values;
 // the body is searched only when it names them.
-func choices(e catalog.Endpoint, body []byte) int64 {
-	if e != catalog.EPChat && e != catalog.EPCompletions {
+func choices(e index.Endpoint, body []byte) int64 {
+	if e != index.EPChat && e != index.EPCompletions {
 		return 1
 	}
 	n := int64(1)
@@ -182,7 +182,7 @@ func choices(e catalog.Endpoint, body []byte) int64 {
 // answer unchanged.
 func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	c.cands = nativeCandidates(c.cands)
-	ex := s.forward(ctx, c)
+	ex := s.runAttempts(ctx, c)
 	if ex == nil {
 		return
 	}
@@ -200,10 +200,10 @@ func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 
 // nativeCandidates returns the candidates that need no translation, without copying when
 // there are none to drop (the common case).
-func nativeCandidates(cands []catalog.Candidate) []catalog.Candidate {
+func nativeCandidates(cands []index.Candidate) []index.Candidate {
 	for i, c := range cands {
 		if c.Translate {
-			native := make([]catalog.Candidate, i, len(cands))
+			native := make([]index.Candidate, i, len(cands))
 			copy(native, cands[:i])
 			for _, c := range cands[i:] {
 				if !c.Translate {
@@ -241,13 +241,13 @@ func streamResult(r *proxy.StreamResult, cancelled bool) string {
 
 // record prices and hands over the record. Token counts are bounded here once more, so no
 // path can price more than the request made possible.
-func (s *Server) record(box *recordBox, m *catalog.Model, b tokens.Bounds, start time.Time, status int, result string) {
+func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start time.Time, status int, result string) {
 	rec := &box.rec
 	rec.Status = status
 	rec.Result = result
 	rec.PromptTokens, rec.CompletionTokens, _ = b.Check(rec.PromptTokens, rec.CompletionTokens)
 	out := rec.CompletionTokens
-	if rec.Endpoint == catalog.EPEmbeddings.Path() {
+	if rec.Endpoint == index.EPEmbeddings.Path() {
 		out = 0 // embeddings bill input tokens only
 		rec.CompletionTokens = 0
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/cmd/simulator/sim"
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -34,7 +34,7 @@ func (g *simGateway) withLimits(t testing.TB, acct, key *snapshot.Limits, defaul
 		}
 	}
 	s.DefaultLimits = defaults
-	x, err := catalog.Build(&s)
+	x, err := index.Build(&s)
 	if err != nil {
 		t.Fatal(err)
 	}

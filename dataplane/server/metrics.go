@@ -5,7 +5,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -13,7 +13,7 @@ import (
 var results = [...]string{usage.ResultOK, usage.ResultIncomplete, usage.ResultCancelled, usage.ResultUpstreamError,
 	usage.ResultTimeout, usage.ResultRateLimited, usage.ResultNoRoute, usage.ResultRejected}
 
-const numEP = int(catalog.EPSystemOne) + 1
+const numEP = int(index.EPSystemOne) + 1
 
 // requestMetrics counts routed requests per endpoint and result, their tokens and their
 // durations. Every series is created up front, so counting costs no allocation.
@@ -28,7 +28,7 @@ type requestMetrics struct {
 func newRequestMetrics(set *metrics.Set) *requestMetrics {
 	m := &requestMetrics{}
 	for e := range numEP {
-		ep := `endpoint="` + catalog.Endpoint(e).Path() + `"`
+		ep := `endpoint="` + index.Endpoint(e).Path() + `"`
 		for i, r := range results {
 			m.requests[e][i] = set.NewCounter(`gateway_requests_total{` + ep + `,result="` + r + `"}`)
 		}
@@ -52,7 +52,7 @@ func (m *requestMetrics) refused(reason string) {
 
 // observe counts one finished request of the record.
 func (m *requestMetrics) observe(rec *usage.Record, d time.Duration) {
-	e, ok := catalog.EndpointOf(rec.Endpoint)
+	e, ok := index.EndpointOf(rec.Endpoint)
 	if !ok {
 		return
 	}

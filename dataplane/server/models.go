@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -40,7 +40,7 @@ type modelListJSON struct {
 	Service *serviceNote `json:"service,omitempty"`
 }
 
-func renderModel(m *catalog.Model, policy string) modelJSON {
+func renderModel(m *index.Model, policy string) modelJSON {
 	aliases := m.Aliases
 	if aliases == nil {
 		aliases = []string{}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -87,7 +87,7 @@ func TestKeyServedElsewhere(t *testing.T) {
 		t.Fatal("fixture has no se key")
 	}
 	s.Elsewhere = append(s.Elsewhere, snapshot.ElsewhereKey{ID: seKey.ID, Residency: "se", HashPrefix: seKey.Hash[:8]})
-	x, err := catalog.Build(&s)
+	x, err := index.Build(&s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestKeyServedElsewhere(t *testing.T) {
 	// A listed key that is also a key of the snapshot is a malformed snapshot.
 	bad := s
 	bad.Elsewhere = append([]snapshot.ElsewhereKey{{ID: s.Keys[0].ID, Residency: "se", HashPrefix: s.Keys[0].Hash[:8]}}, s.Elsewhere...)
-	if _, err := catalog.Build(&bad); err == nil {
+	if _, err := index.Build(&bad); err == nil {
 		t.Fatal("elsewhere key duplicating a key accepted")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/translate"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -16,13 +16,13 @@ import (
 
 // This file serves the protocols beyond chat, text completions and embeddings:
 // Messages-style (/v1/messages), Responses-style (/v1/responses) and the decision model
-// (/v1/systemone). They go through the same attempt loop (forward) as every inference
+// (/v1/systemone). They go through the same attempt loop (runAttempts) as every inference
 // request; what differs is per attempt and per answer:
 //
 //   - On a route that speaks the client's protocol natively, the body passes byte for byte
 //     (the model name rewritten only when the route's upstream name differs) and the answer
 //     comes back unchanged; only its usage is read.
-//   - On a chat-only route that allows translation (catalog.Candidate.Translate), the body
+//   - On a chat-only route that allows translation (index.Candidate.Translate), the body
 //     is rebuilt as a chat completions request for that route's upstream model, and the
 //     chat answer, whole or streamed, is translated back (dataplane/translate). The record's
 //     routing.translated is set.
@@ -36,7 +36,7 @@ import (
 // protocol is how one committed exchange answers the client.
 type protocol struct {
 	// client is the endpoint the client called.
-	client catalog.Endpoint
+	client index.Endpoint
 	// translate is set when the answering route was reached through chat completions.
 	translate bool
 	// model is the model name the client sent; translated answers carry it.
@@ -45,8 +45,8 @@ type protocol struct {
 
 // servesOwnProtocol reports whether endpoint e is served by serveProtocol rather than the
 // plain pass-through.
-func servesOwnProtocol(e catalog.Endpoint) bool {
-	return e == catalog.EPMessages || e == catalog.EPResponses || e == catalog.EPSystemOne
+func servesOwnProtocol(e index.Endpoint) bool {
+	return e == index.EPMessages || e == index.EPResponses || e == index.EPSystemOne
 }
 
 // serveProtocol forwards a Messages-style, Responses-style or decision-model request on
@@ -54,7 +54,7 @@ func servesOwnProtocol(e catalog.Endpoint) bool {
 // c.cands must be m.Candidates(policy, c.e), narrowed by valueCandidates; c.body is set here.
 func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	c.body = translatingBody(c)
-	ex := s.forward(ctx, c)
+	ex := s.runAttempts(ctx, c)
 	if ex == nil {
 		return
 	}
@@ -91,7 +91,7 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 // translatingBody returns the per-attempt body builder of c: native candidates get the
 // client's body with the route's model name; translated ones a chat completions request,
 // built once per upstream model name.
-func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror.Error) {
+func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.Error) {
 	// The last translated body, by upstream model name and whether it asks for running
 	// usage (one variable: one allocation for the closure's state).
 	var last struct {
@@ -99,7 +99,7 @@ func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror
 		continuous bool
 		body       []byte
 	}
-	return func(cand catalog.Candidate) ([]byte, *apierror.Error) {
+	return func(cand index.Candidate) ([]byte, *apierror.Error) {
 		r := cand.Route
 		if !cand.Translate {
 			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false, false)
@@ -117,9 +117,9 @@ func translatingBody(c *upstreamCall) func(catalog.Candidate) ([]byte, *apierror
 			err error
 		)
 		switch c.e {
-		case catalog.EPMessages:
+		case index.EPMessages:
 			out, err = translate.MessagesToChat(c.raw, r.UpstreamModel)
-		case catalog.EPResponses:
+		case index.EPResponses:
 			out, err = translate.ResponsesToChat(c.raw, r.UpstreamModel)
 		default:
 			return nil, errUnsupportedProtocol
@@ -154,9 +154,9 @@ func (p protocol) answer(rb []byte) (out []byte, ok bool) {
 	}
 	var err error
 	switch p.client {
-	case catalog.EPMessages:
+	case index.EPMessages:
 		out, _, err = translate.ChatToMessagesResponse(rb, p.model)
-	case catalog.EPResponses:
+	case index.EPResponses:
 		out, _, err = translate.ChatToResponsesResponse(rb, p.model)
 	default:
 		return nil, false

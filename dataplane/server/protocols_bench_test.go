@@ -8,14 +8,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/proxy"
 )
 
 // BenchmarkTranslatedMessagesNonStreaming drives a Messages-style request through the
 // fixture's chat route that allows translation, in process: auth, parse, translation to
-// chat completions, forward over a pooled connection, translation of the answer back and
+// chat completions, sent over a pooled connection, translation of the answer back and
 // the record.
 func BenchmarkTranslatedMessagesNonStreaming(b *testing.B) {
 	p := newInProcess(b, true)
@@ -42,13 +42,13 @@ func BenchmarkTranslatedStreamRelay(b *testing.B) {
 	sb.WriteString("data: " + streamChunks[3] + "\n\ndata: [DONE]\n\n")
 	in := []byte(sb.String())
 	w := bufio.NewWriter(io.Discard)
-	p := protocol{client: catalog.EPMessages, translate: true, model: "m"}
+	p := protocol{client: index.EPMessages, translate: true, model: "m"}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
-		st := proxy.OpenStream(&resp, catalog.EPChat, proxy.StreamOptions{})
+		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
 		p.relay(w, st)
 		st.Close()
 		if !st.Result.Done || st.Result.PromptTokens != 12 {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/cmd/simulator/sim"
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/shared/apikey"
@@ -87,11 +87,11 @@ func startProtoGatewayAt(t testing.TB, u *recordingUpstream) *protoGateway {
 func startProtoGatewayURL(t testing.TB, baseURL string) *protoGateway {
 	t.Helper()
 	snap, key, broke := protoSnapshot(baseURL)
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{Store: &catalog.Store{}, Meter: memmeter.New(0), Snap: snap}
+	g := &gateway{Store: &index.Store{}, Meter: memmeter.New(0), Snap: snap}
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(snap.Balances, snap.BalanceSeq)
 	g.Srv, err = New(Config{Store: g.Store, Meter: g.Meter,

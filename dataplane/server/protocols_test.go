@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/cmd/simulator/sim"
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/money"
@@ -238,11 +238,11 @@ func TestRelayMessagesUsage(t *testing.T) {
 			resp := fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseResponse(resp)
 			resp.SetBodyString(c.stream)
-			st := proxy.OpenStream(resp, catalog.EPMessages, proxy.StreamOptions{Total: time.Second})
+			st := proxy.OpenStream(resp, index.EPMessages, proxy.StreamOptions{Total: time.Second})
 			defer st.Close()
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			protocol{client: catalog.EPMessages}.relay(w, st)
+			protocol{client: index.EPMessages}.relay(w, st)
 			if st.Result.PromptTokens != c.in || st.Result.CompletionTokens != c.out || st.Result.Done != c.done {
 				t.Errorf("result %+v, want %d/%d done %v", st.Result, c.in, c.out, c.done)
 			}
@@ -255,10 +255,10 @@ func TestRelayMessagesUsage(t *testing.T) {
 	for _, bad := range []string{`-4`, `1e999`, `9223372036854775807`, `"4"`, `4.5`} {
 		resp := fasthttp.AcquireResponse()
 		resp.SetBodyString("event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":" + bad + "}}}\n\nevent: message_stop\ndata: {}\n\n")
-		st := proxy.OpenStream(resp, catalog.EPMessages, proxy.StreamOptions{Total: time.Second, Bounds: tokens.NewBounds(8192, 0, 1)})
+		st := proxy.OpenStream(resp, index.EPMessages, proxy.StreamOptions{Total: time.Second, Bounds: tokens.NewBounds(8192, 0, 1)})
 		var out bytes.Buffer
 		w := bufio.NewWriter(&out)
-		protocol{client: catalog.EPMessages}.relay(w, st)
+		protocol{client: index.EPMessages}.relay(w, st)
 		st.Close()
 		fasthttp.ReleaseResponse(resp)
 		if !errors.Is(st.Result.Err, proxy.ErrInvalidUsage) || st.Result.Done || out.Len() != 0 || st.Result.PromptTokens > 8192 {
@@ -323,7 +323,7 @@ func TestFailoverAcrossNativeAndTranslated(t *testing.T) {
 	snap.Routes = append(snap.Routes, snapshot.Route{ID: "rt_translated_dead", Model: pmTranslated, Provider: "dead-se",
 		BaseURL: dead, Protocols: []string{snapshot.EndpointChat, snapshot.EndpointMessages, snapshot.EndpointResponses},
 		Region: "se-sto-2", Country: "SE", Priority: -1, Weight: 1})
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}

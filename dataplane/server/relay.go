@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/translate"
 )
@@ -17,7 +17,7 @@ func (p protocol) relay(w *bufio.Writer, st *proxy.Stream) {
 	switch {
 	case p.translate:
 		p.relayTranslated(w, st)
-	case p.client == catalog.EPMessages:
+	case p.client == index.EPMessages:
 		relayMessages(w, st)
 	default:
 		st.Relay(w)
@@ -67,7 +67,7 @@ var errResponseNotCompleted = errors.New("translated response ended incomplete")
 func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
 	ew := &eventWriter{w: w}
 	var tr streamTranslator
-	if p.client == catalog.EPResponses {
+	if p.client == index.EPResponses {
 		tr = translate.NewChatToResponsesStream(p.model, ew.write)
 	} else {
 		tr = translate.NewChatToMessagesStream(p.model, ew.write)
@@ -96,7 +96,7 @@ func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
 				}
 				return
 			}
-			if p.client == catalog.EPResponses && ew.last != "response.completed" {
+			if p.client == index.EPResponses && ew.last != "response.completed" {
 				// response.incomplete (output limit, content filter) ends the stream
 				// properly but is a failure signal of the protocol, as on native routes.
 				st.Result.Err = errResponseNotCompleted

@@ -6,7 +6,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
 
 // unsupportedFamilies are refused with 501 without authentication, with every child path.
@@ -53,8 +53,8 @@ func (s *Server) endpoints() []endpoint {
 		// lifecycle belongs to the operator.
 		{path: "/v1/models/{model:*}", allow: allowRead, get: s.getModel, options: true},
 	}
-	for _, e := range []catalog.Endpoint{catalog.EPChat, catalog.EPCompletions, catalog.EPEmbeddings,
-		catalog.EPResponses, catalog.EPMessages, catalog.EPSystemOne} {
+	for _, e := range []index.Endpoint{index.EPChat, index.EPCompletions, index.EPEmbeddings,
+		index.EPResponses, index.EPMessages, index.EPSystemOne} {
 		eps = append(eps, endpoint{path: e.Path(), allow: allowPost, post: s.inference(e), options: true})
 	}
 	eps = append(eps,

@@ -1,6 +1,7 @@
 // Package server is the data plane's public HTTP edge: fasthttp with fasthttp/router,
 // request IDs, the JSON error envelope, API-key authentication from the snapshot, balance
-// admission, model reads, inference forwarding and the forwarded account paths.
+// admission, model reads, the inference attempt loop (attempt.go) and the account paths it
+// forwards to the control plane (forward.go).
 package server
 
 import (
@@ -20,8 +21,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
 	"github.com/sekgate/gateway/dataplane/edge"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -38,7 +39,7 @@ const maxSystemOneBody = 128 << 10
 // Config configures a Server.
 type Config struct {
 	// Store holds the current snapshot index (required). An empty store means not ready.
-	Store *catalog.Store
+	Store *index.Store
 	// Meter admits and records requests (required).
 	Meter Meter
 	// Metrics receives the request counters and histograms (gateway_requests_total,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -41,7 +41,7 @@ func TestHealthzAndRequestID(t *testing.T) {
 }
 
 func TestNotReady(t *testing.T) {
-	store := &catalog.Store{}
+	store := &index.Store{}
 	s, err := New(Config{Store: store, Meter: memmeter.New(0)})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestResidencyUnsatisfiable(t *testing.T) {
 		}
 	}
 	s.Routes = routes
-	x, err := catalog.Build(s)
+	x, err := index.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestUpstreamErrors(t *testing.T) {
 	}
 	// Connect failure: route to a closed port.
 	s, ks := fixture.Snapshot(3, "http://127.0.0.1:1/v1", g.Snap.GeneratedAt)
-	x, _ := catalog.Build(s)
+	x, _ := index.Build(s)
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(s.Balances, s.BalanceSeq+1)
 	r := g.do(t, "POST", "/v1/chat/completions", ks.SE, chatBody)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/cmd/simulator/sim"
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -54,7 +54,7 @@ func chatRoute(id, provider, baseURL, country string, prio, weight int) snapshot
 type simGateway struct {
 	URL    string
 	Srv    *Server
-	Store  *catalog.Store
+	Store  *index.Store
 	Meter  *memmeter.Meter
 	Keys   fixture.Keys
 	Snap   *snapshot.Snapshot
@@ -68,11 +68,11 @@ func startSimGateway(t testing.TB, routes []snapshot.Route, opts ...func(*Config
 	t.Helper()
 	snap, ks := fixture.Snapshot(1, "http://unused.invalid/v1", time.Now())
 	snap.Routes = routes
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &simGateway{Store: &catalog.Store{}, Meter: memmeter.New(0), Keys: ks, Snap: snap,
+	g := &simGateway{Store: &index.Store{}, Meter: memmeter.New(0), Keys: ks, Snap: snap,
 		Health: routing.NewHealth(routing.HealthConfig{ConsecutiveFailures: 3, OpenFor: 300 * time.Millisecond})}
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(snap.Balances, snap.BalanceSeq)
@@ -100,7 +100,7 @@ func startSimGateway(t testing.TB, routes []snapshot.Route, opts ...func(*Config
 }
 
 // route returns the indexed route with id (for breaker state).
-func (g *simGateway) route(t testing.TB, id string) *catalog.Route {
+func (g *simGateway) route(t testing.TB, id string) *index.Route {
 	t.Helper()
 	m, _ := g.Store.Load().Model(fixture.ModelChat)
 	for _, r := range m.Routes {

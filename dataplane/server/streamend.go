@@ -3,7 +3,7 @@ package server
 import (
 	"bufio"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -26,11 +26,11 @@ var (
 )
 
 // streamErrorEvent is the error event that ends a stream of client endpoint e.
-func streamErrorEvent(e catalog.Endpoint) []byte {
+func streamErrorEvent(e index.Endpoint) []byte {
 	switch e {
-	case catalog.EPMessages:
+	case index.EPMessages:
 		return streamErrMessages
-	case catalog.EPResponses:
+	case index.EPResponses:
 		return streamErrResponses
 	}
 	return streamErrChat
@@ -75,7 +75,7 @@ func (ex *exchange) writeStart() {
 // under-charged, never over-charged), within the output limit. A committed stream has
 // received its first event, so the provider has started generating and the prompt is
 // always charged.
-func (ex *exchange) endStream(w *bufio.Writer, client catalog.Endpoint) {
+func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint) {
 	st := ex.stream
 	r := &st.Result
 	result := streamResult(r, ex.cancelled())

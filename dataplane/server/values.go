@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/shared/apierror"
 )
@@ -13,12 +13,12 @@ import (
 // candidate allows, else (each is allowed somewhere but never together) the remote media
 // part or the first extension. Requests using neither, and models without candidates (the
 // forwarder answers those), pass unchanged and without allocating.
-func valueCandidates(cands []catalog.Candidate, req *reqparse.Request) ([]catalog.Candidate, *apierror.Error) {
+func valueCandidates(cands []index.Candidate, req *reqparse.Request) ([]index.Candidate, *apierror.Error) {
 	remote := req.RemoteMedia != ""
 	if !remote && req.ExtensionMask == 0 || len(cands) == 0 {
 		return cands, nil
 	}
-	var out []catalog.Candidate
+	var out []index.Candidate
 	for _, c := range cands {
 		if c.Route.Accepts(remote, req.ExtensionMask) {
 			out = append(out, c)
@@ -27,12 +27,12 @@ func valueCandidates(cands []catalog.Candidate, req *reqparse.Request) ([]catalo
 	if len(out) > 0 {
 		return out, nil
 	}
-	if remote && !anyCandidate(cands, func(r *catalog.Route) bool { return r.AllowRemoteMedia }) {
+	if remote && !anyCandidate(cands, func(r *index.Route) bool { return r.AllowRemoteMedia }) {
 		return nil, reqparse.RemoteMediaError(req.RemoteMedia)
 	}
 	for _, e := range req.Extensions {
 		bit := uint32(1) << e.Index
-		if !anyCandidate(cands, func(r *catalog.Route) bool { return r.AllowsExtensions(bit) }) {
+		if !anyCandidate(cands, func(r *index.Route) bool { return r.AllowsExtensions(bit) }) {
 			return nil, reqparse.ExtensionError(e)
 		}
 	}
@@ -42,7 +42,7 @@ func valueCandidates(cands []catalog.Candidate, req *reqparse.Request) ([]catalo
 	return nil, reqparse.ExtensionError(req.Extensions[0])
 }
 
-func anyCandidate(cands []catalog.Candidate, ok func(*catalog.Route) bool) bool {
+func anyCandidate(cands []index.Candidate, ok func(*index.Route) bool) bool {
 	for _, c := range cands {
 		if ok(c.Route) {
 			return true

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -41,7 +41,7 @@ func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 		cp.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	var st catalog.Store
+	var st index.Store
 	dir := t.TempDir()
 	c, logs := loggedClient(t, srv.URL, dir, &st, nil)
 	c.cfg.Country, c.cfg.Region = "US", "us-any"
@@ -75,7 +75,7 @@ func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	// The US snapshot on disk is refused by a node started for another country, and by
 	// one started without a country.
 	for _, country := range []string{"SE", ""} {
-		var st2 catalog.Store
+		var st2 index.Store
 		c2, _ := loggedClient(t, srv.URL, dir, &st2, nil)
 		c2.cfg.Country = country
 		if _, err := c2.LoadDisk(); !errors.Is(err, ErrCountry) || st2.Load() != nil {

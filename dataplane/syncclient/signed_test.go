@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -29,7 +29,7 @@ type logBuf struct {
 func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
 func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-func loggedClient(t *testing.T, url, dir string, st *catalog.Store, now func() time.Time) (*Client, *logBuf) {
+func loggedClient(t *testing.T, url, dir string, st *index.Store, now func() time.Time) (*Client, *logBuf) {
 	t.Helper()
 	lb := &logBuf{}
 	c, err := New(Config{ControlPlaneURL: url, NodeToken: "node-secret", NodeID: "node-1", DataDir: dir, Store: st,
@@ -56,7 +56,7 @@ func TestTamperedSnapshotOnWireRefused(t *testing.T) {
 	cp := newFakeCP(good)
 	srv := httptest.NewServer(cp)
 	defer srv.Close()
-	var st catalog.Store
+	var st index.Store
 	c, logs := loggedClient(t, srv.URL, t.TempDir(), &st, nil)
 	if err := c.Poll(context.Background()); err != nil || st.Load().Version() != 1 {
 		t.Fatalf("genuine snapshot: %v", err)
@@ -90,7 +90,7 @@ func TestTamperedSnapshotOnWireRefused(t *testing.T) {
 	// Truncated on the wire: a decode error, nothing applied.
 	trunc := httptest.NewServer(httpFunc(func(b []byte) []byte { return b[:len(b)/2] }, good))
 	defer trunc.Close()
-	var st2 catalog.Store
+	var st2 index.Store
 	c2, _ := loggedClient(t, trunc.URL, "", &st2, nil)
 	if err := c2.Poll(context.Background()); err == nil || st2.Ready() {
 		t.Fatalf("truncated snapshot: err %v ready %v", err, st2.Ready())
@@ -100,7 +100,7 @@ func TestTamperedSnapshotOnWireRefused(t *testing.T) {
 func TestTamperedDiskSnapshotRefused(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := fixture.Snapshot(5, "http://up/v1", time.Now())
-	var st catalog.Store
+	var st index.Store
 	c, _ := loggedClient(t, "http://127.0.0.1:1", dir, &st, nil)
 	if err := c.Apply(s); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestTamperedDiskSnapshotRefused(t *testing.T) {
 			if err := os.WriteFile(c.Path(), tt.body, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var fresh catalog.Store
+			var fresh index.Store
 			r, logs := loggedClient(t, "http://127.0.0.1:1", dir, &fresh, nil)
 			if ok, err := r.LoadDisk(); ok || err == nil {
 				t.Fatalf("LoadDisk = %v, %v", ok, err)
@@ -172,7 +172,7 @@ func TestStaleOrForgedFileAtCurrentVersionCorrected(t *testing.T) {
 			if err := os.WriteFile(dir+"/"+FileName, tt.file(), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var st catalog.Store
+			var st index.Store
 			c, _ := loggedClient(t, srv.URL, dir, &st, nil)
 			_, _ = c.LoadDisk()
 			if err := c.Poll(context.Background()); err != nil {
@@ -204,12 +204,12 @@ func TestDiskSnapshotMaxAge(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	s, _ := fixture.Snapshot(3, "http://up/v1", now.Add(-25*time.Hour))
-	var st catalog.Store
+	var st index.Store
 	w, _ := loggedClient(t, "http://127.0.0.1:1", dir, &st, nil)
 	if err := w.save(s); err != nil {
 		t.Fatal(err)
 	}
-	var fresh catalog.Store
+	var fresh index.Store
 	c, logs := loggedClient(t, "http://127.0.0.1:1", dir, &fresh, func() time.Time { return now })
 	if ok, err := c.LoadDisk(); ok || !errors.Is(err, ErrTooOld) || fresh.Ready() {
 		t.Fatalf("25h old snapshot: %v %v ready %v", ok, err, fresh.Ready())
@@ -225,7 +225,7 @@ func TestDiskSnapshotMaxAge(t *testing.T) {
 	}
 	var mu sync.Mutex
 	clock := now
-	var st3 catalog.Store
+	var st3 index.Store
 	c3, logs3 := loggedClient(t, "http://127.0.0.1:1", dir, &st3, func() time.Time { mu.Lock(); defer mu.Unlock(); return clock })
 	if ok, err := c3.LoadDisk(); !ok || err != nil || !st3.Ready() {
 		t.Fatalf("23h old snapshot: %v %v", ok, err)
@@ -260,7 +260,7 @@ func FuzzDecodeSignedSnapshot(f *testing.F) {
 	f.Add(b[:len(b)/2])
 	f.Add([]byte(`{"version":1,"hash":"","signature":""}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var st catalog.Store
+		var st index.Store
 		c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", NodeToken: "t", NodeID: "n", Store: &st, PublicKey: fixture.PublicKey})
 		if err != nil {
 			t.Fatal(err)

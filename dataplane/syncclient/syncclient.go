@@ -31,7 +31,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -56,7 +56,7 @@ type Config struct {
 	// DataDir holds the last-known-good snapshot; empty disables the disk cache.
 	DataDir string
 	// Store receives each applied index, required.
-	Store *catalog.Store
+	Store *index.Store
 	// OnSnapshot, when set, is called after a snapshot was swapped in (from disk or the
 	// control plane), e.g. to seed balances. It must not modify the snapshot.
 	OnSnapshot func(*snapshot.Snapshot)
@@ -273,7 +273,7 @@ func (c *Client) install(s *snapshot.Snapshot, fromDisk bool) error {
 	if err != nil {
 		return err
 	}
-	x, err := catalog.Build(s)
+	x, err := index.Build(s)
 	if err != nil {
 		return err
 	}

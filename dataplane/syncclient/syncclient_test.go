@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -72,7 +72,7 @@ func (f *fakeCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(s)
 }
 
-func newClient(t *testing.T, url, dir string, st *catalog.Store, seen *atomic.Int64) *Client {
+func newClient(t *testing.T, url, dir string, st *index.Store, seen *atomic.Int64) *Client {
 	t.Helper()
 	c, err := New(Config{
 		ControlPlaneURL: url, NodeToken: "node-secret", NodeID: "node-1", DataDir: dir, Store: st,
@@ -108,7 +108,7 @@ func TestSyncSwapsOnNewVersionAndWritesDisk(t *testing.T) {
 	srv := httptest.NewServer(cp)
 	defer srv.Close()
 	dir := t.TempDir()
-	var st catalog.Store
+	var st index.Store
 	var seen atomic.Int64
 	c := newClient(t, srv.URL, dir, &st, &seen)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,7 +165,7 @@ func contains(xs []int64, v int64) bool {
 
 func TestRejectsHashMismatchKeepsCurrent(t *testing.T) {
 	s1, _ := fixture.Snapshot(1, "http://up/v1", time.Now())
-	var st catalog.Store
+	var st index.Store
 	c := newClient(t, "http://127.0.0.1:1", t.TempDir(), &st, nil)
 	if err := c.Apply(s1); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestRejectsHashMismatchKeepsCurrent(t *testing.T) {
 func TestServesFromDiskWhenControlPlaneDown(t *testing.T) {
 	dir := t.TempDir()
 	s1, ks := fixture.Snapshot(5, "http://up/v1", time.Now())
-	var st1 catalog.Store
+	var st1 index.Store
 	if err := newClient(t, "http://127.0.0.1:1", dir, &st1, nil).Apply(s1); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestServesFromDiskWhenControlPlaneDown(t *testing.T) {
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL
 	down.Close()
-	var st catalog.Store
+	var st index.Store
 	var seen atomic.Int64
 	c := newClient(t, downURL, dir, &st, &seen)
 	ok, err := c.LoadDisk()
@@ -216,7 +216,7 @@ func TestServesFromDiskWhenControlPlaneDown(t *testing.T) {
 }
 
 func TestNoDiskSnapshotNotReady(t *testing.T) {
-	var st catalog.Store
+	var st index.Store
 	c := newClient(t, "http://127.0.0.1:1", t.TempDir(), &st, nil)
 	ok, err := c.LoadDisk()
 	if ok || err != nil || st.Ready() {
@@ -232,7 +232,7 @@ func TestNoDiskSnapshotNotReady(t *testing.T) {
 }
 
 func TestBackoffRespectsContext(t *testing.T) {
-	var st catalog.Store
+	var st index.Store
 	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", NodeToken: "t", NodeID: "n", Store: &st,
 		MinBackoff: time.Hour, MaxBackoff: time.Hour, AllowUnsigned: true})
 	if err != nil {
@@ -254,7 +254,7 @@ func TestUnexpectedStatus(t *testing.T) {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	var st catalog.Store
+	var st index.Store
 	c := newClient(t, srv.URL, "", &st, nil)
 	if err := c.Poll(context.Background()); !errors.Is(err, ErrStatus) {
 		t.Fatalf("Poll = %v", err)
@@ -262,7 +262,7 @@ func TestUnexpectedStatus(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	var st catalog.Store
+	var st index.Store
 	for _, cfg := range []Config{
 		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n", Store: &st}, // no public key
 		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n", Store: &st, PublicKey: []byte("short")},

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
 
 // BytesPerToken is the divisor of the output estimate: deliberately high (English runs
@@ -14,19 +14,19 @@ import (
 const BytesPerToken = 5
 
 // outputText lists, per protocol, where a complete answer carries generated text.
-var outputText = map[catalog.Endpoint][]string{
-	catalog.EPChat: {"choices.#.message.content", "choices.#.message.reasoning_content",
+var outputText = map[index.Endpoint][]string{
+	index.EPChat: {"choices.#.message.content", "choices.#.message.reasoning_content",
 		"choices.#.message.refusal", "choices.#.message.tool_calls.#.function.arguments"},
-	catalog.EPCompletions: {"choices.#.text"},
-	catalog.EPMessages:    {"content.#.text", "content.#.thinking", "content.#.input"},
-	catalog.EPResponses:   {"output.#.content.#.text", "output.#.arguments"},
+	index.EPCompletions: {"choices.#.text"},
+	index.EPMessages:    {"content.#.text", "content.#.thinking", "content.#.input"},
+	index.EPResponses:   {"output.#.content.#.text", "output.#.arguments"},
 }
 
 // EstimateOutput is a low estimate of the output tokens of a complete answer of endpoint e
 // that reported no usage: the UTF-8 bytes of its generated text (message content,
 // reasoning, refusals, tool-call arguments) divided by BytesPerToken. Endpoints that
 // generate no text (embeddings, the decision model) estimate 0.
-func EstimateOutput(e catalog.Endpoint, body []byte) int64 {
+func EstimateOutput(e index.Endpoint, body []byte) int64 {
 	paths := outputText[e]
 	if len(paths) == 0 {
 		return 0

@@ -1,5 +1,6 @@
-// Package tokens reads the token counts a provider reports and bounds them by what the
-// request made possible. A model server is not a trusted party: its usage is input, and a
+// Package tokens owns the billed tokens of an answer: it reads the usage a provider reports in
+// each protocol, whole or streamed (usage.go), bounds it by what the request made possible,
+// and estimates what a cut stream is charged (estimate.go). A model server is not a trusted party: its usage is input, and a
 // count outside the bounds makes its answer invalid.
 //
 // Reading is strict (Count): a count is a JSON number written as a non-negative integer that

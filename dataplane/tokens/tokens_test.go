@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
 
 func TestCount(t *testing.T) {
@@ -81,17 +81,17 @@ func TestBounds(t *testing.T) {
 
 func TestFromEndpoint(t *testing.T) {
 	tests := []struct {
-		e    catalog.Endpoint
+		e    index.Endpoint
 		body string
 		want Usage
 		ok   bool
 	}{
-		{catalog.EPChat, `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, Usage{InputTokens: 3, OutputTokens: 4}, true},
-		{catalog.EPEmbeddings, `{"usage":{"prompt_tokens":3,"total_tokens":9}}`, Usage{InputTokens: 3}, true},
-		{catalog.EPMessages, `{"usage":{"input_tokens":3,"cache_read_input_tokens":2,"output_tokens":4}}`, Usage{InputTokens: 5, OutputTokens: 4}, true},
-		{catalog.EPResponses, `{"usage":{"input_tokens":3,"output_tokens":-4}}`, Usage{InputTokens: 3, Invalid: true}, true},
-		{catalog.EPSystemOne, `{"usage":{"input_tokens":3,"output_tokens":4}}`, Usage{InputTokens: 3, OutputTokens: 4}, true},
-		{catalog.EPChat, `{"usage":null}`, Usage{}, false},
+		{index.EPChat, `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, Usage{InputTokens: 3, OutputTokens: 4}, true},
+		{index.EPEmbeddings, `{"usage":{"prompt_tokens":3,"total_tokens":9}}`, Usage{InputTokens: 3}, true},
+		{index.EPMessages, `{"usage":{"input_tokens":3,"cache_read_input_tokens":2,"output_tokens":4}}`, Usage{InputTokens: 5, OutputTokens: 4}, true},
+		{index.EPResponses, `{"usage":{"input_tokens":3,"output_tokens":-4}}`, Usage{InputTokens: 3, Invalid: true}, true},
+		{index.EPSystemOne, `{"usage":{"input_tokens":3,"output_tokens":4}}`, Usage{InputTokens: 3, OutputTokens: 4}, true},
+		{index.EPChat, `{"usage":null}`, Usage{}, false},
 	}
 	for _, tt := range tests {
 		got, ok := FromBody(tt.e, []byte(tt.body))
@@ -110,7 +110,7 @@ func FuzzFromBody(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, body []byte, e uint8) {
-		ep := []catalog.Endpoint{catalog.EPChat, catalog.EPEmbeddings, catalog.EPMessages, catalog.EPResponses}[int(e)%4]
+		ep := []index.Endpoint{index.EPChat, index.EPEmbeddings, index.EPMessages, index.EPResponses}[int(e)%4]
 		u, _ := FromBody(ep, body)
 		if u.InputTokens < 0 || u.OutputTokens < 0 {
 			t.Fatalf("negative: %+v", u)
@@ -125,16 +125,16 @@ func FuzzFromBody(f *testing.F) {
 
 func TestEstimateOutput(t *testing.T) {
 	tests := []struct {
-		e    catalog.Endpoint
+		e    index.Endpoint
 		body string
 		want int64
 	}{
-		{catalog.EPChat, `{"choices":[{"message":{"content":"` + strings.Repeat("a", 50) + `"}},{"message":{"content":"bbbbb","tool_calls":[{"function":{"arguments":"{\"x\":1}"}}]}}]}`, 12},
-		{catalog.EPCompletions, `{"choices":[{"text":"0123456789"}]}`, 2},
-		{catalog.EPMessages, `{"content":[{"type":"text","text":"0123456789"},{"type":"tool_use","input":{"a":"b"}}]}`, 3},
-		{catalog.EPResponses, `{"output":[{"content":[{"text":"0123456789"}]},{"arguments":"{}"}]}`, 2},
-		{catalog.EPEmbeddings, `{"data":[{"embedding":[1,2]}]}`, 0},
-		{catalog.EPChat, `not json`, 0},
+		{index.EPChat, `{"choices":[{"message":{"content":"` + strings.Repeat("a", 50) + `"}},{"message":{"content":"bbbbb","tool_calls":[{"function":{"arguments":"{\"x\":1}"}}]}}]}`, 12},
+		{index.EPCompletions, `{"choices":[{"text":"0123456789"}]}`, 2},
+		{index.EPMessages, `{"content":[{"type":"text","text":"0123456789"},{"type":"tool_use","input":{"a":"b"}}]}`, 3},
+		{index.EPResponses, `{"output":[{"content":[{"text":"0123456789"}]},{"arguments":"{}"}]}`, 2},
+		{index.EPEmbeddings, `{"data":[{"embedding":[1,2]}]}`, 0},
+		{index.EPChat, `not json`, 0},
 	}
 	for _, tt := range tests {
 		if got := EstimateOutput(tt.e, []byte(tt.body)); got != tt.want {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
 
 // Usage is what an answer is billed for.
@@ -121,17 +121,17 @@ func FromResponses(r gjson.Result) (u Usage, ok bool) {
 
 // FromEndpoint reads the usage object of an answer of endpoint e in e's protocol.
 // Embeddings bill input tokens only.
-func FromEndpoint(e catalog.Endpoint, r gjson.Result) (Usage, bool) {
+func FromEndpoint(e index.Endpoint, r gjson.Result) (Usage, bool) {
 	switch e {
-	case catalog.EPChat, catalog.EPCompletions:
+	case index.EPChat, index.EPCompletions:
 		return FromChat(r)
-	case catalog.EPEmbeddings:
+	case index.EPEmbeddings:
 		u, ok := FromChat(r)
 		u.OutputTokens = 0
 		return u, ok
-	case catalog.EPMessages:
+	case index.EPMessages:
 		return FromMessages(r)
-	case catalog.EPResponses, catalog.EPSystemOne:
+	case index.EPResponses, index.EPSystemOne:
 		return FromResponses(r)
 	}
 	return Usage{}, false
@@ -139,6 +139,6 @@ func FromEndpoint(e catalog.Endpoint, r gjson.Result) (Usage, bool) {
 
 // FromBody reads the usage of a complete (non-streaming) answer body of endpoint e. It
 // does not copy body (gjson.GetBytes would): the result does not outlive the call.
-func FromBody(e catalog.Endpoint, body []byte) (Usage, bool) {
+func FromBody(e index.Endpoint, body []byte) (Usage, bool) {
 	return FromEndpoint(e, gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage"))
 }

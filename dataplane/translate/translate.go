@@ -1,8 +1,7 @@
 // Package translate serves Messages-style and Responses-style requests on routes whose
 // upstream speaks only chat completions (vLLM, llama.cpp server, Ollama): it rewrites the
 // request into a chat completions request and the chat answer, whole or streamed, back into
-// the client's protocol. It also holds the one place where upstream usage becomes billed
-// tokens (usage.go).
+// the client's protocol. Billed tokens come from dataplane/tokens.
 //
 // The package is pure: no I/O, no clocks except a fallback creation time, no globals that
 // change. Request translators return errors wrapping ErrUnsupported for input that cannot be

@@ -1,4 +1,4 @@
-package catalog
+package index
 
 import (
 	"errors"

@@ -1,56 +1,13 @@
 package proxy
 
 import (
-	"errors"
-	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 )
-
-// Failure classes of an upstream exchange, as recorded in usage.Attempt.Error.
-const (
-	FailConnect   = "connect"
-	FailTimeout   = "timeout"
-	FailTransport = "transport"
-	FailOverload  = "overload"         // no free connection to the upstream within the wait
-	FailConfig    = "config"           // the node cannot use the route (e.g. missing credential)
-	FailCancelled = "cancelled"        // the client went away; the exchange was aborted
-	FailInvalid   = "invalid_response" // the upstream answered 200 with an unusable body
-)
-
-// Classify names the failure class of an error returned by Do.
-func Classify(err error) string {
-	var de *DialError
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrCancelled):
-		return FailCancelled
-	case errors.Is(err, ErrCredentials):
-		return FailConfig
-	case errors.Is(err, fasthttp.ErrNoFreeConns):
-		return FailOverload
-	case errors.As(err, &de):
-		return FailConnect // a connect timeout is still a connect failure
-	case isTimeout(err):
-		return FailTimeout
-	}
-	return FailTransport
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
 
 // MessagesVersion is the anthropic-version sent to native Messages-style upstreams: the
 // protocol version whose shapes the gateway speaks.
@@ -58,7 +15,7 @@ const MessagesVersion = "2023-06-01"
 
 // Prepare fills req for a call to route r's endpoint e with body. body must stay unchanged
 // until the call completes (it is not copied).
-func (u *Upstream) Prepare(req *fasthttp.Request, r *catalog.Route, e catalog.Endpoint, body []byte, requestID string, stream bool) {
+func (u *Upstream) Prepare(req *fasthttp.Request, r *index.Route, e index.Endpoint, body []byte, requestID string, stream bool) {
 	req.Header.SetMethod(fasthttp.MethodPost)
 	uri := req.URI()
 	uri.DisablePathNormalizing = true
@@ -80,7 +37,7 @@ func (u *Upstream) Prepare(req *fasthttp.Request, r *catalog.Route, e catalog.En
 	if u.auth != "" {
 		req.Header.Set("Authorization", u.auth)
 	}
-	if e == catalog.EPMessages {
+	if e == index.EPMessages {
 		// Messages-style servers want a protocol version, and some read the key only from
 		// x-api-key (vLLM and llama.cpp accept either).
 		req.Header.Set("anthropic-version", MessagesVersion)
@@ -157,18 +114,4 @@ func RewriteBody(body []byte, sentModel, upstreamModel string, stream, clientInc
 		}
 	}
 	return body, nil
-}
-
-// RetryAfter returns the upstream's Retry-After in whole seconds (0 when absent or given
-// as a date).
-func RetryAfter(resp *fasthttp.Response) int {
-	v := resp.Header.Peek("Retry-After")
-	if len(v) == 0 {
-		return 0
-	}
-	n, err := strconv.Atoi(string(v))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }

@@ -1,7 +1,6 @@
-// Package catalog builds the immutable lookup indexes a data-plane node serves from, out of
-// a snapshot.Snapshot, and holds the current one behind an atomic pointer so requests read
-// it without locks while a new snapshot is swapped in.
-package catalog
+// Package index owns the node's lookup index of a snapshot (keys, accounts, models, routes and
+// endpoints), built once per snapshot and held behind an atomic pointer for lock-free reads.
+package index
 
 import (
 	"crypto/sha256"
@@ -223,7 +222,7 @@ func (x *Index) Model(idOrAlias string) (*Model, bool) {
 }
 
 // ErrInvalid wraps every reason a snapshot cannot be indexed.
-var ErrInvalid = errors.New("catalog: invalid snapshot")
+var ErrInvalid = errors.New("index: invalid snapshot")
 
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))

@@ -5,7 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/catalog"
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -17,7 +17,7 @@ func TestPrepareHeaders(t *testing.T) {
 		Routes: []snapshot.Route{{ID: "r", Model: "m", BaseURL: "http://127.0.0.1:9/v1", CredentialsRef: "env:GATEWAY_CREDENTIAL_UPSTREAM",
 			Protocols: []string{snapshot.EndpointChat, snapshot.EndpointMessages}, Country: "SE"}},
 	}}
-	x, err := catalog.Build(snap)
+	x, err := index.Build(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +31,11 @@ func TestPrepareHeaders(t *testing.T) {
 	}})
 	u := pool.For(r)
 	tests := []struct {
-		e                      catalog.Endpoint
+		e                      index.Endpoint
 		path, xAPIKey, version string
 	}{
-		{catalog.EPChat, "/v1/chat/completions", "", ""},
-		{catalog.EPMessages, "/v1/messages", "sekret", MessagesVersion},
+		{index.EPChat, "/v1/chat/completions", "", ""},
+		{index.EPMessages, "/v1/messages", "sekret", MessagesVersion},
 	}
 	for _, tt := range tests {
 		req := fasthttp.AcquireRequest()
