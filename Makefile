@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: all build run test test-race vet check-imports fuzz bench bench-short chaos chaos-short images clean
+.PHONY: all build run test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean
 
 all: build
 
@@ -66,6 +66,20 @@ bench-short:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ $(addprefix ./cmd/,$(BENCH_BINS))
 	$(BIN)/benchrun --short --bin $(BIN) --out $(BENCH_OUT)
+
+## bench-ingest: usage ingest at fleet scale: simulated nodes post usage batches over the
+## node API into one control plane and a throwaway Postgres, per node count and batch size;
+## records/s, CPU per 1,000 records, batch latency and storage growth in bench-results/.
+## bench-ingest-short: the same, fewer and shorter scenarios (about a minute).
+bench-ingest:
+	@mkdir -p $(BIN)
+	$(GOBUILD) -o $(BIN)/ ./cmd/controlplane ./cmd/benchingest
+	$(BIN)/benchingest --bin $(BIN) --out $(BENCH_OUT)
+
+bench-ingest-short:
+	@mkdir -p $(BIN)
+	$(GOBUILD) -o $(BIN)/ ./cmd/controlplane ./cmd/benchingest
+	$(BIN)/benchingest --short --bin $(BIN) --out $(BENCH_OUT)
 
 ## chaos: the real binaries and Postgres under steady mixed load with a hostile upstream,
 ## through a control-plane kill, a data-plane kill, a Postgres restart and a hostile-upstream

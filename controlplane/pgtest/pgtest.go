@@ -422,6 +422,15 @@ func (c *Cluster) Restart(ctx context.Context, down time.Duration) error {
 	return c.waitReady(ctx, filepath.Join(c.dir, "postgres.log"))
 }
 
+// PID returns the postmaster's process ID (its backends are its children), for harnesses
+// that measure the server's CPU; 0 for an external server.
+func (c *Cluster) PID() int {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
 func (c *Cluster) ping(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, c.URL)
 	if err != nil {

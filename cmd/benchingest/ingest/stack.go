@@ -1,0 +1,111 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/internal/harness"
+	"github.com/sekgate/gateway/internal/proc"
+)
+
+// Model is the catalogue's one model; records are priced at its prices.
+const (
+	Model          = "bench-chat"
+	InOrePerMTok   = 150
+	OutOrePerMTok  = 300
+	benchCreditSEK = "100000000.00"
+)
+
+// stack is a throwaway Postgres and one control plane serving the node API, with funded
+// accounts. Nothing else runs: the simulated nodes are goroutines of this process.
+type stack struct {
+	cp          *proc.Proc
+	pg          *pgtest.Cluster
+	pgPID       int
+	db          *pgxpool.Pool // the schema owner's: sizes and checks
+	nodeToken   string
+	accounts    []string
+	procs       proc.Group
+	client      *http.Client
+	progress    io.Writer
+	controlArgs []string
+}
+
+func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
+	s := &stack{nodeToken: harness.Token("node_"), client: &http.Client{Timeout: 60 * time.Second}, progress: cfg.Progress,
+		procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
+	if err := s.procs.Prepare("controlplane"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	fmt.Fprintln(s.progress, "  stack: starting a throwaway Postgres cluster")
+	var ownerURL, runtimeURL string
+	if s.pg, ownerURL, runtimeURL, err = harness.StartPostgres(ctx, "benchingest"); err != nil {
+		return nil, err
+	}
+	if s.pgPID = s.pg.PID(); s.pgPID == 0 {
+		return nil, errors.New("postgres: no server process to measure (an external server cannot be measured)")
+	}
+	privFile, _, err := harness.WriteSigningKeys(cfg.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	listen, err := proc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	adminListen, err := proc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	admin := harness.Admin{URL: "http://" + adminListen, Token: harness.Token("adm_"), Client: s.client}
+	fmt.Fprintln(s.progress, "  stack: starting the control plane")
+	if s.cp, err = s.procs.Start("controlplane", "controlplane", listen, harness.ControlPlane{Listen: listen, AdminListen: adminListen,
+		DatabaseURL: runtimeURL, MigrateDatabaseURL: ownerURL, AdminToken: admin.Token, NodeTokens: s.nodeToken,
+		SigningKeyFile: privFile, LogLevel: "warn"}.Args()...); err != nil {
+		return nil, err
+	}
+	if err := harness.WaitControlPlane(ctx, s.client, s.cp, admin, 60*time.Second); err != nil {
+		return nil, err
+	}
+	if s.db, err = pgxpool.New(ctx, ownerURL); err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	fmt.Fprintf(s.progress, "  stack: loading the catalogue and creating %d funded accounts\n", cfg.Accounts)
+	if err := admin.LoadCatalog(ctx, harness.Catalog(harness.SimModel{ID: Model, RouteID: "bench-route",
+		Upstream: "127.0.0.1:9", InOre: InOrePerMTok, OutOre: OutOrePerMTok, ContextTokens: 131072})); err != nil {
+		return nil, err
+	}
+	for i := 0; i < cfg.Accounts; i++ {
+		a, err := admin.NewAccount(ctx, harness.AccountSpec{Customer: fmt.Sprintf("Bench %d AB", i), Residency: "se",
+			CreditSEK: benchCreditSEK, CreditNote: "benchmark credit", Models: []string{Model}, KeyName: "bench"})
+		if err != nil {
+			return nil, err
+		}
+		s.accounts = append(s.accounts, a.ID)
+	}
+	return s, nil
+}
+
+func (s *stack) close() {
+	if s.db != nil {
+		s.db.Close()
+	}
+	s.procs.StopAll(10 * time.Second)
+	if s.pg != nil {
+		if err := s.pg.Stop(); err != nil {
+			fmt.Fprintf(s.progress, "  stack: stop postgres: %v\n", err)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+// Command benchingest is `make bench-ingest` (and `make bench-ingest-short`): simulated
+// data-plane nodes post usage batches into a real control plane and Postgres, and it
+// reports records/s, CPU per 1,000 records, batch latency and storage growth per node
+// count and batch size, into ingest.json, ingest.md and ingest.svg. See package ingest.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sekgate/gateway/cmd/benchingest/ingest"
+	"github.com/sekgate/gateway/cmd/internal/version"
+)
+
+func main() {
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, "benchingest")
+		return
+	}
+	var cfg ingest.Config
+	fs := flag.NewFlagSet("benchingest", flag.ExitOnError)
+	fs.BoolVar(&cfg.Short, "short", false, "quick check: fewer and shorter scenarios")
+	fs.StringVar(&cfg.BinDir, "bin", "bin", "directory with the controlplane binary")
+	fs.StringVar(&cfg.OutDir, "out", "bench-results", "output directory")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "duration of each scenario (default 20s, short 4s)")
+	fs.IntVar(&cfg.Accounts, "accounts", 0, "accounts the records are spread over (default 50)")
+	nodes := fs.String("nodes", "", "comma-separated node counts (default 1,4,16; short 1,4)")
+	batches := fs.String("batches", "", "comma-separated batch sizes (default 10,100,500,2000; short 100,500)")
+	_ = fs.Parse(os.Args[1:])
+	var err error
+	if cfg.Nodes, err = ints(*nodes); err == nil {
+		cfg.Batches, err = ints(*batches)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchingest:", err)
+		os.Exit(2)
+	}
+	cfg.Progress = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := ingest.Run(ctx, cfg)
+	if rep != nil && len(rep.Results) > 0 {
+		fmt.Print(rep.Markdown())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchingest:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
