@@ -1,7 +1,7 @@
 // Package proxy owns the exchange with upstream model servers: a pool of keep-alive fasthttp
 // clients per upstream with their timeouts (pool.go), the request and its minimal body edits
 // (request.go), the failure class of an exchange (classify.go), cancellation (call.go) and the
-// stream relay that flushes each event to the client as it arrives (stream.go).
+// reading of an upstream's event stream, each event checked and its usage bounded (stream.go).
 package proxy
 
 import (

@@ -68,7 +68,24 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestRelayDropsUsageOnlyChunkButBillsIt(t *testing.T) {
+// readAll reads st to its end as a relay does: it stops after an error or the upstream's
+// last event, and counts the events handed out and the deltas among them.
+func readAll(st *Stream) (events int, deltas int64) {
+	for {
+		if _, err := st.Next(); err != nil {
+			return events, deltas
+		}
+		events++
+		if st.Delta() {
+			deltas++
+		}
+		if st.Result.Ended {
+			return events, deltas
+		}
+	}
+}
+
+func TestNextDropsUsageOnlyChunkButBillsIt(t *testing.T) {
 	in := "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" +
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n" +
 		"data: [DONE]\n\n"
@@ -76,23 +93,22 @@ func TestRelayDropsUsageOnlyChunkButBillsIt(t *testing.T) {
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
 		st := OpenStream(&resp, index.EPChat, StreamOptions{DropUsageOnly: drop})
-		var out fakeWriter
-		st.Relay(out.writer())
+		events, _ := readAll(st)
 		st.Close()
 		want := 3
 		if drop {
 			want = 2
 		}
-		if st.Result.Events != want || out.flushes() != want || !st.Result.Done || st.Result.PromptTokens != 3 || st.Result.CompletionTokens != 1 {
-			t.Errorf("drop=%v: %+v flushes %d", drop, st.Result, out.flushes())
+		if events != want || !st.Result.Ended || st.Result.Err != nil || st.Result.PromptTokens != 3 || st.Result.CompletionTokens != 1 {
+			t.Errorf("drop=%v: %+v events %d", drop, st.Result, events)
 		}
 	}
 }
 
-// TestRelayValidatesEvents: per protocol, a garbage event ends the stream with
-// ErrInvalidEvent before it is relayed, and generation events are counted for the
-// output estimate.
-func TestRelayValidatesEvents(t *testing.T) {
+// TestNextValidatesEvents: per protocol, a garbage event ends the stream with
+// ErrInvalidEvent before it is handed out, generation events are marked for the output
+// estimate, and the protocol's last event ends the stream.
+func TestNextValidatesEvents(t *testing.T) {
 	cases := []struct {
 		name       string
 		e          index.Endpoint
@@ -100,7 +116,7 @@ func TestRelayValidatesEvents(t *testing.T) {
 		events     int
 		deltas     int64
 		invalid    bool
-		done       bool
+		ended      bool
 		prompt     int64
 		reportedIn bool
 	}{
@@ -118,15 +134,29 @@ func TestRelayValidatesEvents(t *testing.T) {
 			var resp fasthttp.Response
 			resp.SetBodyString(c.in)
 			st := OpenStream(&resp, c.e, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
-			var out fakeWriter
-			st.Relay(out.writer())
+			events, deltas := readAll(st)
 			st.Close()
 			r := st.Result
-			if r.Events != c.events || r.Deltas != c.deltas || errors.Is(r.Err, ErrInvalidEvent) != c.invalid ||
-				r.Done != c.done || r.PromptTokens != c.prompt || r.PromptReported != c.reportedIn {
-				t.Fatalf("%+v", r)
+			if events != c.events || deltas != c.deltas || errors.Is(r.Err, ErrInvalidEvent) != c.invalid ||
+				r.Ended != c.ended || r.PromptTokens != c.prompt || r.PromptReported != c.reportedIn {
+				t.Fatalf("%+v events %d deltas %d", r, events, deltas)
 			}
 		})
+	}
+}
+
+// TestResponsesEndsAtEveryLastEvent: response.failed and response.incomplete end the
+// stream too, as failures.
+func TestResponsesEndsAtEveryLastEvent(t *testing.T) {
+	for _, name := range []string{"response.failed", "response.incomplete"} {
+		var resp fasthttp.Response
+		resp.SetBodyString("event: " + name + "\ndata: {\"response\":{}}\n\nevent: response.output_text.delta\ndata: {}\n\n")
+		st := OpenStream(&resp, index.EPResponses, StreamOptions{})
+		events, _ := readAll(st)
+		st.Close()
+		if events != 1 || !st.Result.Ended || st.Result.Err == nil {
+			t.Errorf("%s: %+v events %d", name, st.Result, events)
+		}
 	}
 }
 
@@ -144,7 +174,7 @@ func TestPeekRefusesInvalidFirstEvent(t *testing.T) {
 	}
 }
 
-// FuzzRelay: any upstream stream is relayed without panic, and the usage kept is never
+// FuzzRelay: any upstream stream is read without panic, and the usage kept is never
 // negative nor beyond the bounds.
 func FuzzRelay(f *testing.F) {
 	f.Add("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1e999}}\n\ndata: [DONE]\n\n", uint8(0))
@@ -155,11 +185,10 @@ func FuzzRelay(f *testing.F) {
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
 		st := OpenStream(&resp, ep, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
-		var out fakeWriter
-		st.Relay(out.writer())
+		readAll(st)
 		st.Close()
 		r := st.Result
-		if r.PromptTokens < 0 || r.PromptTokens > 100 || r.CompletionTokens < 0 || r.CompletionTokens > 10 || r.Deltas < 0 {
+		if r.PromptTokens < 0 || r.PromptTokens > 100 || r.CompletionTokens < 0 || r.CompletionTokens > 10 {
 			t.Fatalf("%+v", r)
 		}
 	})

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -37,7 +36,8 @@ func IsInvalid(err error) bool {
 	return errors.Is(err, ErrInvalidEvent) || errors.Is(err, ErrInvalidUsage)
 }
 
-// StreamResult is what a relayed stream did.
+// StreamResult is what the upstream's stream reported. What the client received (its
+// events, whether its stream is complete) is the relay's to know (dataplane/server).
 type StreamResult struct {
 	// PromptTokens and CompletionTokens are the latest usage the upstream reported, within
 	// the stream's bounds (replaced by the bound when the upstream exceeded it).
@@ -45,19 +45,14 @@ type StreamResult struct {
 	// PromptReported and OutputReported say whether the upstream reported each side (in a
 	// final usage chunk, or running usage in earlier events).
 	PromptReported, OutputReported bool
-	// Deltas counts generation events relayed to the client: the base of the output
-	// estimate when the upstream reported no usage (see OutputEstimate).
-	Deltas int64
-	// Done is set once the protocol's terminal event was relayed.
-	Done bool
-	// ClientGone is set when writing to the client failed (disconnect).
-	ClientGone bool
+	// Ended is set once the upstream protocol's last event was read: chat and text
+	// completions' [DONE], Messages-style message_stop, a Responses-style response.completed,
+	// response.failed or response.incomplete (the latter two also set Err).
+	Ended bool
 	// Err is the upstream-side error that ended the stream early (read error, oversized
-	// event, truncated stream, timeout, ErrInvalidEvent, ErrInvalidUsage); nil after a clean
-	// end.
+	// event, truncated stream, timeout, ErrInvalidEvent, ErrInvalidUsage, a failed or
+	// incomplete response); nil after a clean end.
 	Err error
-	// Events counts events written to the client.
-	Events int
 }
 
 var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, sse.DefaultMaxEvent) }}
@@ -77,9 +72,9 @@ type StreamOptions struct {
 	Bounds tokens.Bounds
 }
 
-// Stream relays one upstream server-sent event stream to a client. Every event of a JSON
+// Stream reads one upstream server-sent event stream for a relay. Every event of a JSON
 // protocol is checked to be valid JSON (the [DONE] sentinel of chat and text completions
-// aside) before it is relayed, and every usage it reports is checked against the bounds.
+// aside) before it is handed out, and every usage it reports is checked against the bounds.
 type Stream struct {
 	resp        *fasthttp.Response
 	rd          *sse.Reader
@@ -91,7 +86,7 @@ type Stream struct {
 	pendingErr  error
 	msgs        tokens.Messages
 	chatEvents  int64
-	lastDelta   bool // the event inspected last counts in Result.Deltas
+	lastDelta   bool // the event inspected last carries generated output
 	timer       *time.Timer
 	timedOut    atomic.Bool
 	Result      StreamResult
@@ -130,38 +125,42 @@ func (s *Stream) Peek() error {
 	return s.pendingErr
 }
 
-// take returns the next event and whether to relay it, the peeked one first; inspection
-// errors end the stream (Result.Err).
-func (s *Stream) take() (sse.Event, bool, error) {
+// Next returns the next upstream event to relay, the peeked one first, after reading usage
+// and the end of the stream from it into Result; a usage-only chunk that DropUsageOnly
+// removes is skipped. An error ends the stream and is also kept in Result.Err.
+func (s *Stream) Next() (sse.Event, error) {
 	if s.hasPending {
 		s.hasPending = false
 		if s.pendingErr != nil {
 			s.Result.Err = s.pendingErr
-			return sse.Event{}, false, s.pendingErr
+			return sse.Event{}, s.pendingErr
 		}
-		return s.pending, s.pendingSend, nil
+		if s.pendingSend {
+			return s.pending, nil
+		}
 	}
-	ev, err := s.rd.Next()
-	if err != nil {
-		s.Result.Err = s.upstreamErr(err)
-		return sse.Event{}, false, s.Result.Err
+	for {
+		ev, err := s.rd.Next()
+		if err != nil {
+			s.Result.Err = s.upstreamErr(err)
+			return sse.Event{}, s.Result.Err
+		}
+		send, err := s.inspect(ev)
+		if err != nil {
+			s.Result.Err = err
+			return sse.Event{}, err
+		}
+		if send {
+			return ev, nil
+		}
 	}
-	send, err := s.inspect(ev)
-	if err != nil {
-		s.Result.Err = err
-		return sse.Event{}, false, err
-	}
-	return ev, send, nil
 }
 
-// Next returns the next upstream event, the peeked one first, after reading usage and the
-// terminal signal from it into Result. It serves callers that transform events rather
-// than relay them (protocol translation); Relay is the byte-exact path. An error ends the
-// stream and is also kept in Result.Err.
-func (s *Stream) Next() (sse.Event, error) {
-	ev, _, err := s.take()
-	return ev, err
-}
+// Delta reports whether the event Next returned last carries generated output: every
+// chat chunk but the first (which announces the role), every text completion chunk,
+// Messages-style content_block_delta and Responses-style *.delta events. Delivered deltas
+// are the base of the output estimate when the upstream reports no usage.
+func (s *Stream) Delta() bool { return s.lastDelta }
 
 func (s *Stream) upstreamErr(err error) error {
 	if s.timedOut.Load() {
@@ -173,58 +172,7 @@ func (s *Stream) upstreamErr(err error) error {
 	return err
 }
 
-// Relay writes events to w, flushing after each one, until the upstream ends, fails, or the
-// client goes away. It returns right after the terminal event: a client must not wait on an
-// upstream that keeps its connection open after it.
-func (s *Stream) Relay(w *bufio.Writer) {
-	for {
-		ev, send, err := s.take()
-		if err != nil {
-			return
-		}
-		if !send {
-			continue
-		}
-		if !s.Write(w, ev) {
-			return
-		}
-		if s.Result.Done {
-			return
-		}
-	}
-}
-
-// Write writes ev to w and flushes it. A failure means the client is gone
-// (Result.ClientGone); the event then does not count as delivered.
-func (s *Stream) Write(w *bufio.Writer, ev sse.Event) bool {
-	_, err := w.Write(ev.Raw)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		s.Result.ClientGone = true
-		if s.lastDelta {
-			s.Result.Deltas--
-		}
-		return false
-	}
-	s.Result.Events++
-	return true
-}
-
-var (
-	doneData   = []byte("[DONE]")
-	usageKey   = []byte(`"usage"`)
-	evMsgStart = []byte("message_start")
-	evMsgDelta = []byte("message_delta")
-	evMsgStop  = []byte("message_stop")
-	evRespDone = []byte("response.completed")
-	evRespFail = []byte("response.failed")
-	evRespInc  = []byte("response.incomplete")
-
-	evBlockDelta  = []byte("content_block_delta")
-	evDeltaSuffix = []byte(".delta")
-)
+var usageKey = []byte(`"usage"`)
 
 // inspect checks ev, reads usage and terminal signals from it, and reports whether to
 // relay it. An error means the upstream broke its protocol: the stream must end.
@@ -235,17 +183,14 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 	}
 	switch s.e {
 	case index.EPChat, index.EPCompletions:
-		if bytes.Equal(ev.Data, doneData) {
-			s.Result.Done = true
+		if string(ev.Data) == sse.DoneData {
+			s.Result.Ended = true
 			return true, nil
 		}
 		if !validEvent(ev.Data) {
 			return false, ErrInvalidEvent
 		}
-		if s.isDelta(ev) {
-			s.Result.Deltas++
-			s.lastDelta = true
-		}
+		s.lastDelta = s.isDelta(ev)
 		s.chatEvents++
 		if ev.Data[0] != '{' || !bytes.Contains(ev.Data, usageKey) {
 			return true, nil
@@ -272,17 +217,16 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		// message_start's output_tokens is a placeholder (servers send 0 or 1): output
 		// counts as reported only from message_delta.
 		var outReported bool
-		switch {
-		case bytes.Equal(ev.Name, evMsgStart):
+		switch string(ev.Name) {
+		case sse.MessageStart:
 			s.msgs.Update(gjson.GetBytes(ev.Data, "message.usage"))
-		case bytes.Equal(ev.Name, evMsgDelta):
+		case sse.MessageDelta:
 			s.msgs.Update(gjson.GetBytes(ev.Data, "usage"))
 			_, outReported = s.msgs.Reported()
-		case bytes.Equal(ev.Name, evMsgStop):
-			s.Result.Done = true
+		case sse.MessageStop:
+			s.Result.Ended = true
 			return true, nil
-		case bytes.Equal(ev.Name, evBlockDelta):
-			s.Result.Deltas++
+		case sse.ContentBlockDelta:
 			s.lastDelta = true
 			return true, nil
 		default:
@@ -297,28 +241,24 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		if !validEvent(ev.Data) {
 			return false, ErrInvalidEvent
 		}
-		if bytes.HasSuffix(ev.Name, evDeltaSuffix) {
-			s.Result.Deltas++
-			s.lastDelta = true
-		}
-		if bytes.Equal(ev.Name, evRespDone) || bytes.Equal(ev.Name, evRespFail) || bytes.Equal(ev.Name, evRespInc) {
+		s.lastDelta = s.isDelta(ev)
+		switch name := string(ev.Name); name {
+		case sse.ResponseCompleted, sse.ResponseFailed, sse.ResponseIncomplete:
 			if bu, ok := tokens.FromResponses(gjson.GetBytes(ev.Data, "response.usage")); ok {
 				if err := s.setUsage(bu, true, true); err != nil {
 					return false, err
 				}
 			}
-			s.Result.Done = bytes.Equal(ev.Name, evRespDone)
-			if !s.Result.Done {
-				s.Result.Err = errors.New("proxy: upstream response " + string(ev.Name))
+			s.Result.Ended = true
+			if name != sse.ResponseCompleted {
+				s.Result.Err = errors.New("proxy: upstream response " + name)
 			}
 		}
 	}
 	return true, nil
 }
 
-// isDelta reports whether ev carries generated output, for the output estimate: every
-// chat chunk but the first (which announces the role), every text completion chunk,
-// Messages-style content_block_delta and Responses-style *.delta events.
+// isDelta reports whether ev carries generated output (see Delta).
 func (s *Stream) isDelta(ev sse.Event) bool {
 	switch s.e {
 	case index.EPChat:
@@ -326,9 +266,9 @@ func (s *Stream) isDelta(ev sse.Event) bool {
 	case index.EPCompletions:
 		return len(ev.Data) > 0 && ev.Data[0] == '{'
 	case index.EPMessages:
-		return bytes.Equal(ev.Name, evBlockDelta)
+		return string(ev.Name) == sse.ContentBlockDelta
 	case index.EPResponses:
-		return bytes.HasSuffix(ev.Name, evDeltaSuffix)
+		return bytes.HasSuffix(ev.Name, []byte(sse.DeltaSuffix))
 	}
 	return false
 }
@@ -354,7 +294,7 @@ func (s *Stream) Close() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	if !s.Result.Done || s.Result.Err != nil {
+	if !s.Result.Ended || s.Result.Err != nil {
 		// An upstream that broke its stream may have ended it with what looks like a clean
 		// end of body (a closed connection); never hand such a connection back to the pool.
 		s.resp.SetConnectionClose()

@@ -142,10 +142,10 @@ func BenchmarkSSERelay(b *testing.B) {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
 		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{DropUsageOnly: true, Bounds: tokens.NewBounds(8192, 0, 1)})
-		st.Relay(w)
+		rel := protocol{client: index.EPChat}.relay(w, st)
 		st.Close()
-		if !st.Result.Done || st.Result.Events != 101 || st.Result.PromptTokens != 12 {
-			b.Fatalf("%+v", st.Result)
+		if !rel.done || rel.events != 101 || st.Result.PromptTokens != 12 {
+			b.Fatalf("%+v %+v", st.Result, rel)
 		}
 	}
 }

@@ -90,11 +90,11 @@ func (s *Server) OpenStreams() int {
 // relayTracked relays a committed stream as one EndStreams can end, then finishes it.
 func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
 	s.streams.add(ex)
-	proto.relay(w, ex.stream)
-	if s.streams.remove(ex) && !ex.stream.Result.ClientGone {
+	rel := proto.relay(w, ex.stream)
+	if s.streams.remove(ex) && !rel.gone {
 		if _, err := w.Write(drainEvent(proto.client)); err == nil {
 			_ = w.Flush()
 		}
 	}
-	ex.endStream(w, proto.client)
+	ex.endStream(w, proto.client, rel)
 }

@@ -187,7 +187,7 @@ func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		return
 	}
 	if c.stream {
-		s.relayStream(ctx, ex)
+		relayStream(ctx, ex, protocol{client: c.e})
 		return
 	}
 	rb := ex.resp.Body()
@@ -219,21 +219,17 @@ func nativeCandidates(cands []index.Candidate) []index.Candidate {
 var errInvalidUpstream = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
 	"the provider returned an invalid response")
 
-// relayStream relays a committed stream (its first event already read) to the client.
-func (s *Server) relayStream(ctx *fasthttp.RequestCtx, ex *exchange) {
-	relayProtocolStream(ctx, ex, protocol{client: ex.box.endpoint})
-}
-
-// streamResult is the record's result of a relayed stream.
-func streamResult(r *proxy.StreamResult, cancelled bool) string {
+// streamResult is the record's result of a relayed stream: what the upstream reported
+// (r) and what the client received (rel).
+func streamResult(r *proxy.StreamResult, rel relayed, cancelled bool) string {
 	switch {
-	case r.ClientGone || cancelled:
+	case rel.gone || cancelled:
 		return usage.ResultCancelled
 	case proxy.IsInvalid(r.Err):
 		return usage.ResultUpstreamError
 	case errors.Is(r.Err, proxy.ErrStreamTimeout) || proxy.Classify(r.Err) == proxy.FailTimeout:
 		return usage.ResultTimeout
-	case r.Err != nil || !r.Done:
+	case r.Err != nil || rel.err != nil || !rel.done:
 		return usage.ResultIncomplete
 	}
 	return usage.ResultOK

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"errors"
 
 	"github.com/tidwall/sjson"
@@ -60,7 +59,7 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	}
 	proto := protocol{client: c.e, translate: ex.cand.Translate, model: c.sentModel}
 	if c.stream {
-		relayProtocolStream(ctx, ex, proto)
+		relayStream(ctx, ex, proto)
 		return
 	}
 	out, ok := proto.answer(ex.resp.Body())
@@ -162,15 +161,4 @@ func (p protocol) answer(rb []byte) (out []byte, ok bool) {
 		return nil, false
 	}
 	return out, err == nil
-}
-
-// relayProtocolStream answers with the committed stream of ex (its first event already
-// read), translated or passed through, and records the request when the stream ends.
-func relayProtocolStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol) {
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
-	ex.writeStart() // before the 200 and X-Request-Id leave: no request ID without a record
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { ex.s.relayTracked(w, ex, proto) })
 }

@@ -49,10 +49,10 @@ func BenchmarkTranslatedStreamRelay(b *testing.B) {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
 		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
-		p.relay(w, st)
+		rel := p.relay(w, st)
 		st.Close()
-		if !st.Result.Done || st.Result.PromptTokens != 12 {
-			b.Fatalf("%+v", st.Result)
+		if !rel.done || st.Result.PromptTokens != 12 {
+			b.Fatalf("%+v %+v", st.Result, rel)
 		}
 	}
 }

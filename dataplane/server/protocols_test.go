@@ -242,9 +242,9 @@ func TestRelayMessagesUsage(t *testing.T) {
 			defer st.Close()
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			protocol{client: index.EPMessages}.relay(w, st)
-			if st.Result.PromptTokens != c.in || st.Result.CompletionTokens != c.out || st.Result.Done != c.done {
-				t.Errorf("result %+v, want %d/%d done %v", st.Result, c.in, c.out, c.done)
+			rel := protocol{client: index.EPMessages}.relay(w, st)
+			if st.Result.PromptTokens != c.in || st.Result.CompletionTokens != c.out || rel.done != c.done {
+				t.Errorf("result %+v %+v, want %d/%d done %v", st.Result, rel, c.in, c.out, c.done)
 			}
 			if out.String() != c.stream {
 				t.Errorf("relayed bytes differ:\n%q\nwant\n%q", out.String(), c.stream)
@@ -258,10 +258,10 @@ func TestRelayMessagesUsage(t *testing.T) {
 		st := proxy.OpenStream(resp, index.EPMessages, proxy.StreamOptions{Total: time.Second, Bounds: tokens.NewBounds(8192, 0, 1)})
 		var out bytes.Buffer
 		w := bufio.NewWriter(&out)
-		protocol{client: index.EPMessages}.relay(w, st)
+		rel := protocol{client: index.EPMessages}.relay(w, st)
 		st.Close()
 		fasthttp.ReleaseResponse(resp)
-		if !errors.Is(st.Result.Err, proxy.ErrInvalidUsage) || st.Result.Done || out.Len() != 0 || st.Result.PromptTokens > 8192 {
+		if !errors.Is(st.Result.Err, proxy.ErrInvalidUsage) || rel.done || rel.events != 0 || out.Len() != 0 || st.Result.PromptTokens > 8192 {
 			t.Errorf("input_tokens %s: %+v relayed %q", bad, st.Result, out.String())
 		}
 	}

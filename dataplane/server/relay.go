@@ -2,129 +2,159 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/sse"
 	"github.com/sekgate/gateway/dataplane/translate"
 )
 
-// relay writes the upstream stream st to the client, flushing after every event, and leaves
-// what happened in st.Result: billed usage, Done once the client's terminal event was
-// written, ClientGone, Err and Events. Same-protocol streams pass byte for byte.
-func (p protocol) relay(w *bufio.Writer, st *proxy.Stream) {
-	switch {
-	case p.translate:
-		p.relayTranslated(w, st)
-	case p.client == index.EPMessages:
-		relayMessages(w, st)
-	default:
-		st.Relay(w)
-	}
+// relayed is what the client received of a stream. The client's protocol decides when its
+// stream is complete, so the relay owns these; what the upstream reported (usage, its
+// errors) is the stream's (proxy.StreamResult).
+type relayed struct {
+	// done is set once the client's last event was written: the upstream's own for a
+	// same-protocol stream, the translator's after the upstream's [DONE] otherwise.
+	done bool
+	// gone is set when writing to the client failed (disconnect).
+	gone bool
+	// events counts events written to the client.
+	events int
+	// deltas counts upstream generation events delivered to the client (proxy.Stream.Delta):
+	// the base of the output estimate when the upstream reports no usage.
+	deltas int64
+	// err is why the client's stream could not be completed although the upstream's
+	// could (a translator refusing a chunk, a translated response ending incomplete).
+	err error
+}
+
+// relayStream answers with the committed stream of ex (its first event already read),
+// translated or passed through, and records the request when the stream ends.
+func relayStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol) {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	ex.writeStart() // before the 200 and X-Request-Id leave: no request ID without a record
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { ex.s.relayTracked(w, ex, proto) })
 }
 
 // streamTranslator is the part of translate's stream translators the relay drives.
 type streamTranslator interface {
 	Feed(chunk []byte) error
 	Finish() error
-	Usage() translate.Usage
 }
 
-// eventWriter writes translated events to the client, one flush per event.
-type eventWriter struct {
-	w      *bufio.Writer
-	gone   bool
-	events int
-	last   string // name of the last event written
+// clientWriter writes events to the client, one flush per event, and keeps count.
+type clientWriter struct {
+	w    *bufio.Writer
+	r    relayed
+	last string // name of the last translated event written
 }
 
-func (ew *eventWriter) write(name, data []byte) error {
-	w := ew.w
+// raw writes an upstream event byte for byte.
+func (cw *clientWriter) raw(ev []byte) bool {
+	_, _ = cw.w.Write(ev)
+	return cw.flush()
+}
+
+// event writes a translated event.
+func (cw *clientWriter) event(name, data []byte) error {
+	w := cw.w
 	_, _ = w.WriteString("event: ")
 	_, _ = w.Write(name)
 	_, _ = w.WriteString("\ndata: ")
 	_, _ = w.Write(data)
 	_, _ = w.WriteString("\n\n")
-	if err := w.Flush(); err != nil {
-		ew.gone = true
-		return err
+	if !cw.flush() {
+		return errClientGone
 	}
-	ew.events++
-	ew.last = string(name)
+	cw.last = string(name)
 	return nil
 }
 
-var doneData = []byte("[DONE]")
-
-var errResponseNotCompleted = errors.New("translated response ended incomplete")
-
-// relayTranslated feeds each chat completions chunk to the client protocol's translator,
-// which writes (and flushes) each translated event as soon as it is produced. The terminal
-// event is written only after the upstream's [DONE]; a stream that breaks earlier ends
-// without it, so the client knows its output is incomplete. Usage is read by the stream
-// from the upstream's usage chunks (the translated request always asks for them).
-func (p protocol) relayTranslated(w *bufio.Writer, st *proxy.Stream) {
-	ew := &eventWriter{w: w}
-	var tr streamTranslator
-	if p.client == index.EPResponses {
-		tr = translate.NewChatToResponsesStream(p.model, ew.write)
-	} else {
-		tr = translate.NewChatToMessagesStream(p.model, ew.write)
+func (cw *clientWriter) flush() bool {
+	if err := cw.w.Flush(); err != nil {
+		cw.r.gone = true
+		return false
 	}
-	defer func() {
-		// Usage is the stream's own (proxy.Stream reads and bounds the upstream's chat usage,
-		// the same chunks the translator reads).
-		st.Result.Events = ew.events
-		st.Result.ClientGone = ew.gone
-	}()
-	st.Result.Done = false
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			st.Result.Done = false
-			return // st.Result.Err holds the upstream failure
-		}
-		if ev.Data == nil {
-			continue // a comment (keep-alive): the translated stream has its own pacing
-		}
-		if bytes.Equal(ev.Data, doneData) {
-			st.Result.Done = false
-			if err := tr.Finish(); err != nil {
-				if !ew.gone {
-					st.Result.Err = err
-				}
-				return
-			}
-			if p.client == index.EPResponses && ew.last != "response.completed" {
-				// response.incomplete (output limit, content filter) ends the stream
-				// properly but is a failure signal of the protocol, as on native routes.
-				st.Result.Err = errResponseNotCompleted
-				return
-			}
-			st.Result.Done = true
-			return
-		}
-		if err := tr.Feed(ev.Data); err != nil {
-			if !ew.gone {
-				st.Result.Err = err
-			}
-			return
-		}
-	}
+	cw.r.events++
+	return true
 }
 
-// relayMessages relays a native Messages-style stream byte for byte, flushing per event;
-// the stream meters it from message_start and message_delta. It returns right after
-// message_stop.
-func relayMessages(w *bufio.Writer, st *proxy.Stream) {
+var (
+	errClientGone           = errors.New("client went away")
+	errResponseNotCompleted = errors.New("translated response ended incomplete")
+)
+
+// relay writes the upstream stream st to the client in the client's protocol, flushing
+// after every event, until the upstream ends or fails or the client goes away; it returns
+// right after the client's last event (a client must not wait on an upstream that keeps
+// its connection open). Same-protocol streams pass byte for byte; on a translated route each
+// chat completions chunk goes to the client protocol's translator, which writes each
+// translated event as soon as it is produced, and the last event is written only after the
+// upstream's [DONE], so a client whose stream breaks earlier knows its output is
+// incomplete. Keep-alive comments pass on same-protocol streams (a translated stream has
+// its own pacing).
+func (p protocol) relay(w *bufio.Writer, st *proxy.Stream) relayed {
+	if !p.translate {
+		cw := clientWriter{w: w} // stays on the stack: nothing keeps it
+		return p.relayLoop(&cw, st, nil)
+	}
+	cw := &clientWriter{w: w}
+	var tr streamTranslator
+	if p.client == index.EPResponses {
+		tr = translate.NewChatToResponsesStream(p.model, cw.event)
+	} else {
+		tr = translate.NewChatToMessagesStream(p.model, cw.event)
+	}
+	return p.relayLoop(cw, st, tr)
+}
+
+// relayLoop is relay's one loop; tr is nil for a same-protocol stream.
+func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTranslator) relayed {
 	for {
 		ev, err := st.Next()
 		if err != nil {
-			return
+			return cw.r // st.Result.Err holds the upstream failure
 		}
-		if !st.Write(w, ev) || st.Result.Done {
-			return
+		switch {
+		case tr == nil:
+			if !cw.raw(ev.Raw) {
+				return cw.r
+			}
+		case st.Result.Ended: // the upstream's [DONE]
+			if err := tr.Finish(); err != nil {
+				if !cw.r.gone {
+					cw.r.err = err
+				}
+				return cw.r
+			}
+			if p.client == index.EPResponses && cw.last != sse.ResponseCompleted {
+				// response.incomplete (output limit, content filter) ends the stream
+				// properly but is a failure signal of the protocol, as on native routes.
+				cw.r.err = errResponseNotCompleted
+				return cw.r
+			}
+		case ev.Data == nil:
+			continue // a comment (keep-alive)
+		default:
+			if err := tr.Feed(ev.Data); err != nil {
+				if !cw.r.gone {
+					cw.r.err = err
+				}
+				return cw.r
+			}
+		}
+		if st.Delta() {
+			cw.r.deltas++
+		}
+		if st.Result.Ended {
+			cw.r.done = st.Result.Err == nil
+			return cw.r
 		}
 	}
 }

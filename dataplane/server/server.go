@@ -1,7 +1,8 @@
 // Package server is the data plane's public HTTP edge: fasthttp with fasthttp/router,
 // request IDs, the JSON error envelope, API-key authentication from the snapshot, balance
-// admission, model reads, the inference attempt loop (attempt.go) and the account paths it
-// forwards to the control plane (forward.go).
+// admission, model reads, the inference attempt loop (attempt.go), the stream relay in the
+// client's protocol (relay.go) and the account paths it forwards to the control plane
+// (forward.go).
 package server
 
 import (

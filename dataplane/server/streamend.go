@@ -75,12 +75,11 @@ func (ex *exchange) writeStart() {
 // under-charged, never over-charged), within the output limit. A committed stream has
 // received its first event, so the provider has started generating and the prompt is
 // always charged.
-func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint) {
-	st := ex.stream
-	r := &st.Result
-	result := streamResult(r, ex.cancelled())
+func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
+	r := &ex.stream.Result
+	result := streamResult(r, rel, ex.cancelled())
 	if proxy.IsInvalid(r.Err) {
-		if !r.ClientGone {
+		if !rel.gone {
 			if _, err := w.Write(streamErrorEvent(client)); err == nil {
 				_ = w.Flush()
 			}
@@ -99,7 +98,7 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint) {
 		ex.box.routing.UsageEstimated = true
 	}
 	if !r.OutputReported {
-		rec.CompletionTokens = min(max(r.Deltas, 0), ex.bounds.Output)
+		rec.CompletionTokens = min(rel.deltas, ex.bounds.Output)
 		ex.box.routing.UsageEstimated = true
 	}
 	ex.end(200, result)

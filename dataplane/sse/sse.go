@@ -1,7 +1,8 @@
 // Package sse reads server-sent event streams as the HTML standard defines them: a stream
 // of lines (ended by LF or CRLF), an event ending at a blank line, "data" fields joined with
 // LF, lines starting with ':' being comments. It returns each event's raw bytes too, so a
-// proxy can forward events byte for byte and one event at a time.
+// proxy can forward events byte for byte and one event at a time. It also names the events
+// of the gateway's streaming protocols (names.go).
 package sse
 
 import (

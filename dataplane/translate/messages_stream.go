@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/dataplane/sse"
 )
 
 // ChatToMessagesStream turns a streamed chat completion into Messages-style events. Feed it
@@ -109,7 +111,7 @@ func (s *ChatToMessagesStream) start(upstreamID string) error {
 	}
 	s.started = true
 	s.id = "msg_" + idSuffix(upstreamID)
-	return s.emit("message_start", evMessageStart{Type: "message_start", Message: anthropicMessage{
+	return s.emit(sse.MessageStart, evMessageStart{Type: sse.MessageStart, Message: anthropicMessage{
 		ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []any{}}})
 }
 
@@ -133,7 +135,7 @@ func (s *ChatToMessagesStream) text(t string) error {
 			return err
 		}
 	}
-	return s.emit("content_block_delta", evBlockDelta{Type: "content_block_delta", Index: s.open,
+	return s.emit(sse.ContentBlockDelta, evBlockDelta{Type: sse.ContentBlockDelta, Index: s.open,
 		Delta: textDelta{Type: "text_delta", Text: t}})
 }
 
@@ -197,7 +199,7 @@ func (s *ChatToMessagesStream) startTool(st *streamTool) error {
 }
 
 func (s *ChatToMessagesStream) inputDelta(args string) error {
-	return s.emit("content_block_delta", evBlockDelta{Type: "content_block_delta", Index: s.open,
+	return s.emit(sse.ContentBlockDelta, evBlockDelta{Type: sse.ContentBlockDelta, Index: s.open,
 		Delta: inputJSONDelta{Type: "input_json_delta", PartialJSON: args}})
 }
 
@@ -243,12 +245,12 @@ func (s *ChatToMessagesStream) Finish() error {
 	if kind == stopSequence {
 		seq = &s.seq
 	}
-	if err := s.emit("message_delta", evMessageDelta{Type: "message_delta",
+	if err := s.emit(sse.MessageDelta, evMessageDelta{Type: sse.MessageDelta,
 		Delta: messageDelta{StopReason: reason, StopSequence: seq},
 		Usage: anthropicUsage{InputTokens: s.usage.InputTokens, OutputTokens: s.usage.OutputTokens}}); err != nil {
 		return err
 	}
-	return s.emit("message_stop", evType{Type: "message_stop"})
+	return s.emit(sse.MessageStop, evType{Type: sse.MessageStop})
 }
 
 // Messages-style stream events, fields in the order the protocol documents them.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/dataplane/sse"
 )
 
 // ChatToResponsesStream turns a streamed chat completion into Responses-style events. Feed
@@ -123,7 +125,7 @@ func (s *ChatToResponsesStream) fail(msg string) error {
 	}
 	r := s.response("failed", nil)
 	r.Error = map[string]string{"code": "server_error", "message": msg}
-	if err := s.emit("response.failed", evResponse{Type: "response.failed", SequenceNumber: s.seq, Response: r}); err != nil {
+	if err := s.emit(sse.ResponseFailed, evResponse{Type: sse.ResponseFailed, SequenceNumber: s.seq, Response: r}); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
@@ -334,9 +336,9 @@ func (s *ChatToResponsesStream) Finish() error {
 		return err
 	}
 	s.finished = true
-	event := "response.completed"
+	event := sse.ResponseCompleted
 	if status == "incomplete" {
-		event = "response.incomplete"
+		event = sse.ResponseIncomplete
 	}
 	return s.emit(event, evResponse{Type: event, SequenceNumber: s.seq, Response: s.response(status, details)})
 }

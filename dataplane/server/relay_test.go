@@ -1,0 +1,81 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/proxy"
+)
+
+// flushCounter counts the writes reaching the client's connection (one per flush) and
+// fails the ones after failAfter (0: never).
+type flushCounter struct{ n, failAfter int }
+
+func (f *flushCounter) Write(p []byte) (int, error) {
+	f.n++
+	if f.failAfter > 0 && f.n > f.failAfter {
+		return 0, errors.New("client gone")
+	}
+	return len(p), nil
+}
+
+// TestRelayFlushesEachEvent: a same-protocol stream reaches the client one flush per
+// event, the usage-only chunk the gateway asked for is dropped but billed, and the client's
+// stream is complete after [DONE].
+func TestRelayFlushesEachEvent(t *testing.T) {
+	in := "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n" +
+		"data: [DONE]\n\n"
+	for _, drop := range []bool{true, false} {
+		var resp fasthttp.Response
+		resp.SetBodyString(in)
+		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{DropUsageOnly: drop})
+		var out flushCounter
+		rel := protocol{client: index.EPChat}.relay(bufio.NewWriterSize(&out, 64<<10), st)
+		st.Close()
+		// The usage chunk is a chat chunk like any other when relayed.
+		want, deltas := int64(4), int64(2)
+		if drop {
+			want, deltas = 3, 1
+		}
+		if int64(rel.events) != want || int64(out.n) != want || !rel.done || rel.gone || rel.deltas != deltas ||
+			st.Result.PromptTokens != 3 || st.Result.CompletionTokens != 1 {
+			t.Errorf("drop=%v: %+v %+v flushes %d", drop, st.Result, rel, out.n)
+		}
+	}
+}
+
+// TestRelayCountsDeliveredDeltas: the output estimate counts the generation events the
+// client received, not one whose write failed; a stream cut by the client is not complete.
+func TestRelayCountsDeliveredDeltas(t *testing.T) {
+	in := "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"content\":\"c\"}}]}\n\n" +
+		"data: [DONE]\n\n"
+	cases := []struct {
+		name string
+		p    protocol
+	}{
+		{"same protocol", protocol{client: index.EPChat}},
+		{"translated", protocol{client: index.EPMessages, translate: true, model: "m"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var resp fasthttp.Response
+			resp.SetBodyString(in)
+			st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
+			out := flushCounter{failAfter: 2}
+			rel := c.p.relay(bufio.NewWriterSize(&out, 64<<10), st)
+			st.Close()
+			if !rel.gone || rel.done || rel.events != 2 || rel.deltas >= 3 || (!c.p.translate && rel.deltas != 1) {
+				t.Errorf("%+v", rel)
+			}
+		})
+	}
+}
