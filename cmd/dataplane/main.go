@@ -114,6 +114,9 @@ func parseFlags(args []string) (options, error) {
 	if o.edge.MaxHeaderBytes < 1024 {
 		return o, errors.New("--max-header-bytes must be at least 1024")
 	}
+	if err := o.region.validate(); err != nil {
+		return o, err
+	}
 	if o.regionURLs, err = parseRegionURLs(o.region.regionURLs); err != nil {
 		return o, err
 	}
@@ -150,7 +153,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	defer cpTr.CloseIdleConnections()
 	usageMeter, err := meter.New(meter.Config{
 		DataDir: o.dataDir, ControlPlaneURL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken,
-		BatchInterval: o.batchInterval, Logger: log,
+		Country: o.region.country, BatchInterval: o.batchInterval, Logger: log,
 		HTTPClient: &http.Client{Transport: cpTr, Timeout: meter.DefaultHTTPTimeout},
 	})
 	if err != nil {
@@ -174,6 +177,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		Store: store, Wait: o.snapshotWait, Logger: log,
 		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
 		HTTPClient: &http.Client{Transport: cpTr, Timeout: o.snapshotWait + 15*time.Second},
+		SpoolAge:   func() time.Duration { return usageMeter.Stats().OldestUnconfirmedAge },
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)
 			limiter.Retain(s)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/residency"
 )
 
@@ -19,6 +20,17 @@ func (r *regionOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.region, "region", "", "operator's name for where this node runs (e.g. se-sto: lower-case letters, digits, '-'), recorded as node_region in every request record's routing (empty: not recorded)")
 	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 code of the country this node runs in (e.g. SE); accounts whose residency policy does not admit it get 403 residency_unsatisfiable (empty: every account admitted)")
 	fs.StringVar(&r.regionURLs, "region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...), named in this node's residency refusals")
+}
+
+// validate checks --country and --region before anything starts.
+func (r *regionOptions) validate() error {
+	if !residency.ValidCountry(r.country) {
+		return fmt.Errorf("--country %q is not an ISO 3166-1 alpha-2 country code in upper case (e.g. SE, DE, US)", r.country)
+	}
+	if !internalapi.ValidRegion(r.region) {
+		return fmt.Errorf("--region %q is not 1 to 63 lower-case letters, digits and inner '-' (e.g. se-sto)", r.region)
+	}
+	return nil
 }
 
 // parseRegionURLs parses --region-urls.

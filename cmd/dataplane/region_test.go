@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,30 @@ func TestParseRegionURLs(t *testing.T) {
 		got, err := parseRegionURLs(tt.in)
 		if (err != nil) != tt.wantErr || (!tt.wantErr && !reflect.DeepEqual(got, tt.want)) {
 			t.Errorf("parseRegionURLs(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+}
+
+func TestRegionFlagsValidated(t *testing.T) {
+	base := []string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}
+	for _, ok := range [][]string{{}, {"--country", "SE", "--region", "se-sto"}, {"--country", "US"}} {
+		if _, err := parseFlags(append(base, ok...)); err != nil {
+			t.Errorf("%v refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--country", "se"}, `--country "se" is not an ISO 3166-1 alpha-2 country code`},
+		{[]string{"--country", "EU"}, `--country "EU"`},
+		{[]string{"--country", "SWE"}, `--country "SWE"`},
+		{[]string{"--region", "SE-STO"}, `--region "SE-STO" is not 1 to 63 lower-case letters`},
+		{[]string{"--region", "se_sto"}, `--region "se_sto"`},
+	} {
+		_, err := parseFlags(append(base, bad.args...))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: error %v, want it to contain %q", bad.args, err, bad.want)
 		}
 	}
 }

@@ -99,6 +99,11 @@ type Node struct {
 	AppliedVersion int64     `json:"applied_version"`
 	LastSeen       time.Time `json:"last_seen"`
 	Region         string    `json:"region"` // the node's --region as it last reported it; empty: none
+	// SpoolAgeMs is how long the oldest record in the node's usage spool had waited for
+	// confirmation when the node last reported it (SpoolReportedAt; null: never), in
+	// milliseconds; 0: its spool was empty.
+	SpoolAgeMs      int64      `json:"spool_age_ms"`
+	SpoolReportedAt *time.Time `json:"spool_reported_at"`
 }
 
 // RejectedRecord is a usage record the control plane refused, with the record as the node

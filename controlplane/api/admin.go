@@ -350,7 +350,12 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminapi.List[adminapi.Node]{Data: make([]adminapi.Node, len(nodes))}
 	for i, n := range nodes {
-		out.Data[i] = adminapi.Node{NodeID: n.NodeID, AppliedVersion: n.AppliedVersion, LastSeen: n.LastSeen.UTC(), Region: n.Region}
+		out.Data[i] = adminapi.Node{NodeID: n.NodeID, AppliedVersion: n.AppliedVersion, LastSeen: n.LastSeen.UTC(), Region: n.Region,
+			SpoolAgeMs: n.SpoolAge.Milliseconds()}
+		if !n.SpoolReportedAt.IsZero() {
+			at := n.SpoolReportedAt.UTC()
+			out.Data[i].SpoolReportedAt = &at
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

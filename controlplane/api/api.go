@@ -77,6 +77,7 @@ type server struct {
 	now         func() time.Time
 	adminDigest [sha256.Size]byte
 	nodeDigests [][sha256.Size]byte
+	spool       spoolReports
 }
 
 // surface is one listener's handler: the shared server and its own routes.

@@ -10,6 +10,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/residency"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -65,7 +66,8 @@ func nodeID(r *http.Request) (string, bool) {
 // or an older issue; see publish.Have), at once or as soon as it is within wait, else 304.
 // have is the node's acknowledgement of what it applied. With country the snapshot is the
 // one filtered for that country (publish.Filter); without it, the unfiltered one. region
-// (the node's --region) is recorded for gatewayctl nodes list.
+// (the node's --region) and the spool age the node states (internalapi.HeaderSpoolAge) are
+// recorded for gatewayctl nodes list.
 func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 	node, ok := nodeID(r)
 	if !ok {
@@ -93,8 +95,8 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	country := r.URL.Query().Get("country")
-	if !publish.ValidCountry(country) {
-		writeError(w, invalid("country", "country must be an upper-case ISO 3166-1 alpha-2 code, e.g. SE."))
+	if !residency.ValidCountry(country) {
+		writeError(w, invalid("country", "country must be an upper-case ISO 3166-1 alpha-2 country code, e.g. SE."))
 		return
 	}
 	region := r.URL.Query().Get("region")
@@ -102,7 +104,8 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("region", "region must be lower-case letters, digits and '-' (at most 63)."))
 		return
 	}
-	if err := s.cfg.Store.TouchNode(r.Context(), node, have, region); err != nil {
+	age, _ := spoolAge(r)
+	if err := s.cfg.Store.TouchNode(r.Context(), node, have, region, age); err != nil {
 		// Serving the snapshot matters more than the bookkeeping.
 		s.log.Warn("record node poll", "node", node, "err", err)
 	}
@@ -149,16 +152,30 @@ func (s *server) postUsage(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "batch")
 		return
 	}
+	if node, ok := nodeID(r); ok {
+		s.reportSpoolAge(r.Context(), r, node)
+	}
 	writeJSON(w, http.StatusOK, reply)
 }
 
-// getBalances answers GET /internal/v1/balances?since=<seq>&wait=<seconds> with the
-// balances changed after since, waiting up to wait for a change; an empty list when none.
+// getBalances answers GET /internal/v1/balances?since=<seq>&country=<ISO alpha-2>&
+// wait=<seconds> with the balances changed after since, waiting up to wait for a change; an
+// empty list when none. With country, only accounts whose residency policy admits it are
+// listed (the accounts of the snapshot filtered for that country): a node learns no other
+// country's account IDs or balances.
 func (s *server) getBalances(w http.ResponseWriter, r *http.Request) {
 	since, ok := parseSeq(r, "since")
 	if !ok {
 		writeError(w, invalid("since", "since must be a non-negative integer."))
 		return
+	}
+	country := r.URL.Query().Get("country")
+	if !residency.ValidCountry(country) {
+		writeError(w, invalid("country", "country must be an upper-case ISO 3166-1 alpha-2 country code, e.g. SE."))
+		return
+	}
+	if node, ok := nodeID(r); ok {
+		s.reportSpoolAge(r.Context(), r, node)
 	}
 	wait, ok := s.parseWait(r)
 	if !ok {
@@ -169,7 +186,7 @@ func (s *server) getBalances(w http.ResponseWriter, r *http.Request) {
 	defer timer.Stop()
 	for {
 		signal := s.cfg.Snapshots.BalanceSignal() // before reading, so no change is missed
-		seq, bals, err := s.cfg.Store.BalancesSince(r.Context(), since)
+		seq, bals, err := s.cfg.Store.BalancesSinceIn(r.Context(), since, country)
 		if err != nil {
 			s.storeError(w, r, err, "balances")
 			return
@@ -178,6 +195,9 @@ func (s *server) getBalances(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, usage.BalanceUpdate{Seq: seq, Balances: bals})
 			return
 		}
+		// Nothing this node may see changed up to seq (changes of other countries' accounts
+		// are skipped): the next read starts there.
+		since = max(since, seq)
 		select {
 		case <-signal:
 			continue

@@ -8,12 +8,6 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// ValidCountry reports whether c is what a node may state as its country: empty (no
-// country: the unfiltered snapshot) or two upper-case ASCII letters (ISO 3166-1 alpha-2).
-func ValidCountry(c string) bool {
-	return c == "" || (len(c) == 2 && c[0] >= 'A' && c[0] <= 'Z' && c[1] >= 'A' && c[1] <= 'Z')
-}
-
 // Filter returns the part of s a node in country may serve: the accounts whose residency
 // policy admits country, their keys and balances, every model (the catalogue is public)
 // and the routes those accounts may use (a model one of them may use, at a location its

@@ -26,7 +26,7 @@ func filterFixture() *snapshot.Snapshot {
 	return s
 }
 
-// FuzzFilterCountry: whatever a node states as its country, what ValidCountry admits is
+// FuzzFilterCountry: whatever a node states as its country, what residency.ValidCountry admits is
 // empty or two upper-case letters, and the filtered snapshot holds only accounts (with
 // their keys and balances) whose policy admits it, routes one of them may use, and a hash
 // that verifies; the input is left as it was.
@@ -35,7 +35,7 @@ func FuzzFilterCountry(f *testing.F) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, country string) {
-		if !ValidCountry(country) {
+		if !residency.ValidCountry(country) {
 			return
 		}
 		if country != "" && (len(country) != 2 || country[0] < 'A' || country[0] > 'Z' || country[1] < 'A' || country[1] > 'Z') {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sekgate/gateway/shared/residency"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -222,6 +224,13 @@ func (s *Store) Balance(ctx context.Context, accountID string) (int64, error) {
 // BalancesSince returns the balances changed after ledger clock value since, and the
 // current clock. Every change with a clock value up to the returned one is included.
 func (s *Store) BalancesSince(ctx context.Context, since int64) (int64, []snapshot.Balance, error) {
+	return s.BalancesSinceIn(ctx, since, "")
+}
+
+// BalancesSinceIn is BalancesSince for a node in country (ISO 3166-1 alpha-2): only the
+// balances of accounts whose residency policy admits country, the accounts the snapshot
+// filtered for that country holds. An empty country means every account.
+func (s *Store) BalancesSinceIn(ctx context.Context, since int64, country string) (int64, []snapshot.Balance, error) {
 	var seq int64
 	bals := []snapshot.Balance{}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -231,14 +240,19 @@ func (s *Store) BalancesSince(ctx context.Context, since int64) (int64, []snapsh
 		if seq <= since {
 			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT account_id, balance_micro_sek FROM account_balances WHERE seq > $1 ORDER BY account_id`, since)
+		rows, err := tx.Query(ctx, `SELECT b.account_id, b.balance_micro_sek, a.residency
+			FROM account_balances b JOIN accounts a ON a.id = b.account_id
+			WHERE b.seq > $1 ORDER BY b.account_id`, since)
 		if err != nil {
 			return err
 		}
-		bals, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Balance, error) {
-			var b snapshot.Balance
-			err := r.Scan(&b.AccountID, &b.MicroSEK)
-			return b, err
+		var b snapshot.Balance
+		var policy string
+		_, err = pgx.ForEachRow(rows, []any{&b.AccountID, &b.MicroSEK, &policy}, func() error {
+			if country == "" || residency.Satisfies(policy, country) {
+				bals = append(bals, b)
+			}
+			return nil
 		})
 		return err
 	})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-cleanhttp"
+
+	"github.com/sekgate/gateway/shared/residency"
 )
 
 // Defaults of Config.
@@ -39,6 +41,10 @@ type Config struct {
 	// NodeID names this node (X-Node-Id) and NodeToken authenticates it (both required).
 	NodeID    string
 	NodeToken string
+	// Country is the node's --country (ISO 3166-1 alpha-2, upper case), sent with balance
+	// polls so the control plane lists only the balances of accounts this node may serve;
+	// empty: every account's.
+	Country string
 
 	// BatchSize is the most records per batch (default 500); a batch is sent as soon as it
 	// is full, or BatchInterval (default 200 ms) after its first record became durable.
@@ -125,6 +131,9 @@ func (c *Config) validate() error {
 	}
 	if c.NodeToken == "" || strings.ContainsAny(c.NodeToken, "\r\n") {
 		errs = append(errs, errors.New("NodeToken is required (one line)"))
+	}
+	if !residency.ValidCountry(c.Country) {
+		errs = append(errs, fmt.Errorf("Country %q is not an upper-case ISO 3166-1 alpha-2 country code", c.Country))
 	}
 	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
 		errs = append(errs, fmt.Errorf("BatchSize %d outside 1..%d", c.BatchSize, maxBatchSize))

@@ -42,6 +42,10 @@ type fakeCP struct {
 	seq      int64
 	changed  chan struct{}
 	nodes    map[string]bool
+	// spoolAges are the HeaderSpoolAge values of usage posts that were applied, in order;
+	// watchQueries are the balance watch's query strings.
+	spoolAges    []string
+	watchQueries []string
 }
 
 func newFakeCP(t testing.TB) *fakeCP {
@@ -96,6 +100,9 @@ func (cp *fakeCP) usage(w http.ResponseWriter, r *http.Request) {
 	if d := cp.delay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
+	cp.mu.Lock()
+	cp.spoolAges = append(cp.spoolAges, r.Header.Get(internalapi.HeaderSpoolAge))
+	cp.mu.Unlock()
 	reply := cp.apply(b)
 	if cp.badReply.Load() {
 		reply.BatchID = "not-" + b.BatchID
@@ -160,6 +167,9 @@ func (cp *fakeCP) watch(w http.ResponseWriter, r *http.Request) {
 	if !cp.authOK(w, r) {
 		return
 	}
+	cp.mu.Lock()
+	cp.watchQueries = append(cp.watchQueries, r.URL.RawQuery)
+	cp.mu.Unlock()
 	since, err1 := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 	wait, err2 := strconv.Atoi(r.URL.Query().Get("wait"))
 	if err1 != nil || err2 != nil {

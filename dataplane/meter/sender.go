@@ -212,6 +212,9 @@ func (m *Meter) watchBalances(ctx context.Context) {
 	for ctx.Err() == nil {
 		since := m.bal.cursor.Load()
 		url := m.balancesURL + "?since=" + strconv.FormatInt(since, 10) + "&wait=" + strconv.FormatInt(wait, 10)
+		if m.cfg.Country != "" {
+			url += "&country=" + m.cfg.Country // validated: two upper-case letters
+		}
 		req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			m.setErr(err)
@@ -272,6 +275,8 @@ func (m *Meter) newClient() *retryablehttp.Client {
 	c.RetryMax = 1<<31 - 1 // effectively forever: 68 years at the 30 s cap
 	c.Backoff = backoff
 	c.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
+		// Every attempt reports the spool's age as of that attempt.
+		req.Header.Set(internalapi.HeaderSpoolAge, internalapi.FormatSpoolAge(m.Stats().OldestUnconfirmedAge))
 		if attempt > 0 && req.Method == http.MethodPost {
 			m.retries.Inc()
 		}

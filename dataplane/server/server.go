@@ -29,6 +29,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/residency"
 )
 
 // MaxBodySize is the interface's limit on inference request bodies.
@@ -194,8 +195,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
 	}
-	if c := cfg.Country; c != "" && (len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z') {
-		return nil, fmt.Errorf("server: Country %q is not an upper-case ISO 3166-1 alpha-2 code", c)
+	if !residency.ValidCountry(cfg.Country) {
+		return nil, fmt.Errorf("server: Country %q is not an upper-case ISO 3166-1 alpha-2 country code", cfg.Country)
 	}
 	if !internalapi.ValidRegion(cfg.Region) {
 		return nil, fmt.Errorf("server: Region %q is not lower-case letters, digits and '-' (at most 63)", cfg.Region)

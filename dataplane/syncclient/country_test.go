@@ -12,6 +12,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -32,11 +33,12 @@ func builtFor(t *testing.T, version int64, country string) *snapshot.Snapshot {
 func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	cp := newFakeCP(builtFor(t, 1, "US"))
 	var mu sync.Mutex
-	var countries, regions []string
+	var countries, regions, ages []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		countries = append(countries, r.URL.Query().Get("country"))
 		regions = append(regions, r.URL.Query().Get("region"))
+		ages = append(ages, r.Header.Get(internalapi.HeaderSpoolAge))
 		mu.Unlock()
 		cp.ServeHTTP(w, r)
 	}))
@@ -45,6 +47,7 @@ func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	dir := t.TempDir()
 	c, logs := loggedClient(t, srv.URL, dir, &st, nil)
 	c.cfg.Country, c.cfg.Region = "US", "us-any"
+	c.cfg.SpoolAge = func() time.Duration { return 2500 * time.Millisecond }
 	if err := c.Poll(context.Background()); err != nil || st.Load().Version() != 1 {
 		t.Fatalf("snapshot built for the node's country: %v", err)
 	}
@@ -66,8 +69,8 @@ func TestSnapshotForAnotherCountryRefused(t *testing.T) {
 	}
 	mu.Lock()
 	for i, got := range countries {
-		if got != "US" || regions[i] != "us-any" {
-			t.Fatalf("poll %d sent country %q, region %q, want US, us-any", i, got, regions[i])
+		if got != "US" || regions[i] != "us-any" || ages[i] != "2500" {
+			t.Fatalf("poll %d sent country %q, region %q, spool age %q; want US, us-any, 2500", i, got, regions[i], ages[i])
 		}
 	}
 	mu.Unlock()

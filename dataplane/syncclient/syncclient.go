@@ -77,6 +77,9 @@ type Config struct {
 	// Region is the node's region name (--region), reported in polls for gatewayctl nodes
 	// list; empty: none.
 	Region string
+	// SpoolAge, when set, returns the age of the oldest record in the node's usage spool,
+	// reported in every poll (internalapi.HeaderSpoolAge) for gatewayctl nodes list.
+	SpoolAge func() time.Duration
 	// MaxAge is the oldest (by signed issue time) disk snapshot the node serves while the
 	// control plane has not answered yet (default 24h; negative: no limit).
 	MaxAge time.Duration
@@ -204,6 +207,9 @@ func (c *Client) Poll(ctx context.Context) error {
 	req.Header.Set("Authorization", "Bearer "+c.cfg.NodeToken)
 	req.Header.Set(internalapi.HeaderNodeID, c.cfg.NodeID)
 	req.Header.Set("Accept", "application/json")
+	if c.cfg.SpoolAge != nil {
+		req.Header.Set(internalapi.HeaderSpoolAge, internalapi.FormatSpoolAge(c.cfg.SpoolAge()))
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("snapshot poll: %w", err)

@@ -136,16 +136,20 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 		}
 	}
 
-	// Every node reported its region; the control plane lists it.
-	regions := map[string]string{}
+	// Every node reported its region and its spool's age; the control plane lists them.
+	regions, spool := map[string]string{}, map[string]any{}
 	for _, n := range o.Admin(t, "GET", "/admin/v1/nodes", nil)["data"].([]any) {
 		m := n.(map[string]any)
 		id, _ := m["node_id"].(string)
 		regions[id], _ = m["region"].(string)
+		spool[id] = m["spool_reported_at"]
 	}
 	for node := range nodes {
 		if regions[node] != node {
 			t.Errorf("node %s listed with region %q", node, regions[node])
+		}
+		if spool[node] == nil {
+			t.Errorf("node %s listed without a reported spool age", node)
 		}
 	}
 

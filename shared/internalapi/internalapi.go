@@ -3,7 +3,11 @@
 // calls a node.
 package internalapi
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Paths served by the control plane's internal listener.
 const (
@@ -18,8 +22,10 @@ const (
 	PathSnapshot = "/internal/v1/snapshot"
 	// PathUsage: POST a usage.Batch, answered with usage.Reply once committed.
 	PathUsage = "/internal/v1/usage"
-	// PathBalances: GET ?since=<seq>&wait=<seconds>, answered with usage.BalanceUpdate
-	// (empty Balances when nothing changed within wait).
+	// PathBalances: GET ?since=<seq>&country=<ISO alpha-2>&wait=<seconds>, answered with
+	// usage.BalanceUpdate (empty Balances when nothing changed within wait). With country
+	// (the node's --country) only accounts whose residency policy admits it are listed, as
+	// in the snapshot filtered for that country.
 	PathBalances = "/internal/v1/balances"
 )
 
@@ -37,7 +43,32 @@ const (
 	HeaderKeyID     = "X-Gateway-Key-Id"
 	// HeaderRequestID is the request ID the node assigned.
 	HeaderRequestID = "X-Request-Id"
+	// HeaderSpoolAge carries, on a node's snapshot polls, balance polls and usage batches,
+	// how long the oldest record in its usage spool has waited for the control plane's
+	// confirmation, in whole milliseconds (0: the spool is empty). Shown by gatewayctl
+	// nodes list.
+	HeaderSpoolAge = "X-Spool-Age-Ms"
 )
+
+// MaxSpoolAge is the largest spool age a node reports (longer ages are reported as it).
+const MaxSpoolAge = 10 * 365 * 24 * time.Hour
+
+// FormatSpoolAge is the HeaderSpoolAge value for d (negative counts as 0).
+func FormatSpoolAge(d time.Duration) string {
+	return strconv.FormatInt(int64(min(max(d, 0), MaxSpoolAge)/time.Millisecond), 10)
+}
+
+// ParseSpoolAge reads a HeaderSpoolAge value: whole milliseconds from 0 to MaxSpoolAge.
+func ParseSpoolAge(v string) (time.Duration, bool) {
+	if v == "" || len(v) > 12 || v[0] == '+' || v[0] == '-' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > int64(MaxSpoolAge/time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(n) * time.Millisecond, true
+}
 
 // ValidRegion reports whether r is a usable node region name: empty (none), or 1 to 63
 // lower-case ASCII letters, digits and '-', not starting or ending with '-'.

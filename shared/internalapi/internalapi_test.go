@@ -3,6 +3,7 @@ package internalapi
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidRegion(t *testing.T) {
@@ -29,6 +30,43 @@ func FuzzValidRegion(f *testing.F) {
 		}
 		if len(r) > 63 || strings.Trim(r, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" || strings.HasPrefix(r, "-") || strings.HasSuffix(r, "-") {
 			t.Fatalf("ValidRegion admitted %q", r)
+		}
+	})
+}
+
+func TestSpoolAge(t *testing.T) {
+	for v, want := range map[string]int64{
+		"0": 0, "1500": 1500, "315360000000": 315360000000,
+		"": -1, "-1": -1, "+5": -1, "1.5": -1, "1e3": -1, "315360000001": -1, "99999999999999": -1, " 1": -1,
+	} {
+		d, ok := ParseSpoolAge(v)
+		if (want < 0) == ok || (ok && d != time.Duration(want)*time.Millisecond) {
+			t.Errorf("ParseSpoolAge(%q) = %v, %v; want %d ms", v, d, ok, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{-time.Second: "0", 0: "0", 1500 * time.Millisecond: "1500", 2 * MaxSpoolAge: "315360000000"} {
+		if got := FormatSpoolAge(d); got != want {
+			t.Errorf("FormatSpoolAge(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// FuzzParseSpoolAge: an admitted header value is a whole number of milliseconds within
+// 0..MaxSpoolAge that formats back to itself.
+func FuzzParseSpoolAge(f *testing.F) {
+	for _, s := range []string{"0", "1500", "-1", "1e3", "00012", "315360000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, ok := ParseSpoolAge(v)
+		if !ok {
+			return
+		}
+		if d < 0 || d > MaxSpoolAge || d%time.Millisecond != 0 {
+			t.Fatalf("ParseSpoolAge(%q) = %v", v, d)
+		}
+		if back, ok := ParseSpoolAge(FormatSpoolAge(d)); !ok || back != d {
+			t.Fatalf("round trip of %v: %v %v", d, back, ok)
 		}
 	})
 }

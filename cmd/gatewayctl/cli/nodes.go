@@ -10,7 +10,7 @@ import (
 func (a *app) nodesCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use:   "list",
-		Short: "List data-plane nodes, their region, the snapshot version each applied and when each was last seen",
+		Short: "List data-plane nodes: region, the snapshot version each applied, when each was last seen and how long the oldest record in its usage spool had waited when it last said",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
@@ -35,9 +35,13 @@ func (a *app) nodesCmd() *cobra.Command {
 				if region == "" {
 					region = "-"
 				}
-				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago})
+				spool := "-" // never reported
+				if n.SpoolReportedAt != nil {
+					spool = (time.Duration(n.SpoolAgeMs) * time.Millisecond).Round(100 * time.Millisecond).String()
+				}
+				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago, spool})
 			}
-			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age"}, rows)
+			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age", "Spool age"}, rows)
 		},
 	}
 	var limit int
