@@ -10,6 +10,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/apikey"
@@ -363,8 +364,7 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 func (s *server) snapshotInfo(w http.ResponseWriter, r *http.Request) {
 	cur, _ := s.cfg.Snapshots.Current()
 	if cur == nil {
-		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeNotReady,
-			"No snapshot compiled yet.").WithRetryAfter(1))
+		writeError(w, httpjson.ErrNotReady)
 		return
 	}
 	writeJSON(w, http.StatusOK, adminapi.SnapshotInfo{Version: cur.Snapshot.Version, Hash: cur.Snapshot.Hash,

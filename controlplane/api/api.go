@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -218,7 +219,7 @@ func (s *surface) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			s.log.Error("handler panic", "path", r.URL.Path, "panic", v)
-			writeError(w, internalError())
+			writeError(w, httpjson.ErrInternal)
 		}
 	}()
 	if _, pattern := s.mux.Handler(r); pattern == "" { // the mux's own answer, e.g. a redirect
@@ -241,12 +242,10 @@ func (s *surface) notFoundOrNotAllowed(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
-			"Method "+r.Method+" is not allowed here; see the Allow header."))
+		writeError(w, httpjson.ErrMethodNotAllowed)
 		return
 	}
-	writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeEndpointNotFound,
-		"Unknown path "+r.URL.Path+"."))
+	writeError(w, httpjson.ErrEndpointNotFound)
 }
 
 // jsonErrorWriter replaces the body of error answers written by the mux with the envelope.
@@ -263,8 +262,7 @@ func (j *jsonErrorWriter) WriteHeader(code int) {
 	j.swallow = true
 	e := apierror.New(code, apierror.TypeInvalidRequest, "", http.StatusText(code)+".")
 	if code == http.StatusMethodNotAllowed {
-		e = apierror.New(code, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
-			"Method not allowed; see the Allow header.")
+		e = httpjson.ErrMethodNotAllowed
 	}
 	j.ResponseWriter.Header().Del("X-Content-Type-Options")
 	writeError(j.ResponseWriter, e)

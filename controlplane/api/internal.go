@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/publish"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/residency"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -110,8 +110,7 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("record node poll", "node", node, "err", err)
 	}
 	if cur, _ := s.cfg.Snapshots.Current(); cur == nil {
-		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeNotReady,
-			"No snapshot compiled yet.").WithRetryAfter(1))
+		writeError(w, httpjson.ErrNotReady)
 		return
 	}
 	cur := s.cfg.Snapshots.Wait(r.Context(), publish.Have{Version: have, StructHash: hash, IssuedAt: issued, Country: country}, wait)

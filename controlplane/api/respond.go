@@ -16,9 +16,8 @@ import (
 
 // The answer writers are httpjson's; the short names keep the many handlers readable.
 var (
-	writeJSON     = httpjson.WriteJSON
-	writeError    = httpjson.WriteError
-	internalError = httpjson.Internal
+	writeJSON  = httpjson.WriteJSON
+	writeError = httpjson.WriteError
 )
 
 func invalid(param, format string, args ...any) *apierror.Error {

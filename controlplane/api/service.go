@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/apikey"
@@ -26,8 +27,7 @@ const (
 func accountID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.Header.Get(internalapi.HeaderAccountID)
 	if id == "" {
-		writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-			"No authenticated account was forwarded."))
+		writeError(w, httpjson.ErrNoAccount)
 		return "", false
 	}
 	return id, true
@@ -52,7 +52,7 @@ func (s *server) serviceAccount(w http.ResponseWriter, r *http.Request) {
 	a, err := s.cfg.Store.GetAccount(r.Context(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey, "Unknown account."))
+			writeError(w, httpjson.ErrUnknownAccount)
 			return
 		}
 		s.storeError(w, r, err, "account")

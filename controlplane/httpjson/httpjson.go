@@ -12,17 +12,12 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-// Internal is the 500 answer for a failure the caller must not see the details of.
-func Internal() *apierror.Error {
-	return apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal, "Internal error; try again later.")
-}
-
 // WriteJSON answers status with v encoded as JSON and a trailing newline. A value that
-// cannot be encoded is answered with Internal.
+// cannot be encoded is answered with ErrInternal.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		WriteError(w, Internal())
+		WriteError(w, ErrInternal)
 		return
 	}
 	h := w.Header()

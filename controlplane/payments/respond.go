@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
-	"github.com/sekgate/gateway/shared/apierror"
 )
 
 // methodNotAllowed answers a method other than POST: 204 for OPTIONS, 405 otherwise, both
@@ -15,6 +14,5 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	httpjson.WriteError(w, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
-		"method "+r.Method+" is not allowed on this path; use POST"))
+	httpjson.WriteError(w, httpjson.ErrMethodNotAllowed)
 }

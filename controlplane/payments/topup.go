@@ -175,8 +175,7 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	account := r.Header.Get(internalapi.HeaderAccountID)
 	if account == "" {
-		httpjson.WriteError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-			"the request carries no authenticated account"))
+		httpjson.WriteError(w, httpjson.ErrNoAccount)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTopupBody))

@@ -128,6 +128,6 @@ func (a *Admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 		httpjson.WriteError(w, apierror.InvalidParam("residency", "residency must be se, eu or any (the signup's own value is not a policy)"))
 	default:
 		a.log.ErrorContext(r.Context(), "signup review", "err", err)
-		httpjson.WriteError(w, httpjson.Internal())
+		httpjson.WriteError(w, httpjson.ErrInternal)
 	}
 }

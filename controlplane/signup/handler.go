@@ -102,8 +102,7 @@ func (h *Handler) errorURL(code string) string {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		httpjson.WriteError(w, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
-			"method "+r.Method+" is not allowed on this path; use POST"))
+		httpjson.WriteError(w, httpjson.ErrMethodNotAllowed)
 		return
 	}
 	ctx := r.Context()

@@ -54,8 +54,6 @@ type upstreamCall struct {
 	promptEstimate int64
 }
 
-var errBodyEdit = apierror.InvalidParam("", "request body cannot be edited for the upstream")
-
 // upstreamBody returns the body of an attempt on cand.
 func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Error) {
 	if c.body != nil {

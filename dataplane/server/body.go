@@ -18,25 +18,6 @@ import (
 // endpoint's limit. No allocation is ever sized by a header.
 const prefetchMax = 8 << 10
 
-var (
-	errBodyTimeout = apierror.New(408, apierror.TypeInvalidRequest, "request_timeout",
-		"the request body arrived too slowly")
-	errBadBody = apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request body framing")
-	errFraming = apierror.New(400, apierror.TypeInvalidRequest, "",
-		"malformed request framing: Content-Length together with Transfer-Encoding, or a folded header line")
-	errHeadersTooLarge = apierror.New(431, apierror.TypeInvalidRequest, "request_header_fields_too_large",
-		"request headers too large")
-	errReadTimeout     = apierror.New(408, apierror.TypeInvalidRequest, "request_timeout", "timed out reading the request")
-	errTooLargeForward = apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
-		"request body exceeds the 1 MiB limit of this endpoint")
-	errTooManyAddrRequests = apierror.New(429, apierror.TypeRateLimit, "too_many_connections",
-		"too many requests in progress from this address").WithRetryAfter(1)
-	errTooManyConns = apierror.New(503, apierror.TypeOverloaded, "too_many_connections",
-		"the gateway has too many open connections; retry shortly")
-	errTooManyAddrConns = apierror.New(429, apierror.TypeRateLimit, "too_many_connections",
-		"too many open connections from this address; reuse connections or close idle ones")
-)
-
 // bodyLimit is the size limit of the body of a request to path.
 func bodyLimit(path []byte) int {
 	switch {

@@ -8,10 +8,6 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-// errShuttingDown ends a stream still open when the node's drain timeout ran out.
-var errShuttingDown = apierror.New(503, apierror.TypeOverloaded, apierror.CodeNotReady,
-	"the gateway node is shutting down; the output is incomplete, retry the request")
-
 // Drain events in each client protocol, as streamErrorEvent's.
 var (
 	drainErrChat      = []byte("data: " + string(errShuttingDown.JSON(false)) + "\n\n")

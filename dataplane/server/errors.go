@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -9,44 +10,101 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-// Errors the edge answers with, built once.
+// Every error the data plane answers with, built once and declared here. fixed registers
+// each one's envelopes (OpenAI-style and Messages-style) for writeError; failures the
+// control plane answers too take the shared wording (shared/apierror).
 var (
-	errNotReady = apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
-		"the gateway has not received its configuration yet; retry shortly").WithRetryAfter(5)
-	errMissingKey = apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-		"missing API key: send it as Authorization: Bearer <key>")
-	errInvalidKey = apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-		"invalid API key")
-	errDuplicateAuth = apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-		"more than one credential header of the same name: send the key once")
-	errExpiredKey = apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyExpired,
-		"this API key has expired")
-	errSuspended = apierror.New(403, apierror.TypePermission, apierror.CodeAccountSuspended,
-		"this account is suspended")
-	errResidency = apierror.New(403, apierror.TypePermission, apierror.CodeResidencyUnsatisfied,
-		"no route of this deployment satisfies the account's residency policy")
-	errBalance = apierror.New(402, apierror.TypeInsufficientQuota, apierror.CodeInsufficientQuota,
-		"balance exhausted: top up the account to continue")
-	errModelNotFound = apierror.New(404, apierror.TypeNotFound, apierror.CodeModelNotFound,
-		"the model does not exist or is not available to this account").WithParam("model")
-	errUnsupportedProtocol = apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
-		"no approved route of this model supports this protocol").WithParam("model")
-	errTooLarge = apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
-		"request body exceeds the 8 MiB limit")
-	errTooLargeSystemOne = apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
-		"request body exceeds the 128 KiB limit of /v1/systemone")
-	errEndpointNotFound = apierror.New(404, apierror.TypeNotFound, apierror.CodeEndpointNotFound,
-		"unknown endpoint")
-	errMethodNotAllowed = apierror.New(405, apierror.TypeInvalidRequest, apierror.CodeMethodNotAllowed,
-		"method not allowed on this endpoint")
-	errNotSupported = apierror.New(501, apierror.TypeNotSupported, apierror.CodeEndpointNotSupported,
-		"this endpoint family is not supported by the service; nothing was forwarded")
-	errBadRequest = apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request")
-	errInternal   = apierror.New(500, apierror.TypeAPI, apierror.CodeInternal, "internal error")
-	errNoRoute    = apierror.New(503, apierror.TypeOverloaded, apierror.CodeNoRoute,
-		"no route can take the request right now; retry shortly").WithRetryAfter(2)
-	errControlPlane = apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
-		"the account service is unavailable; retry shortly").WithRetryAfter(5)
+	// Admission.
+	errNotReady = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
+		"the gateway has not received its configuration yet; retry shortly").WithRetryAfter(5))
+	errMissingKey = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
+		"missing API key: send it as Authorization: Bearer <key>"))
+	errInvalidKey = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
+		"invalid API key"))
+	errDuplicateAuth = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
+		"more than one credential header of the same name: send the key once"))
+	errExpiredKey = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyExpired,
+		"this API key has expired"))
+	errSuspended = fixed(apierror.New(403, apierror.TypePermission, apierror.CodeAccountSuspended,
+		"this account is suspended"))
+	errResidency = fixed(apierror.New(403, apierror.TypePermission, apierror.CodeResidencyUnsatisfied,
+		"no route of this deployment satisfies the account's residency policy"))
+	errBalance = fixed(apierror.New(402, apierror.TypeInsufficientQuota, apierror.CodeInsufficientQuota,
+		"balance exhausted: top up the account to continue"))
+	errModelNotFound = fixed(apierror.New(404, apierror.TypeNotFound, apierror.CodeModelNotFound,
+		"the model does not exist or is not available to this account").WithParam("model"))
+	errUnsupportedProtocol = fixed(apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
+		"no approved route of this model supports this protocol").WithParam("model"))
+	errNoTokenCounting = fixed(apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
+		"token counting is not supported by any route of this model; it is not an estimator").WithParam("model"))
+
+	// Paths and methods.
+	errEndpointNotFound = fixed(apierror.ErrEndpointNotFound)
+	errMethodNotAllowed = fixed(apierror.ErrMethodNotAllowed)
+	errNotSupported     = fixed(apierror.New(501, apierror.TypeNotSupported, apierror.CodeEndpointNotSupported,
+		"this endpoint family is not supported by the service; nothing was forwarded"))
+	errInternal = fixed(apierror.ErrInternal)
+
+	// Request framing and bodies (body.go).
+	errBadRequest  = fixed(apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request"))
+	errBodyTimeout = fixed(apierror.New(408, apierror.TypeInvalidRequest, apierror.CodeRequestTimeout,
+		"the request body arrived too slowly"))
+	errBadBody = fixed(apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request body framing"))
+	errFraming = fixed(apierror.New(400, apierror.TypeInvalidRequest, "",
+		"malformed request framing: Content-Length together with Transfer-Encoding, or a folded header line"))
+	errHeadersTooLarge = fixed(apierror.New(431, apierror.TypeInvalidRequest, apierror.CodeHeadersTooLarge,
+		"request headers too large"))
+	errReadTimeout = fixed(apierror.New(408, apierror.TypeInvalidRequest, apierror.CodeRequestTimeout,
+		"timed out reading the request"))
+	errTooLarge = fixed(apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+		"request body exceeds the 8 MiB limit"))
+	errTooLargeSystemOne = fixed(apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+		"request body exceeds the 128 KiB limit of /v1/systemone"))
+	errTooLargeForward = fixed(apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+		"request body exceeds the 1 MiB limit of this endpoint"))
+
+	// Connection caps (dataplane/edge).
+	errTooManyAddrRequests = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeTooManyConnections,
+		"too many requests in progress from this address").WithRetryAfter(1))
+	errTooManyConns = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeTooManyConnections,
+		"the gateway has too many open connections; retry shortly"))
+	errTooManyAddrConns = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeTooManyConnections,
+		"too many open connections from this address; reuse connections or close idle ones"))
+
+	// Routes and providers (attempt.go, inference.go).
+	errNoRoute = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNoRoute,
+		"no route can take the request right now; retry shortly").WithRetryAfter(2))
+	errBodyEdit        = fixed(apierror.InvalidParam("", "request body cannot be edited for the upstream"))
+	errInvalidUpstream = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
+		"the provider returned an invalid response"))
+	errProviderTimeout = fixed(apierror.New(504, apierror.TypeTimeout, apierror.CodeProviderTimeout,
+		"the provider did not answer in time"))
+	errProviderTransport = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
+		"the provider could not be reached or broke the connection"))
+	errProviderRateLimited = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeProviderRateLimited,
+		"the provider is at capacity; retry with backoff"))
+	errProviderUnavailable = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNoRoute,
+		"the provider is unavailable; retry shortly"))
+	errProviderFailed = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
+		"the provider failed to serve the request"))
+
+	// Streams (streamend.go, drain.go): sent as error events in the client's protocol.
+	// errStreamInvalid ends a stream whose provider broke the protocol after the first byte;
+	// errShuttingDown one still open when the node's drain timeout ran out.
+	errStreamInvalid = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
+		"the provider sent an invalid event; the output is incomplete"))
+	errShuttingDown = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNotReady,
+		"the gateway node is shutting down; the output is incomplete, retry the request"))
+
+	// The control plane behind the forwarded account paths (forward.go).
+	errControlPlane = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
+		"the account service is unavailable; retry shortly").WithRetryAfter(5))
+)
+
+// Causes the relay records, never sent as such (relay.go).
+var (
+	errClientGone           = errors.New("client went away")
+	errResponseNotCompleted = errors.New("translated response ended incomplete")
 )
 
 var messagesPrefix = []byte("/v1/messages")
@@ -59,7 +117,7 @@ func messagesPath(p []byte) bool {
 	return bytes.HasPrefix(p, messagesPrefix) && (len(p) == len(messagesPrefix) || p[len(messagesPrefix)] == '/' || p[len(messagesPrefix)] == '?')
 }
 
-// writeError renders e as the interface's JSON envelope. The envelope bytes of the shared
+// writeError renders e as the interface's JSON envelope. The envelope bytes of the fixed
 // errors above are cached.
 func writeError(ctx *fasthttp.RequestCtx, e *apierror.Error) {
 	writeErrorStyle(ctx, e, messagesStyle(ctx))
@@ -91,12 +149,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-var cachedEnvelopes = func() map[*apierror.Error][2][]byte {
-	m := map[*apierror.Error][2][]byte{}
-	for _, e := range []*apierror.Error{errNotReady, errMissingKey, errInvalidKey, errDuplicateAuth, errExpiredKey, errSuspended,
-		errResidency, errBalance, errModelNotFound, errUnsupportedProtocol, errTooLarge, errTooLargeSystemOne,
-		errEndpointNotFound, errMethodNotAllowed, errNotSupported, errBadRequest, errInternal, errNoRoute, errControlPlane} {
-		m[e] = [2][]byte{e.JSON(false), e.JSON(true)}
-	}
-	return m
-}()
+// cachedEnvelopes holds the envelopes of every error declared with fixed.
+var cachedEnvelopes = map[*apierror.Error][2][]byte{}
+
+// fixed registers e's envelopes in cachedEnvelopes and returns e.
+func fixed(e *apierror.Error) *apierror.Error {
+	cachedEnvelopes[e] = [2][]byte{e.JSON(false), e.JSON(true)}
+	return e
+}

@@ -216,9 +216,6 @@ func nativeCandidates(cands []index.Candidate) []index.Candidate {
 	return cands
 }
 
-var errInvalidUpstream = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-	"the provider returned an invalid response")
-
 // streamResult is the record's result of a relayed stream: what the upstream reported
 // (r) and what the client received (rel).
 func streamResult(r *proxy.StreamResult, rel relayed, cancelled bool) string {
@@ -274,19 +271,6 @@ func transportError(class string) *apierror.Error {
 	return errProviderTransport
 }
 
-var (
-	errProviderTimeout = apierror.New(504, apierror.TypeTimeout, apierror.CodeProviderTimeout,
-		"the provider did not answer in time")
-	errProviderTransport = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider could not be reached or broke the connection")
-	errProviderRateLimited = apierror.New(429, apierror.TypeRateLimit, apierror.CodeProviderRateLimited,
-		"the provider is at capacity; retry with backoff")
-	errProviderUnavailable = apierror.New(503, apierror.TypeOverloaded, apierror.CodeNoRoute,
-		"the provider is unavailable; retry shortly")
-	errProviderFailed = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider failed to serve the request")
-)
-
 // upstreamStatusError maps a non-200 upstream answer to the gateway's error.
 func upstreamStatusError(status int, resp *fasthttp.Response) (*apierror.Error, string) {
 	switch {
@@ -316,7 +300,7 @@ func upstreamStatusError(status int, resp *fasthttp.Response) (*apierror.Error, 
 		if status == 413 {
 			st = 413
 		}
-		return apierror.New(st, apierror.TypeInvalidRequest, "provider_rejected", msg), usage.ResultRejected
+		return apierror.New(st, apierror.TypeInvalidRequest, apierror.CodeProviderRejected, msg), usage.ResultRejected
 	}
 	return errProviderFailed, usage.ResultUpstreamError
 }
@@ -350,6 +334,5 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, errModelNotFound)
 		return
 	}
-	writeError(ctx, apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
-		"token counting is not supported by any route of this model; it is not an estimator").WithParam("model"))
+	writeError(ctx, errNoTokenCounting)
 }

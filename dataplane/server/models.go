@@ -7,7 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
-	"github.com/sekgate/gateway/shared/apierror"
 )
 
 type pricingJSON struct {
@@ -111,7 +110,7 @@ func (s *Server) getModel(ctx *fasthttp.RequestCtx) {
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeError(ctx, apierror.New(500, apierror.TypeAPI, apierror.CodeInternal, "encode response"))
+		writeError(ctx, errInternal)
 		return
 	}
 	ctx.SetStatusCode(status)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"errors"
 
 	"github.com/valyala/fasthttp"
 
@@ -84,11 +83,6 @@ func (cw *clientWriter) flush() bool {
 	cw.r.events++
 	return true
 }
-
-var (
-	errClientGone           = errors.New("client went away")
-	errResponseNotCompleted = errors.New("translated response ended incomplete")
-)
 
 // relay writes the upstream stream st to the client in the client's protocol, flushing
 // after every event, until the upstream ends or fails or the client goes away; it returns

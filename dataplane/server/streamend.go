@@ -11,10 +11,6 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// errStreamInvalid ends a stream whose provider broke the protocol after the first byte.
-var errStreamInvalid = apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-	"the provider sent an invalid event; the output is incomplete")
-
 // Error events in each client protocol, built once: chat and text completions get a data
 // line with the interface's error envelope (as OpenAI-style servers send), Messages-style
 // an error event, Responses-style an error event with type, code and message.

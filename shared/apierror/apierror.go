@@ -52,6 +52,10 @@ const (
 	CodeInvalidNodeToken     = "invalid_node_token"
 	CodeInvalidSignature     = "invalid_signature"
 	CodePaymentProviderError = "payment_provider_error"
+	CodeProviderRejected     = "provider_rejected" // the provider refused the input (4xx)
+	CodeRequestTimeout       = "request_timeout"
+	CodeHeadersTooLarge      = "request_header_fields_too_large"
+	CodeTooManyConnections   = "too_many_connections"
 )
 
 // Error is one gateway error: the HTTP status and the envelope's fields.
