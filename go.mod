@@ -3,7 +3,6 @@ module github.com/sekgate/gateway
 go 1.26.8
 
 require (
-	github.com/VictoriaMetrics/metrics v1.35.1
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.13.0
 	github.com/fasthttp/router v1.5.4
@@ -118,8 +117,6 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tsenart/go-tsz v0.0.0-20180814235614-0bd30b3df1c3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fastrand v1.1.0 // indirect
-	github.com/valyala/histogram v1.2.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect

@@ -12,10 +12,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
@@ -29,6 +28,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -151,14 +151,18 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	cpTr := cpTransport(cpTLS)
 	defer cpTr.CloseIdleConnections()
+	tel := telemetry.New() // served by the ops listener's /metrics
+	var spool spoolStats
 	usageMeter, err := meter.New(meter.Config{
 		DataDir: o.dataDir, ControlPlaneURL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken,
 		Country: o.region.country, BatchInterval: o.batchInterval, Logger: log,
 		HTTPClient: &http.Client{Transport: cpTr, Timeout: meter.DefaultHTTPTimeout},
+		OnBatch:    tel.WatchSpool(&spool),
 	})
 	if err != nil {
 		return fmt.Errorf("open usage spool: %w", err)
 	}
+	spool.m.Store(usageMeter)
 	defer func() {
 		if err := usageMeter.Close(); err != nil {
 			log.Error("close usage spool", "err", err)
@@ -176,8 +180,9 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
 		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
-		HTTPClient: &http.Client{Transport: cpTr, Timeout: o.snapshotWait + 15*time.Second},
-		SpoolAge:   func() time.Duration { return usageMeter.Stats().OldestUnconfirmedAge },
+		HTTPClient:   &http.Client{Transport: cpTr, Timeout: o.snapshotWait + 15*time.Second},
+		SpoolAge:     func() time.Duration { return usageMeter.Stats().OldestUnconfirmedAge },
+		OnApplyError: tel.WatchSnapshots(storeVersion{store}.issued, nil),
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)
 			limiter.Retain(s)
@@ -189,13 +194,13 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if _, err := syncer.LoadDisk(); err != nil {
 		log.Warn("no usable last-known-good snapshot; not ready until the control plane answers", "err", err)
 	}
-	requestMetrics := metrics.NewSet()
-	metrics.RegisterSet(requestMetrics) // served by the ops listener's /metrics
-	defer metrics.UnregisterSet(requestMetrics, true)
 	cfg := o.edge // the public edge's timeouts, caps and trusted proxies
-	cfg.Metrics = requestMetrics
+	cfg.Telemetry = tel
 	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
-	cfg.Health = routing.NewHealth(withLogger(o.breaker, log))
+	breaker := withLogger(o.breaker, log)
+	breaker.OnStateChange = tel.BreakerChanged
+	cfg.Health = routing.NewHealth(breaker)
+	tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = limiter
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
@@ -227,7 +232,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	if o.opsListen != "" {
-		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(storeVersion{store}, drain), ReadHeaderTimeout: 5 * time.Second}
+		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(tel.Registry(), storeVersion{store}, drain, log), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := ops.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("operator endpoints stopped", "addr", o.opsListen, "err", err)
@@ -265,6 +270,25 @@ func (v storeVersion) Version() (int64, bool) {
 		return x.Version(), true
 	}
 	return 0, false
+}
+
+// issued reports the applied snapshot's version and issue time for metrics.
+func (v storeVersion) issued() (int64, time.Time, bool) {
+	if x := v.s.Load(); x != nil {
+		return x.Version(), x.Snapshot.IssuedAt, true
+	}
+	return 0, time.Time{}, false
+}
+
+// spoolStats hands the meter's figures to metrics once the meter exists (the meter takes
+// the metrics' batch observer when it is created).
+type spoolStats struct{ m atomic.Pointer[meter.Meter] }
+
+func (s *spoolStats) Stats() meter.Stats {
+	if m := s.m.Load(); m != nil {
+		return m.Stats()
+	}
+	return meter.Stats{}
 }
 
 func withLogger(c routing.HealthConfig, log *slog.Logger) routing.HealthConfig {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-cleanhttp"
 
 	"github.com/sekgate/gateway/shared/residency"
@@ -74,10 +73,9 @@ type Config struct {
 	// Logger defaults to slog.Default(); Now defaults to time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Metrics is the set the meter's gauges and counters are created in. When nil, the
-	// meter creates its own set and registers it with the default VictoriaMetrics registry
-	// (metrics.WritePrometheus) until Close. Pass a set at most one Meter uses.
-	Metrics *metrics.Set
+	// OnBatch, when set, is called after the control plane confirmed a batch, with its
+	// record count and the time from its first send, retries included (metrics).
+	OnBatch func(records int, took time.Duration)
 }
 
 func (c *Config) fill() {

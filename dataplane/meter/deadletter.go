@@ -79,7 +79,7 @@ func (m *Meter) deadLetter(b *batch, refusal *refusedError) error {
 		_ = d.Sync()
 		d.Close()
 	}
-	m.deadLetters.Add(n)
+	m.deadLetters.Add(uint64(n))
 	m.setErr(refusal)
 	m.log.Error("meter: batch refused permanently by the control plane; its records were moved to a dead-letter segment",
 		"batch_id", b.id, "records", n, "status", refusal.status, "reason", refusal.reason, "segment", filepath.Join(deadDir, b.id+segSuffix))

@@ -96,7 +96,6 @@ func TestTornWriteIsCutAndRewritten(t *testing.T) {
 	if err := m1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Metrics = nil
 	m2 := newMeter(t, cfg)
 	if s := m2.Stats(); s.SpoolRecords != n {
 		t.Fatalf("recovered %d records, want %d", s.SpoolRecords, n)

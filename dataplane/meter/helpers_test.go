@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -29,7 +27,6 @@ func testConfig(t testing.TB, cpURL, dir string) Config {
 		RetryWaitMax:    50 * time.Millisecond,
 		BalanceWait:     time.Second,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics:         metrics.NewSet(),
 	}
 }
 

@@ -44,7 +44,7 @@ func TestStartEntriesBecomeInterruptedRecords(t *testing.T) {
 	kill(m1)
 
 	m2 := newMeter(t, testConfig(t, cp.srv.URL, dir))
-	if got := m2.interrupted.Get(); got != 2 {
+	if got := m2.interrupted.Load(); got != 2 {
 		t.Fatalf("interrupted records recovered: %d, want 2", got)
 	}
 	if got := m2.Spendable("acct_a"); got != -100-7 {
@@ -63,7 +63,7 @@ func TestStartEntriesBecomeInterruptedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	m3 := newMeter(t, testConfig(t, cp.srv.URL, dir))
-	if got := m3.interrupted.Get(); got != 0 {
+	if got := m3.interrupted.Load(); got != 0 {
 		t.Fatalf("third start recovered %d interrupted records", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestStartJournalStaysSmall(t *testing.T) {
 	m.Start(startOf(open))
 	kill(m)
 	m2 := newMeter(t, testConfig(t, cp.srv.URL, dir))
-	if got := m2.interrupted.Get(); got != 1 {
+	if got := m2.interrupted.Load(); got != 1 {
 		t.Fatalf("recovered %d interrupted, want only the open stream", got)
 	}
 }
@@ -105,7 +105,7 @@ func TestPermanentRefusalGoesToDeadLetter(t *testing.T) {
 	poison := mkRecord(2, "acct_a", 10)
 	poison.RequestID = "poison_1"
 	m.Record(poison)
-	eventually(t, 5*time.Second, "poison batch dead-lettered", func() bool { return m.deadLetters.Get() == 1 })
+	eventually(t, 5*time.Second, "poison batch dead-lettered", func() bool { return m.deadLetters.Load() == 1 })
 	m.Record(mkRecord(3, "acct_a", 10))
 	eventually(t, 5*time.Second, "later record delivered", func() bool { return cp.count() == 2 })
 	eventually(t, 5*time.Second, "spool drained", func() bool { return m.Stats().SpoolRecords == 0 })
@@ -133,8 +133,8 @@ func TestPermanentRefusalGoesToDeadLetter(t *testing.T) {
 	m.Record(poison2)
 	posts := cp.posts.Load()
 	eventually(t, 5*time.Second, "401 retried", func() bool { return cp.posts.Load() > posts+3 })
-	if m.deadLetters.Get() != 1 || m.Stats().SpoolRecords != 1 {
-		t.Fatalf("401 must not dead-letter: %d dead, %+v", m.deadLetters.Get(), m.Stats())
+	if m.deadLetters.Load() != 1 || m.Stats().SpoolRecords != 1 {
+		t.Fatalf("401 must not dead-letter: %d dead, %+v", m.deadLetters.Load(), m.Stats())
 	}
 	cp.refuse.Store(0)
 	eventually(t, 5*time.Second, "held record delivered", func() bool { return cp.count() == 3 })

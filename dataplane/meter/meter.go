@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/tidwall/gjson"
 
@@ -46,16 +45,12 @@ type Meter struct {
 	// inflight is the batch being sent; kept across Run calls so it is resent first.
 	inflight *batch
 
-	batches *metrics.Counter
-	retries *metrics.Counter
-	records *metrics.Counter
-	fsyncs  *metrics.Counter
-	// interrupted counts records rebuilt from start entries at start-up; deadLetter
-	// counts records the control plane refused permanently (dead-letter segments).
-	interrupted *metrics.Counter
-	deadLetters *metrics.Counter
-	set         *metrics.Set
-	ownSet      bool
+	// Counters for Stats: batches confirmed, retried sends (each after a failed one), records handed
+	// over, grouped fsyncs; interrupted counts records rebuilt from start entries at
+	// start-up, deadLetters records the control plane refused permanently (dead-letter
+	// segments).
+	batches, retries, records, fsyncs atomic.Uint64
+	interrupted, deadLetters          atomic.Uint64
 
 	errMu   sync.Mutex
 	lastErr string
@@ -83,6 +78,10 @@ type Stats struct {
 	BatchesSent uint64
 	Retries     uint64
 	Fsyncs      uint64
+	// Records counts records handed to Record; Interrupted counts records rebuilt from
+	// start entries at start-up; DeadLetters counts records the control plane refused
+	// permanently.
+	Records, Interrupted, DeadLetters uint64
 	// LastError is the most recent failure talking to the control plane or writing the
 	// spool, and when it happened; empty when none occurred.
 	LastError   string
@@ -105,14 +104,8 @@ func New(cfg Config) (*Meter, error) {
 		balancesURL: base + internalapi.PathBalances,
 		minPoll:     time.Second,
 	}
-	m.initCounters()
 	dir := filepath.Join(cfg.DataDir, "spool")
-	fail := func(err error) (*Meter, error) {
-		if m.ownSet {
-			metrics.UnregisterSet(m.set, true)
-		}
-		return nil, err
-	}
+	fail := func(err error) (*Meter, error) { return nil, err }
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fail(fmt.Errorf("create spool dir: %w", err))
 	}
@@ -122,7 +115,7 @@ func New(cfg Config) (*Meter, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sp, err := openSpool(dir, cfg.SegmentBytes, cfg.FsyncWindow, m.log, cfg.Now, m.fsyncs.Inc,
+	sp, err := openSpool(dir, cfg.SegmentBytes, cfg.FsyncWindow, m.log, cfg.Now, func() { m.fsyncs.Add(1) },
 		func(p []byte) {
 			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek", "request_id")
 			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
@@ -139,7 +132,6 @@ func New(cfg Config) (*Meter, error) {
 		return fail(err)
 	}
 	m.client = m.newClient()
-	m.initGauges()
 	return m, nil
 }
 
@@ -166,7 +158,7 @@ func (m *Meter) Record(rec *usage.Record) {
 		return
 	}
 	m.starts.done(rec.RequestID)
-	m.records.Inc()
+	m.records.Add(1)
 }
 
 // Start writes the start entry of a stream about to be committed: rec is the record the
@@ -202,7 +194,7 @@ func (m *Meter) recoverStarts(open map[string][]byte) error {
 		if err != nil {
 			return fmt.Errorf("record interrupted streams: %w", err)
 		}
-		m.interrupted.Add(len(open))
+		m.interrupted.Add(uint64(len(open)))
 		m.log.Warn("meter: streams interrupted by the node's last stop recorded from their start entries",
 			"records", len(open))
 	}
@@ -261,9 +253,12 @@ func (m *Meter) Stats() Stats {
 		SpoolRecords:  st.records,
 		QueuedRecords: st.queued,
 		SpoolBytes:    st.bytes,
-		BatchesSent:   m.batches.Get(),
-		Retries:       m.retries.Get(),
-		Fsyncs:        m.fsyncs.Get(),
+		BatchesSent:   m.batches.Load(),
+		Retries:       m.retries.Load(),
+		Fsyncs:        m.fsyncs.Load(),
+		Records:       m.records.Load(),
+		Interrupted:   m.interrupted.Load(),
+		DeadLetters:   m.deadLetters.Load(),
 	}
 	if !st.oldest.IsZero() {
 		s.OldestUnconfirmedAge = max(m.cfg.Now().Sub(st.oldest), 0)
@@ -296,37 +291,10 @@ func (m *Meter) Close() error {
 		<-m.startsDone
 		m.starts.close()
 	}
-	if m.ownSet {
-		metrics.UnregisterSet(m.set, true)
-	}
 	if err != nil {
 		return fmt.Errorf("close spool: %w", err)
 	}
 	return nil
-}
-
-func (m *Meter) initCounters() {
-	m.set = m.cfg.Metrics
-	if m.set == nil {
-		m.set, m.ownSet = metrics.NewSet(), true
-	}
-	m.batches = m.set.NewCounter("gateway_usage_batches_total")
-	m.retries = m.set.NewCounter("gateway_usage_retries_total")
-	m.records = m.set.NewCounter("gateway_usage_records_total")
-	m.fsyncs = m.set.NewCounter("gateway_spool_fsyncs_total")
-	m.interrupted = m.set.NewCounter("gateway_usage_interrupted_records_total")
-	m.deadLetters = m.set.NewCounter("gateway_usage_dead_letter_records_total")
-}
-
-func (m *Meter) initGauges() {
-	m.set.NewGauge("gateway_spool_records", func() float64 { return float64(m.spool.state().records) })
-	m.set.NewGauge("gateway_spool_bytes", func() float64 { return float64(m.spool.state().bytes) })
-	m.set.NewGauge("gateway_spool_oldest_age_seconds", func() float64 {
-		return m.Stats().OldestUnconfirmedAge.Seconds()
-	})
-	if m.ownSet {
-		metrics.RegisterSet(m.set)
-	}
 }
 
 // recordTime returns a spooled record's ts, or the zero time.

@@ -64,6 +64,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 			}
 			m.inflight = b
 		}
+		sent := m.cfg.Now()
 		reply, err := m.send(ctx, m.inflight)
 		if ref, ok := asRefused(err); ok {
 			b := m.inflight
@@ -88,7 +89,10 @@ func (m *Meter) sendLoop(ctx context.Context) {
 		}
 		b := m.inflight
 		m.inflight = nil
-		m.batches.Inc()
+		m.batches.Add(1)
+		if m.cfg.OnBatch != nil {
+			m.cfg.OnBatch(b.n, m.cfg.Now().Sub(sent))
+		}
 		m.bal.confirm(b.spend, reply.Balances, reply.BalanceSeq)
 		m.spool.confirm(b.spans)
 		if reply.Rejected > 0 {
@@ -278,7 +282,7 @@ func (m *Meter) newClient() *retryablehttp.Client {
 		// Every attempt reports the spool's age as of that attempt.
 		req.Header.Set(internalapi.HeaderSpoolAge, internalapi.FormatSpoolAge(m.Stats().OldestUnconfirmedAge))
 		if attempt > 0 && req.Method == http.MethodPost {
-			m.retries.Inc()
+			m.retries.Add(1)
 		}
 	}
 	var lastLog time.Time

@@ -1,14 +1,17 @@
 // Package opsapi serves a data-plane node's operator endpoints on a private listener,
-// apart from the public one: Prometheus metrics (the usage spool's depth and age, snapshot
-// version, Go runtime and process figures) and a readiness probe.
+// apart from the public one: Prometheus metrics (the registry dataplane/telemetry fills:
+// requests, admission, upstreams, breakers, snapshot, usage spool, Go runtime and process
+// figures), readiness and liveness probes and the Go profiler.
 package opsapi
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
 
-	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Snapshots is what readiness needs to know about the node's snapshot.
@@ -28,27 +31,27 @@ func (d *Drain) Begin() { d.on.Store(true) }
 // Draining reports whether Begin was called; a nil Drain never drains.
 func (d *Drain) Draining() bool { return d != nil && d.on.Load() }
 
-// Handler serves GET /metrics (Prometheus text format), GET /readyz (200 once the node
-// has a snapshot to serve from, 503 before and once d is draining), GET /livez (200 while the process serves; a
-// liveness probe, independent of the control plane) and the Go profiler under /debug/pprof/.
-func Handler(s Snapshots, d *Drain) http.Handler {
-	set := metrics.NewSet()
-	set.NewGauge("gateway_snapshot_version", func() float64 {
-		v, _ := s.Version()
-		return float64(v)
-	})
-	set.NewGauge("gateway_ready", func() float64 {
+// Handler serves GET /metrics (Prometheus text exposition of reg, to which it adds
+// gateway_ready), GET /readyz (200 once the node has a snapshot to serve from, 503 before
+// and once d is draining), GET /livez (200 while the process serves; a liveness probe,
+// independent of the control plane) and the Go profiler under /debug/pprof/.
+func Handler(reg *prometheus.Registry, s Snapshots, d *Drain, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_ready",
+		Help: "1 when the node has a snapshot to serve from and is not shutting down, else 0 (/readyz)."}, func() float64 {
 		if _, ok := s.Version(); ok && !d.Draining() {
 			return 1
 		}
 		return 0
-	})
+	}))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		metrics.WritePrometheus(w, true) // registered sets (the meter's) and process metrics
-		set.WritePrometheus(w)
-	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      reg, // promhttp's own scrape counters
+	}))
 	// Profiles for performance work; the listener is private (--ops-listen).
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -33,6 +33,9 @@ type HealthConfig struct {
 	// successes in a row close it, one failure opens it again. Default 1.
 	Probes int
 	Logger *slog.Logger
+	// OnStateChange, when set, is called when a route's breaker changes state, with the
+	// route ID and the states' names ("closed", "half-open", "open") (metrics).
+	OnStateChange func(route, from, to string)
 }
 
 func (c *HealthConfig) fill() {
@@ -145,6 +148,9 @@ func (h *Health) newBreaker(name string) *breaker {
 			if to == gobreaker.StateOpen {
 				h.opened.Add(1)
 			}
+			if cfg.OnStateChange != nil {
+				cfg.OnStateChange(name, from.String(), to.String())
+			}
 			if cfg.Logger.Enabled(context.Background(), slog.LevelInfo) {
 				cfg.Logger.Info("route health changed", "route", name, "from", from.String(), "to", to.String())
 			}
@@ -167,3 +173,13 @@ func (h *Health) Do(r *index.Route, fn func() error) error {
 
 // State names the breaker state of route r: "closed", "half-open" or "open".
 func (h *Health) State(r *index.Route) string { return h.breaker(r).cb.State().String() }
+
+// EachState calls fn with the route ID and state name of every breaker (metrics); a route
+// ID whose base URL changed may appear more than once.
+func (h *Health) EachState(fn func(route, state string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, b := range h.byKey {
+		fn(k.id, b.cb.State().String())
+	}
+}

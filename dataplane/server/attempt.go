@@ -97,6 +97,9 @@ type exchange struct {
 	startRouting usage.Routing
 	watch        clientWatch
 	plan         [8]index.Candidate
+	// took is the last attempt's wait on its upstream (until the answer, a stream's first
+	// event or the failure); negative when the attempt called no upstream.
+	took time.Duration
 }
 
 var exchangePool = sync.Pool{New: func() any { return &exchange{} }}
@@ -159,6 +162,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	p := c.p
 	t, d := s.cfg.Limiter.Acquire(p.key.ID, p.key.Limits, p.acct.ID, p.acct.Limits, &p.idx.Snapshot.DefaultLimits)
 	if d.Reason != limits.OK {
+		s.refusedLimit(d)
 		writeError(ctx, limitError(d))
 		return nil
 	}
@@ -187,6 +191,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 			break
 		}
 		var o outcome
+		ex.took = -1
 		err := s.cfg.Health.Do(cand.Route, func() error {
 			o = s.attempt(ctx, ex, c, cand, deadline)
 			return o.health
@@ -194,10 +199,17 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		if err == routing.ErrOpen {
 			continue // breaker open: not tried
 		}
+		if ex.took >= 0 {
+			ex.box.upstream += ex.took
+			s.tel.Attempt(cand.Route.Provider, attemptOutcome(&ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1]), ex.took, tried > 0)
+		}
 		tried++
 		if o.ok {
 			ex.cand = cand
 			ex.box.routing.Translated = cand.Translate
+			if c.stream {
+				ex.box.ttft = s.now().Sub(c.start)
+			}
 			return ex
 		}
 		last = o
@@ -247,7 +259,8 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	}
 	err := up.Do(ureq, uresp, c.stream, dl, &ex.call)
 	fasthttp.ReleaseRequest(ureq)
-	att.DurationMS = time.Since(t0).Milliseconds()
+	ex.took = time.Since(t0)
+	att.DurationMS = ex.took.Milliseconds()
 	if err != nil {
 		fasthttp.ReleaseResponse(uresp)
 		class := proxy.Classify(err)
@@ -319,7 +332,8 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	if err := st.Peek(); err != nil {
 		st.Close()
 		fasthttp.ReleaseResponse(uresp)
-		att.DurationMS = time.Since(t0).Milliseconds()
+		ex.took = time.Since(t0)
+		att.DurationMS = ex.took.Milliseconds()
 		if ex.call.Cancelled() {
 			att.Error = proxy.FailCancelled
 			return outcome{health: routing.ErrNeutral}
@@ -335,7 +349,8 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		att.Error = class
 		return outcome{retry: true, aerr: transportError(class), result: resultOf(class), health: routing.ErrRouteFailed}
 	}
-	att.DurationMS = time.Since(t0).Milliseconds()
+	ex.took = time.Since(t0)
+	att.DurationMS = ex.took.Milliseconds()
 	ex.up, ex.resp, ex.stream = up, uresp, st
 	return outcome{ok: true}
 }

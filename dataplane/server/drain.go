@@ -86,7 +86,9 @@ func (s *Server) OpenStreams() int {
 // relayTracked relays a committed stream as one EndStreams can end, then finishes it.
 func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
 	s.streams.add(ex)
+	s.tel.StreamOpened()
 	rel := proto.relay(w, ex.stream)
+	s.tel.StreamClosed()
 	if s.streams.remove(ex) && !rel.gone {
 		if _, err := w.Write(drainEvent(proto.client)); err == nil {
 			_ = w.Flush()

@@ -11,6 +11,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
+	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/money"
@@ -25,6 +26,9 @@ type recordBox struct {
 	rec      usage.Record
 	routing  usage.Routing
 	attempt  [3]usage.Attempt
+	// upstream is the time spent waiting on upstream attempts until the answer was
+	// committed; ttft, for a stream, the time from arrival until its first event was ready.
+	upstream, ttft time.Duration
 }
 
 // newRecordBox starts the record of call c.
@@ -61,10 +65,12 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, 
 		ctx.Response.Header.Set("X-Service-Policy", p.acct.Residency)
 	}
 	if aerr != nil {
+		s.refusedAuth(aerr)
 		writeError(ctx, aerr)
 		return p, false
 	}
 	if s.cfg.Meter.Spendable(p.acct.ID) <= 0 {
+		s.tel.Refused(telemetry.RefuseBalance)
 		writeError(ctx, errBalance)
 		return p, false
 	}
@@ -103,6 +109,9 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		}
 		body, ok := s.readBody(ctx, limit, tooLarge)
 		if !ok {
+			if ctx.Response.StatusCode() == fasthttp.StatusRequestEntityTooLarge {
+				s.tel.Refused(telemetry.RefuseSize)
+			}
 			return
 		}
 		req, perr := reqparse.Parse(e.Path(), body)
@@ -244,10 +253,14 @@ func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start t
 		out = 0 // embeddings bill input tokens only
 		rec.CompletionTokens = 0
 	}
-	rec.PriceMicroSEK = money.Price(rec.PromptTokens, out, m.InputOrePerMillion, m.OutputOrePerMillion)
+	promptPrice := money.TokenPrice(rec.PromptTokens, m.InputOrePerMillion)
+	rec.PriceMicroSEK = money.AddSat(promptPrice, money.TokenPrice(out, m.OutputOrePerMillion)) // money.Price, its sides kept
 	d := s.now().Sub(start)
 	rec.DurationMS = d.Milliseconds()
-	s.metrics.observe(rec, d)
+	s.tel.Observe(&telemetry.Request{Endpoint: box.endpoint, Model: rec.Model, Provider: rec.Provider, Result: result,
+		Status: status, PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
+		PromptMicroSEK: promptPrice, OutputMicroSEK: rec.PriceMicroSEK - promptPrice,
+		Duration: d, Upstream: box.upstream, TTFT: box.ttft, Stream: rec.Stream})
 	s.cfg.Meter.Record(rec)
 }
 

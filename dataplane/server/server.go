@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/residency"
@@ -44,9 +44,9 @@ type Config struct {
 	Store *index.Store
 	// Meter admits and records requests (required).
 	Meter Meter
-	// Metrics receives the request counters and histograms (gateway_requests_total,
-	// gateway_tokens_total, gateway_request_duration_seconds); default: a private set.
-	Metrics *metrics.Set
+	// Telemetry receives the request, admission and upstream figures (dataplane/telemetry);
+	// default: a private registry nobody serves.
+	Telemetry *telemetry.Metrics
 	// Pool forwards to upstreams (default: proxy.NewPool with defaults).
 	Pool *proxy.Pool
 	// Selector orders eligible routes: priority, then weighted random (default: math/rand).
@@ -129,7 +129,7 @@ type Server struct {
 	cp           *fasthttp.HostClient
 	cpHost       string
 	notSupported *apierror.Error
-	metrics      *requestMetrics
+	tel          *telemetry.Metrics
 	// oversized holds the headers of requests whose declared length is over their
 	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
 	// handleServerError answers 413 when that read finds nothing.
@@ -185,10 +185,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Minute
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.NewSet()
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = telemetry.New()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, metrics: newRequestMetrics(cfg.Metrics)}
+	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, tel: cfg.Telemetry}
 	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
 		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
 	}
@@ -263,7 +263,7 @@ func (s *Server) Listener(ln net.Listener) *edge.Listener {
 		Trusted: s.cfg.TrustedProxies, WriteTimeout: s.cfg.WriteTimeout,
 		RefuseTotal:   edge.Response(503, "Service Unavailable", errTooManyConns.JSON(false), "Retry-After", "1"),
 		RefusePerAddr: edge.Response(429, "Too Many Requests", errTooManyAddrConns.JSON(false), "Retry-After", "1"),
-		OnRefuse:      s.metrics.refused,
+		OnRefuse:      s.tel.ConnRefused,
 		Logger:        s.log,
 	})
 }
@@ -357,6 +357,7 @@ func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	if e, ok := s.takeOversized(&ctx.Request.Header); ok {
 		// headerReceived's entry; fasthttp has reset the header by now.
+		s.tel.Refused(telemetry.RefuseSize)
 		writeErrorStyle(ctx, e.e, e.ms)
 		return
 	}

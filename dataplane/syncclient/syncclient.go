@@ -60,6 +60,9 @@ type Config struct {
 	// OnSnapshot, when set, is called after a snapshot was swapped in (from disk or the
 	// control plane), e.g. to seed balances. It must not modify the snapshot.
 	OnSnapshot func(*snapshot.Snapshot)
+	// OnApplyError, when set, is called with each snapshot the node refuses (malformed,
+	// failed verification, too old, built for another country) (metrics).
+	OnApplyError func(error)
 	// Wait is the long-poll wait the node asks for (default 30s).
 	Wait time.Duration
 	// MinBackoff and MaxBackoff bound the delay between failed polls (defaults 200ms, 15s).
@@ -230,7 +233,7 @@ func (c *Client) Poll(ctx context.Context) error {
 	s, err := decode(resp.Body)
 	if err != nil {
 		c.log.Error("refusing snapshot from the control plane: truncated or malformed", "err", err)
-		return fmt.Errorf("decode snapshot: %w", err)
+		return c.applyFailed(fmt.Errorf("decode snapshot: %w", err))
 	}
 	return c.Apply(s)
 }
@@ -243,11 +246,11 @@ func (c *Client) Apply(s *snapshot.Snapshot) error {
 	if age := s.Age(c.cfg.Now()); c.cfg.MaxAge > 0 && age > c.cfg.MaxAge && c.verify(s) == nil {
 		c.log.Error("refusing snapshot from the control plane: issued longer ago than --snapshot-max-age (a replay, or --snapshot-reissue-interval is not under it)",
 			"version", s.Version, "issued_at", s.IssuedAt, "age", age.Round(time.Second), "max_age", c.cfg.MaxAge)
-		return fmt.Errorf("apply snapshot %d: %w: issued %s ago", s.Version, ErrTooOld, age.Round(time.Second))
+		return c.applyFailed(fmt.Errorf("apply snapshot %d: %w: issued %s ago", s.Version, ErrTooOld, age.Round(time.Second)))
 	}
 	if err := c.install(s, false); err != nil {
 		c.log.Error("refusing snapshot from the control plane", "version", s.Version, "err", err)
-		return fmt.Errorf("apply snapshot %d: %w", s.Version, err)
+		return c.applyFailed(fmt.Errorf("apply snapshot %d: %w", s.Version, err))
 	}
 	c.log.Info("snapshot applied", "version", s.Version, "issued_at", s.IssuedAt, "accounts", len(s.Accounts), "models", len(s.Models), "routes", len(s.Routes))
 	if err := c.save(s); err != nil {
@@ -255,6 +258,14 @@ func (c *Client) Apply(s *snapshot.Snapshot) error {
 		c.log.Error("save last-known-good snapshot", "version", s.Version, "err", err)
 	}
 	return nil
+}
+
+// applyFailed reports a refused snapshot to OnApplyError and returns err.
+func (c *Client) applyFailed(err error) error {
+	if c.cfg.OnApplyError != nil {
+		c.cfg.OnApplyError(err)
+	}
+	return err
 }
 
 // verify checks the content hash and, unless unsigned snapshots are allowed, the signature.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -129,7 +130,7 @@ func checkWorkload(t *testing.T, m manifest, w workload) {
 // must be on the ops port and name paths it serves.
 func checkOpsProbes(t *testing.T, id string, c corev1.Container) {
 	t.Helper()
-	checkProbesServed(t, id, c, opsapi.Handler(noSnapshot{}, nil))
+	checkProbesServed(t, id, c, opsapi.Handler(prometheus.NewRegistry(), noSnapshot{}, nil, nil))
 }
 
 // checkProbesServed asks a plane's ops handler h for each probe's path: the probes must be
