@@ -16,7 +16,7 @@ import (
 // Ledger entry kinds.
 const (
 	KindCredit = "credit" // operator credit
-	KindDebit  = "debit"  // usage charge; reference is the request ID
+	KindDebit  = "debit"  // usage: an account's new records of one batch; no reference (the records are the proof; older entries name one request each)
 	KindTopup  = "topup"  // customer payment
 	KindRefund = "refund" // payment refunded to the customer; negative, may take the balance below zero
 )

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// applyBatch applies the records screen let through, in four steps, each one statement:
+// store them (insertRecords: only request IDs not stored before are new), add the new
+// ones to the daily aggregates (addDailyUsage), debit each account once for its new ones
+// (debitAccounts), and read the balances of every account the batch mentions for the
+// reply (replyBalances).
+func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID string, in screened) (usage.Reply, error) {
+	fresh, err := insertRecords(ctx, tx, nodeID, in.records)
+	if err != nil {
+		return usage.Reply{}, err
+	}
+	if err := addDailyUsage(ctx, tx, fresh); err != nil {
+		return usage.Reply{}, err
+	}
+	// Last: the ledger insert takes the ledger clock's row lock, which every ledger
+	// transaction needs and holds until commit.
+	if err := s.debitAccounts(ctx, tx, nodeID, batchID, fresh, in.known); err != nil {
+		return usage.Reply{}, err
+	}
+	reply, err := replyBalances(ctx, tx, in.records)
+	if err != nil {
+		return usage.Reply{}, err
+	}
+	reply.Inserted = len(fresh)
+	return reply, nil
+}
+
+// insertRecords stores the records (sorted by request ID) and returns those that were new:
+// a request ID stored before is a duplicate and changes nothing.
+func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.Record) ([]*usage.Record, error) {
+	n := len(recs)
+	if n == 0 {
+		return nil, nil
+	}
+	var (
+		ids, accounts, models, endpoints = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		providers, residencies, results  = make([]string, n), make([]string, n), make([]string, n)
+		keyIDs, routing                  = make([]*string, n), make([]*string, n)
+		tss                              = make([]time.Time, n)
+		streams                          = make([]bool, n)
+		statuses                         = make([]int32, n)
+		prompt, completion               = make([]int64, n), make([]int64, n)
+		price, duration                  = make([]int64, n), make([]int64, n)
+	)
+	for i := range recs {
+		r := &recs[i]
+		ids[i], tss[i], accounts[i], keyIDs[i], models[i] = r.RequestID, r.TS.UTC(), r.AccountID, r.KeyID, r.Model
+		endpoints[i], streams[i], providers[i], residencies[i] = r.Endpoint, r.Stream, r.Provider, r.Residency
+		statuses[i], results[i], prompt[i], completion[i] = int32(r.Status), r.Result, r.PromptTokens, r.CompletionTokens
+		price[i], duration[i] = r.PriceMicroSEK, r.DurationMS
+		if r.Routing != nil {
+			b, err := json.Marshal(r.Routing)
+			if err != nil {
+				return nil, fmt.Errorf("encode routing of %s: %w", r.RequestID, err)
+			}
+			str := string(b)
+			routing[i] = &str
+		}
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
+			provider, residency, status, result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing, node_id)
+		SELECT r.request_id, r.ts, r.account_id, r.key_id, r.model, r.endpoint, r.stream, r.provider, r.residency,
+			r.status, r.result, r.prompt_tokens, r.completion_tokens, r.price_micro_sek, r.duration_ms, r.routing::jsonb, $17
+		FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[],
+			$9::text[], $10::int[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
+			AS r(request_id, ts, account_id, key_id, model, endpoint, stream, provider, residency, status, result,
+				prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing)
+		ORDER BY r.request_id
+		ON CONFLICT (request_id) DO NOTHING
+		RETURNING request_id`,
+		ids, tss, accounts, keyIDs, models, endpoints, streams, providers, residencies, statuses, results,
+		prompt, completion, price, duration, routing, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("insert records: %w", err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("insert records: %w", err)
+	}
+	slices.Sort(got)
+	fresh := make([]*usage.Record, 0, len(got))
+	for i := range recs { // both sorted by request ID
+		if len(got) > 0 && got[0] == recs[i].RequestID {
+			fresh = append(fresh, &recs[i])
+			got = got[1:]
+		}
+	}
+	return fresh, nil
+}
+
+// debitAccounts appends one debit per known account with new priced records: minus the
+// sum of their prices, with a note naming the batch. The records are the proof of each
+// charge, and exactly-once rests on their request IDs: insertRecords stored them in this
+// transaction, and only records new to it are charged. In account order; the ledger's
+// trigger adds the debits to the balances. A record of an unknown account is stored but
+// not charged.
+func (s *Store) debitAccounts(ctx context.Context, tx pgx.Tx, nodeID, batchID string, fresh []*usage.Record, known map[string]bool) error {
+	sums, counts := map[string]int64{}, map[string]int{}
+	for _, r := range fresh {
+		if r.PriceMicroSEK <= 0 {
+			continue
+		}
+		if !known[r.AccountID] {
+			s.log.Error("usage record for unknown account: stored, not charged", "request_id", r.RequestID, "account", r.AccountID, "node", nodeID)
+			continue
+		}
+		d := sums[r.AccountID]
+		if !addChecked(&d, r.PriceMicroSEK) { // screen bounded every account's debits
+			return fmt.Errorf("debits of %s overflow", r.AccountID)
+		}
+		sums[r.AccountID] = d
+		counts[r.AccountID]++
+	}
+	if len(sums) == 0 {
+		return nil
+	}
+	accts := make([]string, 0, len(sums))
+	for a := range sums {
+		accts = append(accts, a)
+	}
+	slices.Sort(accts)
+	amounts, notes := make([]int64, len(accts)), make([]string, len(accts))
+	batch := cleanText(clip(batchID)) + " from node " + cleanText(clip(nodeID))
+	for i, a := range accts {
+		amounts[i] = -sums[a]
+		notes[i] = fmt.Sprintf("usage: %d records, batch %s", counts[a], batch)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO ledger (account_id, amount_micro_sek, kind, note, created_at)
+		SELECT d.account_id, d.amount, 'debit', d.note, $4
+		FROM unnest($1::text[], $2::bigint[], $3::text[]) AS d(account_id, amount, note)
+		ORDER BY d.account_id`, accts, amounts, notes, s.now())
+	if err != nil {
+		return fmt.Errorf("insert debits: %w", err)
+	}
+	return nil
+}
+
+// addDailyUsage adds the new records to usage_daily, one upsert row per (account, day,
+// model), in that order. screen bounded every sum.
+func addDailyUsage(ctx context.Context, tx pgx.Tx, fresh []*usage.Record) error {
+	days := map[dayKey]*dayUsage{}
+	for _, r := range fresh {
+		k := dayKeyOf(r)
+		u := days[k]
+		if u == nil {
+			u = new(dayUsage)
+			days[k] = u
+		}
+		if !u.add(r) {
+			return fmt.Errorf("daily usage of %s overflows", r.AccountID)
+		}
+	}
+	if len(days) == 0 {
+		return nil
+	}
+	keys := make([]dayKey, 0, len(days))
+	for k := range days {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareDayKeys)
+	n := len(keys)
+	accts, dates, models := make([]string, n), make([]string, n), make([]string, n)
+	reqs, prompt, completion, price := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, k := range keys {
+		u := days[k]
+		accts[i], dates[i], models[i] = k.account, k.day, k.model
+		reqs[i], prompt[i], completion[i], price[i] = u.Requests, u.PromptTokens, u.CompletionTokens, u.PriceMicroSEK
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO usage_daily AS u (account_id, day, model, requests, prompt_tokens, completion_tokens, price_micro_sek)
+		SELECT a.account_id, a.day::date, a.model, a.requests, a.prompt, a.completion, a.price
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
+			AS a(account_id, day, model, requests, prompt, completion, price)
+		ORDER BY a.account_id, a.day, a.model
+		ON CONFLICT (account_id, day, model) DO UPDATE SET requests = u.requests + EXCLUDED.requests,
+			prompt_tokens = u.prompt_tokens + EXCLUDED.prompt_tokens,
+			completion_tokens = u.completion_tokens + EXCLUDED.completion_tokens,
+			price_micro_sek = u.price_micro_sek + EXCLUDED.price_micro_sek`,
+		accts, dates, models, reqs, prompt, completion, price); err != nil {
+		return fmt.Errorf("update daily usage: %w", err)
+	}
+	return nil
+}
+
+// replyBalances reads the balances of every account the records mention and the ledger
+// clock they reflect (which this transaction ticked when it debited anything).
+func replyBalances(ctx context.Context, tx pgx.Tx, recs []usage.Record) (usage.Reply, error) {
+	touched := make([]string, 0, len(recs))
+	for i := range recs {
+		touched = append(touched, recs[i].AccountID)
+	}
+	slices.Sort(touched)
+	touched = slices.Compact(touched)
+	reply := usage.Reply{Balances: []snapshot.Balance{}}
+	rows, err := tx.Query(ctx, `SELECT b.account_id, b.balance_micro_sek, (SELECT seq FROM ledger_clock)
+		FROM account_balances b WHERE b.account_id = ANY($1) ORDER BY b.account_id`, touched)
+	if err != nil {
+		return usage.Reply{}, fmt.Errorf("read balances: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b snapshot.Balance
+		if err := rows.Scan(&b.AccountID, &b.MicroSEK, &reply.BalanceSeq); err != nil {
+			return usage.Reply{}, fmt.Errorf("read balances: %w", err)
+		}
+		reply.Balances = append(reply.Balances, b)
+	}
+	if err := rows.Err(); err != nil {
+		return usage.Reply{}, fmt.Errorf("read balances: %w", err)
+	}
+	if len(reply.Balances) == 0 {
+		seq, err := currentSeq(ctx, tx)
+		if err != nil {
+			return usage.Reply{}, err
+		}
+		reply.BalanceSeq = seq
+	}
+	return reply, nil
+}
