@@ -42,8 +42,8 @@ func (s *Store) IngestRaw(ctx context.Context, nodeID, batchID string, raws []js
 	rawOf := make([][]byte, 0, len(raws))
 	var bad []rejection
 	for _, raw := range raws {
-		var r usage.Record
-		if err := json.Unmarshal(raw, &r); err != nil {
+		r, err := usage.DecodeRecord(raw)
+		if err != nil {
 			// Name the record by its IDs where they are readable.
 			var ids struct {
 				RequestID any `json:"request_id"`

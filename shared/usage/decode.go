@@ -1,0 +1,225 @@
+package usage
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// DecodeRecord decodes one record as encoding/json.Unmarshal would, faster: records
+// arrive by the hundred thousand per second at the control plane. A record in the plain
+// form AppendJSON writes (ASCII strings without escapes, integer numbers, each known field
+// once) is read in one pass over its fields; anything else (escapes, non-ASCII text,
+// other number forms, repeated or misplaced keys, invalid JSON) goes to
+// encoding/json, so the result and whether it is an error are always encoding/json's.
+func DecodeRecord(raw []byte) (Record, error) {
+	var r Record
+	if gjson.ValidBytes(raw) && fastRecord(raw, &r) {
+		return r, nil
+	}
+	r = Record{}
+	err := json.Unmarshal(raw, &r)
+	return r, err
+}
+
+// fastRecord fills r from raw (valid JSON) and reports whether every value was in the
+// plain form; false means r is unusable and encoding/json must decide.
+func fastRecord(raw []byte, r *Record) bool {
+	v := gjson.ParseBytes(raw)
+	if !v.IsObject() {
+		return false
+	}
+	ok := true
+	var seen uint32
+	v.ForEach(func(k, val gjson.Result) bool {
+		bit, known := recordFields[k.Raw]
+		if !known {
+			ok = false // unknown keys, other spellings and escapes: encoding/json's rules
+			return false
+		}
+		if seen&bit != 0 {
+			ok = false
+			return false
+		}
+		seen |= bit
+		switch k.Raw {
+		case `"request_id"`:
+			ok = plainString(val, &r.RequestID)
+		case `"ts"`:
+			ok = val.Type == gjson.String && r.TS.UnmarshalJSON([]byte(val.Raw)) == nil
+		case `"account_id"`:
+			ok = plainString(val, &r.AccountID)
+		case `"key_id"`:
+			if val.Type == gjson.Null {
+				r.KeyID = nil
+			} else {
+				var s string
+				ok = plainString(val, &s)
+				r.KeyID = &s
+			}
+		case `"model"`:
+			ok = plainString(val, &r.Model)
+		case `"endpoint"`:
+			ok = plainString(val, &r.Endpoint)
+		case `"stream"`:
+			ok = plainBool(val, &r.Stream)
+		case `"provider"`:
+			ok = plainString(val, &r.Provider)
+		case `"residency"`:
+			ok = plainString(val, &r.Residency)
+		case `"status"`:
+			var n int64
+			ok = plainInt(val, &n)
+			r.Status = int(n)
+		case `"result"`:
+			ok = plainString(val, &r.Result)
+		case `"prompt_tokens"`:
+			ok = plainInt(val, &r.PromptTokens)
+		case `"completion_tokens"`:
+			ok = plainInt(val, &r.CompletionTokens)
+		case `"price_micro_sek"`:
+			ok = plainInt(val, &r.PriceMicroSEK)
+		case `"duration_ms"`:
+			ok = plainInt(val, &r.DurationMS)
+		case `"routing"`:
+			ok = fastRouting(val, r)
+		}
+		return ok
+	})
+	return ok
+}
+
+var recordFields = map[string]uint32{
+	`"request_id"`: 1 << 0, `"ts"`: 1 << 1, `"account_id"`: 1 << 2, `"key_id"`: 1 << 3, `"model"`: 1 << 4,
+	`"endpoint"`: 1 << 5, `"stream"`: 1 << 6, `"provider"`: 1 << 7, `"residency"`: 1 << 8, `"status"`: 1 << 9,
+	`"result"`: 1 << 10, `"prompt_tokens"`: 1 << 11, `"completion_tokens"`: 1 << 12, `"price_micro_sek"`: 1 << 13,
+	`"duration_ms"`: 1 << 14, `"routing"`: 1 << 15,
+}
+
+// fastRouting reads a routing object; null leaves Routing nil, as encoding/json does for
+// a field that was never set (and here none was: keys are seen once).
+func fastRouting(val gjson.Result, r *Record) bool {
+	if val.Type == gjson.Null {
+		return true
+	}
+	if !val.IsObject() {
+		return false
+	}
+	rt := &Routing{}
+	ok := true
+	var seen uint8
+	val.ForEach(func(k, v gjson.Result) bool {
+		var bit uint8
+		switch k.Raw {
+		case `"policy"`:
+			bit, ok = 1, plainString(v, &rt.Policy)
+		case `"node_region"`:
+			bit, ok = 2, plainString(v, &rt.NodeRegion)
+		case `"translated"`:
+			bit, ok = 4, plainBool(v, &rt.Translated)
+		case `"usage_estimated"`:
+			bit, ok = 8, plainBool(v, &rt.UsageEstimated)
+		case `"attempts"`:
+			bit, ok = 16, fastAttempts(v, rt)
+		default:
+			ok = false
+		}
+		if seen&bit != 0 {
+			ok = false
+		}
+		seen |= bit
+		return ok
+	})
+	r.Routing = rt
+	return ok
+}
+
+func fastAttempts(v gjson.Result, rt *Routing) bool {
+	if v.Type == gjson.Null {
+		return true
+	}
+	if !v.IsArray() {
+		return false
+	}
+	ok := true
+	rt.Attempts = []Attempt{}
+	v.ForEach(func(_, e gjson.Result) bool {
+		if !e.IsObject() {
+			ok = false
+			return false
+		}
+		var a Attempt
+		var seen uint8
+		e.ForEach(func(k, f gjson.Result) bool {
+			var bit uint8
+			switch k.Raw {
+			case `"route"`:
+				bit, ok = 1, plainString(f, &a.Route)
+			case `"provider"`:
+				bit, ok = 2, plainString(f, &a.Provider)
+			case `"region"`:
+				bit, ok = 4, plainString(f, &a.Region)
+			case `"status"`:
+				var n int64
+				bit, ok = 8, plainInt(f, &n)
+				a.Status = int(n)
+			case `"error"`:
+				bit, ok = 16, plainString(f, &a.Error)
+			case `"duration_ms"`:
+				bit, ok = 32, plainInt(f, &a.DurationMS)
+			default:
+				ok = false
+			}
+			if seen&bit != 0 {
+				ok = false
+			}
+			seen |= bit
+			return ok
+		})
+		rt.Attempts = append(rt.Attempts, a)
+		return ok
+	})
+	return ok
+}
+
+// plainString accepts a string of printable ASCII without escapes: its value is its raw
+// text between the quotes.
+func plainString(v gjson.Result, dst *string) bool {
+	if v.Type != gjson.String || len(v.Raw) < 2 {
+		return false
+	}
+	s := v.Raw[1 : len(v.Raw)-1]
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	*dst = s
+	return true
+}
+
+func plainBool(v gjson.Result, dst *bool) bool {
+	switch v.Raw {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		return false
+	}
+	return true
+}
+
+// plainInt accepts an integer in the int64 range written without fraction or exponent.
+func plainInt(v gjson.Result, dst *int64) bool {
+	if v.Type != gjson.Number {
+		return false
+	}
+	n, err := strconv.ParseInt(v.Raw, 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
