@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -139,8 +141,8 @@ type rawBatch struct {
 // rejected_records; the answer is still 200, so the node drops the batch. Only a body
 // that is not a batch at all is a 400.
 func (s *server) postUsage(w http.ResponseWriter, r *http.Request) {
-	var b rawBatch
-	if !decodeBody(w, r, usageBodyLimit, &b, false) {
+	b, ok := s.readBatch(w, r)
+	if !ok {
 		return
 	}
 	if b.NodeID == "" {
@@ -155,6 +157,21 @@ func (s *server) postUsage(w http.ResponseWriter, r *http.Request) {
 		s.reportSpoolAge(r.Context(), r, node)
 	}
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// readBatch reads a usage batch: a plain one by splitBatch, anything else by decodeBody.
+func (s *server) readBatch(w http.ResponseWriter, r *http.Request) (rawBatch, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, usageBodyLimit+1))
+	if err == nil && len(body) <= usageBodyLimit {
+		if b, ok := splitBatch(body); ok {
+			return b, true
+		}
+	}
+	if err == nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	var b rawBatch
+	return b, decodeBody(w, r, usageBodyLimit, &b, false)
 }
 
 // getBalances answers GET /internal/v1/balances?since=<seq>&country=<ISO alpha-2>&
