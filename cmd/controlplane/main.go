@@ -49,6 +49,9 @@ type config struct {
 	link linkConfig
 	// Private ops listener: metrics and probes (issue 15).
 	ops opsConfig
+	// Base URL of the region serving each residency policy, carried in every snapshot
+	// (issue 14): nodes name it when they refuse an account outside their country.
+	regionURLs map[string]string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -71,6 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
+	regionURLs := fs.String("region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...,any=...), carried in every snapshot: a data-plane node names it when it refuses an account its country does not admit")
 	c.link.register(fs)
 	c.ops.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
@@ -81,6 +85,10 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
 	case c.retentionDays < 1:
 		return c, errors.New("--retention-days must be at least 1")
+	}
+	var err error
+	if c.regionURLs, err = snapshot.ParseRegionURLs(*regionURLs); err != nil {
+		return c, fmt.Errorf("--region-urls: %w", err)
 	}
 	return c, c.link.resolve(&c)
 }
@@ -128,7 +136,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits, Signer: signer, Reissue: cfg.link.reissue, Metrics: metrics})
+	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits, RegionURLs: cfg.regionURLs, Signer: signer, Reissue: cfg.link.reissue, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/residency"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // regionOptions is where the node runs (issue 14): accounts whose residency policy does not
@@ -19,7 +18,7 @@ type regionOptions struct {
 func (r *regionOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.region, "region", "", "operator's name for where this node runs (e.g. se-sto: lower-case letters, digits, '-'), recorded as node_region in every request record's routing (empty: not recorded)")
 	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 code of the country this node runs in (e.g. SE); accounts whose residency policy does not admit it get 403 residency_unsatisfiable (empty: every account admitted)")
-	fs.StringVar(&r.regionURLs, "region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...), named in this node's residency refusals")
+	fs.StringVar(&r.regionURLs, "region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...), named in this node's residency refusals; overrides, per policy, the control plane's --region-urls that the snapshot carries (empty: the control plane's)")
 }
 
 // validate checks --country and --region before anything starts.
@@ -35,21 +34,9 @@ func (r *regionOptions) validate() error {
 
 // parseRegionURLs parses --region-urls.
 func parseRegionURLs(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		p, u, ok := strings.Cut(item, "=")
-		if !ok || !residency.Valid(p) {
-			return nil, fmt.Errorf("--region-urls: %q is not policy=URL with policy se, eu or any", item)
-		}
-		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
-			return nil, fmt.Errorf("--region-urls: %q is not an absolute http(s) URL", u)
-		}
-		out[p] = u
+	m, err := snapshot.ParseRegionURLs(s)
+	if err != nil {
+		return nil, fmt.Errorf("--region-urls: %w", err)
 	}
-	return out, nil
+	return m, nil
 }

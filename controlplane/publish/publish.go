@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -42,6 +43,10 @@ type Config struct {
 	Resync time.Duration
 	// DefaultLimits go into every snapshot.
 	DefaultLimits snapshot.Limits
+	// RegionURLs go into every snapshot (snapshot.Content.RegionURLs): the base URL of the
+	// region serving each residency policy, named by nodes in their residency refusals.
+	// Checked by New (snapshot.CheckRegionURLs).
+	RegionURLs map[string]string
 	// Signer signs every snapshot. Nil publishes unsigned snapshots, which nodes refuse
 	// unless started with --insecure-unsigned-snapshots (package tests only).
 	Signer ed25519.PrivateKey
@@ -141,6 +146,9 @@ func New(cfg Config) (*Publisher, error) {
 	if cfg.Signer != nil && len(cfg.Signer) != ed25519.PrivateKeySize {
 		return nil, errors.New("publish: signer is not an ed25519 private key")
 	}
+	if err := snapshot.CheckRegionURLs(cfg.RegionURLs); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
 	return &Publisher{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -227,7 +235,7 @@ func (p *Publisher) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := p.dropInvalidRoutes(snap); err != nil {
+	if err := p.complete(snap); err != nil {
 		return err
 	}
 	structHash, err := snapshot.StructureHash(&snap.Content)
@@ -270,9 +278,15 @@ func (p *Publisher) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// dropInvalidRoutes leaves out routes nodes would refuse (rows written before the admin
-// API checked them with the same rules) and recomputes the hash when it dropped any.
-func (p *Publisher) dropInvalidRoutes(snap *snapshot.Snapshot) error {
+// complete adds the configured region URLs to a compiled snapshot, leaves out routes nodes
+// would refuse (rows written before the admin API checked them with the same rules) and
+// recomputes the hash when it changed anything.
+func (p *Publisher) complete(snap *snapshot.Snapshot) error {
+	changed := false
+	if len(p.cfg.RegionURLs) > 0 {
+		snap.RegionURLs = maps.Clone(p.cfg.RegionURLs)
+		changed = true
+	}
 	kept := snap.Routes[:0:0]
 	for i := range snap.Routes {
 		if err := snap.Routes[i].Validate(); err != nil {
@@ -282,10 +296,12 @@ func (p *Publisher) dropInvalidRoutes(snap *snapshot.Snapshot) error {
 		}
 		kept = append(kept, snap.Routes[i])
 	}
-	if len(kept) == len(snap.Routes) {
+	if len(kept) != len(snap.Routes) {
+		snap.Routes, changed = kept, true
+	}
+	if !changed {
 		return nil
 	}
-	snap.Routes = kept
 	h, err := snapshot.ComputeHash(&snap.Content)
 	if err != nil {
 		return err

@@ -389,6 +389,9 @@ func Build(s *snapshot.Snapshot) (*Index, error) {
 	if err := x.indexElsewhere(s.Elsewhere); err != nil {
 		return nil, err
 	}
+	if err := snapshot.CheckRegionURLs(s.RegionURLs); err != nil {
+		return nil, invalid("region_urls: %v", err)
+	}
 	return x, nil
 }
 

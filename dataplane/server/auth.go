@@ -56,7 +56,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 	if p.acct.Suspended {
 		return p, errSuspended
 	}
-	if e := s.admission.check(p.acct.Residency); e != nil {
+	if e := s.admission.check(p.acct.Residency, idx); e != nil {
 		return p, e
 	}
 	if checkResidency && !p.acct.Satisfiable {
@@ -105,7 +105,7 @@ func (s *Server) unknownKey(idx *index.Index, secret []byte) *apierror.Error {
 	}
 	sum := apikey.HashBytes(secret)
 	if p, ok := idx.Elsewhere(string(id[:]), sum[:4]); ok {
-		if e := s.admission.check(p); e != nil {
+		if e := s.admission.check(p, idx); e != nil {
 			return e
 		}
 	}

@@ -151,3 +151,65 @@ func TestNodeRegionRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestRegionURLsFromSnapshot: the base URL a refusal names comes from the snapshot (the
+// control plane's --region-urls) and changes with it; the node's own entry for a policy
+// overrides the snapshot's; without either the refusal names no URL.
+func TestRegionURLsFromSnapshot(t *testing.T) {
+	docURL := func(r result) (string, string) {
+		t.Helper()
+		checkEnvelope(t, r, 403, "residency_unsatisfiable")
+		var env struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+			DocURL string `json:"documentation_url"`
+		}
+		_ = json.Unmarshal([]byte(r.Body), &env)
+		return env.DocURL, env.Error.Message
+	}
+	g := startGateway(t, func(cfg *Config) { cfg.Country = "US" })
+	if u, msg := docURL(g.do(t, "GET", "/v1/models", g.Keys.SE, "")); u != "" || strings.Contains(msg, "send its requests") {
+		t.Fatalf("no URLs anywhere: documentation_url %q, message %q", u, msg)
+	}
+	install := func(urls map[string]string) {
+		t.Helper()
+		s := *g.Snap
+		s.RegionURLs = urls
+		s.Version++
+		x, err := index.Build(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Store.Swap(x)
+	}
+	install(map[string]string{"se": "https://se.gateway.example", "eu": "https://eu.gateway.example"})
+	for key, want := range map[string]string{g.Keys.SE: "https://se.gateway.example", g.Keys.EU: "https://eu.gateway.example"} {
+		u, msg := docURL(g.do(t, "GET", "/v1/models", key, ""))
+		if u != want || !strings.HasSuffix(msg, "; send its requests to "+want) {
+			t.Errorf("from the snapshot: documentation_url %q, message %q; want %s", u, msg, want)
+		}
+	}
+	install(map[string]string{"se": "https://sweden.gateway.example"})
+	if u, _ := docURL(g.do(t, "GET", "/v1/models", g.Keys.SE, "")); u != "https://sweden.gateway.example" {
+		t.Errorf("after a new snapshot: %q", u)
+	}
+
+	o := startGateway(t, func(cfg *Config) {
+		cfg.Country, cfg.RegionURLs = "US", map[string]string{"se": "https://se.override.example"}
+	})
+	g = o
+	install(map[string]string{"se": "https://se.gateway.example", "eu": "https://eu.gateway.example"})
+	if u, _ := docURL(o.do(t, "GET", "/v1/models", o.Keys.SE, "")); u != "https://se.override.example" {
+		t.Errorf("the node's own se entry: %q", u)
+	}
+	if u, _ := docURL(o.do(t, "GET", "/v1/models", o.Keys.EU, "")); u != "https://eu.gateway.example" {
+		t.Errorf("eu, no override: %q", u)
+	}
+
+	bad := *g.Snap
+	bad.RegionURLs = map[string]string{"mars": "https://x.example"}
+	if _, err := index.Build(&bad); err == nil {
+		t.Error("a snapshot with a region URL for an unknown policy was indexed")
+	}
+}

@@ -110,7 +110,8 @@ type Config struct {
 	// routing (default empty: not recorded).
 	Region string
 	// RegionURLs maps a residency policy (se, eu, any) to the base URL of the region that
-	// serves it: the documentation_url of this node's residency refusals.
+	// serves it: the documentation_url of this node's residency refusals. An entry here
+	// overrides the snapshot's (the control plane's --region-urls) for its policy.
 	RegionURLs map[string]string
 	// Concurrency caps concurrent connections (default 256k).
 	Concurrency int

@@ -16,7 +16,7 @@ import (
 // A fleet on one host: one control plane and a data plane per region (se-sto in Sweden,
 // eu-fra in Germany, us-any in the US), each node started with --country. An account is
 // served only by nodes inside its residency policy and refused by the others with 403
-// naming its region; usage from every node lands exactly once; a revoked key is refused
+// naming its region (the control plane's --region-urls, carried in every snapshot); usage from every node lands exactly once; a revoked key is refused
 // by every node within a second.
 
 var fleetURLs = map[string]string{"se": "https://se.gateway.example", "eu": "https://eu.gateway.example", "any": "https://gateway.example"}
@@ -28,8 +28,7 @@ func (o *opsStack) regionalNode(t *testing.T, name, country string) string {
 	if err := o.spawn("dataplane", name, []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
 		"--listen", addr, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey,
 		"--node-id", name, "--data-dir", filepath.Join(o.dir, name), "--snapshot-wait", "10s",
-		"--usage-batch-interval", "50ms", "--country", country, "--region", name,
-		"--region-urls", "se="+fleetURLs["se"]+",eu="+fleetURLs["eu"]+",any="+fleetURLs["any"]); err != nil {
+		"--usage-batch-interval", "50ms", "--country", country, "--region", name); err != nil {
 		t.Fatal(err)
 	}
 	o.wait(t, "http://"+addr+"/healthz")
@@ -53,8 +52,11 @@ func (o *opsStack) postAt(t *testing.T, url, path, key string, v any) Response {
 	return o.Post(t, path, key, v)
 }
 
+// fleetCPArgs gives the control plane the regional base URLs it puts in every snapshot.
+var fleetCPArgs = []string{"--region-urls", "se=" + fleetURLs["se"] + ",eu=" + fleetURLs["eu"] + ",any=" + fleetURLs["any"]}
+
 func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
-	o := newOpsStack(t)
+	o := newOpsStack(t, fleetCPArgs...)
 	o.stop(t, o.dp, false)
 	nodes := map[string]string{
 		"se-sto": o.regionalNode(t, "se-sto", "SE"),

@@ -23,9 +23,10 @@ type opsStack struct {
 	*Stack
 	cpAddr, adminAddr, dpAddr, dbURL, nodeDir string
 	cp, dp                                    *exec.Cmd
+	cpArgs                                    []string // further control-plane flags
 }
 
-func newOpsStack(t *testing.T) *opsStack {
+func newOpsStack(t *testing.T, cpArgs ...string) *opsStack {
 	t.Helper()
 	getStack(t) // builds the binaries and starts the Postgres cluster
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -36,7 +37,7 @@ func newOpsStack(t *testing.T) *opsStack {
 	}
 	dir := t.TempDir()
 	o := &opsStack{Stack: &Stack{AdminToken: "adm_ops_0123456789abcdef0123456789ab", NodeToken: "node_ops_0123456789abcdef0123456789ab", dir: dir}, dbURL: dbURL,
-		nodeDir: filepath.Join(dir, "node")}
+		nodeDir: filepath.Join(dir, "node"), cpArgs: cpArgs}
 	var err2 error
 	if o.SigningKey, o.PublicKey, err2 = harness.WriteSigningKeys(dir); err2 != nil {
 		t.Fatal(err2)
@@ -82,7 +83,7 @@ func (o *opsStack) startCP(t *testing.T) {
 	t.Helper()
 	if err := o.spawn("controlplane", fmt.Sprintf("controlplane-%d", len(o.procs)),
 		[]string{"GATEWAY_DATABASE_URL=" + o.dbURL, "GATEWAY_ADMIN_TOKEN=" + o.AdminToken, "GATEWAY_NODE_TOKENS=" + o.NodeToken},
-		harness.ControlPlane{Listen: o.cpAddr, AdminListen: o.adminAddr, SigningKeyFile: o.SigningKey}.Args()...); err != nil {
+		harness.ControlPlane{Listen: o.cpAddr, AdminListen: o.adminAddr, SigningKeyFile: o.SigningKey}.Args(o.cpArgs...)...); err != nil {
 		t.Fatal(err)
 	}
 	o.cp = o.procs[len(o.procs)-1]

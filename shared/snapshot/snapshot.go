@@ -64,6 +64,11 @@ type Content struct {
 	// other countries: no hash, only what lets the node point such a key's holder at the
 	// right region (403 residency_unsatisfiable) instead of calling the key invalid.
 	Elsewhere []ElsewhereKey `json:"elsewhere,omitempty"`
+	// RegionURLs maps a residency policy (se, eu, any) to the base URL of the operator's
+	// region that serves it (the control plane's --region-urls, see ParseRegionURLs). A
+	// node names it in the 403 residency_unsatisfiable it gives an account its country
+	// does not admit. Empty: none configured.
+	RegionURLs map[string]string `json:"region_urls,omitempty"`
 }
 
 // ElsewhereKey is a key of an account whose residency policy does not admit the node's
