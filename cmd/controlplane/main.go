@@ -233,7 +233,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 // addIntegrations mounts the signup form, its admin review and the payment paths when
 // their settings are given.
 func addIntegrations(a *api.Config, cfg config, st *store.Store, metrics *opsmetrics.Metrics, log *slog.Logger) error {
-	signups := signup.NewPGStore(st.Pool(), time.Now)
+	signups := st
 	rev, err := signup.NewAdmin(signups, log)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
+	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/clientaddr"
 )
@@ -25,7 +26,7 @@ import (
 type Store interface {
 	// CreateSignup stores a pending request. A pending request for the same email
 	// (case-insensitive) makes it a no-op without error.
-	CreateSignup(ctx context.Context, s Submission, clientAddr string) error
+	CreateSignup(ctx context.Context, f store.SignupForm, clientAddr string) error
 }
 
 // Config configures the form handler.
@@ -145,7 +146,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.redirect(w, r, h.cfg.ConfirmURL)
 		return
 	}
-	if err := h.cfg.Store.CreateSignup(ctx, sub, addr); err != nil {
+	if err := h.cfg.Store.CreateSignup(ctx, sub.form(), addr); err != nil {
 		h.cfg.Logger.ErrorContext(ctx, "store signup", "client_addr", addr, "err", err)
 		h.note("error")
 		h.redirect(w, r, h.errorURL(CodeUnavailable))

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/controlplane/store"
 )
 
 const (
@@ -22,11 +24,11 @@ const (
 
 type fakeStore struct {
 	mu   sync.Mutex
-	subs []Submission
+	subs []store.SignupForm
 	fail error
 }
 
-func (f *fakeStore) CreateSignup(_ context.Context, s Submission, _ string) error {
+func (f *fakeStore) CreateSignup(_ context.Context, s store.SignupForm, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type pgFixture struct {
 	st    *store.Store
-	ps    *PGStore
+	ps    *store.Store
 	h     *Handler
 	mux   *http.ServeMux
 	clock time.Time
@@ -29,13 +29,14 @@ func newPGFixture(t *testing.T) *pgFixture {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	db := pgtest.NewRoles(t)
-	st, err := store.Open(context.Background(), store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: discard})
+	f := &pgFixture{clock: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	st, err := store.Open(context.Background(), store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: discard,
+		Now: func() time.Time { return f.clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	f := &pgFixture{st: st, clock: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	f.ps = NewPGStore(st.Pool(), func() time.Time { return f.clock })
+	f.st, f.ps = st, st
 	f.h = newTestHandler(t, f.ps, time.Now)
 	adm, err := NewAdmin(f.ps, discard)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/pgtest"
@@ -32,7 +31,7 @@ func TestSignupsAgainstControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	ps := signup.NewPGStore(st.Pool(), time.Now)
+	ps := st
 	form, err := signup.NewHandler(signup.Config{Store: ps, ConfirmURL: "https://example.com/ok",
 		ErrorURL: "https://example.com/err", Logger: discard})
 	if err != nil {
