@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/money"
 )
 
-// Ledger is what the webhook needs from the store: a transaction and ledger credits and
-// refunds inside it. *store.Store implements it.
+// Ledger is what the webhook needs from the store: one transaction of the payment tables
+// and the ledger (store.PaymentTx). *store.Store implements it.
 type Ledger interface {
-	InTx(ctx context.Context, fn func(tx pgx.Tx) error) error
-	CreditTx(ctx context.Context, tx pgx.Tx, c store.Credit) (store.CreditResult, error)
-	RefundTx(ctx context.Context, tx pgx.Tx, c store.Credit) (store.CreditResult, error)
+	InPaymentTx(ctx context.Context, fn func(tx *store.PaymentTx) error) error
 }
 
 // Outcome is what applying a checkout event did; it is stored with the event.
@@ -95,15 +91,15 @@ type ApplyResult struct {
 // the conflict.
 func Apply(ctx context.Context, l Ledger, ev CheckoutEvent, live bool) (ApplyResult, error) {
 	var res ApplyResult
-	err := l.InTx(ctx, func(tx pgx.Tx) error {
+	err := l.InPaymentTx(ctx, func(tx *store.PaymentTx) error {
 		res = ApplyResult{}
 		var replay Session
-		if err := applyCheckout(ctx, l, tx, ev, live, &res, &replay); err != nil || replay.ID == "" {
+		if err := applyCheckout(ctx, tx, ev, live, &res, &replay); err != nil || replay.ID == "" {
 			return err
 		}
 		// Refund and dispute events of this payment that came before it apply now.
 		var err error
-		res.Replayed, err = replayPending(ctx, l, tx, replay, ev.PaymentIntentID, live)
+		res.Replayed, err = replayPending(ctx, tx, replay, ev.PaymentIntentID, live)
 		return err
 	})
 	if err != nil {
@@ -114,10 +110,10 @@ func Apply(ctx context.Context, l Ledger, ev CheckoutEvent, live bool) (ApplyRes
 
 // applyCheckout is Apply's work inside its transaction. It sets *replay to the recorded
 // session when the event is not refused and names its payment intent.
-func applyCheckout(ctx context.Context, l Ledger, tx pgx.Tx, ev CheckoutEvent, live bool, res *ApplyResult, replay *Session) error {
+func applyCheckout(ctx context.Context, tx *store.PaymentTx, ev CheckoutEvent, live bool, res *ApplyResult, replay *Session) error {
 	outcome := ev.Outcome
 	var micro int64
-	sess, found, err := sessionByID(ctx, tx, ev.SessionID)
+	sess, found, err := tx.SessionByID(ctx, ev.SessionID)
 	if err != nil {
 		return err
 	}
@@ -144,32 +140,26 @@ func applyCheckout(ctx context.Context, l Ledger, tx pgx.Tx, ev CheckoutEvent, l
 		}
 	}
 	if found && !outcome.Refused() && ev.PaymentIntentID != "" {
-		if err := setPaymentIntent(ctx, tx, ev.SessionID, ev.PaymentIntentID); err != nil {
+		if err := tx.SetPaymentIntent(ctx, ev.SessionID, ev.PaymentIntentID); err != nil {
 			return err
 		}
 		*replay = sess
 	}
 	if found && outcome == OutcomeExpired && sess.Status == "open" {
-		if err := setSessionStatus(ctx, tx, ev.SessionID, "expired"); err != nil {
+		if err := tx.SetSessionStatus(ctx, ev.SessionID, "expired"); err != nil {
 			return err
 		}
 	}
 	if outcome == "" {
 		outcome = OutcomeNotPaid
 	}
-	var created *time.Time
-	if !ev.Created.IsZero() {
-		created = &ev.Created
-	}
-	tag, err := tx.Exec(ctx, `INSERT INTO payment_events (event_id, type, checkout_session_id, account_id,
-			payment_status, amount_ore, currency, livemode, outcome, provider_created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (event_id) DO NOTHING`,
-		ev.EventID, ev.Type, ev.SessionID, ev.AccountID, ev.PaymentStatus, ev.AmountOre, ev.Currency, ev.Livemode,
-		string(outcome), created)
+	inserted, err := tx.InsertCheckoutEvent(ctx, store.PaymentEvent{EventID: ev.EventID, Type: ev.Type,
+		SessionID: ev.SessionID, AccountID: ev.AccountID, PaymentStatus: ev.PaymentStatus, AmountOre: ev.AmountOre,
+		Currency: ev.Currency, Livemode: ev.Livemode, Outcome: string(outcome), Created: ev.Created})
 	if err != nil {
-		return fmt.Errorf("record payment event %s: %w", ev.EventID, err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !inserted {
 		res.Outcome = OutcomeDuplicateEvent
 		return nil
 	}
@@ -177,16 +167,14 @@ func applyCheckout(ctx context.Context, l Ledger, tx pgx.Tx, ev CheckoutEvent, l
 	if outcome != OutcomeCredited {
 		return nil
 	}
-	tag, err = tx.Exec(ctx, `INSERT INTO payment_credits (checkout_session_id, account_id, event_id, amount_ore, amount_micro_sek)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (checkout_session_id) DO NOTHING`,
-		ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
+	inserted, err = tx.InsertCredit(ctx, ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
 	if err != nil {
-		return fmt.Errorf("record payment credit %s: %w", ev.SessionID, err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !inserted {
 		return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, res)
 	}
-	cr, err := l.CreditTx(ctx, tx, store.Credit{
+	cr, err := tx.Credit(ctx, store.Credit{
 		AccountID:      ev.AccountID,
 		AmountMicroSEK: micro,
 		Kind:           store.KindTopup,
@@ -199,7 +187,7 @@ func applyCheckout(ctx context.Context, l Ledger, tx pgx.Tx, ev CheckoutEvent, l
 	if !cr.Applied { // the ledger already had this session (e.g. credited by hand)
 		return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, res)
 	}
-	if err := setSessionStatus(ctx, tx, ev.SessionID, "complete"); err != nil {
+	if err := tx.SetSessionStatus(ctx, ev.SessionID, "complete"); err != nil {
 		return err
 	}
 	res.AmountMicroSEK = micro
@@ -207,9 +195,9 @@ func applyCheckout(ctx context.Context, l Ledger, tx pgx.Tx, ev CheckoutEvent, l
 	return nil
 }
 
-func markOutcome(ctx context.Context, tx pgx.Tx, eventID string, o Outcome, res *ApplyResult) error {
-	if _, err := tx.Exec(ctx, `UPDATE payment_events SET outcome = $2 WHERE event_id = $1`, eventID, string(o)); err != nil {
-		return fmt.Errorf("update payment event %s: %w", eventID, err)
+func markOutcome(ctx context.Context, tx *store.PaymentTx, eventID string, o Outcome, res *ApplyResult) error {
+	if err := tx.SetEventOutcome(ctx, eventID, string(o)); err != nil {
+		return err
 	}
 	res.Outcome = o
 	return nil

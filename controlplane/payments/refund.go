@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stripe/stripe-go/v76"
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
@@ -48,9 +47,9 @@ type ChargeEvent struct {
 // that is not one of the gateway's checkout sessions, are recorded and change nothing.
 func ApplyCharge(ctx context.Context, l Ledger, ev ChargeEvent, live bool) (ApplyResult, error) {
 	var res ApplyResult
-	err := l.InTx(ctx, func(tx pgx.Tx) error {
+	err := l.InPaymentTx(ctx, func(tx *store.PaymentTx) error {
 		res = ApplyResult{}
-		sess, found, err := sessionByPaymentIntent(ctx, tx, ev.PaymentIntentID)
+		sess, found, err := tx.SessionByPaymentIntent(ctx, ev.PaymentIntentID)
 		if err != nil {
 			return err
 		}
@@ -69,16 +68,14 @@ func ApplyCharge(ctx context.Context, l Ledger, ev ChargeEvent, live bool) (Appl
 		}
 		// An event whose payment no checkout event has named yet keeps what it needs to be
 		// applied when one does (replayPending).
-		tag, err := tx.Exec(ctx, `INSERT INTO payment_events (event_id, type, checkout_session_id, account_id,
-				payment_status, amount_ore, currency, livemode, outcome, provider_created_at,
-				payment_intent_id, charge_id, dispute_id, reason)
-			VALUES ($1, $2, $3, $4, '', $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (event_id) DO NOTHING`,
-			ev.EventID, ev.Type, sess.ID, sess.AccountID, amount, ev.Currency, ev.Livemode, string(outcome), nullTime(ev.Created),
-			ev.PaymentIntentID, ev.ChargeID, ev.DisputeID, ev.Reason)
+		inserted, err := tx.InsertChargeEvent(ctx, store.PaymentEvent{EventID: ev.EventID, Type: ev.Type,
+			SessionID: sess.ID, AccountID: sess.AccountID, AmountOre: amount, Currency: ev.Currency, Livemode: ev.Livemode,
+			Outcome: string(outcome), Created: ev.Created, PaymentIntentID: ev.PaymentIntentID, ChargeID: ev.ChargeID,
+			DisputeID: ev.DisputeID, Reason: ev.Reason})
 		if err != nil {
-			return fmt.Errorf("record payment event %s: %w", ev.EventID, err)
+			return err
 		}
-		if tag.RowsAffected() == 0 {
+		if !inserted {
 			res.Outcome = OutcomeDuplicateEvent
 			return nil
 		}
@@ -89,7 +86,7 @@ func ApplyCharge(ctx context.Context, l Ledger, ev ChargeEvent, live bool) (Appl
 		if ev.Type == EventDisputeCreated {
 			outcome, err = applyDispute(ctx, tx, ev, sess)
 		} else {
-			outcome, err = applyRefund(ctx, l, tx, ev, sess, &res)
+			outcome, err = applyRefund(ctx, tx, ev, sess, &res)
 		}
 		if err != nil {
 			return err
@@ -105,24 +102,15 @@ func ApplyCharge(ctx context.Context, l Ledger, ev ChargeEvent, live bool) (Appl
 // replayPending applies the refund and dispute events of payment intent pi that were
 // recorded as unknown_session because they arrived before any checkout event named pi;
 // sess is the session a checkout event has just tied to pi. It returns how many it applied.
-func replayPending(ctx context.Context, l Ledger, tx pgx.Tx, sess Session, pi string, live bool) (int, error) {
-	rows, err := tx.Query(ctx, `SELECT event_id, type, livemode, currency, amount_ore, charge_id, dispute_id, reason
-		FROM payment_events WHERE payment_intent_id = $1 AND outcome = $2 AND type IN ($3, $4)
-		ORDER BY received_at, event_id FOR UPDATE`, pi, string(OutcomeUnknownSession), EventChargeRefunded, EventDisputeCreated)
+func replayPending(ctx context.Context, tx *store.PaymentTx, sess Session, pi string, live bool) (int, error) {
+	pending, err := tx.PendingChargeEvents(ctx, pi, string(OutcomeUnknownSession), EventChargeRefunded, EventDisputeCreated)
 	if err != nil {
-		return 0, fmt.Errorf("pending events of %s: %w", pi, err)
+		return 0, err
 	}
-	pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChargeEvent, error) {
-		ev := ChargeEvent{PaymentIntentID: pi}
-		var amount int64
-		err := r.Scan(&ev.EventID, &ev.Type, &ev.Livemode, &ev.Currency, &amount, &ev.ChargeID, &ev.DisputeID, &ev.Reason)
-		ev.RefundedOre, ev.DisputeOre = amount, amount
-		return ev, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("pending events of %s: %w", pi, err)
-	}
-	for _, ev := range pending {
+	for _, pe := range pending {
+		ev := ChargeEvent{EventID: pe.EventID, Type: pe.Type, Livemode: pe.Livemode, ChargeID: pe.ChargeID,
+			PaymentIntentID: pi, Currency: pe.Currency, RefundedOre: pe.AmountOre, DisputeID: pe.DisputeID,
+			DisputeOre: pe.AmountOre, Reason: pe.Reason}
 		var res ApplyResult
 		var outcome Outcome
 		switch {
@@ -133,14 +121,13 @@ func replayPending(ctx context.Context, l Ledger, tx pgx.Tx, sess Session, pi st
 		case ev.Type == EventDisputeCreated:
 			outcome, err = applyDispute(ctx, tx, ev, sess)
 		default:
-			outcome, err = applyRefund(ctx, l, tx, ev, sess, &res)
+			outcome, err = applyRefund(ctx, tx, ev, sess, &res)
 		}
 		if err != nil {
 			return 0, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE payment_events SET checkout_session_id = $2, account_id = $3 WHERE event_id = $1`,
-			ev.EventID, sess.ID, sess.AccountID); err != nil {
-			return 0, fmt.Errorf("update payment event %s: %w", ev.EventID, err)
+		if err := tx.AttachEvent(ctx, ev.EventID, sess.ID, sess.AccountID); err != nil {
+			return 0, err
 		}
 		if err := markOutcome(ctx, tx, ev.EventID, outcome, &res); err != nil {
 			return 0, err
@@ -149,15 +136,11 @@ func replayPending(ctx context.Context, l Ledger, tx pgx.Tx, sess Session, pi st
 	return len(pending), nil
 }
 
-func applyRefund(ctx context.Context, l Ledger, tx pgx.Tx, ev ChargeEvent, sess Session, res *ApplyResult) (Outcome, error) {
+func applyRefund(ctx context.Context, tx *store.PaymentTx, ev ChargeEvent, sess Session, res *ApplyResult) (Outcome, error) {
 	total := min(max(ev.RefundedOre, 0), sess.AmountOre)
-	if _, err := tx.Exec(ctx, `INSERT INTO payment_refunds (charge_id, checkout_session_id, account_id, refunded_ore)
-		VALUES ($1, $2, $3, 0) ON CONFLICT (charge_id) DO NOTHING`, ev.ChargeID, sess.ID, sess.AccountID); err != nil {
-		return "", fmt.Errorf("record refund of %s: %w", ev.ChargeID, err)
-	}
-	var prev int64
-	if err := tx.QueryRow(ctx, `SELECT refunded_ore FROM payment_refunds WHERE charge_id = $1 FOR UPDATE`, ev.ChargeID).Scan(&prev); err != nil {
-		return "", fmt.Errorf("read refund of %s: %w", ev.ChargeID, err)
+	prev, err := tx.LockRefund(ctx, ev.ChargeID, sess.ID, sess.AccountID)
+	if err != nil {
+		return "", err
 	}
 	if total <= prev {
 		return OutcomeAlreadyRefunded, nil
@@ -166,10 +149,10 @@ func applyRefund(ctx context.Context, l Ledger, tx pgx.Tx, ev ChargeEvent, sess 
 	if err != nil {
 		return "", fmt.Errorf("refund of %s: %w", ev.ChargeID, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE payment_refunds SET refunded_ore = $2, updated_at = now() WHERE charge_id = $1`, ev.ChargeID, total); err != nil {
-		return "", fmt.Errorf("update refund of %s: %w", ev.ChargeID, err)
+	if err := tx.SetRefunded(ctx, ev.ChargeID, total); err != nil {
+		return "", err
 	}
-	cr, err := l.RefundTx(ctx, tx, store.Credit{
+	cr, err := tx.Refund(ctx, store.Credit{
 		AccountID:      sess.AccountID,
 		AmountMicroSEK: -micro,
 		Reference:      "refund:" + ev.ChargeID + ":" + strconv.FormatInt(total, 10),
@@ -183,29 +166,20 @@ func applyRefund(ctx context.Context, l Ledger, tx pgx.Tx, ev ChargeEvent, sess 
 	return OutcomeRefunded, nil
 }
 
-func applyDispute(ctx context.Context, tx pgx.Tx, ev ChargeEvent, sess Session) (Outcome, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO payment_disputes (dispute_id, charge_id, checkout_session_id, account_id, amount_ore, reason, event_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (dispute_id) DO NOTHING`,
-		ev.DisputeID, ev.ChargeID, sess.ID, sess.AccountID, ev.DisputeOre, ev.Reason, ev.EventID)
+func applyDispute(ctx context.Context, tx *store.PaymentTx, ev ChargeEvent, sess Session) (Outcome, error) {
+	inserted, err := tx.InsertDispute(ctx, store.PaymentEvent{EventID: ev.EventID, ChargeID: ev.ChargeID,
+		DisputeID: ev.DisputeID, AmountOre: ev.DisputeOre, Reason: ev.Reason}, sess.ID, sess.AccountID)
 	if err != nil {
-		return "", fmt.Errorf("record dispute %s: %w", ev.DisputeID, err)
+		return "", err
 	}
-	if tag.RowsAffected() == 0 {
+	if !inserted {
 		return OutcomeAlreadyDisputed, nil
 	}
-	// The accounts trigger notifies the snapshot compiler: nodes refuse the account's keys
-	// with 403 account_suspended within seconds.
-	if _, err := tx.Exec(ctx, `UPDATE accounts SET suspended = true WHERE id = $1`, sess.AccountID); err != nil {
-		return "", fmt.Errorf("suspend %s after dispute %s: %w", sess.AccountID, ev.DisputeID, err)
+	// Nodes refuse the account's keys with 403 account_suspended within seconds.
+	if err := tx.SuspendAccount(ctx, sess.AccountID); err != nil {
+		return "", fmt.Errorf("after dispute %s: %w", ev.DisputeID, err)
 	}
 	return OutcomeAccountSuspended, nil
-}
-
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 func idOf(pi *stripe.PaymentIntent) string {

@@ -81,7 +81,7 @@ type TopupConfig struct {
 	SecretKey string
 	// Sessions records every checkout session created, before its URL is handed out; the
 	// webhook credits only recorded sessions. Required (*store.Store).
-	Sessions Tx
+	Sessions Sessions
 	// APIBase is the provider API's base URL without /v1 (for tests, a stripe-mock
 	// address). Empty means the provider's public API.
 	APIBase string
@@ -256,7 +256,7 @@ func (t *Topup) createSession(r *http.Request, account string, amountSEK int64, 
 		sess.Created = time.Unix(s.Created, 0).UTC()
 	}
 	// Recorded before the URL is handed out, so every session a customer can pay is known.
-	if err := recordSession(r.Context(), t.cfg.Sessions, sess); err != nil {
+	if err := t.cfg.Sessions.RecordCheckoutSession(r.Context(), sess); err != nil {
 		return "", fmt.Errorf("%w: %v", errRecordSession, err)
 	}
 	return s.URL, nil

@@ -75,7 +75,7 @@ func FuzzParseTopupBody(f *testing.F) {
 	})
 }
 
-func newTestTopup(t *testing.T, apiBase string, sessions Tx) *Topup {
+func newTestTopup(t *testing.T, apiBase string, sessions Sessions) *Topup {
 	t.Helper()
 	tp, err := NewTopup(TopupConfig{
 		SecretKey:         "sk_test_123",

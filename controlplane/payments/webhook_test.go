@@ -54,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 // created records a checkout session as the top-up does after the provider created it.
 func (f *fixture) created(t *testing.T, sessionID, account string, amountOre int64) {
 	t.Helper()
-	if err := recordSession(context.Background(), f.st, Session{ID: sessionID, AccountID: account, AmountOre: amountOre,
+	if err := f.st.RecordCheckoutSession(context.Background(), Session{ID: sessionID, AccountID: account, AmountOre: amountOre,
 		Currency: "sek", RequestID: "req_" + sessionID}); err != nil {
 		t.Fatal(err)
 	}

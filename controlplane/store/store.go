@@ -143,7 +143,7 @@ func (s *Store) OwnsLedger(ctx context.Context) (bool, string, error) {
 // Close releases the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// Pool exposes the pool for callers that need raw access (tests, later features).
+// Pool exposes the pool for its metrics (opsmetrics) and for tests that look behind the store.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Migrations returns the embedded migration files (for inspection and tests).
