@@ -61,7 +61,7 @@ func fuzzParse(f *testing.F, endpoint string) {
 		if err := json.Unmarshal(body, &v); err != nil {
 			t.Fatalf("accepted %q, which encoding/json refuses: %v", body, err)
 		}
-		if off, why := textCheck(string(body)); off >= 0 {
+		if off, why := refTextCheck(string(body)); off >= 0 {
 			t.Fatalf("accepted %q with text that is not valid Unicode at %d: %s", body, off, why)
 		}
 		if r.Model == "" || r.Endpoint != endpoint || r.MaxTokens < 0 || r.PromptBytes < 0 || r.InputCount < 0 {
@@ -94,8 +94,8 @@ func FuzzWalk(f *testing.F) {
 		for _, off := range []int{0, len(s) / 3, len(s) / 2, len(s) - 1} {
 			_ = pathAt(s, off)
 		}
-		_, _ = textCheck(s)
-		if _, inf := structure(s); inf >= 0 || !utf8.Valid(b) {
+		_, _ = refTextCheck(s)
+		if _, inf := refStructure(s); inf >= 0 || !utf8.Valid(b) {
 			return // numbers outside float64 or invalid UTF-8, which Parse refuses (values.go)
 		}
 		var v any

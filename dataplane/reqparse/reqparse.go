@@ -2,10 +2,11 @@
 // looks at the fields routing, limits and metering need and leaves the rest of the body
 // untouched, so same-protocol requests are forwarded byte for byte.
 //
-// Parse validates the JSON once (gjson, no allocation) and then walks the raw bytes; on a
-// valid body it allocates only the returned model name. Every refusal is a 400
-// invalid_request_error naming the offending param (nested params look like
-// "messages[2].content" or "questions.q1"), or a 413 for a body over MaxBodyBytes.
+// Parse validates the JSON in one scan (scan.go: grammar, nesting and strict values, no
+// allocation) and then walks the raw bytes; on a valid body it allocates only the returned
+// model name. Every refusal is a 400 invalid_request_error naming the offending param
+// (nested params look like "messages[2].content" or "questions.q1"), or a 413 for a body
+// over MaxBodyBytes.
 //
 // Choices made where the interface is silent:
 //   - JSON null counts as absent for every optional field (SDKs and frameworks send nulls).
@@ -38,8 +39,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -155,25 +154,11 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 		return Request{}, apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
 			"request body exceeds "+strconv.Itoa(MaxBodyBytes(endpoint))+" bytes")
 	}
-	s := bstr(body)
-	depthOK, inf := structure(s)
-	if !depthOK {
-		return Request{}, apierror.InvalidParam("", "request body nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
-	}
-	if !gjson.Valid(s) {
-		return Request{}, apierror.InvalidParam("", "request body is not valid JSON")
-	}
-	obj := s[skipWS(s, 0):]
-	if kindOf(obj) != kObject {
-		return Request{}, apierror.InvalidParam("", "request body must be a JSON object")
-	}
-	if err := checkValues(s, inf); err != nil {
+	obj, err := validate(body)
+	if err != nil {
 		return Request{}, err
 	}
-	var (
-		r   Request
-		err *apierror.Error
-	)
+	var r Request
 	switch endpoint {
 	case snapshot.EndpointChat:
 		r, err = parseChat(obj)
@@ -199,6 +184,26 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 	r.Endpoint = endpoint
 	r.Model = strings.Clone(r.Model)
 	return r, nil
+}
+
+// validate checks body with the one scan (scan.go) and returns the text of its object, or
+// the refusal: too deep, not JSON, not an object, or a value that is not strict (values.go).
+func validate(body []byte) (string, *apierror.Error) {
+	s := bstr(body)
+	sr := scan(body, true)
+	if !sr.ok {
+		if nestsTooDeep(s) {
+			return "", apierror.InvalidParam("", "request body nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
+		}
+		return "", apierror.InvalidParam("", "request body is not valid JSON")
+	}
+	if !sr.object {
+		return "", apierror.InvalidParam("", "request body must be a JSON object")
+	}
+	if err := sr.valuesErr(s); err != nil {
+		return "", err
+	}
+	return s[skipWS(s, 0):], nil
 }
 
 // Field checks. Each returns nil when the raw value v of param satisfies the rule; absent

@@ -146,28 +146,31 @@ func TestPathAt(t *testing.T) {
 	}
 }
 
-// BenchmarkValues measures the strict-value checks on a 64 KiB chat body: the text check
-// (UTF-8 over the raw bytes, then the \u escapes) and the nesting scan that also finds
-// non-finite numbers (the nesting scan alone existed before).
-func BenchmarkValues(b *testing.B) {
-	body := chatBody(64 << 10)
-	s := string(body)
-	b.Run("text", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if off, _ := textCheck(s); off >= 0 {
-				b.Fatal("bad text")
+// BenchmarkScan measures the validating scan (scan.go) on 64 KiB bodies against the passes
+// it replaced (reference_test.go: nesting and numbers, gjson.Valid, UTF-8 and escapes).
+func BenchmarkScan(b *testing.B) {
+	for _, body := range []struct {
+		name string
+		b    []byte
+	}{{"chat", chatBody(64 << 10)}, {"prose", proseBody(64 << 10)}} {
+		s := string(body.b)
+		b.Run(body.name+"/scan", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				if r := scan(body.b, true); !r.ok || r.valuesErr(s) != nil {
+					b.Fatal("refused")
+				}
 			}
-		}
-	})
-	b.Run("structure", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if ok, inf := structure(s); !ok || inf >= 0 {
-				b.Fatal("bad structure")
+		})
+		b.Run(body.name+"/reference", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				if refFront(s) != nil {
+					b.Fatal("refused")
+				}
 			}
-		}
-	})
+		})
+	}
 }

@@ -10,33 +10,24 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// This file walks JSON text that gjson.Valid has already accepted. gjson validates without
-// allocating, but its iterators unescape every string value they pass (one allocation per
-// string containing an escape, i.e. nearly every message content), so the walk over the
-// validated bytes is done here: it hands out raw value text and allocates nothing unless a
-// key itself is escaped.
+// This file walks JSON text that the scan (scan.go) has already accepted. gjson's iterators
+// unescape every string value they pass (one allocation per string containing an escape,
+// i.e. nearly every message content), so the walk over the validated bytes is done here: it
+// hands out raw value text and allocates nothing unless a key itself is escaped.
 
-// MaxDepth is the deepest nesting of arrays and objects a body may have. gjson's validator
-// is recursive: a few MiB of "[" would overflow the goroutine stack and crash the process,
-// so nesting is bounded by an iterative scan before any recursive code runs.
+// MaxDepth is the deepest nesting of arrays and objects a body may have. Recursive parsers
+// (gjson's, encoding/json's) would let a few MiB of "[" exhaust the goroutine stack, so the
+// scan, which does not recurse, bounds nesting before any recursive code runs.
 const MaxDepth = 128
 
 // ValidJSON reports whether b is one valid JSON value nested at most MaxDepth deep. It is
 // safe on any input, including bodies built to exhaust the stack of recursive parsers.
-func ValidJSON(b []byte) bool {
-	s := bstr(b)
-	return nestingOK(s) && gjson.Valid(s)
-}
+// It accepts exactly what gjson.Valid accepts within that depth.
+func ValidJSON(b []byte) bool { return scan(b, false).ok }
 
 // bstr views b as a string without copying. Strings derived from it must not outlive the
 // caller's use of b unless cloned.
 func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// nestingOK reports whether s nests at most MaxDepth deep, skipping string contents.
-func nestingOK(s string) bool {
-	ok, _ := structure(s)
-	return ok
-}
 
 // stringEnd returns the index just past the string literal starting at s[i] == '"', or
 // len(s) when it is not terminated.

@@ -1,0 +1,401 @@
+package reqparse
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// The validating scan: one pass over the body checks the JSON grammar (exactly gjson.Valid's:
+// RFC 8259 with the whitespace " \t\n\r", any byte from 0x20 up inside strings), the nesting
+// depth, and, in a strict scan, the strict values of values.go: UTF-8, lone surrogates and
+// numbers too large for a float64. It replaces four passes (nesting, gjson.Valid, UTF-8 over
+// the raw bytes, escapes) and keeps their answers: where the old passes reported the first
+// offending offset, the scan reports the same one (the differential fuzz target in
+// scan_test.go holds it to the old code, kept in reference_test.go).
+//
+// String contents, most of a request body, are read eight bytes at a time: a word with no
+// quote, backslash, control or non-ASCII byte is skipped in a few instructions.
+
+// scanResult is what a scan found. The offsets are -1 when there is nothing to report, and
+// are only filled in by a strict scan of a body that is valid JSON.
+type scanResult struct {
+	ok      bool   // one JSON value (gjson's grammar), nested at most MaxDepth deep
+	object  bool   // the value is an object (meaningful when ok)
+	badUTF8 int    // first byte that is not valid UTF-8
+	surr    int    // first \u escape that is a lone surrogate
+	surrWhy string // what is wrong with it
+	inf     int    // start of the first number literal outside the float64 range
+}
+
+const (
+	whyUTF8     = "text must be valid UTF-8"
+	whyLoneHigh = "a \\u escape is a lone high surrogate; text must be valid Unicode"
+	whyLoneLow  = "a \\u escape is a lone low surrogate; text must be valid Unicode"
+	whyInf      = "numbers must be finite: this one is outside the range of a 64-bit float"
+)
+
+type scanner struct {
+	b      []byte
+	strict bool
+	res    scanResult
+}
+
+// scan checks b in one pass; strict adds the strict-value checks.
+func scan(b []byte, strict bool) scanResult {
+	sc := scanner{b: b, strict: strict, res: scanResult{badUTF8: -1, surr: -1, inf: -1}}
+	sc.res.ok = sc.value()
+	return sc.res
+}
+
+// value runs the grammar over the whole of sc.b. Containers are kept on a bit stack (1 for an
+// object), so nothing recurses and nothing allocates.
+func (sc *scanner) value() bool {
+	b := sc.b
+	var stack [MaxDepth / 64]uint64
+	depth := 0
+	i := skipWSb(b, 0)
+	sc.res.object = i < len(b) && b[i] == '{'
+	for {
+		// A value starts at b[i] (whitespace skipped).
+		if i >= len(b) {
+			return false
+		}
+		switch c := b[i]; c {
+		case '"':
+			i = sc.str(i + 1)
+		case '{', '[':
+			if depth == MaxDepth {
+				return false
+			}
+			bit := uint64(1) << (depth & 63)
+			if c == '{' {
+				stack[depth>>6] |= bit
+			} else {
+				stack[depth>>6] &^= bit
+			}
+			depth++
+			i = skipWSb(b, i+1)
+			if i >= len(b) {
+				return false
+			}
+			if c == '{' {
+				if b[i] != '}' {
+					if i = sc.key(i); i < 0 {
+						return false
+					}
+					continue
+				}
+			} else if b[i] != ']' {
+				continue
+			}
+			depth--
+			i++
+		case 't':
+			i = lit(b, i, "true")
+		case 'f':
+			i = lit(b, i, "false")
+		case 'n':
+			i = lit(b, i, "null")
+		default:
+			if c != '-' && (c < '0' || c > '9') {
+				return false
+			}
+			i = sc.number(i)
+		}
+		// After a value: close containers until a comma starts the next value.
+		for {
+			if i < 0 {
+				return false
+			}
+			i = skipWSb(b, i)
+			if depth == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			obj := stack[(depth-1)>>6]&(1<<((depth-1)&63)) != 0
+			c := b[i]
+			if c == ',' {
+				i = skipWSb(b, i+1)
+				if obj {
+					if i = sc.key(i); i < 0 {
+						return false
+					}
+				}
+				break
+			}
+			if obj && c != '}' || !obj && c != ']' {
+				return false
+			}
+			depth--
+			i++
+		}
+	}
+}
+
+func skipWSb(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// lit returns the index past the literal word at b[i], or -1.
+func lit(b []byte, i int, word string) int {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return -1
+	}
+	return i + len(word)
+}
+
+// key reads an object key and its colon at b[i]; it returns the index of the member's value
+// (whitespace skipped), or -1.
+func (sc *scanner) key(i int) int {
+	b := sc.b
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = sc.str(i + 1); i < 0 {
+		return -1
+	}
+	i = skipWSb(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipWSb(b, i+1)
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special has the high bit of every byte of w set that a string scan must look at: a quote,
+// a backslash, a control character or a non-ASCII byte. Bits above the first such byte may
+// be set spuriously (borrows), so only the lowest set bit is meaningful.
+func special(w uint64) uint64 {
+	return (w | (w - 0x20*ones) | ((w ^ '"'*ones) - ones) | ((w ^ '\\'*ones) - ones)) & highs
+}
+
+// str reads the rest of a string whose opening quote is at b[i-1] and returns the index past
+// its closing quote, or -1.
+func (sc *scanner) str(i int) int {
+	b := sc.b
+	for {
+		for len(b)-i >= 8 {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			return -1
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			if i = sc.escape(i); i < 0 {
+				return -1
+			}
+		case c < 0x20:
+			return -1
+		case c < utf8.RuneSelf:
+			i++
+		case !sc.strict:
+			i++
+		default:
+			// A run of non-ASCII text, rune by rune (what utf8.ValidString does).
+			for i < len(b) && b[i] >= utf8.RuneSelf {
+				r, n := utf8.DecodeRune(b[i:])
+				if r == utf8.RuneError && n == 1 && sc.res.badUTF8 < 0 {
+					sc.res.badUTF8 = i
+				}
+				i += n
+			}
+		}
+	}
+}
+
+// escape reads the escape at b[i] == '\\' and returns the index past it, or -1. A strict scan
+// notes a \u escape that is a lone surrogate (a high one not followed at once by a \u low one).
+func (sc *scanner) escape(i int) int {
+	b := sc.b
+	if i+1 >= len(b) {
+		return -1
+	}
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2
+	case 'u':
+	default:
+		return -1
+	}
+	r := hex4b(b, i+2)
+	if r < 0 {
+		return -1
+	}
+	if sc.strict && r >= 0xD800 && r <= 0xDFFF {
+		if r >= 0xDC00 {
+			sc.loneSurrogate(i, whyLoneLow)
+		} else {
+			if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+				if lo := hex4b(b, i+8); lo >= 0xDC00 && lo <= 0xDFFF {
+					return i + 12
+				}
+			}
+			sc.loneSurrogate(i, whyLoneHigh)
+		}
+	}
+	return i + 6
+}
+
+func (sc *scanner) loneSurrogate(i int, why string) {
+	if sc.res.surr < 0 {
+		sc.res.surr, sc.res.surrWhy = i, why
+	}
+}
+
+// hex4b returns the value of the four hex digits at b[i:], or -1.
+func hex4b(b []byte, i int) int {
+	if len(b)-i < 4 {
+		return -1
+	}
+	r := 0
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | int(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return r
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number reads the number literal at b[i] and returns the index past it, or -1. A strict scan
+// notes the first literal that is not a finite float64; only literals with an exponent or
+// with 300 integer digits can be one, and most of those are decided without strconv.
+func (sc *scanner) number(i int) int {
+	b := sc.b
+	start := i
+	if b[i] == '-' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+	}
+	intStart := i
+	if b[i] == '0' {
+		i++
+	} else {
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	intDigits := i - intStart
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i >= len(b) || b[i]|0x20 != 'e' {
+		if intDigits >= 300 {
+			sc.checkFinite(start, i)
+		}
+		return i
+	}
+	i++
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	if i >= len(b) || !isDigit(b[i]) {
+		return -1
+	}
+	exp := 0
+	for i < len(b) && isDigit(b[i]) {
+		exp = min(exp*10+int(b[i]-'0'), 1<<20)
+		i++
+	}
+	// Below 10^300 a literal is finite whatever its digits.
+	if intDigits >= 300 || !neg && intDigits+exp > 300 {
+		sc.checkFinite(start, i)
+	}
+	return i
+}
+
+func (sc *scanner) checkFinite(start, end int) {
+	if !sc.strict || sc.res.inf >= 0 {
+		return
+	}
+	f, err := strconv.ParseFloat(bstr(sc.b[start:end]), 64)
+	if err != nil && math.IsInf(f, 0) {
+		sc.res.inf = start
+	}
+}
+
+// nestsTooDeep reports whether s opens more than MaxDepth arrays and objects that are not
+// yet closed at some point, counting brackets outside strings whether or not s is valid
+// JSON. It decides which of two refusals an invalid body gets (error path only).
+func nestsTooDeep(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i = stringEnd(s, i) - 1
+		case '{', '[':
+			depth++
+			if depth > MaxDepth {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// valuesErr is the refusal for the first strict-value violation the scan of the valid JSON
+// text s found, or nil: invalid UTF-8 anywhere comes first, then lone surrogates, and a
+// non-finite number wins over either when it comes earlier in the body.
+func (r *scanResult) valuesErr(s string) *apierror.Error {
+	off, why := r.badUTF8, whyUTF8
+	if off < 0 {
+		off, why = r.surr, r.surrWhy
+	}
+	if r.inf >= 0 && (off < 0 || r.inf < off) {
+		off, why = r.inf, whyInf
+	}
+	if off < 0 {
+		return nil
+	}
+	p := pathAt(s, off)
+	if p == "" {
+		return bad("", why)
+	}
+	return bad(p, p+": "+why)
+}

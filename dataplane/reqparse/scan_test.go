@@ -1,0 +1,114 @@
+package reqparse
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// The scan (scan.go) must answer exactly as the passes it replaced (reference_test.go):
+// the same refusal with the same param and message for every body, and ValidJSON the same
+// for every input.
+
+var scanSeeds = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+	` {"a" : [1, -0.5e+3, true, false, null, "x\"y\\z\/\b\f\n\r\t\u00e5"] } `,
+	`{"x":"\ud83d\ude00","y":"\ud800","z":"\udc00","w":"\ud800\u0041","v":"\\ud800"}`,
+	`{"x":1e999,"y":-1E+400,"z":1e-999,"w":2e500,"v":0.1e309,"u":1.7976931348623157e308}`,
+	`{"v":0.1e309}`, `{"v":1e309}`, `{"v":123e306}`, `{"v":` + strings.Repeat("9", 250) + `e60}`, `{"v":1e0000000309}`,
+	`{"v":` + strings.Repeat("1", 299) + `e10}`, `{"v":` + strings.Repeat("1", 300) + `e-10}`, `{"v":[1e308,1e309]}`,
+	`{"v":9e308}`, `{"v":-1.8e308}`, `{"v":17976931348623159e292}`, `{"v":0.9e309}`,
+	`{"n":` + strings.Repeat("9", 400) + `,"m":` + strings.Repeat("9", 299) + `.` + strings.Repeat("9", 400) + `}`,
+	"{\"k\xff\":\"\xc3\x28\",\"a\":\"\xe2\x82\",\"b\":\"\xed\xa0\x80\",\"c\":\"\xc0\xaf\",\"d\":\"\xef\xbf\xbd\"}",
+	`{"a":"\ud800` + "\xff" + `","b":1e999}`,
+	`{"a":1e999,"b":"` + "\xff" + `"}`,
+	strings.Repeat("[", 128) + strings.Repeat("]", 128),
+	strings.Repeat("[", 129) + strings.Repeat("]", 129),
+	`{"a":` + strings.Repeat("[", 127) + strings.Repeat("]", 127) + `}`,
+	`]]]]` + strings.Repeat("[", 130),
+	`{"a":x` + strings.Repeat("[", 130),
+	`"\u12"`, `01`, `-`, `-0`, `1.`, `.5`, `1e`, `1e+`, `tru`, `nul`, `[1,]`, `{"a":1,}`, `{"a"}`,
+	`{"a":1 "b":2}`, `[1 2]`, "\"a\x1fb\"", "\"a\x7fb\"", `{}`, `[]`, `""`, ` `, ``, `{"a":"b"`,
+	`{"a":"\"}`, `{"\"":"]"}`, `[{"a":[{"b":{}}]}]`, "{\"a\":\"" + strings.Repeat("x", 37) + "\xe4\xb8\xad\"}",
+}
+
+// front is Parse's validation before its field walk.
+func front(b []byte) *apierror.Error {
+	_, err := validate(b)
+	return err
+}
+
+func param(e *apierror.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Param
+}
+
+func checkScan(t *testing.T, b []byte) {
+	t.Helper()
+	s := string(b)
+	if got, want := ValidJSON(b), refValidJSON(s); got != want {
+		t.Fatalf("ValidJSON(%q) = %v, reference %v", b, got, want)
+	}
+	if scan(b, true).ok != scan(b, false).ok {
+		t.Fatalf("strict and plain scans disagree on %q", b)
+	}
+	got, want := front(b), refFront(s)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("body %q:\n got  %v (param %q)\n want %v (param %q)", b, got, param(got), want, param(want))
+	}
+}
+
+func FuzzScan(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add(chatBody(1 << 10))
+	f.Add(messagesBody(1 << 10))
+	f.Add(responsesBody(1 << 10))
+	f.Add(streamEvent)
+	f.Fuzz(checkScan)
+}
+
+// TestScanMatchesReference compares the scan with the reference on the seeds, on random
+// strings of JSON tokens and awkward bytes, and on randomly mutated request bodies.
+func TestScanMatchesReference(t *testing.T) {
+	for _, s := range scanSeeds {
+		checkScan(t, []byte(s))
+	}
+	rng := rand.New(rand.NewPCG(16, 2))
+	tokens := []string{"{", "}", "[", "]", ",", ":", `"`, `"a"`, `"k":`, " ", "\n", "\t", "\r", `\`, `\"`,
+		`\\`, `\n`, `\u`, `\ud83d`, `\ude00`, `\ud800`, `\u00e5`, `\uDFFF`, "0", "1", "9", "-", "+", ".", "e",
+		"E", "1e999", "1e308", "1e309", "0.1e310", "e306", "00", "1e-400", "true", "false", "null", "tru", "x", "\xff", "\xc3", "\xa5", "\xe4\xb8\xad",
+		"\xed\xa0\x80", "\x1f", "\x7f", "\x00", strings.Repeat("ab", 9), strings.Repeat("9", 310)}
+	var sb strings.Builder
+	for range 60000 {
+		sb.Reset()
+		for range 1 + rng.IntN(24) {
+			sb.WriteString(tokens[rng.IntN(len(tokens))])
+		}
+		checkScan(t, []byte(sb.String()))
+	}
+	// Mutations keep most of a valid body, so the checks deep inside it are reached.
+	bodies := [][]byte{chatBody(600), messagesBody(600), responsesBody(600), []byte(scanSeeds[2]), []byte(scanSeeds[3])}
+	awkward := []byte("\"\\{}[],: \n0e-.u\xff\x80\x1fdD8")
+	for range 30000 {
+		b := append([]byte(nil), bodies[rng.IntN(len(bodies))]...)
+		for range 1 + rng.IntN(3) {
+			k := rng.IntN(len(b))
+			switch c := awkward[rng.IntN(len(awkward))]; rng.IntN(3) {
+			case 0:
+				b[k] = c
+			case 1:
+				b = append(b[:k], b[k+1:]...)
+			default:
+				b = append(b[:k], append([]byte{c}, b[k:]...)...)
+			}
+		}
+		checkScan(t, b)
+	}
+}
