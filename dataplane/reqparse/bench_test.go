@@ -115,14 +115,18 @@ func BenchmarkValidEvent(b *testing.B) {
 }
 
 func TestParseAllocs(t *testing.T) {
-	body := chatBody(64 << 10)
-	allocs := testing.AllocsPerRun(20, func() {
-		if _, err := Parse(chat, body); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		endpoint string
+		body     []byte
+	}{{chat, chatBody(64 << 10)}, {msgs, messagesBody(64 << 10)}, {resp, responsesBody(64 << 10)}} {
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := Parse(c.endpoint, c.body); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// one allocation: the cloned model name
+		if allocs > 1 {
+			t.Errorf("Parse of a 64 KiB %s body allocates %.0f times, want at most 1", c.endpoint, allocs)
 		}
-	})
-	// one allocation: the cloned model name
-	if allocs > 1 {
-		t.Fatalf("Parse of a 64 KiB chat body allocates %.0f times, want at most 1", allocs)
 	}
 }

@@ -95,7 +95,7 @@ var roleContentKeys = []string{"role", "content"}
 func anthropicMessages(v string) (int64, *apierror.Error) {
 	var f [2]string
 	return eachMessage(v, roleContentKeys, f[:], func(i int) (int64, *apierror.Error) {
-		return anthropicContent(f[1], func() string { return at("messages", i, ".content") }, true)
+		return anthropicContent(f[1], contentParam{msg: i, block: -1})
 	})
 }
 
@@ -103,10 +103,24 @@ var blockKeys = []string{"type", "text", "source", "content"}
 
 var typeKeys = []string{"type"}
 
+// contentParam names the content anthropicContent checks: message msg's, or (block >= 0)
+// that of its content block number block (a tool_result's). A value, not a closure: the
+// recursion would move a closure to the heap once per message.
+type contentParam struct{ msg, block int }
+
+func (p contentParam) param() string {
+	s := at("messages", p.msg, ".content")
+	if p.block >= 0 {
+		s = at(s, p.block, ".content")
+	}
+	return s
+}
+
 // anthropicContent checks message content (a string or an array of blocks; null and absent
 // pass) and returns the size of its text. Image and document blocks must carry their data
-// inline; nested (tool_result content) is checked likewise, one level deep.
-func anthropicContent(v string, param func() string, nested bool) (int64, *apierror.Error) {
+// inline; a message's tool_result content is checked likewise, one level deep.
+func anthropicContent(v string, p contentParam) (int64, *apierror.Error) {
+	param := p.param
 	switch kindOf(v) {
 	case kAbsent, kNull:
 		return 0, nil
@@ -151,9 +165,9 @@ func anthropicContent(v string, param func() string, nested bool) (int64, *apier
 				}
 			}
 		case `"tool_result"`:
-			if nested {
+			if p.block < 0 {
 				var sz int64
-				sz, err = anthropicContent(f[3], func() string { return at(param(), j, ".content") }, false)
+				sz, err = anthropicContent(f[3], contentParam{msg: p.msg, block: j})
 				size += sz
 			}
 		}
