@@ -134,13 +134,13 @@ func anthropicContent(v string, p contentParam) (int64, *apierror.Error) {
 		size int64
 		err  *apierror.Error
 	)
-	eachElement(v, func(j int, block string) bool {
+	var f [4]string
+	eachObject(v, blockKeys, f[:], func(j int, block, d string) bool {
 		if kindOf(block) != kObject {
 			err = bad(at(param(), j, ""), "each content block must be an object")
 			return false
 		}
-		var f [4]string
-		if d := pick(block, blockKeys, f[:]); d != "" {
+		if d != "" {
 			err = dupKey(at(param(), j, "."), d)
 			return false
 		}

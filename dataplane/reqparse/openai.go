@@ -91,13 +91,13 @@ func (r *Request) chatMessages(v string) (int64, *apierror.Error) {
 		case kString:
 			size += textLen(f[1])
 		case kArray:
-			eachElement(f[1], func(j int, part string) bool {
+			var t [1 + numMediaKeys]string
+			eachObject(f[1], chatPartKeys, t[:], func(j int, part, d string) bool {
 				if kindOf(part) != kObject {
 					err = bad(at("messages", i, at(".content", j, "")), "each content part must be an object")
 					return false
 				}
-				var t [1 + numMediaKeys]string
-				if d := pick(part, chatPartKeys, t[:]); d != "" {
+				if d != "" {
 					err = dupKey(at("messages", i, at(".content", j, ".")), d)
 					return false
 				}

@@ -156,3 +156,25 @@ func refCheckValues(s string, inf int) *apierror.Error {
 	}
 	return bad(p, p+": "+why)
 }
+
+// refStringEnd is stringEnd before it read eight bytes at a time: it returns the index just past the string literal starting at s[i] == '"', or
+// len(s) when it is not terminated.
+func refStringEnd(s string, i int) int {
+	j := i + 1
+	for j < len(s) {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return len(s)
+		}
+		j += k
+		n := 0
+		for p := j - 1; p > i && s[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return len(s)
+}

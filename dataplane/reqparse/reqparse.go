@@ -353,14 +353,13 @@ func eachMessage(v string, keys, f []string, check func(i int) (int64, *apierror
 		err  *apierror.Error
 		n    int
 	)
-	eachElement(v, func(i int, m string) bool {
+	eachObject(v, keys, f, func(i int, m, d string) bool {
 		n++
 		if kindOf(m) != kObject {
 			err = bad(at("messages", i, ""), "each message must be an object")
 			return false
 		}
-		clear(f)
-		if d := pick(m, keys, f); d != "" {
+		if d != "" {
 			err = dupKey(at("messages", i, "."), d)
 			return false
 		}

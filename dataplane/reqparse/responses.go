@@ -87,14 +87,14 @@ func (r *Request) responsesInput(v string) (int64, *apierror.Error) {
 		err  *apierror.Error
 		n    int
 	)
-	eachElement(v, func(i int, item string) bool {
+	var f [4]string
+	eachObject(v, itemKeys, f[:], func(i int, item, d string) bool {
 		n++
 		if kindOf(item) != kObject {
 			err = bad(at("input", i, ""), "each input item must be an object")
 			return false
 		}
-		var f [4]string
-		if d := pick(item, itemKeys, f[:]); d != "" {
+		if d != "" {
 			err = dupKey(at("input", i, "."), d)
 			return false
 		}
@@ -146,13 +146,13 @@ func (r *Request) responsesContent(v string, param func() string) (int64, *apier
 		size int64
 		err  *apierror.Error
 	)
-	eachElement(v, func(j int, part string) bool {
+	var f [4 + numMediaKeys]string
+	eachObject(v, partKeys, f[:], func(j int, part, d string) bool {
 		if kindOf(part) != kObject {
 			err = bad(at(param(), j, ""), "each content part must be an object")
 			return false
 		}
-		var f [4 + numMediaKeys]string
-		if d := pick(part, partKeys, f[:]); d != "" {
+		if d != "" {
 			err = dupKey(at(param(), j, "."), d)
 			return false
 		}
