@@ -23,9 +23,9 @@ const (
 
 // parseMessages validates a Messages-style body; countTokens selects the rules of
 // /v1/messages/count_tokens (no max_tokens, stream only false).
-func parseMessages(obj string, countTokens bool) (Request, *apierror.Error) {
+func parseMessages(obj *topObject, countTokens bool) (Request, *apierror.Error) {
 	var f [msNumKeys + numTopExt]string
-	if d := pick(obj, messagesKeys, f[:]); d != "" {
+	if d := obj.pick(messagesKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request
@@ -247,9 +247,9 @@ var systemOneKeys = withExt([]string{"model", "state", "questions"})
 
 var questionKeys = []string{"type", "choices"}
 
-func parseSystemOne(obj string) (Request, *apierror.Error) {
+func parseSystemOne(obj *topObject) (Request, *apierror.Error) {
 	var f [3 + numTopExt]string
-	if d := pick(obj, systemOneKeys, f[:]); d != "" {
+	if d := obj.pick(systemOneKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request

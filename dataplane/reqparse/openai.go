@@ -27,9 +27,9 @@ const (
 	chNumKeys
 )
 
-func parseChat(obj string) (Request, *apierror.Error) {
+func parseChat(obj *topObject) (Request, *apierror.Error) {
 	var f [chNumKeys + numTopExt]string
-	if d := pick(obj, chatKeys, f[:]); d != "" {
+	if d := obj.pick(chatKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request
@@ -151,9 +151,9 @@ const (
 	coNumKeys
 )
 
-func parseCompletions(obj string) (Request, *apierror.Error) {
+func parseCompletions(obj *topObject) (Request, *apierror.Error) {
 	var f [coNumKeys + numTopExt]string
-	if d := pick(obj, completionKeys, f[:]); d != "" {
+	if d := obj.pick(completionKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request
@@ -217,9 +217,9 @@ const MaxEmbeddingInputs = 128
 // embeddingKeys: messages is vLLM's chat-style embedding input, read for remote media.
 var embeddingKeys = withExt([]string{"model", "input", "encoding_format", "dimensions", "user", "stream", "messages"})
 
-func parseEmbeddings(obj string) (Request, *apierror.Error) {
+func parseEmbeddings(obj *topObject) (Request, *apierror.Error) {
 	var f [7 + numTopExt]string
-	if d := pick(obj, embeddingKeys, f[:]); d != "" {
+	if d := obj.pick(embeddingKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request

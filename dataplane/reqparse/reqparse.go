@@ -154,26 +154,27 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 		return Request{}, apierror.New(413, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
 			"request body exceeds "+strconv.Itoa(MaxBodyBytes(endpoint))+" bytes")
 	}
-	obj, err := validate(body)
-	if err != nil {
+	var obj topObject
+	if err := validate(body, &obj); err != nil {
 		return Request{}, err
 	}
+	var err *apierror.Error
 	var r Request
 	switch endpoint {
 	case snapshot.EndpointChat:
-		r, err = parseChat(obj)
+		r, err = parseChat(&obj)
 	case snapshot.EndpointCompletions:
-		r, err = parseCompletions(obj)
+		r, err = parseCompletions(&obj)
 	case snapshot.EndpointEmbeddings:
-		r, err = parseEmbeddings(obj)
+		r, err = parseEmbeddings(&obj)
 	case snapshot.EndpointResponses:
-		r, err = parseResponses(obj)
+		r, err = parseResponses(&obj)
 	case snapshot.EndpointMessages:
-		r, err = parseMessages(obj, false)
+		r, err = parseMessages(&obj, false)
 	case EndpointCountTokens:
-		r, err = parseMessages(obj, true)
+		r, err = parseMessages(&obj, true)
 	case snapshot.EndpointSystemOne:
-		r, err = parseSystemOne(obj)
+		r, err = parseSystemOne(&obj)
 	default:
 		return Request{}, apierror.New(404, apierror.TypeNotFound, apierror.CodeEndpointNotFound,
 			"no inference endpoint at "+endpoint)
@@ -186,24 +187,21 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 	return r, nil
 }
 
-// validate checks body with the one scan (scan.go) and returns the text of its object, or
-// the refusal: too deep, not JSON, not an object, or a value that is not strict (values.go).
-func validate(body []byte) (string, *apierror.Error) {
+// validate checks body with the one scan (scan.go) and fills in obj, or returns the
+// refusal: too deep, not JSON, not an object, or a value that is not strict (values.go).
+func validate(body []byte, obj *topObject) *apierror.Error {
 	s := bstr(body)
-	sr := scan(body, true)
-	if !sr.ok {
+	obj.s, obj.sr = s, scan(body, true)
+	if !obj.sr.ok {
 		if nestsTooDeep(s) {
-			return "", apierror.InvalidParam("", "request body nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
+			return apierror.InvalidParam("", "request body nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
 		}
-		return "", apierror.InvalidParam("", "request body is not valid JSON")
+		return apierror.InvalidParam("", "request body is not valid JSON")
 	}
-	if !sr.object {
-		return "", apierror.InvalidParam("", "request body must be a JSON object")
+	if !obj.sr.object {
+		return apierror.InvalidParam("", "request body must be a JSON object")
 	}
-	if err := sr.valuesErr(s); err != nil {
-		return "", err
-	}
-	return s[skipWS(s, 0):], nil
+	return obj.sr.valuesErr(s)
 }
 
 // Field checks. Each returns nil when the raw value v of param satisfies the rule; absent

@@ -29,9 +29,9 @@ const (
 
 const statelessWhy = "the service is stateless; send the whole conversation in input"
 
-func parseResponses(obj string) (Request, *apierror.Error) {
+func parseResponses(obj *topObject) (Request, *apierror.Error) {
 	var f [rsNumKeys + numTopExt]string
-	if d := pick(obj, responsesKeys, f[:]); d != "" {
+	if d := obj.pick(responsesKeys, f[:]); d != "" {
 		return Request{}, dupKey("", d)
 	}
 	var r Request

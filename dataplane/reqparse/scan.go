@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/sekgate/gateway/shared/apierror"
@@ -30,7 +31,20 @@ type scanResult struct {
 	surr    int    // first \u escape that is a lone surrogate
 	surrWhy string // what is wrong with it
 	inf     int    // start of the first number literal outside the float64 range
+
+	// A strict scan of an object notes where its members are (ntop of them), so that the
+	// field walk need not walk the whole body again to find them; ntop is -1 when there
+	// are more than maxTop.
+	top  [maxTop]member
+	ntop int
 }
+
+// maxTop is how many members of a body's object a strict scan notes.
+const maxTop = 32
+
+// member is where a member of the top-level object is: the offsets of its key's opening
+// quote, of its value and just past its value.
+type member struct{ key, val, end int32 }
 
 const (
 	whyUTF8     = "text must be valid UTF-8"
@@ -42,6 +56,7 @@ const (
 type scanner struct {
 	b      []byte
 	strict bool
+	note   bool // note the members of the top-level object
 	res    scanResult
 }
 
@@ -60,6 +75,7 @@ func (sc *scanner) value() bool {
 	depth := 0
 	i := skipWSb(b, 0)
 	sc.res.object = i < len(b) && b[i] == '{'
+	sc.note = sc.strict && sc.res.object && len(b) <= math.MaxInt32
 	for {
 		// A value starts at b[i] (whitespace skipped).
 		if i >= len(b) {
@@ -85,8 +101,12 @@ func (sc *scanner) value() bool {
 			}
 			if c == '{' {
 				if b[i] != '}' {
+					k := i
 					if i = sc.key(i); i < 0 {
 						return false
+					}
+					if depth == 1 && sc.note {
+						sc.noteMember(k, i)
 					}
 					continue
 				}
@@ -112,6 +132,9 @@ func (sc *scanner) value() bool {
 			if i < 0 {
 				return false
 			}
+			if depth == 1 && sc.note {
+				sc.res.top[sc.res.ntop-1].end = int32(i)
+			}
 			i = skipWSb(b, i)
 			if depth == 0 {
 				return i == len(b)
@@ -124,8 +147,12 @@ func (sc *scanner) value() bool {
 			if c == ',' {
 				i = skipWSb(b, i+1)
 				if obj {
+					k := i
 					if i = sc.key(i); i < 0 {
 						return false
+					}
+					if depth == 1 && sc.note {
+						sc.noteMember(k, i)
 					}
 				}
 				break
@@ -137,6 +164,47 @@ func (sc *scanner) value() bool {
 			i++
 		}
 	}
+}
+
+// noteMember notes a member of the top-level object whose key starts at k and value at v.
+func (sc *scanner) noteMember(k, v int) {
+	if sc.res.ntop == maxTop {
+		sc.note, sc.res.ntop = false, -1
+		return
+	}
+	sc.res.top[sc.res.ntop] = member{key: int32(k), val: int32(v)}
+	sc.res.ntop++
+}
+
+// topObject is a body that passed a strict scan, with the members of its object.
+type topObject struct {
+	s  string // the whole body
+	sr scanResult
+}
+
+// pick is pick on the body's object; it reads the members the scan noted instead of
+// walking the body again.
+func (o *topObject) pick(names, out []string) (dup string) {
+	if o.sr.ntop < 0 {
+		return pick(o.s[skipWS(o.s, 0):], names, out)
+	}
+	for _, m := range o.sr.top[:o.sr.ntop] {
+		ke := stringEnd(o.s, int(m.key))
+		key := o.s[m.key+1 : ke-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = unescape(o.s[m.key:ke])
+		}
+		for k, n := range names {
+			if n == key {
+				if out[k] != "" {
+					return key
+				}
+				out[k] = o.s[m.val:m.end]
+				break
+			}
+		}
+	}
+	return ""
 }
 
 func skipWSb(b []byte, i int) int {
