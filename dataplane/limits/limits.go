@@ -65,6 +65,8 @@ type Denial struct {
 	Reason     Reason
 	Scope      Scope
 	RetryAfter time.Duration
+	// View is the refusing bucket's view (rate refusals only).
+	View View
 }
 
 // Limiter holds the node's limiter entries. Safe for concurrent use.
@@ -252,7 +254,7 @@ func (e *entry) acquire(l *Limiter, c *snapshot.Limits) Denial {
 				need := 1 - rl.TokensAt(now)
 				wait = time.Duration(math.Ceil(need / lim * float64(time.Second)))
 			}
-			return Denial{Reason: Rate, RetryAfter: max(wait, time.Millisecond)}
+			return Denial{Reason: Rate, RetryAfter: max(wait, time.Millisecond), View: bucketView(rl, now)}
 		}
 	}
 	return Denial{}
@@ -261,4 +263,48 @@ func (e *entry) acquire(l *Limiter, c *snapshot.Limits) Denial {
 // RetryAfterSeconds rounds d up to whole seconds, at least 1 (the Retry-After header).
 func RetryAfterSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// View is this node's view of the request-rate limit bounding a request, as the
+// x-ratelimit-*-requests headers report it: Limit is the bucket's size (the requests the
+// node admits at once, its share of the configured burst), Remaining the whole requests
+// left in it, Reset the time until it is full again.
+type View struct {
+	Limit, Remaining int
+	Reset            time.Duration
+}
+
+// RateView returns the view of the ticket's tightest request-rate limit (the key's or the
+// account's, whichever has fewer requests left) at now; false when none applies.
+func (t Ticket) RateView(now time.Time) (View, bool) {
+	kv, kok := t.key.view(now)
+	av, aok := t.account.view(now)
+	switch {
+	case kok && (!aok || kv.Remaining <= av.Remaining):
+		return kv, true
+	case aok:
+		return av, true
+	}
+	return View{}, false
+}
+
+// view is the entry's rate view; false without a rate limit.
+func (e *entry) view(now time.Time) (View, bool) {
+	if e == nil {
+		return View{}, false
+	}
+	rl := e.rl.Load()
+	if rl == nil {
+		return View{}, false
+	}
+	return bucketView(rl, now), true
+}
+
+func bucketView(rl *rate.Limiter, now time.Time) View {
+	tokens, burst, lim := rl.TokensAt(now), rl.Burst(), float64(rl.Limit())
+	v := View{Limit: burst, Remaining: max(int(math.Floor(tokens)), 0)}
+	if missing := float64(burst) - tokens; missing > 0 && lim > 0 {
+		v.Reset = time.Duration(math.Ceil(missing / lim * float64(time.Second)))
+	}
+	return v
 }

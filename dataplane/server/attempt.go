@@ -163,8 +163,14 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	t, d := s.cfg.Limiter.Acquire(p.key.ID, p.key.Limits, p.acct.ID, p.acct.Limits, &p.idx.Snapshot.DefaultLimits)
 	if d.Reason != limits.OK {
 		s.refusedLimit(d)
+		if d.Reason == limits.Rate {
+			setRateHeaders(&ctx.Response.Header, d.View)
+		}
 		writeError(ctx, limitError(d))
 		return nil
+	}
+	if v, ok := t.RateView(s.now()); ok {
+		setRateHeaders(&ctx.Response.Header, v)
 	}
 	if len(c.cands) == 0 {
 		t.Release()
