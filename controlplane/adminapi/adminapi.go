@@ -75,6 +75,8 @@ type Key struct {
 	ExpiresAt *time.Time       `json:"expires_at"`
 	RevokedAt *time.Time       `json:"revoked_at"`
 	Limits    *snapshot.Limits `json:"limits,omitempty"`
+	// LastUsedAt is the time of the key's newest request record (null: none kept).
+	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
 // Route is a route of a model: the snapshot's route shape.

@@ -208,9 +208,17 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
+	used, err := s.cfg.Store.KeysLastUse(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
 	out := adminapi.List[adminapi.Key]{Data: make([]adminapi.Key, len(keys))}
 	for i, k := range keys {
 		out.Data[i] = toKeyJSON(k)
+		if t, ok := used[k.ID]; ok {
+			out.Data[i].LastUsedAt = &t
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -1,7 +1,10 @@
 // Package api is the control plane's HTTP surface, as two handlers for two listeners:
 //
 // Handlers.Admin, on the admin listener (loopback by default):
-//   - /admin/v1/*: the operator's admin API (Authorization: Bearer <admin token>);
+//   - /admin/v1/*: the operator's admin API (Authorization: Bearer <admin token> or an
+//     operator's session token from POST /admin/v1/sessions); every route is held to a
+//     role (viewer reads, operator changes, admin loads the catalogue and manages
+//     operators; the admin token is an admin) and every change is appended to the audit log;
 //
 // Handlers.Node, on the node-facing listener (TLS, optionally mTLS):
 //   - /internal/v1/*: snapshot sync, usage ingest and balance watch for data-plane nodes
@@ -67,6 +70,9 @@ type Config struct {
 	// Admin mounts further admin routes (patterns relative to the mux, e.g.
 	// "GET /admin/v1/signups"); they run behind the admin-token check.
 	Admin map[string]http.Handler
+	// TestBox, when set, serves the console's test box: POST
+	// /admin/v1/accounts/{id}/test-box sends a chat request on behalf of an account.
+	TestBox TestBox
 	// Logger (default slog.Default()) and clock (default time.Now).
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -79,6 +85,7 @@ type server struct {
 	adminDigest [sha256.Size]byte
 	nodeDigests [][sha256.Size]byte
 	spool       spoolReports
+	logins      loginLimiter
 }
 
 // surface is one listener's handler: the shared server and its own routes.
@@ -162,7 +169,11 @@ func CheckToken(what, t string) error {
 }
 
 func (s *server) adminRoutes(mux *http.ServeMux) {
-	admin := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.adminAuth(h)) }
+	// Every admin route is authenticated (admin token or operator session), held to its
+	// role, and audited when it changes anything (guard).
+	admin := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(pattern, h)) }
+	mux.HandleFunc("POST /admin/v1/sessions", s.login)
+	s.operatorRoutes(admin)
 	admin("POST /admin/v1/accounts", s.createAccount)
 	admin("GET /admin/v1/accounts", s.listAccounts)
 	admin("GET /admin/v1/accounts/{id}", s.getAccount)
@@ -181,7 +192,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
 	admin("GET /admin/v1/rejected-records", s.listRejected)
 	for p, h := range s.cfg.Admin {
-		mux.Handle(p, s.adminAuth(h.ServeHTTP))
+		mux.Handle(p, s.guard(p, h.ServeHTTP))
 	}
 }
 
@@ -295,18 +306,6 @@ func bearer(r *http.Request) (string, bool) {
 func tokenMatches(tok string, want *[sha256.Size]byte) bool {
 	got := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
-}
-
-func (s *server) adminAuth(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r)
-		if !ok || !tokenMatches(tok, &s.adminDigest) {
-			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAdminToken,
-				"A valid admin token is required (Authorization: Bearer <token>)."))
-			return
-		}
-		h(w, r)
-	})
 }
 
 func (s *server) nodeAuth(h http.HandlerFunc) http.Handler {

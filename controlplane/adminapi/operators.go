@@ -1,0 +1,148 @@
+package adminapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// Operator roles, weakest first: a viewer reads; an operator also changes accounts, keys,
+// credits and signups and uses the test box; an admin also loads the catalogue and
+// manages operators. The static admin token acts as an admin.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleAdmin    = "admin"
+)
+
+// Operator is a named user of the console and the admin API.
+type Operator struct {
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// CreateOperatorRequest is the body of POST /admin/v1/operators.
+type CreateOperatorRequest struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Password string `json:"password"`
+}
+
+// PatchOperatorRequest is the body of PATCH /admin/v1/operators/{name}; absent fields are
+// left as they are. Any change ends the operator's sessions.
+type PatchOperatorRequest struct {
+	Role     *string `json:"role,omitempty"`
+	Password *string `json:"password,omitempty"`
+	Disabled *bool   `json:"disabled,omitempty"`
+}
+
+// LoginRequest is the body of POST /admin/v1/sessions.
+type LoginRequest struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+// Session is a logged-in operator. Token (only in the answer to a login) is the bearer
+// token of the admin API for this session; CSRFToken is the form token the console puts
+// in every form of the session.
+type Session struct {
+	Token     string    `json:"token,omitempty"`
+	CSRFToken string    `json:"csrf_token"`
+	Operator  string    `json:"operator"`
+	Role      string    `json:"role"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// AuditEntry is one change attempted through the admin API.
+type AuditEntry struct {
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"` // "operator:<name>" or "token"
+	Role   string    `json:"role"`
+	Action string    `json:"action"` // method and route, e.g. "POST /admin/v1/accounts/{id}/credits"
+	Target string    `json:"target"` // the resource changed (an account, key, signup or operator ID)
+	Status int       `json:"status"`
+	// Request is the body sent (passwords removed), Before the target as it was, After the
+	// answer (key secrets and session tokens removed); null when there was none.
+	Request json.RawMessage `json:"request"`
+	Before  json.RawMessage `json:"before"`
+	After   json.RawMessage `json:"after"`
+}
+
+// AuditPage is a page of the audit log, newest first; NextBefore continues it (absent at
+// the end).
+type AuditPage struct {
+	Data       []AuditEntry `json:"data"`
+	NextBefore *int64       `json:"next_before,omitempty"`
+}
+
+// LedgerEntry is an entry of an account's ledger.
+type LedgerEntry struct {
+	ID             int64     `json:"id"`
+	Kind           string    `json:"kind"` // credit, topup, debit, refund or adjustment
+	AmountMicroSEK int64     `json:"amount_micro_sek"`
+	AmountSEK      string    `json:"amount_sek"`
+	Reference      string    `json:"reference"`
+	Note           string    `json:"note"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// LedgerPage is a page of an account's ledger, newest first; NextBefore continues it.
+type LedgerPage struct {
+	Data       []LedgerEntry `json:"data"`
+	NextBefore *int64        `json:"next_before,omitempty"`
+}
+
+// AdjustmentRequest is the body of POST /admin/v1/accounts/{id}/adjustments: a signed
+// exact decimal amount and the reason, both required.
+type AdjustmentRequest struct {
+	AmountSEK string `json:"amount_sek"` // e.g. "-12.50" or "3.00"
+	Reason    string `json:"reason"`
+}
+
+// DailyUsage is an account's usage of one model on one day (UTC).
+type DailyUsage struct {
+	Day              string `json:"day"` // YYYY-MM-DD
+	Model            string `json:"model"`
+	Requests         int64  `json:"requests"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	PriceMicroSEK    int64  `json:"price_micro_sek"`
+	PriceSEK         string `json:"price_sek"`
+}
+
+// UsageReport is GET /admin/v1/accounts/{id}/usage: per day and model over Days days,
+// and the totals of the period.
+type UsageReport struct {
+	Days          int          `json:"days"`
+	Data          []DailyUsage `json:"data"`
+	PriceMicroSEK int64        `json:"price_micro_sek"`
+	PriceSEK      string       `json:"price_sek"`
+}
+
+// Record is a request record as operators see it (any account's).
+type Record = usage.Record
+
+// RecordPage is a page of request records, newest first; NextCursor continues it.
+type RecordPage struct {
+	Data       []Record `json:"data"`
+	NextCursor string   `json:"next_cursor,omitempty"`
+}
+
+// TestBoxRequest is the body of POST /admin/v1/accounts/{id}/test-box: a chat request
+// sent on behalf of the account, recorded with key_id null and charged like any other.
+type TestBoxRequest struct {
+	Model     string `json:"model"`
+	Message   string `json:"message"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+}
+
+// TestBoxResult is the data plane's answer to a test-box request.
+type TestBoxResult struct {
+	Status    int             `json:"status"`
+	RequestID string          `json:"request_id"`
+	Body      json.RawMessage `json:"body"`
+}

@@ -1,0 +1,266 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/controlplane/password"
+	"github.com/sekgate/gateway/controlplane/signup"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/shared/apierror"
+)
+
+// SessionTTL is how long an operator session lasts.
+const SessionTTL = 12 * time.Hour
+
+// identity is who made an admin request: the static admin token (an admin) or an
+// operator's session.
+type identity struct {
+	actor    string // "token" or "operator:<name>"
+	role     string
+	operator string // empty for the token
+	session  store.Session
+	token    string // the session token (empty for the admin token)
+}
+
+type identityKey struct{}
+
+func identityOf(ctx context.Context) identity {
+	id, _ := ctx.Value(identityKey{}).(identity)
+	return id
+}
+
+// requiredRole is the least role that may call a route: reads need a viewer, changes an
+// operator, the catalogue and operator management an admin. Ending one's own session
+// needs only a viewer.
+func requiredRole(pattern string) string {
+	method, path, _ := strings.Cut(pattern, " ")
+	switch {
+	case method == http.MethodGet || method == http.MethodHead:
+		return store.RoleViewer
+	case path == "/admin/v1/sessions/current":
+		return store.RoleViewer
+	case path == "/admin/v1/catalog" || strings.HasPrefix(path, "/admin/v1/operators"):
+		return store.RoleAdmin
+	}
+	return store.RoleOperator
+}
+
+func errUnauthenticated() *apierror.Error {
+	return apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAdminToken,
+		"A valid admin token or operator session is required (Authorization: Bearer <token>).")
+}
+
+// identify authenticates the bearer token: the admin token, or a live session token.
+func (s *server) identify(r *http.Request) (identity, *apierror.Error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return identity{}, errUnauthenticated()
+	}
+	if tokenMatches(tok, &s.adminDigest) {
+		return identity{actor: "token", role: store.RoleAdmin}, nil
+	}
+	if !strings.HasPrefix(tok, store.SessionTokenPrefix) || len(tok) > 100 {
+		return identity{}, errUnauthenticated()
+	}
+	sess, err := s.cfg.Store.LookupSession(r.Context(), tok)
+	if errors.Is(err, store.ErrNotFound) {
+		return identity{}, errUnauthenticated()
+	}
+	if err != nil {
+		s.log.Error("session lookup", "err", err)
+		return identity{}, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeUnavailable,
+			"The control plane cannot serve this now; try again later.").WithRetryAfter(1)
+	}
+	return identity{actor: "operator:" + sess.Operator.Name, role: sess.Operator.Role, operator: sess.Operator.Name,
+		session: sess, token: tok}, nil
+}
+
+// guard authenticates an admin route, enforces its role and sends every change (any
+// method but GET and HEAD) to the audit log, refused ones included.
+func (s *server) guard(pattern string, h http.HandlerFunc) http.Handler {
+	need := requiredRole(pattern)
+	method, _, _ := strings.Cut(pattern, " ")
+	change := method != http.MethodGet && method != http.MethodHead
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, aerr := s.identify(r)
+		if aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+		run := h
+		if !store.RoleAtLeast(id.role, need) {
+			run = func(w http.ResponseWriter, _ *http.Request) {
+				writeError(w, apierror.New(http.StatusForbidden, apierror.TypePermission, "role_insufficient",
+					"This needs the "+need+" role; "+id.actor+" has "+id.role+"."))
+			}
+		}
+		if change {
+			run = s.audited(pattern, run)
+		}
+		run(w, r)
+	})
+}
+
+// loginLimiter allows a few login attempts per client address and per operator name.
+type loginLimiter struct {
+	mu  sync.Mutex
+	lim map[string]*rate.Limiter
+}
+
+func (l *loginLimiter) allow(keys ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lim == nil || len(l.lim) > 10000 {
+		l.lim = map[string]*rate.Limiter{} // forget everyone at once: bounded memory
+	}
+	ok := true
+	for _, k := range keys {
+		lim := l.lim[k]
+		if lim == nil {
+			lim = rate.NewLimiter(rate.Every(6*time.Second), 10) // 10 at once, then 10 a minute
+			l.lim[k] = lim
+		}
+		if !lim.Allow() {
+			ok = false
+		}
+	}
+	return ok
+}
+
+func toSessionJSON(token string, sess store.Session) adminapi.Session {
+	return adminapi.Session{Token: token, CSRFToken: sess.CSRF, Operator: sess.Operator.Name, Role: sess.Operator.Role,
+		ExpiresAt: sess.ExpiresAt.UTC()}
+}
+
+// login starts an operator session: POST /admin/v1/sessions {name, password}.
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	var in adminapi.LoginRequest
+	if !decodeJSON(w, r, 16<<10, &in) {
+		return
+	}
+	if !s.logins.allow("addr:"+signup.RateKey(signup.ClientAddr(r)), "name:"+in.Name) {
+		w.Header().Set("Retry-After", "60")
+		writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, "login_rate_limited",
+			"Too many login attempts; wait a minute."))
+		return
+	}
+	o, err := s.cfg.Store.GetOperator(r.Context(), in.Name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid) {
+		s.storeError(w, r, err, "operator")
+		return
+	}
+	// The hash is checked even for an unknown name, so timing does not tell names apart.
+	if !password.Check(o.PasswordHash, in.Password) || o.Disabled {
+		s.log.Warn("operator login refused", "name", in.Name, "client", signup.ClientAddr(r))
+		writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_credentials",
+			"Unknown operator or wrong password."))
+		return
+	}
+	tok, sess, err := s.cfg.Store.CreateSession(r.Context(), o.Name, SessionTTL)
+	if err != nil {
+		s.storeError(w, r, err, "operator")
+		return
+	}
+	s.log.Info("operator logged in", "name", o.Name, "role", o.Role)
+	writeJSON(w, http.StatusCreated, toSessionJSON(tok, sess))
+}
+
+func (s *server) currentSession(w http.ResponseWriter, r *http.Request) {
+	id := identityOf(r.Context())
+	if id.operator == "" {
+		writeJSON(w, http.StatusOK, adminapi.Session{Operator: "", Role: id.role})
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionJSON("", id.session))
+}
+
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	id := identityOf(r.Context())
+	if id.token == "" {
+		writeError(w, invalid("session", "The admin token has no session to end."))
+		return
+	}
+	if err := s.cfg.Store.DeleteSession(r.Context(), id.token); err != nil {
+		s.storeError(w, r, err, "session")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func toOperatorJSON(o store.Operator) adminapi.Operator {
+	return adminapi.Operator{Name: o.Name, Role: o.Role, Disabled: o.Disabled, CreatedAt: o.CreatedAt.UTC()}
+}
+
+func (s *server) createOperator(w http.ResponseWriter, r *http.Request) {
+	var in adminapi.CreateOperatorRequest
+	if !decodeJSON(w, r, 16<<10, &in) {
+		return
+	}
+	if !store.ValidRole(in.Role) {
+		writeError(w, invalid("role", "role must be viewer, operator or admin."))
+		return
+	}
+	hash, err := password.Hash(in.Password)
+	if err != nil {
+		writeError(w, invalid("password", "%s.", err.Error()))
+		return
+	}
+	o, err := s.cfg.Store.CreateOperator(r.Context(), in.Name, in.Role, hash)
+	if errors.Is(err, store.ErrInvalid) {
+		writeError(w, invalid("name", "name must be 1 to 64 lowercase letters, digits, dots, dashes or underscores."))
+		return
+	}
+	if err != nil {
+		s.storeError(w, r, err, "operator")
+		return
+	}
+	writeJSON(w, http.StatusCreated, toOperatorJSON(o))
+}
+
+func (s *server) listOperators(w http.ResponseWriter, r *http.Request) {
+	ops, err := s.cfg.Store.ListOperators(r.Context())
+	if err != nil {
+		s.storeError(w, r, err, "operators")
+		return
+	}
+	out := adminapi.List[adminapi.Operator]{Data: make([]adminapi.Operator, len(ops))}
+	for i, o := range ops {
+		out.Data[i] = toOperatorJSON(o)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) patchOperator(w http.ResponseWriter, r *http.Request) {
+	var in adminapi.PatchOperatorRequest
+	if !decodeJSON(w, r, 16<<10, &in) {
+		return
+	}
+	p := store.OperatorPatch{Role: in.Role, Disabled: in.Disabled}
+	if in.Role != nil && !store.ValidRole(*in.Role) {
+		writeError(w, invalid("role", "role must be viewer, operator or admin."))
+		return
+	}
+	if in.Password != nil {
+		hash, err := password.Hash(*in.Password)
+		if err != nil {
+			writeError(w, invalid("password", "%s.", err.Error()))
+			return
+		}
+		p.PasswordHash = &hash
+	}
+	o, err := s.cfg.Store.UpdateOperator(r.Context(), r.PathValue("name"), p)
+	if err != nil {
+		s.storeError(w, r, err, "operator")
+		return
+	}
+	writeJSON(w, http.StatusOK, toOperatorJSON(o))
+}
