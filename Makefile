@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: all build run test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean
+.PHONY: all build run test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
 
 all: build
 
@@ -31,6 +31,11 @@ test: vet check-imports
 ## scratch) with podman, buildah or docker, whichever is installed; no registry access.
 images:
 	@GO=$(GO) deploy/images/build.sh
+
+## console-screenshots: the console's browser test, saving its screenshots to docs/console
+## for the README.
+console-screenshots:
+	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run TestConsole_Browser ./deploy/conformance/
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...

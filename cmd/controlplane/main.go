@@ -52,6 +52,8 @@ type config struct {
 	// Base URL of the region serving each residency policy, carried in every snapshot
 	// (issue 14): nodes name it when they refuse an account outside their country.
 	regionURLs map[string]string
+	// Operator console and its test box (issue 18).
+	console consoleConfig
 }
 
 func parseFlags(args []string) (config, error) {
@@ -77,6 +79,7 @@ func parseFlags(args []string) (config, error) {
 	regionURLs := fs.String("region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...,any=...), carried in every snapshot: a data-plane node names it when it refuses an account its country does not admit")
 	c.link.register(fs)
 	c.ops.register(fs)
+	c.console.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return c, err
 	}
@@ -149,7 +152,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := addIntegrations(&acfg, cfg, st, metrics, log); err != nil {
 		return err
 	}
+	if acfg.TestBox, err = cfg.console.testBox(cfg.nodeTokens); err != nil {
+		return err
+	}
 	handlers, err := api.New(acfg)
+	if err != nil {
+		return err
+	}
+	adminHandler, err := cfg.console.handler(handlers.Admin, log)
 	if err != nil {
 		return err
 	}
@@ -183,7 +193,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 	}
-	srv, adminSrv := newServer(handlers.Node), newServer(handlers.Admin)
+	srv, adminSrv := newServer(handlers.Node), newServer(adminHandler)
 	bg, cancelBG := context.WithCancel(context.Background())
 	defer cancelBG()
 	done := make(chan struct{}, 2)

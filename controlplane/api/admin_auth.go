@@ -147,7 +147,9 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, 16<<10, &in) {
 		return
 	}
-	if !s.logins.allow("addr:"+signup.RateKey(signup.ClientAddr(r)), "name:"+in.Name) {
+	// The admin listener is not behind the data plane: the connection's address counts,
+	// never an X-Forwarded-For header a client could make up.
+	if !s.logins.allow("addr:"+signup.RateKey(r.RemoteAddr), "name:"+in.Name) {
 		w.Header().Set("Retry-After", "60")
 		writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, "login_rate_limited",
 			"Too many login attempts; wait a minute."))
@@ -160,7 +162,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// The hash is checked even for an unknown name, so timing does not tell names apart.
 	if !password.Check(o.PasswordHash, in.Password) || o.Disabled {
-		s.log.Warn("operator login refused", "name", in.Name, "client", signup.ClientAddr(r))
+		s.log.Warn("operator login refused", "name", in.Name, "client", r.RemoteAddr)
 		writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_credentials",
 			"Unknown operator or wrong password."))
 		return

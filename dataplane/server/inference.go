@@ -38,7 +38,9 @@ func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) 
 	rec.RequestID = requestID(ctx)
 	rec.TS = c.start
 	rec.AccountID = c.p.acct.ID
-	rec.KeyID = &c.p.key.ID
+	if c.p.key.ID != "" { // console test-box requests have no key: key_id null
+		rec.KeyID = &c.p.key.ID
+	}
 	rec.Model = c.m.ID
 	rec.Endpoint = c.e.Path()
 	box.endpoint = c.e

@@ -172,7 +172,8 @@ func startStack() (_ *Stack, err error) {
 			"--signup-confirm-url", s.ConfirmURL, "--signup-error-url", s.ErrorURL, "--signup-rate-per-minute", "1000",
 			"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,
 			"--stripe-webhook-secret", s.WebhookKey,
-			"--topup-success-url", "https://site.invalid/paid", "--topup-cancel-url", "https://site.invalid/cancelled")...); err != nil {
+			"--topup-success-url", "https://site.invalid/paid", "--topup-cancel-url", "https://site.invalid/cancelled",
+			"--test-box-url", s.DataURL)...); err != nil {
 		return nil, err
 	}
 	if err := s.spawn("dataplane", "dataplane", []string{"GATEWAY_NODE_TOKEN=" + s.NodeToken},

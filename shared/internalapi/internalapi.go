@@ -41,6 +41,9 @@ const (
 	// trusts them only on requests that carry a valid node token.
 	HeaderAccountID = "X-Gateway-Account-Id"
 	HeaderKeyID     = "X-Gateway-Key-Id"
+	// HeaderTestBoxAccount names the account a console test-box request is sent for; the
+	// control plane sends it to a data plane with a node token (dataplane/server testbox.go).
+	HeaderTestBoxAccount = "X-Gateway-Test-Box-Account"
 	// HeaderRequestID is the request ID the node assigned.
 	HeaderRequestID = "X-Request-Id"
 	// HeaderSpoolAge carries, on a node's snapshot polls, balance polls and usage batches,

@@ -1,0 +1,192 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+)
+
+func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Accounts", Nav: "accounts", Session: s}
+	flash(r, &p)
+	var l adminapi.List[adminapi.Account]
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/accounts", nil, &l); st != http.StatusOK {
+		p.Error = msg
+	}
+	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
+	shown := l.Data[:0:0]
+	for _, a := range l.Data {
+		if q == "" || strings.Contains(strings.ToLower(a.Customer), q) || strings.Contains(a.ID, q) {
+			shown = append(shown, a)
+		}
+	}
+	p.Data = struct {
+		Q        string
+		Accounts []adminapi.Account
+		Total    int
+	}{q, shown, len(l.Data)}
+	c.render(w, http.StatusOK, "accounts", p)
+}
+
+func (c *Console) createAccount(w http.ResponseWriter, r *http.Request, s *session) {
+	var a adminapi.Account
+	st, msg := c.api(r, s, http.MethodPost, "/admin/v1/accounts",
+		adminapi.CreateAccountRequest{Customer: r.PostFormValue("customer"), Residency: r.PostFormValue("residency")}, &a)
+	if st != http.StatusCreated {
+		failed(w, r, "/console/accounts", msg)
+		return
+	}
+	done(w, r, "/console/accounts/"+url.PathEscape(a.ID), "Account created.")
+}
+
+// accountView is the account page's data.
+type accountView struct {
+	Account    adminapi.Account
+	Keys       []adminapi.Key
+	Ledger     adminapi.LedgerPage
+	Usage      adminapi.UsageReport
+	Chart      chart
+	Models     []string // catalogue models the account does not have yet
+	NewKey     *adminapi.Key
+	TestBox    *adminapi.TestBoxResult
+	TestAnswer string
+}
+
+func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (accountView, bool) {
+	var v accountView
+	base := "/admin/v1/accounts/" + url.PathEscape(id)
+	if st, msg := c.api(r, s, http.MethodGet, base, nil, &v.Account); st != http.StatusOK {
+		p.Error = msg
+		return v, false
+	}
+	var keys adminapi.List[adminapi.Key]
+	c.api(r, s, http.MethodGet, base+"/keys", nil, &keys)
+	v.Keys = keys.Data
+	lq := url.Values{"limit": {"20"}}
+	if b := r.URL.Query().Get("before"); b != "" {
+		lq.Set("before", b)
+	}
+	c.api(r, s, http.MethodGet, base+"/ledger?"+lq.Encode(), nil, &v.Ledger)
+	c.api(r, s, http.MethodGet, base+"/usage?days=30", nil, &v.Usage)
+	v.Chart = usageChart(v.Usage, c.now())
+	var models adminapi.List[adminapi.Model]
+	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &models)
+	for _, m := range models.Data {
+		if !slices.Contains(v.Account.Models, m.ID) {
+			v.Models = append(v.Models, m.ID)
+		}
+	}
+	return v, true
+}
+
+func (c *Console) accountPage(w http.ResponseWriter, r *http.Request, s *session) {
+	c.showAccount(w, r, s, r.PathValue("id"), nil)
+}
+
+func (c *Console) showAccount(w http.ResponseWriter, r *http.Request, s *session, id string, extra func(*accountView, *page)) {
+	p := page{Title: "Account", Nav: "accounts", Session: s}
+	flash(r, &p)
+	v, ok := c.loadAccount(r, s, id, &p)
+	if !ok {
+		c.render(w, http.StatusNotFound, "message", p)
+		return
+	}
+	p.Title = v.Account.Customer
+	if extra != nil {
+		extra(&v, &p)
+	}
+	p.Data = v
+	c.render(w, http.StatusOK, "account", p)
+}
+
+// accountAction handles the account page's forms.
+func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	base := "/admin/v1/accounts/" + url.PathEscape(id)
+	back := "/console/accounts/" + url.PathEscape(id)
+	f := r.PostFormValue
+	var st int
+	var msg, notice string
+	switch r.PathValue("action") {
+	case "suspend", "resume":
+		suspended := r.PathValue("action") == "suspend"
+		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Suspended: &suspended}, nil)
+		notice = map[bool]string{true: "Account suspended.", false: "Account resumed."}[suspended]
+	case "residency":
+		res := f("residency")
+		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Residency: &res}, nil)
+		notice = "Residency changed."
+	case "credit":
+		if strings.TrimSpace(f("reason")) == "" {
+			failed(w, r, back, "A credit needs a reason.")
+			return
+		}
+		var cr adminapi.Credit
+		st, msg = c.api(r, s, http.MethodPost, base+"/credits", adminapi.CreditRequest{AmountSEK: f("amount_sek"), Note: f("reason")}, &cr)
+		notice = "Credited; balance " + cr.BalanceSEK + " SEK."
+	case "adjust":
+		var cr adminapi.Credit
+		st, msg = c.api(r, s, http.MethodPost, base+"/adjustments", adminapi.AdjustmentRequest{AmountSEK: f("amount_sek"), Reason: f("reason")}, &cr)
+		notice = "Adjusted; balance " + cr.BalanceSEK + " SEK."
+	case "models":
+		st, msg = c.api(r, s, http.MethodPost, base+"/models", map[string][]string{"models": {f("model")}}, nil)
+		notice = "Model enabled."
+	case "disable-model":
+		st, msg = c.api(r, s, http.MethodDelete, base+"/models/"+url.PathEscape(f("model")), nil, nil)
+		notice = "Model disabled."
+	case "keys":
+		// The secret is shown in this answer only: no redirect, nothing in a URL.
+		var k adminapi.Key
+		req := adminapi.CreateKeyRequest{Name: f("name")}
+		if d := f("expires_in_days"); d != "" {
+			n, ok := atoi(d)
+			if !ok {
+				failed(w, r, back, "Expiry must be a whole number of days.")
+				return
+			}
+			req.ExpiresInDays = n
+		}
+		st, msg = c.api(r, s, http.MethodPost, base+"/keys", req, &k)
+		if st == http.StatusCreated {
+			c.showAccount(w, r, s, id, func(v *accountView, p *page) {
+				v.NewKey = &k
+				p.Notice = "Key created. Copy the secret now: it is not shown again."
+			})
+			return
+		}
+	case "test-box":
+		var res adminapi.TestBoxResult
+		n, _ := atoi(f("max_tokens"))
+		st, msg = c.api(r, s, http.MethodPost, base+"/test-box", adminapi.TestBoxRequest{Model: f("model"), Message: f("message"), MaxTokens: n}, &res)
+		if st == http.StatusOK {
+			c.showAccount(w, r, s, id, func(v *accountView, p *page) {
+				v.TestBox = &res
+				v.TestAnswer = answerText(res.Body)
+				p.Notice = "Test-box request " + res.RequestID + " answered."
+			})
+			return
+		}
+	default:
+		http.Error(w, "Unknown action.", http.StatusNotFound)
+		return
+	}
+	if st < 200 || st >= 300 {
+		failed(w, r, back, msg)
+		return
+	}
+	done(w, r, back, notice)
+}
+
+func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {
+	var k adminapi.Key
+	st, msg := c.api(r, s, http.MethodPost, "/admin/v1/keys/"+url.PathEscape(r.PathValue("id"))+"/revoke", nil, &k)
+	back := "/console/accounts/" + url.PathEscape(r.PostFormValue("account"))
+	if st != http.StatusOK {
+		failed(w, r, back, msg)
+		return
+	}
+	done(w, r, "/console/accounts/"+url.PathEscape(k.AccountID), "Key "+k.ID+" revoked.")
+}

@@ -1,0 +1,172 @@
+package console
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+type catalogueView struct {
+	Models []adminapi.Model
+	Diff   *catalogueDiff
+}
+
+func (c *Console) cataloguePage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Catalogue", Nav: "catalogue", Session: s}
+	flash(r, &p)
+	var v catalogueView
+	var l adminapi.List[adminapi.Model]
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &l); st != http.StatusOK {
+		p.Error = msg
+	}
+	v.Models = l.Data
+	p.Data = v
+	c.render(w, http.StatusOK, "catalogue", p)
+}
+
+// catalogueDiff is what loading a catalogue file would change: per model of the file,
+// whether it is new, changed (which fields, which routes) or unchanged. Models not in
+// the file are left alone by a load.
+type catalogueDiff struct {
+	JSON    string // the file as the JSON the API takes
+	Entries []modelDiff
+	Changes int
+}
+
+type modelDiff struct {
+	ID      string
+	Status  string // new, changed, unchanged
+	Details []string
+}
+
+func (c *Console) readCatalogueForm(r *http.Request) ([]byte, error) {
+	if f, _, err := r.FormFile("file"); err == nil {
+		defer f.Close()
+		return io.ReadAll(io.LimitReader(f, 8<<20))
+	}
+	return []byte(r.PostFormValue("catalogue")), nil
+}
+
+func (c *Console) cataloguePreview(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Catalogue", Nav: "catalogue", Session: s}
+	var l adminapi.List[adminapi.Model]
+	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &l)
+	v := catalogueView{Models: l.Data}
+	src, err := c.readCatalogueForm(r)
+	if err == nil && strings.TrimSpace(string(src)) == "" {
+		err = &catalog.Error{Param: "file", Message: "choose a catalogue file (YAML or JSON)"}
+	}
+	var cat *catalog.Catalog
+	if err == nil {
+		cat, err = catalog.ParseYAML(src)
+	}
+	if err == nil {
+		err = cat.Validate()
+	}
+	if err != nil {
+		p.Error = "The catalogue file cannot be loaded: " + err.Error()
+		p.Data = v
+		c.render(w, http.StatusOK, "catalogue", p)
+		return
+	}
+	v.Diff = diffCatalogue(l.Data, cat)
+	p.Data = v
+	c.render(w, http.StatusOK, "catalogue", p)
+}
+
+func (c *Console) catalogueApply(w http.ResponseWriter, r *http.Request, s *session) {
+	var res adminapi.CatalogResult
+	body := json.RawMessage(r.PostFormValue("catalogue"))
+	if !json.Valid(body) {
+		failed(w, r, "/console/catalogue", "The previewed catalogue was lost; load the file again.")
+		return
+	}
+	st, msg := c.api(r, s, http.MethodPut, "/admin/v1/catalog", body, &res)
+	if st != http.StatusOK {
+		failed(w, r, "/console/catalogue", msg)
+		return
+	}
+	done(w, r, "/console/catalogue", "Catalogue loaded: "+strconv.Itoa(res.Models)+" models, "+strconv.Itoa(res.Routes)+" routes.")
+}
+
+func diffCatalogue(current []adminapi.Model, next *catalog.Catalog) *catalogueDiff {
+	js, _ := json.Marshal(next)
+	d := &catalogueDiff{JSON: string(js)}
+	have := map[string]adminapi.Model{}
+	for _, m := range current {
+		have[m.ID] = m
+	}
+	for _, m := range next.Models {
+		old, ok := have[m.ID]
+		e := modelDiff{ID: m.ID, Status: "unchanged"}
+		if !ok {
+			e.Status = "new"
+			e.Details = append(e.Details, strconv.Itoa(len(m.Routes))+" routes")
+			d.Changes++
+			d.Entries = append(d.Entries, e)
+			continue
+		}
+		e.Details = fieldChanges(old.Model, m.Model, old.Aliases)
+		e.Details = append(e.Details, routeChanges(old.Routes, m.Routes)...)
+		if len(e.Details) > 0 {
+			e.Status = "changed"
+			d.Changes++
+		}
+		d.Entries = append(d.Entries, e)
+	}
+	return d
+}
+
+func fieldChanges(old, next snapshot.Model, oldAliases []string) []string {
+	var out []string
+	ch := func(what, a, b string) {
+		if a != b {
+			out = append(out, what+": "+a+" → "+b)
+		}
+	}
+	ch("endpoint", old.Endpoint, next.Endpoint)
+	ch("input öre per million tokens", strconv.FormatInt(old.InputOrePerMillion, 10), strconv.FormatInt(next.InputOrePerMillion, 10))
+	ch("output öre per million tokens", strconv.FormatInt(old.OutputOrePerMillion, 10), strconv.FormatInt(next.OutputOrePerMillion, 10))
+	ch("context tokens", strconv.FormatInt(old.ContextTokens, 10), strconv.FormatInt(next.ContextTokens, 10))
+	a, b := append([]string(nil), oldAliases...), append([]string(nil), next.Aliases...)
+	sort.Strings(a)
+	sort.Strings(b)
+	ch("aliases", strings.Join(a, ", "), strings.Join(b, ", "))
+	return out
+}
+
+func routeChanges(old, next []snapshot.Route) []string {
+	var out []string
+	was := map[string]string{}
+	for _, r := range old {
+		j, _ := json.Marshal(r)
+		was[r.ID] = string(j)
+	}
+	for _, r := range next {
+		j, _ := json.Marshal(r)
+		prev, ok := was[r.ID]
+		switch {
+		case !ok:
+			out = append(out, "route "+r.ID+" added ("+r.Region+")")
+		case prev != string(j):
+			out = append(out, "route "+r.ID+" changed")
+		}
+		delete(was, r.ID)
+	}
+	gone := make([]string, 0, len(was))
+	for id := range was {
+		gone = append(gone, id)
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		out = append(out, "route "+id+" removed")
+	}
+	return out
+}

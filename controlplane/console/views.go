@@ -1,0 +1,264 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+)
+
+func atoi(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// answerText picks the assistant's text out of a chat completion answer, or the error's
+// message; else the body as it is.
+func answerText(body json.RawMessage) string {
+	var a struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &a) == nil {
+		if len(a.Choices) > 0 {
+			return a.Choices[0].Message.Content
+		}
+		if a.Error != nil {
+			return a.Error.Message
+		}
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, body, "", "  ") == nil {
+		return buf.String()
+	}
+	return string(body)
+}
+
+func (c *Console) signupsPage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Signups", Nav: "signups", Session: s}
+	flash(r, &p)
+	status := r.URL.Query().Get("status")
+	if status == "" {
+		status = "pending"
+	}
+	q := url.Values{"limit": {"200"}}
+	if status != "all" {
+		q.Set("status", status)
+	}
+	var l adminapi.List[adminapi.Signup]
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/signups?"+q.Encode(), nil, &l); st != http.StatusOK {
+		p.Error = msg
+	}
+	p.Data = struct {
+		Status  string
+		Signups []adminapi.Signup
+	}{status, l.Data}
+	c.render(w, http.StatusOK, "signups", p)
+}
+
+func (c *Console) signupAction(w http.ResponseWriter, r *http.Request, s *session) {
+	id := url.PathEscape(r.PathValue("id"))
+	var st int
+	var msg, notice string
+	var out adminapi.Signup
+	switch r.PathValue("action") {
+	case "approve":
+		req := adminapi.ApproveSignupRequest{CreateAccount: r.PostFormValue("create_account") == "yes", Residency: r.PostFormValue("residency")}
+		st, msg = c.api(r, s, http.MethodPost, "/admin/v1/signups/"+id+"/approve", req, &out)
+		notice = "Signup approved."
+		if out.AccountID != nil {
+			notice = "Signup approved; account " + *out.AccountID + " created."
+		}
+	case "reject":
+		st, msg = c.api(r, s, http.MethodPost, "/admin/v1/signups/"+id+"/reject", nil, &out)
+		notice = "Signup rejected."
+	default:
+		http.Error(w, "Unknown action.", http.StatusNotFound)
+		return
+	}
+	if st != http.StatusOK {
+		failed(w, r, "/console/signups", msg)
+		return
+	}
+	done(w, r, "/console/signups", notice)
+}
+
+func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Nodes", Nav: "nodes", Session: s}
+	flash(r, &p)
+	var l adminapi.List[adminapi.Node]
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/nodes", nil, &l); st != http.StatusOK {
+		p.Error = msg
+	}
+	var snap adminapi.SnapshotInfo
+	c.api(r, s, http.MethodGet, "/admin/v1/snapshot", nil, &snap)
+	p.Data = struct {
+		Nodes    []adminapi.Node
+		Snapshot adminapi.SnapshotInfo
+		Now      time.Time
+	}{l.Data, snap, c.now()}
+	c.render(w, http.StatusOK, "nodes", p)
+}
+
+// recordFilters are the records page's query parameters passed to the API as they are.
+var recordFilters = []string{"account_id", "key_id", "model", "result", "from", "to", "after"}
+
+func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Request records", Nav: "records", Session: s}
+	flash(r, &p)
+	in := r.URL.Query()
+	q := url.Values{"limit": {"50"}}
+	for _, k := range recordFilters {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	var rp adminapi.RecordPage
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/records?"+q.Encode(), nil, &rp); st != http.StatusOK {
+		p.Error = msg
+	}
+	next := ""
+	if rp.NextCursor != "" {
+		q.Set("after", rp.NextCursor)
+		q.Del("limit")
+		next = "/console/records?" + q.Encode()
+	}
+	p.Data = struct {
+		F       url.Values
+		Records []adminapi.Record
+		Next    string
+	}{in, rp.Data, next}
+	c.render(w, http.StatusOK, "records", p)
+}
+
+func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Audit log", Nav: "audit", Session: s}
+	flash(r, &p)
+	in := r.URL.Query()
+	q := url.Values{"limit": {"50"}}
+	for _, k := range []string{"target", "actor", "before"} {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	var ap adminapi.AuditPage
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/audit?"+q.Encode(), nil, &ap); st != http.StatusOK {
+		p.Error = msg
+	}
+	next := ""
+	if ap.NextBefore != nil {
+		q.Set("before", strconv.FormatInt(*ap.NextBefore, 10))
+		q.Del("limit")
+		next = "/console/audit?" + q.Encode()
+	}
+	p.Data = struct {
+		F       url.Values
+		Entries []adminapi.AuditEntry
+		Next    string
+	}{in, ap.Data, next}
+	c.render(w, http.StatusOK, "audit", p)
+}
+
+// chart is a stacked bar chart of an account's daily spend per model, drawn as SVG by
+// the template (presentation attributes only: the CSP allows no inline style).
+type chart struct {
+	Width, Height int
+	Bars          []bar
+	Legend        []legendItem
+	MaxSEK        string
+	Empty         bool
+}
+
+type bar struct {
+	X, Y, W, H int
+	Fill       string
+	Title      string
+}
+
+type legendItem struct {
+	Model, Fill, SEK string
+}
+
+var palette = []string{"#2f6fde", "#e0782f", "#2fa36b", "#b0413e", "#7a52c7", "#8c8c2f", "#2fa3a3", "#c74f93"}
+
+func usageChart(u adminapi.UsageReport, now time.Time) chart {
+	const w, h, pad = 720, 160, 4
+	ch := chart{Width: w, Height: h + 20}
+	days := u.Days
+	if days <= 0 {
+		days = 30
+	}
+	start := now.UTC().AddDate(0, 0, -(days - 1)).Format(time.DateOnly)
+	perDay := map[string]int64{}
+	perModel := map[string]int64{}
+	for _, d := range u.Data {
+		perDay[d.Day] += d.PriceMicroSEK
+		perModel[d.Model] += d.PriceMicroSEK
+	}
+	var max int64
+	for _, v := range perDay {
+		max = max2(max, v)
+	}
+	models := make([]string, 0, len(perModel))
+	for m := range perModel {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	color := map[string]string{}
+	for i, m := range models {
+		color[m] = palette[i%len(palette)]
+		ch.Legend = append(ch.Legend, legendItem{Model: m, Fill: color[m], SEK: formatSEK(perModel[m])})
+	}
+	if max == 0 {
+		ch.Empty = true
+		return ch
+	}
+	ch.MaxSEK = formatSEK(max)
+	bw := w / days
+	stack := map[string]int{}
+	for _, d := range u.Data {
+		if d.Day < start {
+			continue
+		}
+		t, err := time.Parse(time.DateOnly, d.Day)
+		if err != nil {
+			continue
+		}
+		i := int(t.Sub(mustDay(start)).Hours() / 24)
+		if i < 0 || i >= days {
+			continue
+		}
+		bh := int(float64(d.PriceMicroSEK) / float64(max) * float64(h)) // drawing only: no money is computed here
+		if bh < 1 && d.PriceMicroSEK > 0 {
+			bh = 1
+		}
+		y := h - stack[d.Day] - bh
+		stack[d.Day] += bh
+		ch.Bars = append(ch.Bars, bar{X: i*bw + pad/2, Y: y, W: bw - pad, H: bh, Fill: color[d.Model],
+			Title: d.Day + " " + d.Model + ": " + formatSEK(d.PriceMicroSEK) + " SEK, " + strconv.FormatInt(d.Requests, 10) + " requests"})
+	}
+	return ch
+}
+
+func mustDay(s string) time.Time {
+	t, _ := time.Parse(time.DateOnly, s)
+	return t
+}
+
+func max2(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
