@@ -75,6 +75,7 @@ var funcs = template.FuncMap{
 	"neg":  func(n int64) bool { return n < 0 },
 	"can":  func(s *session, role string) bool { return s != nil && rank[s.Role] >= rank[role] },
 	"plus": func(a, b int) int { return a + b },
+	"ms":   func(n int64) string { return (time.Duration(n) * time.Millisecond).String() },
 }
 
 var rank = map[string]int{"viewer": 1, "operator": 2, "admin": 3}

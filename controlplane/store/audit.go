@@ -10,7 +10,7 @@ import (
 )
 
 // AuditEntry is one change attempted through the admin API. The audit_log table is
-// append-only (migration 011): the runtime role can add and read entries, never change or
+// append-only (migration 012): the runtime role can add and read entries, never change or
 // remove them.
 type AuditEntry struct {
 	ID     int64
