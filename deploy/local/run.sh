@@ -103,6 +103,10 @@ if [ ! -s "$secrets" ]; then
 fi
 # shellcheck disable=SC1090
 . "$secrets"
+if [ -z "${CONSOLE_PASSWORD:-}" ]; then
+  CONSOLE_PASSWORD="console_$(head -c12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  echo "CONSOLE_PASSWORD=$CONSOLE_PASSWORD" >>"$secrets"
+fi
 if [ -z "${WEBHOOK_SECRET:-}" ]; then
   WEBHOOK_SECRET="whsec_$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
   echo "WEBHOOK_SECRET=$WEBHOOK_SECRET" >>"$secrets"
@@ -144,7 +148,7 @@ GATEWAY_TOPUP_CANCEL_URL="http://127.0.0.1:$DP_PORT/docs?topup=cancelled" \
 GATEWAY_SIGNUP_CONFIRM_URL="http://127.0.0.1:$DP_PORT/docs?signup=received" \
 GATEWAY_SIGNUP_ERROR_URL="http://127.0.0.1:$DP_PORT/docs?signup=error" \
   "$BIN/controlplane" --listen "127.0.0.1:$CP_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" --ops-listen "127.0.0.1:$CP_OPS_PORT" \
-  --default-limits-file configs/limits.default.yaml \
+  --default-limits-file configs/limits.default.yaml --test-box-url "http://127.0.0.1:$DP_PORT" \
   >"$DATA/logs/controlplane.log" 2>&1 &
 pids+=($!)
 
@@ -189,6 +193,10 @@ if [ ! -s "$demo" ] || ! ctl accounts get "$(cat "$demo")" >/dev/null 2>&1; then
 fi
 acct=$(cat "$demo")
 key=$(cat "$DATA/demo.key")
+# An operator for the console (admin role), made once with the admin token.
+if ! ctl --json operators list | grep -q '"name": *"demo"'; then
+  printf '%s\n' "$CONSOLE_PASSWORD" | ctl operators create demo --role admin >/dev/null
+fi
 
 cat >"$DATA/demo.env" <<ENV
 GATEWAY_BASE_URL=http://127.0.0.1:$DP_PORT
@@ -215,6 +223,7 @@ Try:
     -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \\
     -d '{"model":"llama-3.1-8b-instruct","messages":[{"role":"user","content":"Hej!"}]}'
 
+Console: http://127.0.0.1:$ADMIN_PORT/console/ (operator demo, password CONSOLE_PASSWORD in $secrets).
 Metrics: http://127.0.0.1:$OPS_PORT/metrics (data plane: spool depth and age, snapshot version),
          http://127.0.0.1:$CP_OPS_PORT/metrics (control plane: ingest, nodes, snapshots, payments, pool).
 Logs: $DATA/logs/. Press Ctrl-C to stop everything.
