@@ -19,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
@@ -151,13 +152,18 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	cpTr := cpTransport(cpTLS)
 	defer cpTr.CloseIdleConnections()
+	// One link, one retry and backoff policy, for the snapshot poll, usage batches and
+	// balance watch.
+	link, err := cplink.New(cplink.Config{URL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken, Transport: cpTr})
+	if err != nil {
+		return err
+	}
 	tel := telemetry.New() // served by the ops listener's /metrics
 	var spool spoolStats
 	usageMeter, err := meter.New(meter.Config{
-		DataDir: o.dataDir, ControlPlaneURL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken,
+		DataDir: o.dataDir, Link: link,
 		Country: o.region.country, BatchInterval: o.batchInterval, Logger: log,
-		HTTPClient: &http.Client{Transport: cpTr, Timeout: meter.DefaultHTTPTimeout},
-		OnBatch:    tel.WatchSpool(&spool),
+		OnBatch: tel.WatchSpool(&spool),
 	})
 	if err != nil {
 		return fmt.Errorf("open usage spool: %w", err)
@@ -177,10 +183,9 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
 	}
 	syncer, err := syncclient.New(syncclient.Config{
-		ControlPlaneURL: o.controlPlaneURL, NodeToken: o.nodeToken, NodeID: o.nodeID, DataDir: o.dataDir,
+		Link: link, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
 		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
-		HTTPClient:   &http.Client{Transport: cpTr, Timeout: o.snapshotWait + 15*time.Second},
 		SpoolAge:     func() time.Duration { return usageMeter.Stats().OldestUnconfirmedAge },
 		OnApplyError: tel.WatchSnapshots(storeVersion{store}.issued, nil),
 		OnSnapshot: func(s *snapshot.Snapshot) {

@@ -4,13 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
-
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/shared/residency"
 )
 
@@ -20,10 +16,9 @@ const (
 	DefaultBatchInterval = 200 * time.Millisecond
 	DefaultFsyncWindow   = 10 * time.Millisecond
 	DefaultSegmentBytes  = 4 << 20
-	DefaultRetryWaitMin  = 100 * time.Millisecond
-	DefaultRetryWaitMax  = 30 * time.Second
 	DefaultBalanceWait   = 25 * time.Second
-	DefaultHTTPTimeout   = 60 * time.Second
+	// HTTPTimeout bounds each request to the control plane (a batch, a balance poll).
+	HTTPTimeout = 60 * time.Second
 
 	maxBatchSize = 100_000
 )
@@ -35,11 +30,9 @@ var ErrConfig = errors.New("meter config")
 type Config struct {
 	// DataDir is the node's data directory (required); the spool lives in DataDir/spool.
 	DataDir string
-	// ControlPlaneURL is the control plane's base URL, e.g. http://127.0.0.1:8081 (required).
-	ControlPlaneURL string
-	// NodeID names this node (X-Node-Id) and NodeToken authenticates it (both required).
-	NodeID    string
-	NodeToken string
+	// Link is the node's link to the control plane: its address, the node's credentials,
+	// the transport and the retry and backoff policy of every send (required).
+	Link *cplink.Client
 	// Country is the node's --country (ISO 3166-1 alpha-2, upper case), sent with balance
 	// polls so the control plane lists only the balances of accounts this node may serve;
 	// empty: every account's.
@@ -59,17 +52,9 @@ type Config struct {
 	// started (default 4 MiB).
 	SegmentBytes int64
 
-	// RetryWaitMin and RetryWaitMax bound the exponential backoff between attempts to reach
-	// the control plane (defaults 100 ms and 30 s). There is no attempt limit.
-	RetryWaitMin time.Duration
-	RetryWaitMax time.Duration
 	// BalanceWait is the long-poll wait asked of the balance watch (default 25 s, whole
-	// seconds, at least 1 s).
+	// seconds, at least 1 s, under HTTPTimeout).
 	BalanceWait time.Duration
-
-	// HTTPClient talks to the control plane. Its Timeout, when set, must exceed BalanceWait.
-	// Default: a pooled client with a 60 s timeout.
-	HTTPClient *http.Client
 	// Logger defaults to slog.Default(); Now defaults to time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -93,19 +78,8 @@ func (c *Config) fill() {
 	if c.SegmentBytes == 0 {
 		c.SegmentBytes = DefaultSegmentBytes
 	}
-	if c.RetryWaitMin == 0 {
-		c.RetryWaitMin = DefaultRetryWaitMin
-	}
-	if c.RetryWaitMax == 0 {
-		c.RetryWaitMax = DefaultRetryWaitMax
-	}
 	if c.BalanceWait == 0 {
 		c.BalanceWait = DefaultBalanceWait
-	}
-	if c.HTTPClient == nil {
-		hc := cleanhttp.DefaultPooledClient()
-		hc.Timeout = DefaultHTTPTimeout
-		c.HTTPClient = hc
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -120,15 +94,8 @@ func (c *Config) validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("DataDir is required"))
 	}
-	if u, err := url.Parse(c.ControlPlaneURL); c.ControlPlaneURL == "" || err != nil ||
-		(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("ControlPlaneURL %q is not an http(s) URL", c.ControlPlaneURL))
-	}
-	if c.NodeID == "" || strings.ContainsAny(c.NodeID, "\r\n") {
-		errs = append(errs, errors.New("NodeID is required (one line)"))
-	}
-	if c.NodeToken == "" || strings.ContainsAny(c.NodeToken, "\r\n") {
-		errs = append(errs, errors.New("NodeToken is required (one line)"))
+	if c.Link == nil {
+		errs = append(errs, errors.New("Link is required"))
 	}
 	if !residency.ValidCountry(c.Country) {
 		errs = append(errs, fmt.Errorf("Country %q is not an upper-case ISO 3166-1 alpha-2 country code", c.Country))
@@ -142,14 +109,8 @@ func (c *Config) validate() error {
 	if c.SegmentBytes < 1 {
 		errs = append(errs, fmt.Errorf("SegmentBytes %d is not positive", c.SegmentBytes))
 	}
-	if c.RetryWaitMin < 0 || c.RetryWaitMax < c.RetryWaitMin {
-		errs = append(errs, fmt.Errorf("retry waits %s..%s are not an interval", c.RetryWaitMin, c.RetryWaitMax))
-	}
-	if c.BalanceWait < time.Second {
-		errs = append(errs, fmt.Errorf("BalanceWait %s is under 1s", c.BalanceWait))
-	}
-	if c.HTTPClient.Timeout != 0 && c.HTTPClient.Timeout <= c.BalanceWait {
-		errs = append(errs, fmt.Errorf("HTTPClient.Timeout %s must exceed BalanceWait %s", c.HTTPClient.Timeout, c.BalanceWait))
+	if c.BalanceWait < time.Second || c.BalanceWait >= HTTPTimeout {
+		errs = append(errs, fmt.Errorf("BalanceWait %s is outside 1s..%s", c.BalanceWait, HTTPTimeout))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))

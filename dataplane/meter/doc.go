@@ -34,9 +34,9 @@
 //
 // A sender goroutine (Run) reads durable (fsynced) records in spool order, groups them into
 // usage.Batch values by size (Config.BatchSize, default 500) and time (Config.BatchInterval,
-// default 200 ms), and POSTs each batch to <ControlPlaneURL>/internal/v1/usage with the node
-// token. Sends are retried with capped exponential backoff (Config.RetryWaitMax, default
-// 30 s) for as long as the context lives: no record is ever dropped after N attempts. A
+// default 200 ms), and POSTs each batch to the control plane's /internal/v1/usage over the
+// node's link (Config.Link). Sends are retried with the link's capped exponential backoff
+// (cplink.Client.Backoff) for as long as the context lives: no record is ever dropped after N attempts. A
 // batch's records count as delivered only when the control plane answered with its
 // usage.Reply; a segment file is deleted once all its records are confirmed and it holds
 // none that are written but not yet fsynced. Sending only fsynced records keeps what the

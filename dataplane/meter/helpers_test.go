@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -17,17 +18,23 @@ import (
 func testConfig(t testing.TB, cpURL, dir string) Config {
 	t.Helper()
 	return Config{
-		DataDir:         dir,
-		ControlPlaneURL: cpURL,
-		NodeID:          "node-a",
-		NodeToken:       testToken,
-		BatchSize:       100,
-		BatchInterval:   20 * time.Millisecond,
-		RetryWaitMin:    5 * time.Millisecond,
-		RetryWaitMax:    50 * time.Millisecond,
-		BalanceWait:     time.Second,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DataDir:       dir,
+		Link:          testLink(t, cpURL, 5*time.Millisecond, 50*time.Millisecond),
+		BatchSize:     100,
+		BatchInterval: 20 * time.Millisecond,
+		BalanceWait:   time.Second,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+}
+
+// testLink is node-a's link to the control plane at cpURL with the given retry waits.
+func testLink(t testing.TB, cpURL string, waitMin, waitMax time.Duration) *cplink.Client {
+	t.Helper()
+	l, err := cplink.New(cplink.Config{URL: cpURL, NodeID: "node-a", NodeToken: testToken, RetryWaitMin: waitMin, RetryWaitMax: waitMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func newMeter(t testing.TB, cfg Config) *Meter {

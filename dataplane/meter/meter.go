@@ -95,13 +95,12 @@ func New(cfg Config) (*Meter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	base := strings.TrimRight(cfg.ControlPlaneURL, "/")
 	m := &Meter{
 		cfg:         cfg,
 		log:         cfg.Logger.With("component", "meter"),
 		bal:         newBalances(),
-		usageURL:    base + internalapi.PathUsage,
-		balancesURL: base + internalapi.PathBalances,
+		usageURL:    cfg.Link.URL(internalapi.PathUsage),
+		balancesURL: cfg.Link.URL(internalapi.PathBalances),
 		minPoll:     time.Second,
 	}
 	dir := filepath.Join(cfg.DataDir, "spool")

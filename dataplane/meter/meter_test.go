@@ -3,7 +3,6 @@ package meter
 import (
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -26,22 +25,16 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"defaults", ok, ""},
 		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir"},
-		{"no url", func(c *Config) { c.ControlPlaneURL = "" }, "ControlPlaneURL"},
-		{"url without scheme", func(c *Config) { c.ControlPlaneURL = "127.0.0.1:8081" }, "ControlPlaneURL"},
-		{"ftp url", func(c *Config) { c.ControlPlaneURL = "ftp://cp" }, "ControlPlaneURL"},
-		{"no node id", func(c *Config) { c.NodeID = "" }, "NodeID"},
-		{"token with newline", func(c *Config) { c.NodeToken = "a\nb" }, "NodeToken"},
+		{"no link", func(c *Config) { c.Link = nil }, "Link"},
 		{"batch too big", func(c *Config) { c.BatchSize = maxBatchSize + 1 }, "BatchSize"},
 		{"negative batch size", func(c *Config) { c.BatchSize = -1 }, "BatchSize"},
 		{"negative interval", func(c *Config) { c.BatchInterval = -time.Second }, "BatchInterval"},
-		{"retry max under min", func(c *Config) { c.RetryWaitMin, c.RetryWaitMax = time.Second, time.Millisecond }, "retry waits"},
 		{"sub-second balance wait", func(c *Config) { c.BalanceWait = 10 * time.Millisecond }, "BalanceWait"},
-		{"client timeout under wait", func(c *Config) { c.HTTPClient = &http.Client{Timeout: 5 * time.Second} }, "HTTPClient.Timeout"},
-		{"client without timeout", func(c *Config) { c.HTTPClient = &http.Client{} }, ""},
+		{"balance wait beyond the request timeout", func(c *Config) { c.BalanceWait = HTTPTimeout }, "BalanceWait"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Config{DataDir: "d", ControlPlaneURL: "http://127.0.0.1:1", NodeID: "n", NodeToken: "t"}
+			c := Config{DataDir: "d", Link: testLink(t, "http://127.0.0.1:1", 0, 0)}
 			tt.mod(&c)
 			c.fill()
 			err := c.validate()
@@ -286,7 +279,7 @@ func TestRunReturnsPromptlyMidBackoff(t *testing.T) {
 	cp := newFakeCP(t)
 	cp.down.Store(true)
 	cfg := testConfig(t, cp.srv.URL, t.TempDir())
-	cfg.RetryWaitMin, cfg.RetryWaitMax = 10*time.Second, 30*time.Second
+	cfg.Link = testLink(t, cp.srv.URL, 10*time.Second, 30*time.Second)
 	m := newMeter(t, cfg)
 	m.Record(mkRecord(1, "acct_a", 1))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -309,7 +302,7 @@ func TestRunReturnsPromptlyMidBackoff(t *testing.T) {
 	}
 	// The unconfirmed batch is kept and goes out on the next Run.
 	cp.down.Store(false)
-	m.cfg.RetryWaitMin, m.cfg.RetryWaitMax = time.Millisecond, time.Millisecond
+	m.cfg.Link = testLink(t, cp.srv.URL, time.Millisecond, time.Millisecond)
 	m.client = m.newClient()
 	run(t, m)
 	eventually(t, 5*time.Second, "delivered after restart of Run", func() bool { return cp.count() == 1 })

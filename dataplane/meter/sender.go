@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -58,7 +57,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 				if ctx.Err() == nil {
 					m.setErr(err)
 					m.log.Error("meter: read spool", "err", err)
-					sleepCtx(ctx, m.cfg.RetryWaitMax)
+					sleepCtx(ctx, m.cfg.Link.RetryWaitMax())
 				}
 				continue
 			}
@@ -72,7 +71,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 				// The records stay in the spool; the batch is tried again after a pause.
 				m.setErr(derr)
 				m.log.Error("meter: dead-letter write failed; retrying the batch", "batch_id", b.id, "err", derr)
-				sleepCtx(ctx, m.cfg.RetryWaitMax)
+				sleepCtx(ctx, m.cfg.Link.RetryWaitMax())
 				continue
 			}
 			m.inflight = nil
@@ -83,7 +82,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil { // every attempt is retried inside send; this is a safety net
 				m.setErr(err)
-				sleepCtx(ctx, m.cfg.RetryWaitMax)
+				sleepCtx(ctx, m.cfg.Link.RetryWaitMax())
 			}
 			continue
 		}
@@ -144,7 +143,7 @@ func (m *Meter) readBatch() (*batch, error) {
 	b := &batch{id: ulid.Make().String(), spend: make(map[string]int64)}
 	body := make([]byte, 0, 64<<10)
 	body = append(body, `{"node_id":`...)
-	body, _ = appendJSONString(body, m.cfg.NodeID)
+	body, _ = appendJSONString(body, m.cfg.Link.NodeID())
 	body = append(body, `,"batch_id":"`...)
 	body = append(body, b.id...)
 	body = append(body, `","records":[`...)
@@ -244,7 +243,7 @@ func (m *Meter) watchBalances(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				m.setErr(fmt.Errorf("balance watch: %w", err))
-				sleepCtx(ctx, m.cfg.RetryWaitMax)
+				sleepCtx(ctx, m.cfg.Link.RetryWaitMax())
 			}
 			continue
 		}
@@ -262,22 +261,20 @@ func (m *Meter) watchBalances(ctx context.Context) {
 	}
 }
 
-func (m *Meter) authorize(h http.Header) {
-	h.Set("Authorization", "Bearer "+m.cfg.NodeToken)
-	h.Set(internalapi.HeaderNodeID, m.cfg.NodeID)
-}
+func (m *Meter) authorize(h http.Header) { m.cfg.Link.Authorize(h) }
 
 // newClient builds the retrying client: every failure (transport error, any status but
-// 200/204/304, an unreadable reply) is retried with capped exponential backoff, without
-// an attempt limit, until the request's context ends.
+// 200/204/304, an unreadable reply) is retried with the link's backoff (cplink.Backoff),
+// without an attempt limit, until the request's context ends.
 func (m *Meter) newClient() *retryablehttp.Client {
+	link := m.cfg.Link
 	c := retryablehttp.NewClient()
-	c.HTTPClient = m.cfg.HTTPClient
+	c.HTTPClient = link.HTTPClient(HTTPTimeout)
 	c.Logger = nil
-	c.RetryWaitMin = m.cfg.RetryWaitMin
-	c.RetryWaitMax = m.cfg.RetryWaitMax
-	c.RetryMax = 1<<31 - 1 // effectively forever: 68 years at the 30 s cap
-	c.Backoff = backoff
+	c.RetryMax = 1<<31 - 1 // effectively forever
+	c.Backoff = func(_, _ time.Duration, attempt int, resp *http.Response) time.Duration {
+		return link.Backoff(attempt, resp)
+	}
 	c.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
 		// Every attempt reports the spool's age as of that attempt.
 		req.Header.Set(internalapi.HeaderSpoolAge, internalapi.FormatSpoolAge(m.Stats().OldestUnconfirmedAge))
@@ -326,28 +323,6 @@ func peekError(resp *http.Response) string {
 		return ""
 	}
 	return ": " + string(b)
-}
-
-// backoff is exponential from lo, with jitter in [d/2, d], capped at hi. A Retry-After
-// of a 429 or 503 is honoured up to hi.
-func backoff(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
-	d := hi
-	if attempt < 40 {
-		if x := lo << attempt; x > 0 && x < hi {
-			d = x
-		}
-	}
-	if d > 1 {
-		d = d/2 + rand.N(d/2+1)
-	}
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			if ra := time.Duration(s) * time.Second; ra > d {
-				d = min(ra, hi)
-			}
-		}
-	}
-	return d
 }
 
 // sleepCtx sleeps for d or until ctx ends.

@@ -32,8 +32,8 @@ func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock()
 func loggedClient(t *testing.T, url, dir string, st *index.Store, now func() time.Time) (*Client, *logBuf) {
 	t.Helper()
 	lb := &logBuf{}
-	c, err := New(Config{ControlPlaneURL: url, NodeToken: "node-secret", NodeID: "node-1", DataDir: dir, Store: st,
-		Wait: time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+	c, err := New(Config{Link: testLink(t, url, 10*time.Millisecond, 50*time.Millisecond), DataDir: dir, Store: st,
+		Wait: time.Second,
 		PublicKey: fixture.PublicKey, Now: now, Logger: slog.New(slog.NewTextHandler(lb, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func FuzzDecodeSignedSnapshot(f *testing.F) {
 	f.Add([]byte(`{"version":1,"hash":"","signature":""}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var st index.Store
-		c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", NodeToken: "t", NodeID: "n", Store: &st, PublicKey: fixture.PublicKey})
+		c, err := New(Config{Link: testLink(t, "http://127.0.0.1:1", 0, 0), Store: &st, PublicKey: fixture.PublicKey})
 		if err != nil {
 			t.Fatal(err)
 		}

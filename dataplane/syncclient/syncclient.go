@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -31,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -47,12 +47,9 @@ const maxSnapshotBytes = 256 << 20
 
 // Config configures a Client.
 type Config struct {
-	// ControlPlaneURL is the control plane's base URL (scheme and host), required.
-	ControlPlaneURL string
-	// NodeToken authenticates the node (Authorization: Bearer), required.
-	NodeToken string
-	// NodeID names the node (X-Node-Id), required.
-	NodeID string
+	// Link is the node's link to the control plane: its address, the node's credentials,
+	// the transport and the backoff between failed polls (required).
+	Link *cplink.Client
 	// DataDir holds the last-known-good snapshot; empty disables the disk cache.
 	DataDir string
 	// Store receives each applied index, required.
@@ -65,11 +62,6 @@ type Config struct {
 	OnApplyError func(error)
 	// Wait is the long-poll wait the node asks for (default 30s).
 	Wait time.Duration
-	// MinBackoff and MaxBackoff bound the delay between failed polls (defaults 200ms, 15s).
-	MinBackoff, MaxBackoff time.Duration
-	// HTTPClient is used for polls (default: a client whose timeout is Wait plus 15s).
-	// Its transport carries the node's TLS settings for the control plane.
-	HTTPClient *http.Client
 	// PublicKey verifies the control plane's snapshot signatures. Required unless
 	// AllowUnsigned, which accepts snapshots without a valid signature (insecure).
 	PublicKey     ed25519.PublicKey
@@ -95,6 +87,7 @@ type Config struct {
 type Client struct {
 	cfg     Config
 	pollURL string
+	http    *http.Client // the link's, timing out 15 s after the long poll's wait
 	log     *slog.Logger
 
 	mu   sync.Mutex
@@ -111,24 +104,11 @@ type held struct {
 
 // New validates cfg, fills defaults and returns a Client.
 func New(cfg Config) (*Client, error) {
-	if cfg.ControlPlaneURL == "" || cfg.NodeToken == "" || cfg.NodeID == "" || cfg.Store == nil {
-		return nil, errors.New("syncclient: ControlPlaneURL, NodeToken, NodeID and Store are required")
-	}
-	u, err := url.Parse(strings.TrimRight(cfg.ControlPlaneURL, "/"))
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("syncclient: bad control plane URL %q", cfg.ControlPlaneURL)
+	if cfg.Link == nil || cfg.Store == nil {
+		return nil, errors.New("syncclient: Link and Store are required")
 	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = 30 * time.Second
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 200 * time.Millisecond
-	}
-	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = max(15*time.Second, cfg.MinBackoff)
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: cfg.Wait + 15*time.Second}
 	}
 	if cfg.PublicKey == nil && !cfg.AllowUnsigned {
 		return nil, errors.New("syncclient: PublicKey is required (or AllowUnsigned)")
@@ -145,7 +125,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Client{cfg: cfg, pollURL: u.String() + internalapi.PathSnapshot, log: cfg.Logger}, nil
+	return &Client{cfg: cfg, pollURL: cfg.Link.URL(internalapi.PathSnapshot), http: cfg.Link.HTTPClient(cfg.Wait + 15*time.Second),
+		log: cfg.Logger}, nil
 }
 
 // Run polls until ctx ends, backing off after failures. It returns ctx's error.
@@ -162,7 +143,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		failures++
 		c.expireDisk()
-		d := c.backoff(failures)
+		d := c.cfg.Link.Backoff(failures-1, nil)
 		c.log.Warn("snapshot poll failed", "err", err, "failures", failures, "retry_in", d)
 		t := time.NewTimer(d)
 		select {
@@ -172,16 +153,6 @@ func (c *Client) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// backoff is exponential with full jitter in [d/2, d].
-func (c *Client) backoff(failures int) time.Duration {
-	d := c.cfg.MinBackoff
-	for i := 1; i < failures && d < c.cfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.cfg.MaxBackoff)
-	return d/2 + rand.N(d/2+1)
 }
 
 // ErrStatus is returned for unexpected control plane answers.
@@ -207,13 +178,12 @@ func (c *Client) Poll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("build snapshot poll: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.cfg.NodeToken)
-	req.Header.Set(internalapi.HeaderNodeID, c.cfg.NodeID)
+	c.cfg.Link.Authorize(req.Header)
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.SpoolAge != nil {
 		req.Header.Set(internalapi.HeaderSpoolAge, internalapi.FormatSpoolAge(c.cfg.SpoolAge()))
 	}
-	resp, err := c.cfg.HTTPClient.Do(req)
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("snapshot poll: %w", err)
 	}

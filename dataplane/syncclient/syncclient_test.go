@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -75,8 +76,8 @@ func (f *fakeCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newClient(t *testing.T, url, dir string, st *index.Store, seen *atomic.Int64) *Client {
 	t.Helper()
 	c, err := New(Config{
-		ControlPlaneURL: url, NodeToken: "node-secret", NodeID: "node-1", DataDir: dir, Store: st,
-		Wait: time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Link: testLink(t, url, 10*time.Millisecond, 50*time.Millisecond), DataDir: dir, Store: st,
+		Wait: time.Second,
 		PublicKey: fixture.PublicKey,
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			if seen != nil {
@@ -233,8 +234,7 @@ func TestNoDiskSnapshotNotReady(t *testing.T) {
 
 func TestBackoffRespectsContext(t *testing.T) {
 	var st index.Store
-	c, err := New(Config{ControlPlaneURL: "http://127.0.0.1:1", NodeToken: "t", NodeID: "n", Store: &st,
-		MinBackoff: time.Hour, MaxBackoff: time.Hour, AllowUnsigned: true})
+	c, err := New(Config{Link: testLink(t, "http://127.0.0.1:1", time.Hour, time.Hour), Store: &st, AllowUnsigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,17 +263,25 @@ func TestUnexpectedStatus(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	var st index.Store
+	link := testLink(t, "http://x", 0, 0)
 	for _, cfg := range []Config{
-		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n", Store: &st}, // no public key
-		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n", Store: &st, PublicKey: []byte("short")},
-		{NodeToken: "t", NodeID: "n", Store: &st},
-		{ControlPlaneURL: "http://x", NodeID: "n", Store: &st},
-		{ControlPlaneURL: "http://x", NodeToken: "t", Store: &st},
-		{ControlPlaneURL: "http://x", NodeToken: "t", NodeID: "n"},
-		{ControlPlaneURL: "not a url", NodeToken: "t", NodeID: "n", Store: &st},
+		{Link: link, Store: &st}, // no public key
+		{Link: link, Store: &st, PublicKey: []byte("short")},
+		{Store: &st, AllowUnsigned: true},
+		{Link: link, AllowUnsigned: true},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
 	}
+}
+
+// testLink is node-1's link to the control plane at url with the given retry waits.
+func testLink(t testing.TB, url string, waitMin, waitMax time.Duration) *cplink.Client {
+	t.Helper()
+	l, err := cplink.New(cplink.Config{URL: url, NodeID: "node-1", NodeToken: "node-secret", RetryWaitMin: waitMin, RetryWaitMax: waitMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
