@@ -173,6 +173,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	// role, and audited when it changes anything (guard).
 	admin := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(pattern, h)) }
 	mux.HandleFunc("POST /admin/v1/sessions", s.login)
+	mux.HandleFunc("GET /admin/v1/openapi.json", s.adminOpenAPI)
 	s.operatorRoutes(admin)
 	admin("POST /admin/v1/accounts", s.createAccount)
 	admin("GET /admin/v1/accounts", s.listAccounts)

@@ -166,6 +166,9 @@ func (e *env) doAt(base, method, path, token string, rd io.Reader, hdr map[strin
 	if res.StatusCode >= 400 && res.Header.Get("Content-Type") != "application/json" {
 		e.t.Errorf("%s %s: error %d with Content-Type %q", method, path, res.StatusCode, res.Header.Get("Content-Type"))
 	}
+	if strings.HasPrefix(path, "/admin/") {
+		checkAdminContract(e.t, method, path, res.StatusCode, res.Header, b)
+	}
 	return resp{res.StatusCode, res.Header, b}
 }
 
