@@ -1,0 +1,206 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/console"
+	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/controlplane/publish"
+	"github.com/sekgate/gateway/controlplane/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const adminToken = "adm_console_test_0123456789abcdef0123"
+
+// newConsole serves the console beside the real admin API on real Postgres, with an
+// operator alice (operator role).
+func newConsole(t *testing.T) (*httptest.Server, *store.Store) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db := pgtest.NewRoles(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := publish.New(publish.Config{Store: st, Logger: quiet, Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"node-token-0123456789abcdef0123456789"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	con, err := console.New(console.Config{API: h.Admin, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, con)
+	mux.Handle("/", h.Admin)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { srv.Close(); cancel(); st.Close() })
+	req, _ := http.NewRequest("POST", srv.URL+"/admin/v1/operators", strings.NewReader(`{"name":"alice","role":"operator","password":"alice's long password"}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 201 {
+		t.Fatalf("create operator: %v %v", res, err)
+	}
+	return srv, st
+}
+
+// browser is a cookie-keeping client that does not follow redirects.
+func browser(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	res, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+func post(t *testing.T, c *http.Client, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	res, err := c.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token in the page: %.300s", page)
+	}
+	return m[1]
+}
+
+func login(t *testing.T, srv *httptest.Server, c *http.Client) string {
+	t.Helper()
+	_, page := get(t, c, srv.URL+"/console/login")
+	res, _ := post(t, c, srv.URL+"/console/login", url.Values{"csrf": {csrfOf(t, page)}, "name": {"alice"}, "password": {"alice's long password"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/accounts" {
+		t.Fatalf("login: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	var sess *http.Cookie
+	for _, ck := range res.Cookies() {
+		if ck.Name == "gw_console" {
+			sess = ck
+		}
+	}
+	if sess == nil || !sess.Secure || !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode || sess.Path != "/console/" {
+		t.Fatalf("session cookie %+v", sess)
+	}
+	_, page = get(t, c, srv.URL+"/console/accounts")
+	return csrfOf(t, page)
+}
+
+func TestConsoleProtection(t *testing.T) {
+	srv, st := newConsole(t)
+	// The cookie jar keeps Secure cookies for http://127.0.0.1 only when told it is
+	// trustworthy: send them by hand through a jar keyed on https.
+	c := browser(t)
+	c.Jar = insecureJar{jar: c.Jar}
+
+	// Without a session every page sends the browser to the login page.
+	for _, p := range []string{"/console/accounts", "/console/audit", "/console/records", "/console/catalogue"} {
+		if res, _ := get(t, c, srv.URL+p); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/login" {
+			t.Errorf("%s without a session: %d %s", p, res.StatusCode, res.Header.Get("Location"))
+		}
+	}
+	// Every answer carries the strict policy.
+	res, page := get(t, c, srv.URL+"/console/login")
+	if csp := res.Header.Get("Content-Security-Policy"); csp != console.CSP || !strings.Contains(csp, "script-src 'self'") ||
+		strings.Contains(csp, "unsafe-inline") || res.Header.Get("X-Frame-Options") != "DENY" || res.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers %v", res.Header)
+	}
+	if strings.Contains(page, "<script>") || strings.Contains(page, " style=") || strings.Contains(page, "onclick") {
+		t.Fatal("inline script or style in the login page")
+	}
+	// A login form without its CSRF token is refused.
+	res, _ = post(t, c, srv.URL+"/console/login", url.Values{"name": {"alice"}, "password": {"alice's long password"}})
+	if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/console/login?error=") {
+		t.Fatalf("login without CSRF: %d %s", res.StatusCode, loc)
+	}
+	// A wrong password: back to the form with the API's message.
+	_, page = get(t, c, srv.URL+"/console/login")
+	res, _ = post(t, c, srv.URL+"/console/login", url.Values{"csrf": {csrfOf(t, page)}, "name": {"alice"}, "password": {"wrong password!!"}})
+	if loc := res.Header.Get("Location"); !strings.Contains(loc, "error=Unknown+operator") {
+		t.Fatalf("wrong password: %s", loc)
+	}
+
+	csrf := login(t, srv, c)
+	// A form without the session's CSRF token changes nothing.
+	res, _ = post(t, c, srv.URL+"/console/accounts", url.Values{"customer": {"No CSRF AB"}, "residency": {"se"}})
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("form without CSRF: %d", res.StatusCode)
+	}
+	res, _ = post(t, c, srv.URL+"/console/accounts", url.Values{"csrf": {strings.Repeat("0", 64)}, "customer": {"Bad CSRF AB"}, "residency": {"se"}})
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("form with a wrong CSRF token: %d", res.StatusCode)
+	}
+	if accts, _ := st.ListAccounts(context.Background()); len(accts) != 0 {
+		t.Fatalf("accounts made without CSRF: %+v", accts)
+	}
+	// With it, the account is made through the API (and audited as alice).
+	res, _ = post(t, c, srv.URL+"/console/accounts", url.Values{"csrf": {csrf}, "customer": {"Console AB"}, "residency": {"eu"}})
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/accounts/acct_") {
+		t.Fatalf("create account: %d %s", res.StatusCode, loc)
+	}
+	acct := strings.TrimPrefix(loc[:strings.IndexByte(loc, '?')], "/console/accounts/")
+	audit, err := st.ListAudit(context.Background(), store.AuditQuery{Target: acct, Limit: 10})
+	if err != nil || len(audit) != 1 || audit[0].Actor != "operator:alice" || audit[0].Action != "POST /admin/v1/accounts" {
+		t.Fatalf("audit of the console's change: %+v %v", audit, err)
+	}
+	// A new key's secret is in the answer's page only: no redirect, nothing in a URL.
+	res, page = post(t, c, srv.URL+"/console/accounts/"+acct+"/keys", url.Values{"csrf": {csrf}, "name": {"ci"}})
+	secret := regexp.MustCompile(`<code id="secret">(sgw_[0-9a-f_]+)</code>`).FindStringSubmatch(page)
+	if res.StatusCode != http.StatusOK || secret == nil || res.Header.Get("Location") != "" {
+		t.Fatalf("create key: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if _, again := get(t, c, srv.URL+"/console/accounts/"+acct); strings.Contains(again, secret[1]) {
+		t.Fatal("the secret is shown again")
+	}
+	// Static assets are embedded.
+	if res, body := get(t, c, srv.URL+"/console/static/console.js"); res.StatusCode != 200 || !strings.Contains(body, "clipboard") {
+		t.Fatalf("console.js: %d", res.StatusCode)
+	}
+	// Logging out ends the session in the API too.
+	post(t, c, srv.URL+"/console/logout", url.Values{"csrf": {csrf}})
+	if res, _ := get(t, c, srv.URL+"/console/accounts"); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after logout: %d", res.StatusCode)
+	}
+}
+
+// insecureJar stores and sends Secure cookies over plain HTTP to the test server, as
+// browsers do for 127.0.0.1.
+type insecureJar struct{ jar http.CookieJar }
+
+func (j insecureJar) secure(u *url.URL) *url.URL { v := *u; v.Scheme = "https"; return &v }
+func (j insecureJar) SetCookies(u *url.URL, cs []*http.Cookie) { j.jar.SetCookies(j.secure(u), cs) }
+func (j insecureJar) Cookies(u *url.URL) []*http.Cookie { return j.jar.Cookies(j.secure(u)) }
