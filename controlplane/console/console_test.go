@@ -201,6 +201,6 @@ func TestConsoleProtection(t *testing.T) {
 // browsers do for 127.0.0.1.
 type insecureJar struct{ jar http.CookieJar }
 
-func (j insecureJar) secure(u *url.URL) *url.URL { v := *u; v.Scheme = "https"; return &v }
+func (j insecureJar) secure(u *url.URL) *url.URL               { v := *u; v.Scheme = "https"; return &v }
 func (j insecureJar) SetCookies(u *url.URL, cs []*http.Cookie) { j.jar.SetCookies(j.secure(u), cs) }
-func (j insecureJar) Cookies(u *url.URL) []*http.Cookie { return j.jar.Cookies(j.secure(u)) }
+func (j insecureJar) Cookies(u *url.URL) []*http.Cookie        { return j.jar.Cookies(j.secure(u)) }
