@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,9 +101,13 @@ func csrfOf(t *testing.T, page string) string {
 }
 
 func login(t *testing.T, srv *httptest.Server, c *http.Client) string {
+	return loginAs(t, srv, c, "alice", "alice's long password")
+}
+
+func loginAs(t *testing.T, srv *httptest.Server, c *http.Client, name, pw string) string {
 	t.Helper()
 	_, page := get(t, c, srv.URL+"/console/login")
-	res, _ := post(t, c, srv.URL+"/console/login", url.Values{"csrf": {csrfOf(t, page)}, "name": {"alice"}, "password": {"alice's long password"}})
+	res, _ := post(t, c, srv.URL+"/console/login", url.Values{"csrf": {csrfOf(t, page)}, "name": {name}, "password": {pw}})
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/accounts" {
 		t.Fatalf("login: %d %s", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -204,3 +209,63 @@ type insecureJar struct{ jar http.CookieJar }
 func (j insecureJar) secure(u *url.URL) *url.URL               { v := *u; v.Scheme = "https"; return &v }
 func (j insecureJar) SetCookies(u *url.URL, cs []*http.Cookie) { j.jar.SetCookies(j.secure(u), cs) }
 func (j insecureJar) Cookies(u *url.URL) []*http.Cookie        { return j.jar.Cookies(j.secure(u)) }
+
+const catalogueYAML = `models:
+- id: tiny-chat
+  aliases: [tiny]
+  endpoint: /v1/chat/completions
+  input_ore_per_million_tokens: 150
+  output_ore_per_million_tokens: 300
+  routes:
+  - {id: tiny-se, provider: sim, base_url: "http://127.0.0.1:9/v1", protocols: [/v1/chat/completions], region: se-sto-1, country: SE, priority: 0, weight: 1}
+`
+
+// A catalogue file is previewed (nothing changes), then applied by an admin; an operator
+// sees no load form and the API refuses the apply.
+func TestConsoleCatalogueLoad(t *testing.T) {
+	srv, st := newConsole(t)
+	req, _ := http.NewRequest("POST", srv.URL+"/admin/v1/operators", strings.NewReader(`{"name":"ada","role":"admin","password":"ada's long password"}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 201 {
+		t.Fatalf("create admin: %v %v", res, err)
+	}
+	op := browser(t)
+	op.Jar = insecureJar{jar: op.Jar}
+	opCSRF := login(t, srv, op)
+	if _, page := get(t, op, srv.URL+"/console/catalogue"); strings.Contains(page, "catalogue-form") {
+		t.Fatal("an operator is offered the catalogue load form")
+	}
+	adm := browser(t)
+	adm.Jar = insecureJar{jar: adm.Jar}
+	csrf := loginAs(t, srv, adm, "ada", "ada's long password")
+	res, page := post(t, adm, srv.URL+"/console/catalogue/preview", url.Values{"csrf": {csrf}, "catalogue": {catalogueYAML}})
+	if res.StatusCode != 200 || !strings.Contains(page, `<td class="new">new</td>`) || !strings.Contains(page, "tiny-chat") {
+		t.Fatalf("preview: %d %.2000s", res.StatusCode, page)
+	}
+	if models, _ := st.ListModels(context.Background()); len(models) != 0 {
+		t.Fatalf("the preview changed the catalogue: %+v", models)
+	}
+	body := regexp.MustCompile(`(?s)<textarea name="catalogue" hidden>(.*?)</textarea>`).FindStringSubmatch(page)
+	if body == nil {
+		t.Fatal("no catalogue to apply in the preview")
+	}
+	applied := html.UnescapeString(body[1])
+	// The operator's apply is refused by the API.
+	res, _ = post(t, op, srv.URL+"/console/catalogue/apply", url.Values{"csrf": {opCSRF}, "catalogue": {applied}})
+	if loc := res.Header.Get("Location"); !strings.Contains(loc, "admin+role") {
+		t.Fatalf("operator apply: %d %s", res.StatusCode, loc)
+	}
+	res, _ = post(t, adm, srv.URL+"/console/catalogue/apply", url.Values{"csrf": {csrf}, "catalogue": {applied}})
+	if loc := res.Header.Get("Location"); !strings.Contains(loc, "notice=Catalogue+loaded") {
+		t.Fatalf("admin apply: %d %s", res.StatusCode, loc)
+	}
+	models, err := st.ListModels(context.Background())
+	if err != nil || len(models) != 1 || models[0].ID != "tiny-chat" || len(models[0].Routes) != 1 {
+		t.Fatalf("catalogue after apply: %+v %v", models, err)
+	}
+	// The same file again: nothing would change.
+	_, page = post(t, adm, srv.URL+"/console/catalogue/preview", url.Values{"csrf": {csrf}, "catalogue": {catalogueYAML}})
+	if !strings.Contains(page, "0 model(s) would change") || !strings.Contains(page, `<td class="unchanged">unchanged</td>`) {
+		t.Fatalf("second preview: %.2000s", page)
+	}
+}
