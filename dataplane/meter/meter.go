@@ -265,8 +265,8 @@ func (m *Meter) Stats() Stats {
 	m.errMu.Lock()
 	s.LastError, s.LastErrorAt = m.lastErr, m.lastAt
 	m.errMu.Unlock()
-	if st.werr != nil && (s.LastError == "" || !strings.HasPrefix(s.LastError, "spool")) {
-		s.LastError = "spool: " + st.werr.Error()
+	if st.writeErr != nil && (s.LastError == "" || !strings.HasPrefix(s.LastError, "spool")) {
+		s.LastError = "spool: " + st.writeErr.Error()
 	}
 	return s
 }

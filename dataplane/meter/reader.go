@@ -149,7 +149,7 @@ func (s *spool) confirm(spans []span) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sp := range spans {
-		sp.seg.conf += sp.n
+		sp.seg.confirmed += sp.n
 		s.records -= int64(sp.n)
 		s.pending.Add(-int64(sp.n))
 		popGroups(&sp.seg.groups, sp.n, false)
@@ -163,7 +163,7 @@ func (s *spool) confirm(spans []span) {
 func (s *spool) gcLocked() {
 	keep := s.segs[:0]
 	for _, seg := range s.segs {
-		done := seg.conf == seg.total && seg.un == 0 && !seg.syncing && (seg.sealed || seg.total > 0)
+		done := seg.confirmed == seg.total && seg.unsyncedN == 0 && !seg.syncing && (seg.sealed || seg.total > 0)
 		if !done {
 			keep = append(keep, seg)
 			continue

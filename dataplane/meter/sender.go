@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/jsonenc"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -143,7 +144,7 @@ func (m *Meter) readBatch() (*batch, error) {
 	b := &batch{id: ulid.Make().String(), spend: make(map[string]int64)}
 	body := make([]byte, 0, 64<<10)
 	body = append(body, `{"node_id":`...)
-	body, _ = appendJSONString(body, m.cfg.Link.NodeID())
+	body = jsonenc.AppendString(body, m.cfg.Link.NodeID())
 	body = append(body, `,"batch_id":"`...)
 	body = append(body, b.id...)
 	body = append(body, `","records":[`...)
@@ -166,11 +167,6 @@ func (m *Meter) readBatch() (*batch, error) {
 		m.log.Error("meter: read spool; sending what was read", "err", err)
 	}
 	return b, nil
-}
-
-func appendJSONString(dst []byte, s string) ([]byte, error) {
-	q, err := json.Marshal(s)
-	return append(dst, q...), err
 }
 
 // send POSTs a batch until the control plane confirms it or ctx ends.

@@ -30,33 +30,33 @@ const (
 // to the kernel but not yet fsynced, whose copy is kept in pend so they can be written
 // again elsewhere if the fsync fails.
 type segment struct {
-	id      uint64
-	path    string
-	w       segFile  // append handle; nil once sealed and synced
-	r       *os.File // read handle, opened when the sender first reads
-	written int64    // bytes of valid frames written to the file
-	durable int64    // bytes of valid, fsynced frames
-	readOff int64    // how far the sender has read
-	total   int      // records in the durable region
-	read    int      // records handed to the sender
-	conf    int      // records confirmed by the control plane
-	sealed  bool
-	lost    bool    // durable frames failed to read back; the segment only drains
-	groups  []group // durable unconfirmed records by arrival time, oldest first
+	id        uint64
+	path      string
+	w         segFile  // append handle; nil once sealed and synced
+	r         *os.File // read handle, opened when the sender first reads
+	written   int64    // bytes of valid frames written to the file
+	durable   int64    // bytes of valid, fsynced frames
+	readOff   int64    // how far the sender has read
+	total     int      // records in the durable region
+	read      int      // records handed to the sender
+	confirmed int      // records confirmed by the control plane
+	sealed    bool
+	lost      bool    // durable frames failed to read back; the segment only drains
+	groups    []group // durable unconfirmed records by arrival time, oldest first
 
 	// Unsynced region [durable, written).
-	pend      []byte    // its frames
-	un        int       // its records
-	useq      uint64    // smallest sequence among them
-	ufirst    time.Time // arrival of the oldest of them
-	dirSynced bool      // the spool directory was fsynced after the file was created
-	// A running fsync covers [durable, target); an records (smallest sequence aseq, oldest
-	// arrival afirst) were appended after it started.
-	syncing bool
-	target  int64
-	an      int
-	aseq    uint64
-	afirst  time.Time
+	unsyncedBuf   []byte    // its frames
+	unsyncedN     int       // its records
+	unsyncedSeq   uint64    // smallest sequence among them
+	unsyncedSince time.Time // arrival of the oldest of them
+	dirSynced     bool      // the spool directory was fsynced after the file was created
+	// A running fsync covers [durable, target); lateN records (smallest sequence lateSeq, oldest
+	// arrival lateSince) were appended after it started.
+	syncing   bool
+	target    int64
+	lateN     int
+	lateSeq   uint64
+	lateSince time.Time
 }
 
 type group struct {
@@ -89,18 +89,18 @@ type spool struct {
 	seq    uint64 // records ever handed over; the last one's sequence
 	// Records that could not be written (the disk failed, or their fsync did) wait here,
 	// framed, in front of any record handed over after them, until the syncer writes them.
-	qbuf     []byte
-	qn       int
-	qfirst   time.Time // arrival of the oldest
-	qseq     uint64    // smallest sequence among them
-	qclosed  bool
-	spare    []byte // a segment's pend buffer kept for the next segment
-	lastCap  int    // capacity of the pend buffer of the last segment sealed by size
-	records  int64  // durable records not yet confirmed
-	unread   int    // durable records not yet handed to the sender
-	bytes    int64  // bytes of segment files
-	werr     error  // last write or fsync error, cleared by a successful one
-	syncJobs []syncJob
+	queue       []byte
+	queueLen    int
+	queueSince  time.Time // arrival of the oldest
+	queueSeq    uint64    // smallest sequence among them
+	queueClosed bool
+	spare       []byte // a segment's unsyncedBuf kept for the next segment
+	lastCap     int    // capacity of the unsyncedBuf of the last segment sealed by size
+	records     int64  // durable records not yet confirmed
+	unread      int    // durable records not yet handed to the sender
+	bytes       int64  // bytes of segment files
+	writeErr    error  // last write or fsync error, cleared by a successful one
+	syncJobs    []syncJob
 
 	// pending counts records handed over and not yet confirmed (queued, unsynced or
 	// durable); readable without the lock.
@@ -264,16 +264,16 @@ func decodeSegment(r *bufio.Reader, fn func(p []byte)) (n int, valid int64, err 
 type spoolState struct {
 	records, queued, bytes int64
 	oldest                 time.Time
-	werr                   error
+	writeErr               error
 }
 
 func (s *spool) state() spoolState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := spoolState{records: s.pending.Load(), queued: int64(s.qn), bytes: s.bytes, werr: s.werr,
+	st := spoolState{records: s.pending.Load(), queued: int64(s.queueLen), bytes: s.bytes, writeErr: s.writeErr,
 		oldest: s.oldestUnsyncedLocked()}
 	for _, seg := range s.segs {
-		st.queued += int64(seg.un)
+		st.queued += int64(seg.unsyncedN)
 	}
 	for _, seg := range s.segs {
 		if len(seg.groups) > 0 {
@@ -289,15 +289,15 @@ func (s *spool) state() spoolState {
 // close stops accepting records, writes and fsyncs what is left, and closes every file.
 func (s *spool) close() error {
 	s.mu.Lock()
-	s.qclosed = true
+	s.queueClosed = true
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	werr := s.werr
+	writeErr := s.writeErr
 	s.closeFilesLocked()
-	return werr
+	return writeErr
 }
 
 // abandon simulates the process being killed: the syncer stops without writing or
@@ -307,8 +307,8 @@ func (s *spool) close() error {
 func (s *spool) abandon() {
 	s.killed.Store(true)
 	s.mu.Lock()
-	s.qclosed = true
-	s.qbuf, s.qn = nil, 0
+	s.queueClosed = true
+	s.queue, s.queueLen = nil, 0
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done

@@ -39,13 +39,13 @@ type startLog struct {
 	path string
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	f     *os.File
-	size  int64
-	open  map[string][]byte // request ID -> framed entry
-	dirty bool
-	werr  error
-	buf   []byte
+	mu       sync.Mutex
+	f        *os.File
+	size     int64
+	open     map[string][]byte // request ID -> framed entry
+	dirty    bool
+	writeErr error
+	buf      []byte
 
 	n atomic.Int64 // len(open), readable without the lock
 }
@@ -119,10 +119,10 @@ func (l *startLog) done(id string) {
 }
 
 func (l *startLog) failLocked(err error) {
-	if l.werr == nil {
+	if l.writeErr == nil {
 		l.log.Error("start journal write failed; streams of this node may end without a record if it crashes", "err", err)
 	}
-	l.werr = err
+	l.writeErr = err
 }
 
 // rewriteLocked replaces the journal with the open entries (temp file and rename).
@@ -147,7 +147,7 @@ func (l *startLog) rewriteLocked() error {
 	if l.f != nil {
 		l.f.Close()
 	}
-	l.f, l.size, l.dirty, l.werr = f, int64(len(l.buf)), true, nil
+	l.f, l.size, l.dirty, l.writeErr = f, int64(len(l.buf)), true, nil
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil
 	}

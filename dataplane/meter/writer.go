@@ -27,28 +27,28 @@ const maxSpareBuf = 4 << 20
 func (s *spool) append(payload []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.qclosed {
+	if s.queueClosed {
 		return false
 	}
 	s.seq++
 	s.pending.Add(1)
-	if s.qn == 0 { // records queued after a failure go first: keep spool order
+	if s.queueLen == 0 { // records queued after a failure go first: keep spool order
 		seg, err := s.activeLocked()
 		if err == nil {
-			start := len(seg.pend)
-			seg.pend = appendFrame(seg.pend, payload)
+			start := len(seg.unsyncedBuf)
+			seg.unsyncedBuf = appendFrame(seg.unsyncedBuf, payload)
 			if err = s.commitLocked(seg, start, 1, s.seq, time.Time{}); err == nil {
 				return true
 			}
 		}
-		s.werr = err
+		s.writeErr = err
 		s.log.Error("spool write failed; record kept in memory until the disk recovers", "err", err)
 	}
-	if s.qn == 0 {
-		s.qfirst, s.qseq = s.now(), s.seq
+	if s.queueLen == 0 {
+		s.queueSince, s.queueSeq = s.now(), s.seq
 	}
-	s.qbuf = appendFrame(s.qbuf, payload)
-	s.qn++
+	s.queue = appendFrame(s.queue, payload)
+	s.queueLen++
 	s.signal(s.wake)
 	return true
 }
@@ -66,12 +66,12 @@ func (s *spool) activeLocked() (*segment, error) {
 	}
 	s.nextID++
 	// The directory entry is fsynced by the syncer before the segment's first data.
-	seg := &segment{id: id, path: path, w: f, pend: s.spare}
+	seg := &segment{id: id, path: path, w: f, unsyncedBuf: s.spare}
 	s.spare = nil
-	if seg.pend == nil && s.lastCap > 0 {
+	if seg.unsyncedBuf == nil && s.lastCap > 0 {
 		// The previous segment's buffer is still in use until its fsync: start at its
 		// size rather than growing from nothing on the hot path.
-		seg.pend = make([]byte, 0, s.lastCap)
+		seg.unsyncedBuf = make([]byte, 0, s.lastCap)
 	}
 	s.segs = append(s.segs, seg)
 	s.active = seg
@@ -83,13 +83,13 @@ func (s *spool) activeLocked() (*segment, error) {
 // back to its last good frame and sealed, so later records never follow a torn frame, and
 // the frames are removed from seg.pend.
 func (s *spool) commitLocked(seg *segment, start, n int, seq uint64, t time.Time) error {
-	buf := seg.pend[start:]
+	buf := seg.unsyncedBuf[start:]
 	w, err := seg.w.Write(buf)
 	if err == nil && w != len(buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		seg.pend = seg.pend[:start]
+		seg.unsyncedBuf = seg.unsyncedBuf[:start]
 		if w > 0 {
 			if terr := seg.w.Truncate(seg.written); terr != nil {
 				s.log.Error("spool: cut torn write", "segment", seg.id, "err", terr)
@@ -102,27 +102,27 @@ func (s *spool) commitLocked(seg *segment, start, n int, seq uint64, t time.Time
 	size := int64(len(buf))
 	seg.written += size
 	s.bytes += size
-	if (seg.un == 0 || (seg.syncing && seg.an == 0)) && t.IsZero() {
+	if (seg.unsyncedN == 0 || (seg.syncing && seg.lateN == 0)) && t.IsZero() {
 		t = s.now()
 	}
 	// Frames drained from the queue may carry older sequences than those already
 	// appended (records requeued after a failed fsync): keep the smallest.
-	if seg.un == 0 {
-		seg.useq, seg.ufirst = seq, t
+	if seg.unsyncedN == 0 {
+		seg.unsyncedSeq, seg.unsyncedSince = seq, t
 	} else {
-		seg.useq = min(seg.useq, seq)
+		seg.unsyncedSeq = min(seg.unsyncedSeq, seq)
 	}
-	seg.un += n
+	seg.unsyncedN += n
 	if seg.syncing {
-		if seg.an == 0 {
-			seg.aseq, seg.afirst = seq, t
+		if seg.lateN == 0 {
+			seg.lateSeq, seg.lateSince = seq, t
 		} else {
-			seg.aseq = min(seg.aseq, seq)
+			seg.lateSeq = min(seg.lateSeq, seq)
 		}
-		seg.an += n
+		seg.lateN += n
 	}
 	if seg.written >= s.segBytes {
-		s.lastCap = min(cap(seg.pend), maxSpareBuf)
+		s.lastCap = min(cap(seg.unsyncedBuf), maxSpareBuf)
 		s.sealLocked(seg)
 	}
 	s.signal(s.wake)
@@ -150,12 +150,12 @@ func (s *spool) oldestUnsyncedLocked() time.Time {
 			t = u
 		}
 	}
-	if s.qn > 0 {
-		older(s.qfirst)
+	if s.queueLen > 0 {
+		older(s.queueSince)
 	}
 	for _, seg := range s.segs {
-		if seg.un > 0 {
-			older(seg.ufirst)
+		if seg.unsyncedN > 0 {
+			older(seg.unsyncedSince)
 		}
 	}
 	return t
@@ -211,7 +211,7 @@ func (s *spool) writeLoop() {
 		retry = 0
 		if did {
 			s.mu.Lock()
-			s.werr = nil
+			s.writeErr = nil
 			s.mu.Unlock()
 		}
 	}
@@ -235,7 +235,7 @@ func (s *spool) writeAndSync() (bool, error) {
 	err := errors.Join(werr, serr)
 	if err != nil {
 		s.mu.Lock()
-		s.werr = err
+		s.writeErr = err
 		s.mu.Unlock()
 	}
 	return wrote || synced, err
@@ -245,22 +245,22 @@ func (s *spool) writeAndSync() (bool, error) {
 func (s *spool) writeQueue() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.qn == 0 {
+	if s.queueLen == 0 {
 		return false, nil
 	}
 	seg, err := s.activeLocked()
 	if err != nil {
 		return false, err
 	}
-	start := len(seg.pend)
-	seg.pend = append(seg.pend, s.qbuf...)
-	if err := s.commitLocked(seg, start, s.qn, s.qseq, s.qfirst); err != nil {
+	start := len(seg.unsyncedBuf)
+	seg.unsyncedBuf = append(seg.unsyncedBuf, s.queue...)
+	if err := s.commitLocked(seg, start, s.queueLen, s.queueSeq, s.queueSince); err != nil {
 		return false, err
 	}
-	if cap(s.qbuf) > maxSpareBuf {
-		s.qbuf = nil
+	if cap(s.queue) > maxSpareBuf {
+		s.queue = nil
 	}
-	s.qbuf, s.qn, s.qfirst, s.qseq = s.qbuf[:0], 0, time.Time{}, 0
+	s.queue, s.queueLen, s.queueSince, s.queueSeq = s.queue[:0], 0, time.Time{}, 0
 	return true, nil
 }
 
@@ -276,8 +276,8 @@ func (s *spool) syncAll() (bool, error) {
 	s.mu.Lock()
 	todo := s.syncJobs[:0]
 	for _, seg := range s.segs {
-		if seg.un > 0 && !seg.syncing && seg.w != nil {
-			seg.syncing, seg.target, seg.an = true, seg.written, 0
+		if seg.unsyncedN > 0 && !seg.syncing && seg.w != nil {
+			seg.syncing, seg.target, seg.lateN = true, seg.written, 0
 			todo = append(todo, syncJob{seg, seg.w})
 		}
 	}
@@ -324,17 +324,17 @@ func (s *spool) finishSyncLocked(seg *segment, err error) int {
 	seg.syncing = false
 	if err == nil && !seg.lost {
 		seg.dirSynced = true
-		n := seg.un - seg.an
+		n := seg.unsyncedN - seg.lateN
 		if n > 0 {
-			seg.groups = append(seg.groups, group{n: n, t: seg.ufirst})
+			seg.groups = append(seg.groups, group{n: n, t: seg.unsyncedSince})
 			seg.total += n
 			s.records += int64(n)
 			s.unread += n
 		}
-		seg.pend = seg.pend[:copy(seg.pend, seg.pend[seg.target-seg.durable:])]
+		seg.unsyncedBuf = seg.unsyncedBuf[:copy(seg.unsyncedBuf, seg.unsyncedBuf[seg.target-seg.durable:])]
 		seg.durable = seg.target
-		seg.un, seg.useq, seg.ufirst = seg.an, seg.aseq, seg.afirst
-		seg.an = 0
+		seg.unsyncedN, seg.unsyncedSeq, seg.unsyncedSince = seg.lateN, seg.lateSeq, seg.lateSince
+		seg.lateN = 0
 		if seg.sealed {
 			s.sealLocked(seg) // closes the handle once nothing is left to sync
 		}
@@ -355,19 +355,19 @@ func (s *spool) finishSyncLocked(seg *segment, err error) int {
 
 // requeueLocked moves a segment's unsynced records to the front of the memory queue.
 func (s *spool) requeueLocked(seg *segment) {
-	if seg.un == 0 {
+	if seg.unsyncedN == 0 {
 		return
 	}
-	s.qbuf = append(seg.pend, s.qbuf...)
-	if s.qn == 0 || seg.ufirst.Before(s.qfirst) {
-		s.qfirst = seg.ufirst
+	s.queue = append(seg.unsyncedBuf, s.queue...)
+	if s.queueLen == 0 || seg.unsyncedSince.Before(s.queueSince) {
+		s.queueSince = seg.unsyncedSince
 	}
-	if s.qn == 0 || seg.useq < s.qseq {
-		s.qseq = seg.useq
+	if s.queueLen == 0 || seg.unsyncedSeq < s.queueSeq {
+		s.queueSeq = seg.unsyncedSeq
 	}
-	s.qn += seg.un
-	seg.pend, seg.un, seg.an = nil, 0, 0
-	seg.ufirst, seg.afirst = time.Time{}, time.Time{}
+	s.queueLen += seg.unsyncedN
+	seg.unsyncedBuf, seg.unsyncedN, seg.lateN = nil, 0, 0
+	seg.unsyncedSince, seg.lateSince = time.Time{}, time.Time{}
 	s.signal(s.wake)
 }
 
@@ -377,15 +377,15 @@ func (s *spool) sealLocked(seg *segment) {
 	if s.active == seg {
 		s.active = nil
 	}
-	if seg.w != nil && seg.un == 0 && !seg.syncing {
+	if seg.w != nil && seg.unsyncedN == 0 && !seg.syncing {
 		if err := seg.w.Close(); err != nil {
 			s.log.Warn("spool: close segment", "segment", seg.id, "err", err)
 		}
 		seg.w = nil
-		if cap(seg.pend) <= maxSpareBuf && s.spare == nil {
-			s.spare = seg.pend[:0]
+		if cap(seg.unsyncedBuf) <= maxSpareBuf && s.spare == nil {
+			s.spare = seg.unsyncedBuf[:0]
 		}
-		seg.pend = nil
+		seg.unsyncedBuf = nil
 	}
 }
 
@@ -393,11 +393,11 @@ func (s *spool) sealLocked(seg *segment) {
 func (s *spool) flushed(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.qn > 0 && s.qseq <= seq {
+	if s.queueLen > 0 && s.queueSeq <= seq {
 		return false
 	}
 	for _, seg := range s.segs {
-		if seg.un > 0 && seg.useq <= seq {
+		if seg.unsyncedN > 0 && seg.unsyncedSeq <= seq {
 			return false
 		}
 	}

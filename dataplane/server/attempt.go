@@ -185,6 +185,8 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		ex.watch.start(ctx.Conn(), &ex.call)
 	}
 	plan := s.cfg.Selector.Plan(ex.plan[:0], c.cands)
+	// Deadlines are the network's (fasthttp compares them with the wall clock); the
+	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
 	var last outcome
 	tried := 0
@@ -258,14 +260,14 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	ureq := fasthttp.AcquireRequest()
 	uresp := fasthttp.AcquireResponse()
 	up.Prepare(ureq, r, ue, body, ex.box.rec.RequestID, c.stream)
-	t0 := time.Now()
-	dl := t0.Add(up.TotalTimeout())
+	t0 := s.now()
+	dl := time.Now().Add(up.TotalTimeout())
 	if deadline.Before(dl) {
 		dl = deadline
 	}
 	err := up.Do(ureq, uresp, c.stream, dl, &ex.call)
 	fasthttp.ReleaseRequest(ureq)
-	ex.took = time.Since(t0)
+	ex.took = s.now().Sub(t0)
 	att.DurationMS = ex.took.Milliseconds()
 	if err != nil {
 		fasthttp.ReleaseResponse(uresp)
@@ -338,7 +340,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	if err := st.Peek(); err != nil {
 		st.Close()
 		fasthttp.ReleaseResponse(uresp)
-		ex.took = time.Since(t0)
+		ex.took = s.now().Sub(t0)
 		att.DurationMS = ex.took.Milliseconds()
 		if ex.call.Cancelled() {
 			att.Error = proxy.FailCancelled
@@ -355,7 +357,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		att.Error = class
 		return outcome{retry: true, aerr: transportError(class), result: resultOf(class), health: routing.ErrRouteFailed}
 	}
-	ex.took = time.Since(t0)
+	ex.took = s.now().Sub(t0)
 	att.DurationMS = ex.took.Milliseconds()
 	ex.up, ex.resp, ex.stream = up, uresp, st
 	return outcome{ok: true}
