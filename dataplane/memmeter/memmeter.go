@@ -5,6 +5,7 @@ package memmeter
 
 import (
 	"sync"
+	"time"
 
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -23,6 +24,8 @@ type Meter struct {
 	records  []*usage.Record
 	total    int
 	starts   map[string]usage.Record // start entries of streams not yet recorded
+	// recorded is closed at the next Record; made only while someone waits (WaitCount).
+	recorded chan struct{}
 }
 
 // New returns a Meter keeping the last keep records (DefaultKeep when keep <= 0).
@@ -68,6 +71,10 @@ func (m *Meter) Record(rec *usage.Record) {
 	if len(m.starts) > 0 {
 		delete(m.starts, rec.RequestID)
 	}
+	if m.recorded != nil {
+		close(m.recorded)
+		m.recorded = nil
+	}
 	m.mu.Unlock()
 }
 
@@ -104,4 +111,28 @@ func (m *Meter) Count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.total
+}
+
+// WaitCount waits until n records were ever recorded, woken by each Record rather than
+// polling; it reports false when d passed first.
+func (m *Meter) WaitCount(n int, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		if m.total >= n {
+			m.mu.Unlock()
+			return true
+		}
+		if m.recorded == nil {
+			m.recorded = make(chan struct{})
+		}
+		next := m.recorded
+		m.mu.Unlock()
+		select {
+		case <-next:
+		case <-timer.C:
+			return false
+		}
+	}
 }

@@ -162,15 +162,8 @@ func protoSnapshot(baseURL string) (*snapshot.Snapshot, string, string) {
 	return s, key, broke
 }
 
-// lastRecord waits briefly for the n-th record (streams record after the body is written).
+// waitRecords waits for the n-th record (streams record after the body is written).
 func (g *protoGateway) waitRecords(t testing.TB, n int) []*usage.Record {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for g.Meter.Count() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("have %d records, want %d", g.Meter.Count(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return g.Meter.Records()
+	return awaitRecords(t, g.Meter, n)
 }

@@ -135,17 +135,20 @@ func (g *simGateway) post(t testing.TB, key, body string, hdr ...string) result 
 	return result{resp.StatusCode, resp.Header, string(b)}
 }
 
-// lastRecord waits for the n-th record and returns it.
+// record waits for the n-th record and returns it.
 func (g *simGateway) record(t testing.TB, n int) *usage.Record {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for g.Meter.Count() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for %d records, have %d", n, g.Meter.Count())
-		}
-		time.Sleep(2 * time.Millisecond)
+	return awaitRecords(t, g.Meter, n)[n-1]
+}
+
+// awaitRecords is the one wait of the test harnesses for records: until m holds n, woken by
+// each record (memmeter.WaitCount), at most 5 s. It returns the records kept.
+func awaitRecords(t testing.TB, m *memmeter.Meter, n int) []*usage.Record {
+	t.Helper()
+	if !m.WaitCount(n, 5*time.Second) {
+		t.Fatalf("waited for %d records, have %d", n, m.Count())
 	}
-	return g.Meter.Records()[n-1]
+	return m.Records()
 }
 
 const (

@@ -32,14 +32,7 @@ func streamReq(t *testing.T, g *gateway, body string) *http.Response {
 
 func waitRecords(t *testing.T, g *gateway, n int) []*usage.Record {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for g.Meter.Count() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for %d records, have %d", n, g.Meter.Count())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return g.Meter.Records()
+	return awaitRecords(t, g.Meter, n)
 }
 
 func TestStreamGolden(t *testing.T) {
