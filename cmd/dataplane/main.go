@@ -52,6 +52,8 @@ type options struct {
 	// Where the node runs (issue 14, region.go).
 	region     regionOptions
 	regionURLs map[string]string
+	// Access log and tracing (issue 15, observe.go).
+	observe observeOptions
 }
 
 func parseFlags(args []string) (options, error) {
@@ -90,6 +92,7 @@ func parseFlags(args []string) (options, error) {
 	o.link.register(fs)
 	o.shutdown.register(fs)
 	o.region.register(fs)
+	o.observe.register(fs)
 	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
@@ -123,6 +126,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.shutdown.delay < 0 || o.shutdown.drainTimeout <= 0 || o.shutdown.flushTimeout <= 0 {
 		return o, errors.New("--shutdown-delay must not be negative, --drain-timeout and --shutdown-flush-timeout must be positive")
+	}
+	if err := o.observe.validate(); err != nil {
+		return o, err
 	}
 	if o.limitShareNodes < 1 {
 		return o, errors.New("--limit-share-nodes must be at least 1")
@@ -201,6 +207,12 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	cfg := o.edge // the public edge's timeouts, caps and trusted proxies
 	cfg.Telemetry = tel
+	access, err := o.observe.openAccessLog()
+	if err != nil {
+		return err
+	}
+	defer access.Close()
+	cfg.AccessLog = access
 	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
 	breaker := withLogger(o.breaker, log)
 	breaker.OnStateChange = tel.BreakerChanged

@@ -179,6 +179,9 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	}
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
+	if s.access != nil {
+		ctx.SetUserValue(userRouted, true) // the record makes the access-log line
+	}
 	ex.box = newRecordBox(ctx, c, s.cfg.Region)
 	ex.bounds, ex.promptEstimate = c.bounds, c.promptEstimate
 	if !s.cfg.DisableClientWatch {

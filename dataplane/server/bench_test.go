@@ -36,11 +36,18 @@ type inProcess struct {
 	keys  fixture.Keys
 	h     fasthttp.RequestHandler
 	ctx   fasthttp.RequestCtx
+	srv   *Server
 }
 
 // newInProcess builds the server over the fixture snapshot; with rewrite false the routes
 // need no model rewrite (the common case).
 func newInProcess(tb testing.TB, rewrite bool) *inProcess {
+	tb.Helper()
+	return newInProcessWith(tb, rewrite, nil)
+}
+
+// newInProcessWith is newInProcess with the server's configuration adjusted by conf.
+func newInProcessWith(tb testing.TB, rewrite bool, conf func(*Config)) *inProcess {
 	tb.Helper()
 	ln := fasthttputil.NewInmemoryListener()
 	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hej!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`)
@@ -67,11 +74,15 @@ func newInProcess(tb testing.TB, rewrite bool) *inProcess {
 	m, _ := x.Model(fixture.ModelChat)
 	pool.SetDialForTest(m.Routes[0], func(string) (net.Conn, error) { return ln.Dial() })
 	p := &inProcess{meter: &nopMeter{}, keys: ks}
-	s, err := New(Config{Store: store, Meter: p.meter, Pool: pool})
+	cfg := Config{Store: store, Meter: p.meter, Pool: pool}
+	if conf != nil {
+		conf(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p.h = s.Handler()
+	p.h, p.srv = s.Handler(), s
 	p.ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
 	return p
 }

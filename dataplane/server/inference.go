@@ -259,10 +259,7 @@ func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start t
 	rec.PriceMicroSEK = money.AddSat(promptPrice, money.TokenPrice(out, m.OutputOrePerMillion)) // money.Price, its sides kept
 	d := s.now().Sub(start)
 	rec.DurationMS = d.Milliseconds()
-	s.tel.Observe(&telemetry.Request{Endpoint: box.endpoint, Model: rec.Model, Provider: rec.Provider, Result: result,
-		Status: status, PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
-		PromptMicroSEK: promptPrice, OutputMicroSEK: rec.PriceMicroSEK - promptPrice,
-		Duration: d, Upstream: box.upstream, TTFT: box.ttft, Stream: rec.Stream})
+	s.observe(box, d, promptPrice) // metrics, access log
 	s.cfg.Meter.Record(rec)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
@@ -47,6 +48,8 @@ type Config struct {
 	// Telemetry receives the request, admission and upstream figures (dataplane/telemetry);
 	// default: a private registry nobody serves.
 	Telemetry *telemetry.Metrics
+	// AccessLog, when set, gets one line per inference request (dataplane/accesslog).
+	AccessLog *accesslog.Log
 	// Pool forwards to upstreams (default: proxy.NewPool with defaults).
 	Pool *proxy.Pool
 	// Selector orders eligible routes: priority, then weighted random (default: math/rand).
@@ -131,6 +134,7 @@ type Server struct {
 	cpHost       string
 	notSupported *apierror.Error
 	tel          *telemetry.Metrics
+	access       *accesslog.Log
 	// oversized holds the headers of requests whose declared length is over their
 	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
 	// handleServerError answers 413 when that read finds nothing.
@@ -189,7 +193,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.New()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, tel: cfg.Telemetry}
+	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, tel: cfg.Telemetry, access: cfg.AccessLog}
 	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
 		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
 	}
@@ -335,7 +339,13 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			defer s.proxied.Release(key)
 		}
 	}
-	s.router.Handler(ctx)
+	if s.access != nil {
+		start := s.now()
+		s.router.Handler(ctx)
+		s.logRefusal(ctx, start)
+	} else {
+		s.router.Handler(ctx)
+	}
 	if bodyLeft(ctx) {
 		// The handler answered without reading the body (a refusal): what follows on the
 		// connection is body, not a request. Close after the answer, draining a little so

@@ -157,7 +157,7 @@ mkdir -p "$DATA/node"
 env -u GATEWAY_NODE_TOKEN GATEWAY_NODE_TOKEN_FILE="$DATA/node.token" \
 GATEWAY_SNAPSHOT_PUBLIC_KEY_FILE="$DATA/snapshot-signing.pub" \
   "$BIN/dataplane" --listen "127.0.0.1:$DP_PORT" --control-plane-url "http://127.0.0.1:$CP_PORT" \
-  --node-id local-1 --data-dir "$DATA/node" --ops-listen "127.0.0.1:$OPS_PORT" >"$DATA/logs/dataplane.log" 2>&1 &
+  --node-id local-1 --data-dir "$DATA/node" --ops-listen "127.0.0.1:$OPS_PORT" --access-log-format text >"$DATA/logs/dataplane.log" 2>&1 &
 pids+=($!)
 
 wait_for() { # url, name
