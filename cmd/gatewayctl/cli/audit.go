@@ -11,6 +11,7 @@ import (
 
 	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/shared/money"
 )
 
 func (a *app) auditCmd() *cobra.Command {
@@ -163,4 +164,55 @@ func (a *app) operatorsCmd() *cobra.Command {
 	setCmd.Flags().BoolVar(&enable, "enable", false, "enable the operator again")
 	setCmd.MarkFlagsMutuallyExclusive("disable", "enable")
 	return group("operators", "Manage console operators (admin role)", createCmd, listCmd, setCmd)
+}
+
+func (a *app) adjustCmd() *cobra.Command {
+	var reason, amountArg string
+	c := &cobra.Command{
+		Use:   "adjust ACCOUNT_ID --amount-sek AMOUNT --reason TEXT",
+		Short: "Adjust an account's balance by a signed exact decimal amount of SEK, with a required reason",
+		Long: `Append a manual adjustment (ledger kind adjustment) of either sign, e.g. -12.50 to take
+back a credit given by mistake. The reason is required and kept in the ledger and the audit log.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return errors.New("--reason is required")
+			}
+			micro, err := money.ParseSEK(strings.TrimPrefix(amountArg, "-"))
+			if err != nil || micro == 0 {
+				return fmt.Errorf("--amount-sek %q: want a non-zero exact decimal SEK amount such as -12.50 or 3", amountArg)
+			}
+			if strings.HasPrefix(amountArg, "-") {
+				micro = -micro
+			}
+			cl, err := a.client()
+			if err != nil {
+				return err
+			}
+			sign := ""
+			if micro < 0 {
+				sign = "-"
+			}
+			cr, raw, err := cl.Adjust(cmd.Context(), args[0], adminapi.AdjustmentRequest{AmountSEK: sign + money.FormatSEK(abs(micro)), Reason: reason})
+			if err != nil {
+				return fmt.Errorf("adjust %s: %w", args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			_, err = fmt.Fprintf(a.out, "Adjusted %s by %s%s SEK (ledger entry %d). Balance: %s SEK\n",
+				clean(args[0]), sign, money.FormatSEK(abs(micro)), cr.EntryID, cr.BalanceSEK)
+			return err
+		},
+	}
+	c.Flags().StringVar(&amountArg, "amount-sek", "", "signed exact decimal SEK, e.g. -12.50 (required)")
+	c.Flags().StringVar(&reason, "reason", "", "why (required)")
+	return c
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -71,6 +72,20 @@ func TestAuditAndOperatorsAgainstControlPlane(t *testing.T) {
 	}
 	if code, out, _ := runIn("", "operators", "set", "vera", "--role", "operator"); code != 0 || !strings.Contains(out, "operator") {
 		t.Fatalf("operators set: %d %s", code, out)
+	}
+	// A manual adjustment needs a reason; it shows in the balance and the audit log.
+	var acct struct{ ID string }
+	if code, out, _ := runIn("", "--json", "accounts", "create", "--customer", "Adjust AB", "--residency", "se"); code != 0 || json.Unmarshal([]byte(out), &acct) != nil {
+		t.Fatalf("accounts create: %d %s", code, out)
+	}
+	if code, _, errOut := runIn("", "adjust", acct.ID, "--amount-sek", "-2.50"); code == 0 || !strings.Contains(errOut, "--reason") {
+		t.Fatalf("adjust without a reason: %d %s", code, errOut)
+	}
+	if code, out, errOut := runIn("", "adjust", acct.ID, "--amount-sek", "-2.50", "--reason", "wrong credit"); code != 0 || !strings.Contains(out, "Balance: -2.50 SEK") {
+		t.Fatalf("adjust: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := runIn("", "audit", "--target", acct.ID); code != 0 || !strings.Contains(out, "POST /admin/v1/accounts/{id}/adjustments") {
+		t.Fatalf("audit of the adjustment: %d %s", code, out)
 	}
 	code, out, errOut := runIn("", "audit", "--target", "vera")
 	if code != 0 {

@@ -75,7 +75,7 @@ func runCLI(t *testing.T, srv *httptest.Server, args ...string) (int, string, st
 const acctJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","residency":"se","suspended":false,"created_at":"2026-11-01T10:00:00Z","balance_micro_sek":500000000,"balance_sek":"500.00","models":["llama-3.1-8b-instruct","nomic-embed-text-v1.5"]}`
 const acctSuspendedJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","residency":"eu","suspended":true,"created_at":"2026-11-01T10:00:00Z","balance_micro_sek":-1500000,"balance_sek":"-1.50","models":[]}`
 const keyJSON = `{"id":"key_0123456789ab","secret":"sgw_0123456789ab_0123456789abcdef0123456789abcdef01234567","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":"2027-01-30T10:00:00Z"}`
-const keysJSON = `{"data":[{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null},{"id":"key_ba9876543210","account_id":"acct_0123456789abcdef","name":"","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-02T10:00:00Z"}]}`
+const keysJSON = `{"data":[{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null,"last_used_at":"2026-11-05T08:30:00Z"},{"id":"key_ba9876543210","account_id":"acct_0123456789abcdef","name":"","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-02T10:00:00Z"}]}`
 const modelsJSON = `{"data":[{"id":"llama-3.1-8b-instruct","aliases":["meta-llama/Llama-3.1-8B-Instruct"],"endpoint":"/v1/chat/completions","created":1721692800,"context_tokens":131072,"tokenizer":"meta-llama/Llama-3.1-8B-Instruct","input_ore_per_million_tokens":150,"output_ore_per_million_tokens":300,"routes":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100}]}]}`
 const routesJSON = `{"data":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions","/v1/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100,"allow_remote_media":true,"allow_extensions":["prompt_embeds","chat_template"]}]}`
 
@@ -117,7 +117,7 @@ func TestCommands(t *testing.T) {
 		{"keys create bare", []string{"keys", "create", "acct_0123456789abcdef"}, "POST", "/admin/v1/accounts/acct_0123456789abcdef/keys", 201, keyJSON,
 			`{}`, []string{"Secret:"}, "shown only now"},
 		{"keys list", []string{"keys", "list", "acct_0123456789abcdef"}, "GET", "/admin/v1/accounts/acct_0123456789abcdef/keys", 200, keysJSON, "",
-			[]string{"STATUS", "key_0123456789ab", "active", "key_ba9876543210", "revoked", "2026-11-02 10:00:00Z"}, ""},
+			[]string{"STATUS", "LAST USED", "key_0123456789ab", "active", "2026-11-05 08:30:00Z", "key_ba9876543210", "revoked", "2026-11-02 10:00:00Z"}, ""},
 		{"keys revoke", []string{"keys", "revoke", "key_0123456789ab"}, "POST", "/admin/v1/keys/key_0123456789ab/revoke", 200,
 			`{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-03T09:00:00Z"}`, "",
 			[]string{"Revoked key key_0123456789ab of account acct_0123456789abcdef at 2026-11-03 09:00:00Z"}, ""},

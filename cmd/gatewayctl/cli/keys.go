@@ -66,9 +66,9 @@ func (a *app) keysCmd() *cobra.Command {
 			rows := make([][]string, 0, len(l.Data))
 			for _, k := range l.Data {
 				rows = append(rows, []string{k.ID, orDash(k.Name), keyStatus(k, now), fmtTime(k.CreatedAt),
-					fmtTimePtr(k.ExpiresAt), fmtTimePtr(k.RevokedAt)})
+					fmtTimePtr(k.ExpiresAt), fmtTimePtr(k.RevokedAt), fmtTimePtr(k.LastUsedAt)})
 			}
-			return a.table([]any{"ID", "Name", "Status", "Created", "Expires", "Revoked"}, rows)
+			return a.table([]any{"ID", "Name", "Status", "Created", "Expires", "Revoked", "Last used"}, rows)
 		},
 	}
 

@@ -70,7 +70,7 @@ and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --jso
 	pf.StringVar(&a.token, "admin-token", "", "admin API token (env GATEWAY_ADMIN_TOKEN)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print the API's JSON instead of tables")
 	root.AddCommand(a.accountsCmd(), a.creditCmd(), a.keysCmd(), a.modelsCmd(), a.routesCmd(),
-		a.catalogCmd(), a.nodesCmd(), a.snapshotCmd(), a.signupsCmd(), a.auditCmd(), a.operatorsCmd())
+		a.catalogCmd(), a.nodesCmd(), a.snapshotCmd(), a.signupsCmd(), a.auditCmd(), a.operatorsCmd(), a.adjustCmd())
 	return root
 }
 
