@@ -36,12 +36,15 @@ type AccountPatch struct {
 }
 
 // NewAccountID returns a fresh acct_<16 hex> ID.
-func NewAccountID() (string, error) {
+func NewAccountID() (string, error) { return randomID("acct_") }
+
+// randomID returns prefix followed by 16 random hex digits (64 bits).
+func randomID(prefix string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("account id: %w", err)
+		return "", fmt.Errorf("%sid: %w", prefix, err)
 	}
-	return "acct_" + hex.EncodeToString(b[:]), nil
+	return prefix + hex.EncodeToString(b[:]), nil
 }
 
 const accountColumns = `a.id, a.customer, a.residency, a.suspended, a.limits, a.created_at,

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -42,18 +40,10 @@ type Approval struct {
 	Residency string
 }
 
-func newSignupID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("signup id: %w", err)
-	}
-	return "sgn_" + hex.EncodeToString(b[:]), nil
-}
-
 // CreateSignup stores a pending request; a pending one with the same email (any case)
 // makes it a no-op.
 func (s *Store) CreateSignup(ctx context.Context, f SignupForm, clientAddr string) error {
-	id, err := newSignupID()
+	id, err := randomID("sgn_")
 	if err != nil {
 		return err
 	}

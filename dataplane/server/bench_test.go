@@ -137,15 +137,20 @@ func BenchmarkAuthLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkSSERelay relays a 100-event chat stream (usage chunk dropped) to a discarding
-// writer, flushing per event.
-func BenchmarkSSERelay(b *testing.B) {
+// chatStream100 is a recorded chat stream of 100 content chunks, its usage chunk and [DONE].
+func chatStream100() []byte {
 	var sb strings.Builder
 	for range 100 {
 		sb.WriteString("data: " + streamChunks[1] + "\n\n")
 	}
 	sb.WriteString("data: " + streamChunks[3] + "\n\ndata: [DONE]\n\n")
-	in := []byte(sb.String())
+	return []byte(sb.String())
+}
+
+// BenchmarkSSERelay relays a 100-event chat stream (usage chunk dropped) to a discarding
+// writer, flushing per event.
+func BenchmarkSSERelay(b *testing.B) {
+	in := chatStream100()
 	w := bufio.NewWriter(io.Discard)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))

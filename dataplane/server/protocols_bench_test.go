@@ -35,12 +35,7 @@ func BenchmarkTranslatedMessagesNonStreaming(b *testing.B) {
 // BenchmarkTranslatedStreamRelay translates a 100-chunk chat stream into Messages-style
 // events written to a discarding writer, flushing per event.
 func BenchmarkTranslatedStreamRelay(b *testing.B) {
-	var sb strings.Builder
-	for range 100 {
-		sb.WriteString("data: " + streamChunks[1] + "\n\n")
-	}
-	sb.WriteString("data: " + streamChunks[3] + "\n\ndata: [DONE]\n\n")
-	in := []byte(sb.String())
+	in := chatStream100()
 	w := bufio.NewWriter(io.Discard)
 	p := protocol{client: index.EPMessages, translate: true, model: "m"}
 	b.ReportAllocs()
