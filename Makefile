@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: all build run test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
+.PHONY: all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
 
 all: build
 
@@ -20,6 +20,12 @@ build:
 ## run: local Postgres under .data/, control plane, data plane, simulator and a demo account.
 run: build
 	@BIN=$(BIN) deploy/local/run.sh
+
+## run-fleet: a fleet on one host: Postgres and the control plane under .data/fleet/, data
+## planes se-sto (SE), eu-fra (DE) and us-any (US), a simulator per region, a demo account
+## per residency; .data/fleet.env lists each region's base URL. Ports differ from make run's.
+run-fleet: build
+	@BIN=$(BIN) deploy/local/run-fleet.sh
 
 ## test: every test, including real-Postgres control-plane tests and the import boundary,
 ## then the planes' packages again under the race detector.
