@@ -64,9 +64,10 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 		"us-any": o.regionalNode(t, "us-any", "US"),
 	}
 	o.DataURL = nodes["se-sto"] // admits every policy: NewAccount waits for its keys there
-	accts := map[string]Account{"se": o.NewAccount(t, "se", 100, modelChat), "eu": o.NewAccount(t, "eu", 100, modelChat)}
+	accts := map[string]Account{"se": o.NewAccount(t, "se", 100, modelChat), "eu": o.NewAccount(t, "eu", 100, modelChat),
+		"any": o.NewAccount(t, "any", 100, modelChat)}
 
-	served := map[string][]string{"se": {"se-sto"}, "eu": {"se-sto", "eu-fra"}}
+	served := map[string][]string{"se": {"se-sto"}, "eu": {"se-sto", "eu-fra"}, "any": {"se-sto", "eu-fra", "us-any"}}
 	for policy, a := range accts {
 		for node, url := range nodes {
 			ok := strings.Contains(strings.Join(served[policy], ","), node)
@@ -155,50 +156,47 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 		}
 	}
 
-	// Usage from every node that serves the eu account lands once each.
-	var ids []string
-	servedBy := map[string]string{} // request ID -> node
-	for _, node := range served["eu"] {
-		for range 3 {
-			r := o.postAt(t, nodes[node], "/v1/chat/completions", accts["eu"].Key, chatReq(modelChat))
-			if r.Status != 200 {
-				t.Fatalf("eu account at %s: %d %s", node, r.Status, r.Body)
+	// Usage from every node lands once: the eu account's at se-sto and eu-fra, the any
+	// account's at all three; each record names the node's region.
+	for _, policy := range []string{"eu", "any"} {
+		var ids []string
+		servedBy := map[string]string{} // request ID -> node
+		for _, node := range served[policy] {
+			for range 3 {
+				r := o.postAt(t, nodes[node], "/v1/chat/completions", accts[policy].Key, chatReq(modelChat))
+				if r.Status != 200 {
+					t.Fatalf("%s account at %s: %d %s", policy, node, r.Status, r.Body)
+				}
+				ids = append(ids, r.Header.Get("X-Request-Id"))
+				servedBy[ids[len(ids)-1]] = node
 			}
-			ids = append(ids, r.Header.Get("X-Request-Id"))
-			servedBy[ids[len(ids)-1]] = node
 		}
-	}
-	var recs []map[string]any
-	o.waitFor(t, "every node's records", func() bool {
-		r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts["eu"].Key, nil, nil)
 		var list struct {
 			Data []map[string]any `json:"data"`
 		}
-		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil {
-			return false
+		o.waitFor(t, "every node's records", func() bool {
+			r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts[policy].Key, nil, nil)
+			list.Data = nil
+			return r.Status == 200 && json.Unmarshal(r.Body, &list) == nil && len(list.Data) >= len(ids)
+		})
+		time.Sleep(300 * time.Millisecond) // a second copy of any record would be listed by now
+		r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts[policy].Key, nil, nil)
+		list.Data = nil
+		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil || len(list.Data) != len(ids) {
+			t.Fatalf("%s records: %d %d of %d: %.300s", policy, r.Status, len(list.Data), len(ids), r.Body)
 		}
-		recs = list.Data
-		return len(recs) >= len(ids)
-	})
-	time.Sleep(300 * time.Millisecond) // a second copy of any record would be listed by now
-	r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts["eu"].Key, nil, nil)
-	var list struct {
-		Data []map[string]any `json:"data"`
-	}
-	if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil || len(list.Data) != len(ids) {
-		t.Fatalf("records: %d %d of %d: %.300s", r.Status, len(list.Data), len(ids), r.Body)
-	}
-	seen := map[string]int{}
-	for _, rec := range list.Data {
-		id, _ := rec["request_id"].(string)
-		seen[id]++
-		if rt, _ := rec["routing"].(map[string]any); rt == nil || rt["node_region"] != servedBy[id] {
-			t.Errorf("request %s served by %s: routing %v, want node_region %s", id, servedBy[id], rec["routing"], servedBy[id])
+		seen := map[string]int{}
+		for _, rec := range list.Data {
+			id, _ := rec["request_id"].(string)
+			seen[id]++
+			if rt, _ := rec["routing"].(map[string]any); rt == nil || rt["node_region"] != servedBy[id] {
+				t.Errorf("request %s served by %s: routing %v, want node_region %s", id, servedBy[id], rec["routing"], servedBy[id])
+			}
 		}
-	}
-	for _, id := range ids {
-		if seen[id] != 1 {
-			t.Errorf("request %s has %d records, want 1", id, seen[id])
+		for _, id := range ids {
+			if seen[id] != 1 {
+				t.Errorf("request %s has %d records, want 1", id, seen[id])
+			}
 		}
 	}
 

@@ -33,6 +33,15 @@ var scenarios = []scenario{
 			}
 			return -1, s.waitCP(ctx)
 		}},
+	{name: "term-control-plane", what: "control plane SIGTERMed while batches arrive (graceful stop: batches in flight commit or roll back whole), restarted after the down time",
+		fault: func(ctx context.Context, s *stack, down time.Duration) (int, error) {
+			s.cp.Stop(30 * time.Second)
+			sleep(ctx, down)
+			if err := s.cp.Restart(); err != nil {
+				return -1, err
+			}
+			return -1, s.waitCP(ctx)
+		}},
 	{name: "kill-data-plane", what: "a data plane SIGKILLed with streams in flight, restarted after the down time",
 		fault: func(ctx context.Context, s *stack, down time.Duration) (int, error) {
 			i := len(s.dps) - 1
