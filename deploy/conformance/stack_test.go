@@ -117,12 +117,13 @@ func startStack() (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// CONFORMANCE_BIN_DIR names prebuilt binaries (dataplane, controlplane, simulator);
+	// CONFORMANCE_BIN_DIR names prebuilt binaries (dataplane, controlplane, simulator,
+	// gatewayctl);
 	// without it they are built from this module.
 	binDir = os.Getenv("CONFORMANCE_BIN_DIR")
 	if binDir == "" {
 		binDir = filepath.Join(dir, "bin")
-		build := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/", "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator")
+		build := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/", "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator", "./cmd/gatewayctl")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("build binaries: %v\n%s", err, out)

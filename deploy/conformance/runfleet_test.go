@@ -1,0 +1,169 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
+)
+
+// TestFleet_MakeRunFleet runs deploy/local/run-fleet.sh (make run-fleet) on free ports and a
+// directory of its own: the fleet comes up, .data/fleet.env (here in the test's directory)
+// lists the three regions' base URLs and the demo keys, an se account is served in
+// Stockholm and refused in the US naming Stockholm's URL, an eu account is served in
+// Frankfurt and refused in the US, gatewayctl lists the three nodes, and SIGTERM stops
+// everything the script started.
+func TestFleet_MakeRunFleet(t *testing.T) {
+	getStack(t) // builds the binaries
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if os.Geteuid() == 0 {
+		// The script runs Postgres as the postgres user, which must reach its directory
+		// (the script opens the data directory and its parent; the test's own parent is
+		// private).
+		if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	envFile := filepath.Join(dir, "fleet.env")
+	env := append(proc.ChildEnv(), "BIN="+binDir, "GATEWAY_FLEET_DATA="+filepath.Join(dir, "fleet"), "GATEWAY_FLEET_ENV="+envFile)
+	ports := map[string]string{}
+	for _, name := range []string{"PG", "CP", "ADMIN", "CP_OPS", "SE", "EU", "US", "SE_OPS", "EU_OPS", "US_OPS", "SE_SIM", "EU_SIM", "US_SIM"} {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ports[name], _ = net.SplitHostPort(addr)
+		env = append(env, "GATEWAY_FLEET_"+name+"_PORT="+ports[name])
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, "deploy", "local", "run-fleet.sh"))
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = root, env, &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped { // a failed test: the script's trap stops its processes
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			t.Logf("run-fleet.sh output:\n%s", out.String())
+		}
+	})
+
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(out.String(), "Fleet is up") {
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("run-fleet.sh exited before the fleet was up: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fleet was not up within 3 minutes")
+		}
+	}
+	vars := map[string]string{}
+	f, err := os.Open(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && !strings.HasPrefix(k, "#") {
+			vars[k] = v
+		}
+	}
+	f.Close()
+	for _, k := range []string{"GATEWAY_FLEET_SE_STO_URL", "GATEWAY_FLEET_EU_FRA_URL", "GATEWAY_FLEET_US_ANY_URL"} {
+		want := map[string]string{"GATEWAY_FLEET_SE_STO_URL": ports["SE"], "GATEWAY_FLEET_EU_FRA_URL": ports["EU"], "GATEWAY_FLEET_US_ANY_URL": ports["US"]}[k]
+		if vars[k] != "http://127.0.0.1:"+want {
+			t.Errorf("%s = %q, want http://127.0.0.1:%s", k, vars[k], want)
+		}
+	}
+	chat := func(base, key string) (int, string) {
+		body, _ := json.Marshal(chatReq("llama-3.1-8b-instruct"))
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var env struct {
+			DocURL string `json:"documentation_url"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&env)
+		return resp.StatusCode, env.DocURL
+	}
+	se, eu, us := vars["GATEWAY_FLEET_SE_STO_URL"], vars["GATEWAY_FLEET_EU_FRA_URL"], vars["GATEWAY_FLEET_US_ANY_URL"]
+	for _, c := range []struct {
+		who, at, key string
+		status      int
+		doc         string
+	}{
+		{"se account at se-sto", se, vars["GATEWAY_FLEET_SE_KEY"], 200, ""},
+		{"se account at us-any", us, vars["GATEWAY_FLEET_SE_KEY"], 403, se},
+		{"eu account at eu-fra", eu, vars["GATEWAY_FLEET_EU_KEY"], 200, ""},
+		{"eu account at us-any", us, vars["GATEWAY_FLEET_EU_KEY"], 403, eu},
+		{"any account at us-any", us, vars["GATEWAY_FLEET_ANY_KEY"], 200, ""},
+	} {
+		if status, doc := chat(c.at, c.key); status != c.status || doc != c.doc {
+			t.Errorf("%s: %d naming %q, want %d naming %q", c.who, status, doc, c.status, c.doc)
+		}
+	}
+	ctl := exec.Command(filepath.Join(binDir, "gatewayctl"), "nodes", "list")
+	ctl.Env = append(proc.ChildEnv(), "GATEWAY_ADMIN_URL="+vars["GATEWAY_ADMIN_URL"], "GATEWAY_ADMIN_TOKEN="+vars["GATEWAY_ADMIN_TOKEN"])
+	list, err := ctl.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gatewayctl nodes list: %v\n%s", err, list)
+	}
+	for _, node := range []string{"se-sto", "eu-fra", "us-any"} {
+		if !strings.Contains(string(list), node) {
+			t.Errorf("gatewayctl nodes list has no %s:\n%s", node, list)
+		}
+	}
+
+	// SIGTERM (Ctrl-C does the same) stops everything it started.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		stopped = true
+		if err != nil {
+			t.Errorf("run-fleet.sh after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run-fleet.sh still running 60s after SIGTERM")
+	}
+	for _, p := range []string{ports["SE"], ports["EU"], ports["US"], ports["CP"], ports["PG"]} {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %s still open after the script stopped", p)
+		}
+	}
+}
