@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/index"
@@ -20,52 +21,55 @@ func attempt(h *Health, r *index.Route, outcome error) (called bool, err error) 
 	return called, err
 }
 
+// The open period and the probe are timed on synctest's clock: no real waiting.
 func TestBreakerLifecycle(t *testing.T) {
-	h := NewHealth(HealthConfig{ConsecutiveFailures: 3, OpenFor: 100 * time.Millisecond})
-	r := route("a", "http://a/v1")
-	// Neutral outcomes and successes in between do not count toward opening.
-	for range 5 {
-		attempt(h, r, ErrNeutral)
-	}
-	attempt(h, r, ErrRouteFailed)
-	attempt(h, r, ErrRouteFailed)
-	attempt(h, r, nil)
-	attempt(h, r, ErrRouteFailed)
-	attempt(h, r, ErrRouteFailed)
-	if st := h.State(r); st != "closed" {
-		t.Fatalf("state %s with no 3 failures in a row", st)
-	}
-	attempt(h, r, ErrRouteFailed)
-	if st := h.State(r); st != "open" {
-		t.Fatalf("state %s after 3 failures in a row", st)
-	}
-	if called, err := attempt(h, r, nil); called || err != ErrOpen {
-		t.Fatalf("open breaker let an attempt through (%v)", err)
-	}
-	time.Sleep(120 * time.Millisecond)
-	if st := h.State(r); st != "half-open" {
-		t.Fatalf("state %s after the open period", st)
-	}
-	// Half-open: one probe at a time.
-	var wg sync.WaitGroup
-	release := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		h.Do(r, func() error { <-release; return nil })
-	}()
-	time.Sleep(20 * time.Millisecond)
-	if called, err := attempt(h, r, nil); called || err != ErrOpen {
-		t.Fatalf("second probe let through while the first runs (%v)", err)
-	}
-	close(release)
-	wg.Wait()
-	if st := h.State(r); st != "closed" {
-		t.Fatalf("state %s after a successful probe", st)
-	}
-	if h.Opened() != 1 {
-		t.Errorf("opened %d", h.Opened())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := NewHealth(HealthConfig{ConsecutiveFailures: 3, OpenFor: 100 * time.Millisecond})
+		r := route("a", "http://a/v1")
+		// Neutral outcomes and successes in between do not count toward opening.
+		for range 5 {
+			attempt(h, r, ErrNeutral)
+		}
+		attempt(h, r, ErrRouteFailed)
+		attempt(h, r, ErrRouteFailed)
+		attempt(h, r, nil)
+		attempt(h, r, ErrRouteFailed)
+		attempt(h, r, ErrRouteFailed)
+		if st := h.State(r); st != "closed" {
+			t.Fatalf("state %s with no 3 failures in a row", st)
+		}
+		attempt(h, r, ErrRouteFailed)
+		if st := h.State(r); st != "open" {
+			t.Fatalf("state %s after 3 failures in a row", st)
+		}
+		if called, err := attempt(h, r, nil); called || err != ErrOpen {
+			t.Fatalf("open breaker let an attempt through (%v)", err)
+		}
+		time.Sleep(120 * time.Millisecond) // synctest's clock
+		if st := h.State(r); st != "half-open" {
+			t.Fatalf("state %s after the open period", st)
+		}
+		// Half-open: one probe at a time.
+		var wg sync.WaitGroup
+		release := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.Do(r, func() error { <-release; return nil })
+		}()
+		synctest.Wait() // the probe is running, blocked on release
+		if called, err := attempt(h, r, nil); called || err != ErrOpen {
+			t.Fatalf("second probe let through while the first runs (%v)", err)
+		}
+		close(release)
+		wg.Wait()
+		if st := h.State(r); st != "closed" {
+			t.Fatalf("state %s after a successful probe", st)
+		}
+		if h.Opened() != 1 {
+			t.Errorf("opened %d", h.Opened())
+		}
+	})
 }
 
 func TestBreakerFailureRatio(t *testing.T) {
