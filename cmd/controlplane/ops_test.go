@@ -67,6 +67,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+cfg.listen+internalapi.PathUsage, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+testNodeToken)
 		req.Header.Set(internalapi.HeaderNodeID, "n1")
+		req.Header.Set(internalapi.HeaderSpoolAge, "1500")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -105,6 +106,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 		{"gateway_cp_usage_records_rejected_total", map[string]string{"reason": "undecodable"}, 1},
 		{"gateway_cp_usage_records_rejected_total", map[string]string{"reason": "price_mismatch"}, 0},
 		{"gateway_cp_node_applied_snapshot_version", map[string]string{"node": "n1"}, 0},
+		{"gateway_cp_node_spool_age_seconds", map[string]string{"node": "n1"}, 1.5},
 		{"gateway_cp_db_pool_max_conns", nil, float64(cfg.maxConns)},
 	} {
 		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
