@@ -188,11 +188,13 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if pub == nil {
 		log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
 	}
+	health := &breakerReport{}
 	syncer, err := syncclient.New(syncclient.Config{
 		Link: link, DataDir: o.dataDir,
 		Store: store, Wait: o.snapshotWait, Logger: log,
 		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
 		SpoolAge:     func() time.Duration { return usageMeter.Stats().OldestUnconfirmedAge },
+		Breakers:     health.notClosed,
 		OnApplyError: tel.WatchSnapshots(storeVersion{store}.issued, nil),
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)
@@ -217,6 +219,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	breaker := withLogger(o.breaker, log)
 	breaker.OnStateChange = tel.BreakerChanged
 	cfg.Health = routing.NewHealth(breaker)
+	health.set(cfg.Health)
 	tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = limiter
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region

@@ -106,6 +106,11 @@ type Node struct {
 	// milliseconds; 0: its spool was empty.
 	SpoolAgeMs      int64      `json:"spool_age_ms"`
 	SpoolReportedAt *time.Time `json:"spool_reported_at"`
+	// Breakers maps the routes whose circuit breaker the node last reported as not closed
+	// to "open" or "half-open" (empty: all closed), at BreakersReportedAt; null: never
+	// reported.
+	Breakers           map[string]string `json:"breakers"`
+	BreakersReportedAt *time.Time        `json:"breakers_reported_at"`
 }
 
 // RejectedRecord is a usage record the control plane refused, with the record as the node

@@ -366,6 +366,10 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 			out.Data[i].SpoolReportedAt = &at
 		}
 	}
+	if err := s.addBreakers(r, out.Data); err != nil {
+		s.storeError(w, r, err, "nodes")
+		return
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -111,6 +111,7 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		// Serving the snapshot matters more than the bookkeeping.
 		s.log.Warn("record node poll", "node", node, "err", err)
 	}
+	s.reportBreakers(r, node)
 	if cur, _ := s.cfg.Snapshots.Current(); cur == nil {
 		writeError(w, httpjson.ErrNotReady)
 		return

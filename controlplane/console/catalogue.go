@@ -16,6 +16,35 @@ import (
 type catalogueView struct {
 	Models []adminapi.Model
 	Diff   *catalogueDiff
+	// Breakers is what the nodes last reported of each route's breaker, by route ID
+	// (absent: closed wherever reported).
+	Breakers map[string]string
+	// Reported is whether any node reports its breakers.
+	Reported bool
+}
+
+// loadBreakers collects the nodes' breaker reports: "open on node-a, half-open on node-b".
+func (c *Console) loadBreakers(r *http.Request, s *session, v *catalogueView) {
+	var nodes adminapi.List[adminapi.Node]
+	c.api(r, s, http.MethodGet, "/admin/v1/nodes", nil, &nodes)
+	v.Breakers = map[string]string{}
+	for _, n := range nodes.Data {
+		if n.Breakers == nil {
+			continue
+		}
+		v.Reported = true
+		routes := make([]string, 0, len(n.Breakers))
+		for route := range n.Breakers {
+			routes = append(routes, route)
+		}
+		sort.Strings(routes)
+		for _, route := range routes {
+			if v.Breakers[route] != "" {
+				v.Breakers[route] += ", "
+			}
+			v.Breakers[route] += n.Breakers[route] + " on " + n.NodeID
+		}
+	}
 }
 
 func (c *Console) cataloguePage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -27,6 +56,7 @@ func (c *Console) cataloguePage(w http.ResponseWriter, r *http.Request, s *sessi
 		p.Error = msg
 	}
 	v.Models = l.Data
+	c.loadBreakers(r, s, &v)
 	p.Data = v
 	c.render(w, http.StatusOK, "catalogue", p)
 }
@@ -59,6 +89,7 @@ func (c *Console) cataloguePreview(w http.ResponseWriter, r *http.Request, s *se
 	var l adminapi.List[adminapi.Model]
 	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &l)
 	v := catalogueView{Models: l.Data}
+	c.loadBreakers(r, s, &v)
 	src, err := c.readCatalogueForm(r)
 	if err == nil && strings.TrimSpace(string(src)) == "" {
 		err = &catalog.Error{Param: "file", Message: "choose a catalogue file (YAML or JSON)"}

@@ -263,6 +263,23 @@ func TestConsoleCatalogueLoad(t *testing.T) {
 	if err != nil || len(models) != 1 || models[0].ID != "tiny-chat" || len(models[0].Routes) != 1 {
 		t.Fatalf("catalogue after apply: %+v %v", models, err)
 	}
+	// Breakers as nodes report them: "not reported" until one does, then per route.
+	if _, page := get(t, adm, srv.URL+"/console/catalogue"); !strings.Contains(page, "not reported") {
+		t.Fatal("catalogue claims breaker states no node reported")
+	}
+	ctx := context.Background()
+	if err := st.TouchNode(ctx, "node-z", 1, "se-sto", -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReportBreakers(ctx, "node-z", map[string]string{"tiny-se": "open"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := get(t, adm, srv.URL+"/console/catalogue"); !strings.Contains(page, `<span class="bad">open on node-z</span>`) {
+		t.Fatalf("catalogue without the reported breaker: %.3000s", page)
+	}
+	if _, page := get(t, adm, srv.URL+"/console/nodes"); !strings.Contains(page, "tiny-se: open") {
+		t.Fatal("nodes page without the reported breaker")
+	}
 	// The same file again: nothing would change.
 	_, page = post(t, adm, srv.URL+"/console/catalogue/preview", url.Values{"csrf": {csrf}, "catalogue": {catalogueYAML}})
 	if !strings.Contains(page, "0 model(s) would change") || !strings.Contains(page, `<td class="unchanged">unchanged</td>`) {

@@ -75,6 +75,9 @@ type Config struct {
 	// SpoolAge, when set, returns the age of the oldest record in the node's usage spool,
 	// reported in every poll (internalapi.HeaderSpoolAge) for gatewayctl nodes list.
 	SpoolAge func() time.Duration
+	// Breakers, when set, returns the routes whose circuit breaker is not closed (route ID
+	// to state), reported in every poll (internalapi.HeaderBreakers) for the console.
+	Breakers func() map[string]string
 	// MaxAge is the oldest (by signed issue time) disk snapshot the node serves while the
 	// control plane has not answered yet (default 24h; negative: no limit).
 	MaxAge time.Duration
@@ -182,6 +185,9 @@ func (c *Client) Poll(ctx context.Context) error {
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.SpoolAge != nil {
 		req.Header.Set(internalapi.HeaderSpoolAge, internalapi.FormatSpoolAge(c.cfg.SpoolAge()))
+	}
+	if c.cfg.Breakers != nil {
+		req.Header.Set(internalapi.HeaderBreakers, internalapi.FormatBreakers(c.cfg.Breakers()))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
