@@ -34,7 +34,7 @@ type node struct {
 	body     []byte
 }
 
-// batch builds a batch of n records; the records' times are now.
+// batch builds a batch of n records.
 func (nd *node) batch(n int, now time.Time) (id string, body []byte) {
 	id = ulid.Make().String()
 	b := nd.body[:0]
@@ -56,10 +56,13 @@ func (nd *node) batch(n int, now time.Time) (id string, body []byte) {
 }
 
 // record is a typical chat record: a few hundred prompt tokens, up to a thousand
-// completion tokens, priced by the formula, one routing attempt.
+// completion tokens, priced by the formula, one routing attempt, started within the last
+// ten seconds (nanosecond times, as nodes write them: no two alike, which matters to the
+// size of the time-ordered indexes).
 func (nd *node) record(now time.Time) usage.Record {
 	in, out := 50+nd.rng.Int64N(2000), 10+nd.rng.Int64N(1000)
-	return usage.Record{RequestID: "req_" + ulid.Make().String(), TS: now, AccountID: nd.accounts[nd.rng.IntN(len(nd.accounts))],
+	ts := now.Add(-time.Duration(nd.rng.Int64N(int64(10 * time.Second))))
+	return usage.Record{RequestID: "req_" + ulid.Make().String(), TS: ts, AccountID: nd.accounts[nd.rng.IntN(len(nd.accounts))],
 		KeyID: &nd.key, Model: Model, Endpoint: "/v1/chat/completions", Stream: nd.rng.IntN(2) == 0, Provider: "simulator",
 		Residency: "se-local", Status: 200, Result: usage.ResultOK, PromptTokens: in, CompletionTokens: out,
 		PriceMicroSEK: money.Price(in, out, InOrePerMTok, OutOrePerMTok), DurationMS: 100 + nd.rng.Int64N(5000),
