@@ -149,7 +149,11 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// The admin listener is not behind the data plane: the connection's address counts,
 	// never an X-Forwarded-For header a client could make up.
-	if !s.logins.allow("addr:"+signup.RateKey(r.RemoteAddr), "name:"+in.Name) {
+	name := in.Name
+	if len(name) > 64 { // no operator name is longer; the limiter's keys stay small
+		name = name[:64]
+	}
+	if !s.logins.allow("addr:"+signup.RateKey(r.RemoteAddr), "name:"+name) {
 		w.Header().Set("Retry-After", "60")
 		writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, "login_rate_limited",
 			"Too many login attempts; wait a minute."))
