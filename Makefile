@@ -81,7 +81,8 @@ bench-short:
 ## bench-ingest: usage ingest at fleet scale: simulated nodes post usage batches over the
 ## node API into one control plane and a throwaway Postgres, per node count and batch size;
 ## records/s, CPU per 1,000 records, batch latency and storage growth in bench-results/.
-## bench-ingest-short: the same, fewer and shorter scenarios (about a minute).
+## bench-ingest-short: the same, fewer and shorter scenarios (about a minute). make test runs a
+## toy-scale smoke of it (cmd/benchingest/ingest TestSmoke).
 bench-ingest:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ ./cmd/controlplane ./cmd/benchingest
