@@ -199,16 +199,20 @@ func usageChart(u adminapi.UsageReport, now time.Time) chart {
 	if days <= 0 {
 		days = 30
 	}
-	start := now.UTC().AddDate(0, 0, -(days - 1)).Format(time.DateOnly)
+	first := now.UTC().AddDate(0, 0, -(days - 1)).Truncate(24 * time.Hour)
+	start := first.Format(time.DateOnly)
 	perDay := map[string]int64{}
 	perModel := map[string]int64{}
 	for _, d := range u.Data {
+		if d.Day < start {
+			continue
+		}
 		perDay[d.Day] += d.PriceMicroSEK
 		perModel[d.Model] += d.PriceMicroSEK
 	}
-	var max int64
+	var peak int64
 	for _, v := range perDay {
-		max = max2(max, v)
+		peak = max(peak, v)
 	}
 	models := make([]string, 0, len(perModel))
 	for m := range perModel {
@@ -220,11 +224,11 @@ func usageChart(u adminapi.UsageReport, now time.Time) chart {
 		color[m] = palette[i%len(palette)]
 		ch.Legend = append(ch.Legend, legendItem{Model: m, Fill: color[m], SEK: formatSEK(perModel[m])})
 	}
-	if max == 0 {
+	if peak == 0 {
 		ch.Empty = true
 		return ch
 	}
-	ch.MaxSEK = formatSEK(max)
+	ch.MaxSEK = formatSEK(peak)
 	bw := w / days
 	stack := map[string]int{}
 	for _, d := range u.Data {
@@ -235,11 +239,11 @@ func usageChart(u adminapi.UsageReport, now time.Time) chart {
 		if err != nil {
 			continue
 		}
-		i := int(t.Sub(mustDay(start)).Hours() / 24)
+		i := int(t.Sub(first).Hours() / 24)
 		if i < 0 || i >= days {
 			continue
 		}
-		bh := int(float64(d.PriceMicroSEK) / float64(max) * float64(h)) // drawing only: no money is computed here
+		bh := int(float64(d.PriceMicroSEK) / float64(peak) * float64(h)) // drawing only: no money is computed here
 		if bh < 1 && d.PriceMicroSEK > 0 {
 			bh = 1
 		}
@@ -249,16 +253,4 @@ func usageChart(u adminapi.UsageReport, now time.Time) chart {
 			Title: d.Day + " " + d.Model + ": " + formatSEK(d.PriceMicroSEK) + " SEK, " + strconv.FormatInt(d.Requests, 10) + " requests"})
 	}
 	return ch
-}
-
-func mustDay(s string) time.Time {
-	t, _ := time.Parse(time.DateOnly, s)
-	return t
-}
-
-func max2(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
