@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/password"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
@@ -53,10 +54,7 @@ func requiredRole(pattern string) string {
 	return store.RoleOperator
 }
 
-func errUnauthenticated() *apierror.Error {
-	return apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAdminToken,
-		"A valid admin token or operator session is required (Authorization: Bearer <token>).")
-}
+func errUnauthenticated() *apierror.Error { return httpjson.ErrAdminAuthRequired }
 
 // identify authenticates the bearer token: the admin token, or a live session token.
 func (s *server) identify(r *http.Request) (identity, *apierror.Error) {
@@ -76,8 +74,7 @@ func (s *server) identify(r *http.Request) (identity, *apierror.Error) {
 	}
 	if err != nil {
 		s.log.Error("session lookup", "err", err)
-		return identity{}, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeUnavailable,
-			"The control plane cannot serve this now; try again later.").WithRetryAfter(1)
+		return identity{}, httpjson.ErrUnavailable
 	}
 	return identity{actor: "operator:" + sess.Operator.Name, role: sess.Operator.Role, operator: sess.Operator.Name,
 		session: sess, token: tok}, nil
@@ -99,7 +96,7 @@ func (s *server) guard(pattern string, h http.HandlerFunc) http.Handler {
 		run := h
 		if !store.RoleAtLeast(id.role, need) {
 			run = func(w http.ResponseWriter, _ *http.Request) {
-				writeError(w, apierror.New(http.StatusForbidden, apierror.TypePermission, "role_insufficient",
+				writeError(w, apierror.New(http.StatusForbidden, apierror.TypePermission, apierror.CodeRoleInsufficient,
 					"This needs the "+need+" role; "+id.actor+" has "+id.role+"."))
 			}
 		}
@@ -155,8 +152,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.logins.allow("addr:"+signup.RateKey(r.RemoteAddr), "name:"+name) {
 		w.Header().Set("Retry-After", "60")
-		writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, "login_rate_limited",
-			"Too many login attempts; wait a minute."))
+		writeError(w, httpjson.ErrLoginRateLimited)
 		return
 	}
 	o, err := s.cfg.Store.GetOperator(r.Context(), in.Name)
@@ -167,8 +163,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	// The hash is checked even for an unknown name, so timing does not tell names apart.
 	if !password.Check(o.PasswordHash, in.Password) || o.Disabled {
 		s.log.Warn("operator login refused", "name", in.Name, "client", r.RemoteAddr)
-		writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, "invalid_credentials",
-			"Unknown operator or wrong password."))
+		writeError(w, httpjson.ErrInvalidCredentials)
 		return
 	}
 	tok, sess, err := s.cfg.Store.CreateSession(r.Context(), o.Name, SessionTTL)

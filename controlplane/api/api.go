@@ -322,8 +322,7 @@ func (s *server) nodeAuth(h http.HandlerFunc) http.Handler {
 			}
 		}
 		if !valid {
-			writeError(w, apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidNodeToken,
-				"A valid node token is required."))
+			writeError(w, httpjson.ErrInvalidNodeToken)
 			return
 		}
 		h(w, r)

@@ -42,11 +42,10 @@ func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 		writeError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", err.Error()))
 	case r.Context().Err() != nil:
 		// The client went away; nothing useful to answer.
-		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, "", "Request cancelled."))
+		writeError(w, httpjson.ErrCancelled)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeUnavailable,
-			"The control plane cannot serve this now; try again later.").WithRetryAfter(1))
+		writeError(w, httpjson.ErrUnavailable)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/money"
@@ -195,13 +194,13 @@ func (s *server) serviceRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	reqID := r.PathValue("id")
 	if !store.ValidRequestID(reqID) { // no stored record has this shape; never reaches SQL
-		writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeRequestNotFound, "No request record with this ID."))
+		writeError(w, httpjson.ErrRequestNotFound)
 		return
 	}
 	rec, err := s.cfg.Store.GetRecord(r.Context(), id, reqID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeRequestNotFound, "No request record with this ID."))
+			writeError(w, httpjson.ErrRequestNotFound)
 			return
 		}
 		s.storeError(w, r, err, "request")

@@ -7,7 +7,7 @@ import (
 )
 
 // The control plane's fixed error answers, declared once for the api, payments and signup
-// handlers. Failures the data plane answers too take the shared wording (shared/apierror).
+// handlers (errors_test.go finds fixed answers built anywhere else). Failures the data plane answers too take the shared wording (shared/apierror).
 // Answers that name the request's own values are built where they arise.
 var (
 	// ErrInternal is the 500 answer for a failure the caller must not see the details of.
@@ -23,4 +23,46 @@ var (
 	// ErrUnknownAccount: the authenticated account does not exist (any more).
 	ErrUnknownAccount = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
 		"unknown account")
+	// Admin API authentication (controlplane/api).
+	ErrAdminAuthRequired = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAdminToken,
+		"A valid admin token or operator session is required (Authorization: Bearer <token>).")
+	ErrLoginRateLimited = apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeLoginRateLimited,
+		"Too many login attempts; wait a minute.")
+	ErrInvalidCredentials = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidCredentials,
+		"Unknown operator or wrong password.")
+	ErrInvalidNodeToken = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidNodeToken,
+		"A valid node token is required.")
+	// ErrUnavailable: the database (or another dependency) failed; the caller may retry.
+	ErrUnavailable = apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, apierror.CodeUnavailable,
+		"The control plane cannot serve this now; try again later.").WithRetryAfter(1)
+	ErrCancelled       = apierror.New(http.StatusServiceUnavailable, apierror.TypeAPI, "", "Request cancelled.")
+	ErrRequestNotFound = apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeRequestNotFound,
+		"No request record with this ID.")
+
+	// Payments (controlplane/payments).
+	ErrTopupTooLarge = apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+		"the top-up body is limited to 8 KiB").WithParam("amount_sek")
+	ErrTopupUnreadable    = apierror.InvalidParam("amount_sek", "could not read the request body")
+	ErrSessionNotRecorded = apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
+		"the checkout session could not be recorded; try again")
+	ErrPaymentProvider = apierror.New(http.StatusBadGateway, apierror.TypeUpstream, apierror.CodePaymentProviderError,
+		"the payment provider could not create a checkout session; try again later")
+	ErrEventTooLarge = apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+		"event body over 1 MiB")
+	ErrEventUnreadable = apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the event body")
+	ErrNotAnEvent      = apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the body is not a payment event")
+	ErrEventWithoutID  = apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the event has no id")
+	// ErrEventRetry: a correctly signed event could not be applied (the database failed);
+	// the provider retries it.
+	ErrEventRetry = apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
+		"the event could not be applied; retry")
+
+	// Signup form and review (controlplane/signup).
+	ErrSignupRateLimited = apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
+		"too many access requests from this address; try again later")
+	ErrSignupStatus    = apierror.InvalidParam("status", "status must be pending, approved or rejected")
+	ErrSignupLimit     = apierror.InvalidParam("limit", "limit must be an integer from 1 to 1000")
+	ErrBodyUnreadable  = apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the body")
+	ErrSignupNotFound  = apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeNotFound, "Signup not found.")
+	ErrSignupResidency = apierror.InvalidParam("residency", "residency must be se, eu or any (the signup's own value is not a policy)")
 )

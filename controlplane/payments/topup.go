@@ -182,11 +182,10 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			httpjson.WriteError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
-				"the top-up body is limited to 8 KiB").WithParam("amount_sek"))
+			httpjson.WriteError(w, httpjson.ErrTopupTooLarge)
 			return
 		}
-		httpjson.WriteError(w, apierror.InvalidParam("amount_sek", "could not read the request body"))
+		httpjson.WriteError(w, httpjson.ErrTopupUnreadable)
 		return
 	}
 	amount, err := ParseTopupBody(body)
@@ -203,12 +202,10 @@ func (t *Topup) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.logger.ErrorContext(r.Context(), "create checkout session",
 			"account_id", account, "amount_sek", amount, "request_id", requestID, "err", err)
 		if errors.Is(err, errRecordSession) { // the URL is withheld: an unrecorded session could never be credited
-			httpjson.WriteError(w, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
-				"the checkout session could not be recorded; try again"))
+			httpjson.WriteError(w, httpjson.ErrSessionNotRecorded)
 			return
 		}
-		httpjson.WriteError(w, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, apierror.CodePaymentProviderError,
-			"the payment provider could not create a checkout session; try again later"))
+		httpjson.WriteError(w, httpjson.ErrPaymentProvider)
 		return
 	}
 	t.logger.InfoContext(r.Context(), "checkout session created",

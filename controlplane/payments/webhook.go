@@ -103,10 +103,10 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			httpjson.WriteError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge, "event body over 1 MiB"))
+			httpjson.WriteError(w, httpjson.ErrEventTooLarge)
 			return
 		}
-		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the event body"))
+		httpjson.WriteError(w, httpjson.ErrEventUnreadable)
 		return
 	}
 	sig := r.Header.Get(HeaderSignature)
@@ -131,12 +131,12 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, webhook.ErrNoValidSignature):
 			httpjson.WriteError(w, badSignature("no valid signature"))
 		default: // signature fine, body not an event
-			httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the body is not a payment event"))
+			httpjson.WriteError(w, httpjson.ErrNotAnEvent)
 		}
 		return
 	}
 	if ev.ID == "" {
-		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "the event has no id"))
+		httpjson.WriteError(w, httpjson.ErrEventWithoutID)
 		return
 	}
 	noteEvent(w, string(ev.Type))
@@ -228,12 +228,10 @@ func ackUnusable(ctx context.Context, w http.ResponseWriter, log *slog.Logger, e
 	httpjson.WriteJSON(w, http.StatusOK, received{true})
 }
 
-// errApplyRetry answers an event the database failed to apply, so that the provider retries.
-var errApplyRetry = apierror.New(http.StatusInternalServerError, apierror.TypeAPI, apierror.CodeInternal,
-	"the event could not be applied; retry")
+// httpjson.ErrEventRetry answers an event the database failed to apply, so that the provider retries.
 
 // answerRetry logs a failed apply and answers 500 so the provider sends the event again.
 func answerRetry(ctx context.Context, w http.ResponseWriter, log *slog.Logger, err error) {
 	log.ErrorContext(ctx, "apply payment event", "err", err)
-	httpjson.WriteError(w, errApplyRetry)
+	httpjson.WriteError(w, httpjson.ErrEventRetry)
 }

@@ -65,14 +65,14 @@ func (a *Admin) list(w http.ResponseWriter, r *http.Request) {
 	switch status {
 	case "", StatusPending, StatusApproved, StatusRejected:
 	default:
-		httpjson.WriteError(w, apierror.InvalidParam("status", "status must be pending, approved or rejected"))
+		httpjson.WriteError(w, httpjson.ErrSignupStatus)
 		return
 	}
 	limit := 100
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
-			httpjson.WriteError(w, apierror.InvalidParam("limit", "limit must be an integer from 1 to 1000"))
+			httpjson.WriteError(w, httpjson.ErrSignupLimit)
 			return
 		}
 		limit = n
@@ -89,7 +89,7 @@ func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
 	var body adminapi.ApproveSignupRequest
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
 	if err != nil {
-		httpjson.WriteError(w, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "", "could not read the body"))
+		httpjson.WriteError(w, httpjson.ErrBodyUnreadable)
 		return
 	}
 	if len(raw) > 0 {
@@ -121,11 +121,11 @@ func (a *Admin) reject(w http.ResponseWriter, r *http.Request) {
 func (a *Admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		httpjson.WriteError(w, apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeNotFound, "Signup not found."))
+		httpjson.WriteError(w, httpjson.ErrSignupNotFound)
 	case errors.Is(err, ErrConflict):
 		httpjson.WriteError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, apierror.CodeConflict, err.Error()))
 	case errors.Is(err, ErrInvalidResidency):
-		httpjson.WriteError(w, apierror.InvalidParam("residency", "residency must be se, eu or any (the signup's own value is not a policy)"))
+		httpjson.WriteError(w, httpjson.ErrSignupResidency)
 	default:
 		a.log.ErrorContext(r.Context(), "signup review", "err", err)
 		httpjson.WriteError(w, httpjson.ErrInternal)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/store"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/clientaddr"
 )
 
@@ -114,8 +113,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			secs = 1
 		}
 		h.note("rate_limited")
-		httpjson.WriteError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
-			"too many access requests from this address; try again later").WithRetryAfter(secs))
+		httpjson.WriteError(w, httpjson.ErrSignupRateLimited.WithRetryAfter(secs))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
