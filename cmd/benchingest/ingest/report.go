@@ -20,6 +20,8 @@ type Report struct {
 	Duration float64   `json:"scenario_s"`
 	Command  string    `json:"command"`
 	Results  []Result  `json:"results"`
+	// Retention is what deleting the ingested records cost (nil when not measured).
+	Retention *RetentionResult `json:"retention,omitempty"`
 }
 
 // Result is one scenario: nodes posting batches of BatchSize records back to back.
@@ -108,6 +110,10 @@ func (r *Report) Markdown() string {
 	if best, ok := r.Best(); ok {
 		fmt.Fprintf(&b, "\nBest: %.0f records/s (%d nodes, batches of %d) at %.4f CPU-s per 1,000 records (targets: ≥ 50,000/s, ≤ 0.02).\n",
 			best.RecordsPerSec, best.Nodes, best.BatchSize, best.CPUPer1000())
+	}
+	if x := r.Retention; x != nil {
+		fmt.Fprintf(&b, "\nRetention (the retention job's deletes in batches of 1,000, then VACUUM): %d records deleted at %.0f/s; "+
+			"Postgres %.4f CPU-s per 1,000 to delete and %.4f to vacuum.\n", x.Deleted, x.DeletedPerSecond, x.DeletePGPer1000, x.VacuumPGPer1000)
 	}
 	return b.String()
 }

@@ -118,6 +118,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Results = append(rep.Results, res)
 		}
 	}
+	limit := int64(300_000)
+	if cfg.Short {
+		limit = 50_000
+	}
+	fmt.Fprintf(cfg.Progress, "  retention: deleting up to %d records as the retention job does, then VACUUM\n", limit)
+	ret, err := retention(ctx, s, limit)
+	if err != nil {
+		return rep, fmt.Errorf("retention: %w", err)
+	}
+	rep.Retention = &ret
+	fmt.Fprintf(cfg.Progress, "    %d deleted, %.0f/s; Postgres %.4f CPU-s per 1,000 to delete, %.4f to vacuum\n",
+		ret.Deleted, ret.DeletedPerSecond, ret.DeletePGPer1000, ret.VacuumPGPer1000)
 	return rep, rep.Write(cfg.OutDir)
 }
 

@@ -40,6 +40,10 @@ func TestSmoke(t *testing.T) {
 		r.P50MS <= 0 || r.P99MS < r.P50MS || r.Growth["records_heap"] <= 0 || r.Growth["records_indexes"] <= 0 || r.LoadAfter == "?" {
 		t.Fatalf("implausible figures: %+v", r)
 	}
+	// The warm-up's records are deleted too.
+	if x := rep.Retention; x == nil || x.Deleted < r.Records || x.DeletePGPer1000 <= 0 {
+		t.Fatalf("retention not measured: %+v", rep.Retention)
+	}
 	for _, f := range []string{"ingest.json", "ingest.md", "ingest.svg"} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)

@@ -30,6 +30,7 @@ type stack struct {
 	pg          *pgtest.Cluster
 	pgPID       int
 	db          *pgxpool.Pool // the schema owner's: sizes and checks
+	runtimeURL  string        // the control plane's role
 	nodeToken   string
 	accounts    []string
 	procs       proc.Group
@@ -54,6 +55,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if s.pg, ownerURL, runtimeURL, err = harness.StartPostgres(ctx, "benchingest"); err != nil {
 		return nil, err
 	}
+	s.runtimeURL = runtimeURL
 	if s.pgPID = s.pg.PID(); s.pgPID == 0 {
 		return nil, errors.New("postgres: no server process to measure (an external server cannot be measured)")
 	}
