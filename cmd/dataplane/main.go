@@ -215,6 +215,18 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	defer access.Close()
 	cfg.AccessLog = access
+	tracer, err := o.observe.tracer(o.nodeID, o.region.region)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracer.Shutdown(ctx); err != nil {
+			log.Warn("tracing: spans not sent at shutdown", "err", err)
+		}
+	}()
+	cfg.Tracer = tracer
 	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
 	breaker := withLogger(o.breaker, log)
 	breaker.OnStateChange = tel.BreakerChanged

@@ -16,6 +16,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/tokens"
+	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -97,6 +98,8 @@ type exchange struct {
 	startRouting usage.Routing
 	watch        clientWatch
 	plan         [8]index.Candidate
+	// attemptSpan is the last attempt's span when the request is traced.
+	attemptSpan tracing.Child
 	// took is the last attempt's wait on its upstream (until the answer, a stream's first
 	// event or the failure); negative when the attempt called no upstream.
 	took time.Duration
@@ -179,10 +182,10 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	}
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
-	if s.access != nil {
-		ctx.SetUserValue(userRouted, true) // the record makes the access-log line
-	}
 	ex.box = newRecordBox(ctx, c, s.cfg.Region)
+	if s.access != nil || s.tracer != nil {
+		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
+	}
 	ex.bounds, ex.promptEstimate = c.bounds, c.promptEstimate
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call)
@@ -211,6 +214,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 			continue // breaker open: not tried
 		}
 		if ex.took >= 0 {
+			ex.endAttemptSpan()
 			ex.box.upstream += ex.took
 			s.tel.Attempt(cand.Route.Provider, attemptOutcome(&ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1]), ex.took, tried > 0)
 		}
@@ -251,7 +255,15 @@ const statusClientClosed = 499
 func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand index.Candidate, deadline time.Time) outcome {
 	r := cand.Route
 	ue := upstreamEndpoint(c.e, cand)
-	body, berr := c.upstreamBody(cand)
+	var body []byte
+	var berr *apierror.Error
+	if c.body != nil && ex.box.trace.Traced() {
+		sp := ex.box.trace.Start("translate", ex.box.rec.RequestID)
+		body, berr = c.upstreamBody(cand)
+		sp.End(errorCode(berr))
+	} else {
+		body, berr = c.upstreamBody(cand)
+	}
 	if berr != nil {
 		return outcome{aerr: berr, result: usage.ResultRejected, health: routing.ErrNeutral}
 	}
@@ -263,6 +275,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	ureq := fasthttp.AcquireRequest()
 	uresp := fasthttp.AcquireResponse()
 	up.Prepare(ureq, r, ue, body, ex.box.rec.RequestID, c.stream)
+	if ex.box.trace.Traced() {
+		ex.attemptSpan = ex.box.trace.StartAttempt(ex.box.rec.RequestID, r.ID, r.Provider, &ureq.Header)
+	}
 	t0 := s.now()
 	dl := time.Now().Add(up.TotalTimeout())
 	if deadline.Before(dl) {

@@ -13,6 +13,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tokens"
+	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
@@ -26,6 +27,8 @@ type recordBox struct {
 	rec      usage.Record
 	routing  usage.Routing
 	attempt  [3]usage.Attempt
+	// trace is the request's span (not traced: the zero value).
+	trace tracing.Request
 	// upstream is the time spent waiting on upstream attempts until the answer was
 	// committed; ttft, for a stream, the time from arrival until its first event was ready.
 	upstream, ttft time.Duration
@@ -260,6 +263,10 @@ func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start t
 	d := s.now().Sub(start)
 	rec.DurationMS = d.Milliseconds()
 	s.observe(box, d, promptPrice) // metrics, access log
+	if box.trace.Traced() {
+		s.recordTraced(box)
+		return
+	}
 	s.cfg.Meter.Record(rec)
 }
 

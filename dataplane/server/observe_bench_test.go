@@ -1,15 +1,20 @@
 package server
 
 import (
+	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
+	"github.com/sekgate/gateway/dataplane/tracing"
 )
 
 // BenchmarkChatObserved is BenchmarkChatNonStreaming with the observability parts off and
-// on, in one run: "bare" without metrics (a nil registry), "metrics" the default, and
-// "metrics+accesslog" with every request's JSON line (to io.Discard, through the buffer).
+// on, in one run: "bare" without metrics (a nil registry), "metrics" the default,
+// "metrics+accesslog" with every request's JSON line (to io.Discard, through the buffer),
+// and tracing with every request sampled, exported to an in-process collector.
 func BenchmarkChatObserved(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -20,6 +25,12 @@ func BenchmarkChatObserved(b *testing.B) {
 		{"metrics+accesslog", func(c *Config) {
 			c.AccessLog = accesslog.New(accesslog.Config{Writer: io.Discard, JSON: true})
 			b.Cleanup(func() { c.AccessLog.Close() })
+		}},
+		{"metrics+tracing", func(c *Config) { c.Tracer = benchTracer(b) }},
+		{"metrics+accesslog+tracing", func(c *Config) {
+			c.AccessLog = accesslog.New(accesslog.Config{Writer: io.Discard, JSON: true})
+			b.Cleanup(func() { c.AccessLog.Close() })
+			c.Tracer = benchTracer(b)
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -35,4 +46,18 @@ func BenchmarkChatObserved(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchTracer traces every request to a collector that accepts and drops the spans.
+func benchTracer(b *testing.B) *tracing.Tracer {
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	tr, err := tracing.New(context.Background(), tracing.Config{Endpoint: col.URL + "/v1/traces", SampleRatio: 1, NodeID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()); col.Close() })
+	return tr
 }

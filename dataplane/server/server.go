@@ -28,6 +28,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
+	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/residency"
@@ -50,6 +51,8 @@ type Config struct {
 	Telemetry *telemetry.Metrics
 	// AccessLog, when set, gets one line per inference request (dataplane/accesslog).
 	AccessLog *accesslog.Log
+	// Tracer, when set, traces inference requests (dataplane/tracing).
+	Tracer *tracing.Tracer
 	// Pool forwards to upstreams (default: proxy.NewPool with defaults).
 	Pool *proxy.Pool
 	// Selector orders eligible routes: priority, then weighted random (default: math/rand).
@@ -135,6 +138,7 @@ type Server struct {
 	notSupported *apierror.Error
 	tel          *telemetry.Metrics
 	access       *accesslog.Log
+	tracer       *tracing.Tracer
 	// oversized holds the headers of requests whose declared length is over their
 	// endpoint's limit while fasthttp tries its first body read (headerReceived), so that
 	// handleServerError answers 413 when that read finds nothing.
@@ -193,7 +197,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = telemetry.New()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, tel: cfg.Telemetry, access: cfg.AccessLog}
+	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, tel: cfg.Telemetry, access: cfg.AccessLog, tracer: cfg.Tracer}
 	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
 		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
 	}
@@ -339,10 +343,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			defer s.proxied.Release(key)
 		}
 	}
-	if s.access != nil {
-		start := s.now()
-		s.router.Handler(ctx)
-		s.logRefusal(ctx, start)
+	if s.access != nil || s.tracer != nil {
+		s.serveObserved(ctx) // access log, tracing (telemetry.go)
 	} else {
 		s.router.Handler(ctx)
 	}

@@ -5,11 +5,13 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/telemetry"
+	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -96,26 +98,99 @@ func (s *Server) observe(box *recordBox, d time.Duration, promptPrice int64) {
 }
 
 // userRouted marks a request that reached the attempt loop: its record makes its
-// access-log line.
-const userRouted = "gateway.routed"
+// access-log line and ends its span. userTrace holds the span of a traced request until
+// then.
+const (
+	userRouted = "gateway.routed"
+	userTrace  = "gateway.trace"
+)
+
+// serveObserved routes a request with the access log or tracing on: an inference request
+// gets its span, and one refused before routing gets its access-log line and its span
+// ended here (a routed one's record does both, at its end).
+func (s *Server) serveObserved(ctx *fasthttp.RequestCtx) {
+	start := s.now()
+	inference := isInferencePath(ctx.Path())
+	var tr tracing.Request
+	if inference && s.tracer != nil {
+		tr = s.tracer.StartRequest(ctx, requestID(ctx))
+		ctx.SetUserValue(userTrace, tr)
+	}
+	s.router.Handler(ctx)
+	if !inference || ctx.UserValue(userRouted) != nil {
+		return
+	}
+	if s.access != nil {
+		s.logRefusal(ctx, start)
+	}
+	tr.End(ctx.Response.StatusCode(), attribute.String("gateway.result", "refused"),
+		attribute.String("gateway.error", responseCode(ctx.Response.Body())))
+}
+
+// routed hands the request's span to its record box and marks the request routed.
+func (s *Server) routed(ctx *fasthttp.RequestCtx, box *recordBox) {
+	ctx.SetUserValue(userRouted, true)
+	if tr, ok := ctx.UserValue(userTrace).(tracing.Request); ok {
+		box.trace = tr
+	}
+}
+
+// recordTraced hands a traced request's record to the meter in a spool-write span, then
+// ends the request's span with the record's figures.
+func (s *Server) recordTraced(box *recordBox) {
+	rec := &box.rec
+	attrs := []attribute.KeyValue{attribute.String("gateway.model", rec.Model), attribute.String("gateway.provider", rec.Provider),
+		attribute.String("gateway.result", rec.Result), attribute.Int("gateway.attempts", len(box.routing.Attempts)),
+		attribute.Int64("gateway.prompt_tokens", rec.PromptTokens), attribute.Int64("gateway.completion_tokens", rec.CompletionTokens),
+		attribute.Int64("gateway.price_micro_sek", rec.PriceMicroSEK), attribute.Bool("gateway.stream", rec.Stream)}
+	status, tr := rec.Status, box.trace
+	sp := tr.Start("spool write", rec.RequestID)
+	s.cfg.Meter.Record(rec) // the meter owns rec from here
+	sp.End("")
+	tr.End(status, attrs...)
+}
+
+// endAttemptSpan ends the last attempt's span with its outcome.
+func (ex *exchange) endAttemptSpan() {
+	if ex.attemptSpan == (tracing.Child{}) {
+		return
+	}
+	a := &ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1]
+	failure := ""
+	if out := attemptOutcome(a); out != outcomeOK {
+		failure = out
+	}
+	ex.attemptSpan.End(failure, attribute.Int("http.response.status_code", a.Status))
+	ex.attemptSpan = tracing.Child{}
+}
+
+// responseCode is the error code (or type) of a JSON error answer, or "".
+func responseCode(body []byte) string {
+	if c := gjson.GetBytes(body, "error.code"); c.Type == gjson.String {
+		return c.Str
+	}
+	if c := gjson.GetBytes(body, "error.type"); c.Type == gjson.String {
+		return c.Str
+	}
+	return ""
+}
+
+// errorCode is aerr's code, or "" for nil.
+func errorCode(aerr *apierror.Error) string {
+	if aerr == nil {
+		return ""
+	}
+	return aerr.Code
+}
 
 // logRefusal writes the access-log line of an inference request answered without a record
 // (refused before routing: authentication, balance, limits, size, invalid input).
 func (s *Server) logRefusal(ctx *fasthttp.RequestCtx, start time.Time) {
-	path := ctx.Path()
-	if !isInferencePath(path) || ctx.UserValue(userRouted) != nil {
-		return
-	}
 	st := ctx.Response.StatusCode()
-	e := accesslog.Entry{Time: start, RequestID: requestID(ctx), Endpoint: string(path), Status: st,
-		Result: "refused", NodeRegion: s.cfg.Region, Duration: s.now().Sub(start)}
+	e := accesslog.Entry{Time: start, RequestID: requestID(ctx), Endpoint: string(ctx.Path()), Status: st,
+		Result: "refused", NodeRegion: s.cfg.Region, Duration: s.now().Sub(start), Error: responseCode(ctx.Response.Body())}
 	if st < 300 {
 		e.Result = "ok" // not an inference answer (e.g. OPTIONS)
-	}
-	if c := gjson.GetBytes(ctx.Response.Body(), "error.code"); c.Type == gjson.String {
-		e.Error = c.Str
-	} else if c := gjson.GetBytes(ctx.Response.Body(), "error.type"); c.Type == gjson.String {
-		e.Error = c.Str
 	}
 	s.access.Write(&e)
 }
