@@ -64,7 +64,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres connection URL of the schema owner: migrations run over it, then it is closed (empty: migrate over --database-url)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
 	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes, each at least 32 bytes (or --node-tokens-file)")
-	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept")
+	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (the ingest refuses records older than this less an hour)")
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -115,7 +115,7 @@ func main() {
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	metrics := opsmetrics.New()
 	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: log,
-		Metrics: metrics})
+		Metrics: metrics, RecordRetention: time.Duration(cfg.retentionDays) * 24 * time.Hour})
 	if err != nil {
 		return err
 	}

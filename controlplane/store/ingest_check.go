@@ -110,10 +110,19 @@ func okText(s string, max int) bool {
 	return len(s) <= max && strings.IndexByte(s, 0) < 0
 }
 
-// checkRecord applies the rules that need no database: identifiers, text, time, status,
-// and each count and the price within its bound. It returns the rejection code and detail,
-// or "" when the record passes.
-func checkRecord(r *usage.Record, now time.Time) (code, detail string) {
+// retentionMargin is how much younger than the record retention a record must be: the
+// control planes' clocks may differ by less.
+const retentionMargin = time.Hour
+
+// checkRecord applies the rules that need no database: identifiers, text, time (and, with a
+// record retention, not older than retention less retentionMargin), status, and each count
+// and the price within its bound. It returns the rejection code and detail, or "" when the
+// record passes.
+func checkRecord(r *usage.Record, now time.Time, retention time.Duration) (code, detail string) {
+	if retention > 0 && r.TS.Before(now.Add(-retention+retentionMargin)) && !r.TS.IsZero() {
+		return RejectInvalid, fmt.Sprintf("ts %s is older than the records' retention (%s) less %s: a copy retention deleted could not be told apart",
+			r.TS.UTC().Format(time.RFC3339), retention, retentionMargin)
+	}
 	switch {
 	case !ValidRequestID(r.RequestID):
 		return RejectInvalid, "request_id must be 1 to 200 characters without NUL"

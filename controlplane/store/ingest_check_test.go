@@ -27,8 +27,12 @@ func FuzzCheckRecord(f *testing.F) {
 		if json.Unmarshal(b, &r) != nil {
 			return
 		}
-		if code, _ := checkRecord(&r, now); code != "" {
+		const retention = 90 * 24 * time.Hour
+		if code, _ := checkRecord(&r, now, retention); code != "" {
 			return
+		}
+		if r.TS.Before(now.Add(-retention + retentionMargin)) {
+			t.Fatalf("a record retention may have deleted passed: %s", r.TS)
 		}
 		if r.PromptTokens < 0 || r.PromptTokens > MaxRecordTokens || r.CompletionTokens < 0 || r.CompletionTokens > MaxRecordTokens ||
 			r.PriceMicroSEK < 0 || r.PriceMicroSEK > MaxRecordPriceMicroSEK || r.Status < 0 || r.Status > 999 ||

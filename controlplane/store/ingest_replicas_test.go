@@ -189,3 +189,45 @@ func TestTwoControlPlanesIngestConcurrently(t *testing.T) {
 		t.Fatalf("balance of %s: %d (%v), want %d", accts[0], bal, err, 1000*money.MicroPerSEK-want[accts[0]])
 	}
 }
+
+// With per-batch debits, a record is charged only when it is first stored, so a copy sent
+// after retention deleted the stored one would be charged again: the ingest refuses
+// records older than the retention (less a margin), and a replay after retention is
+// rejected, not charged.
+func TestIngestRefusesRecordsRetentionMayHaveDeleted(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewRoles(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ctx := context.Background()
+	const retention = 30 * 24 * time.Hour
+	s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quietLogger(),
+		Now: clock, RecordRetention: retention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	accts := fundedAccounts(t, s, 1)
+	kept := record("kept", accts[0], now.Add(-29*24*time.Hour), 1000, 1000)
+	old := record("old", accts[0], now.Add(-retention), 1000, 1000)
+	rep, err := s.IngestBatch(ctx, usage.Batch{Records: []usage.Record{kept, old}})
+	if err != nil || rep.Inserted != 1 || rep.Rejected != 1 {
+		t.Fatalf("reply %+v %v, want kept inserted and old rejected", rep, err)
+	}
+	bal, _ := s.Balance(ctx, accts[0])
+	// Two days on, retention deletes "kept"; its copy comes again.
+	mu.Lock()
+	now = now.Add(48 * time.Hour)
+	mu.Unlock()
+	if n, err := s.DeleteRecordsBefore(ctx, clock().Add(-retention), 100); err != nil || n != 1 {
+		t.Fatalf("retention deleted %d (%v), want 1", n, err)
+	}
+	rep, err = s.IngestBatch(ctx, usage.Batch{Records: []usage.Record{kept}})
+	if err != nil || rep.Inserted != 0 || rep.Rejected != 1 {
+		t.Fatalf("replay after retention: %+v %v, want rejected", rep, err)
+	}
+	if after, _ := s.Balance(ctx, accts[0]); after != bal {
+		t.Fatalf("balance %d after the replay, was %d: charged twice", after, bal)
+	}
+}

@@ -62,6 +62,10 @@ type Config struct {
 	SkipMigrations bool
 	// Metrics receives the figures of every usage batch ingest (default: none).
 	Metrics IngestMetrics
+	// RecordRetention is how long request records are kept (the retention job's days; 0:
+	// for ever). The ingest refuses a record older than that less an hour: retention may
+	// have deleted an earlier copy of it, and charging it again would break exactly-once.
+	RecordRetention time.Duration
 }
 
 // Store is the Postgres-backed state. It is safe for concurrent use.

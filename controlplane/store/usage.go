@@ -78,7 +78,7 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 		if raws != nil {
 			raw = raws[i]
 		}
-		if code, detail := checkRecord(r, now); code != "" {
+		if code, detail := checkRecord(r, now, s.cfg.RecordRetention); code != "" {
 			bad = append(bad, reject(r, raw, code, "%s", detail))
 			continue
 		}
