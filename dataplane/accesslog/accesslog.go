@@ -114,40 +114,40 @@ func (l *Log) Write(e *Entry) {
 	if l == nil || (e.Result == "ok" && !l.all && rand.Uint64() >= l.threshold) {
 		return
 	}
-	r := slog.NewRecord(e.Time, slog.LevelInfo, "request", 0)
-	r.AddAttrs(slog.String("request_id", e.RequestID))
-	str := func(k, v string) {
-		if v != "" {
-			r.AddAttrs(slog.String(k, v))
+	// Attributes gathered on the stack and added at once: the record allocates its overflow
+	// slice once, not at every growth.
+	var buf [24]slog.Attr
+	attrs := append(buf[:0], slog.String("request_id", e.RequestID))
+	for _, f := range [...]struct{ k, v string }{{"key_id", e.KeyID}, {"account_id", e.AccountID}, {"endpoint", e.Endpoint},
+		{"model", e.Model}, {"provider", e.Provider}, {"route", e.Route}, {"region", e.Region}, {"node_region", e.NodeRegion}} {
+		if f.v != "" {
+			attrs = append(attrs, slog.String(f.k, f.v))
 		}
 	}
-	num := func(k string, v int64) {
-		if v != 0 {
-			r.AddAttrs(slog.Int64(k, v))
-		}
+	attrs = append(attrs, slog.Int("status", e.Status))
+	if e.Result != "" {
+		attrs = append(attrs, slog.String("result", e.Result))
 	}
-	str("key_id", e.KeyID)
-	str("account_id", e.AccountID)
-	str("endpoint", e.Endpoint)
-	str("model", e.Model)
-	str("provider", e.Provider)
-	str("route", e.Route)
-	str("region", e.Region)
-	str("node_region", e.NodeRegion)
-	r.AddAttrs(slog.Int("status", e.Status))
-	str("result", e.Result)
-	str("error", e.Error)
+	if e.Error != "" {
+		attrs = append(attrs, slog.String("error", e.Error))
+	}
 	if e.Stream {
-		r.AddAttrs(slog.Bool("stream", true))
+		attrs = append(attrs, slog.Bool("stream", true))
 	}
-	num("attempts", int64(e.Attempts))
-	num("prompt_tokens", e.PromptTokens)
-	num("completion_tokens", e.CompletionTokens)
-	num("price_micro_sek", e.PriceMicroSEK)
-	r.AddAttrs(slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))
+	for _, f := range [...]struct {
+		k string
+		v int64
+	}{{"attempts", int64(e.Attempts)}, {"prompt_tokens", e.PromptTokens}, {"completion_tokens", e.CompletionTokens}, {"price_micro_sek", e.PriceMicroSEK}} {
+		if f.v != 0 {
+			attrs = append(attrs, slog.Int64(f.k, f.v))
+		}
+	}
+	attrs = append(attrs, slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000))
 	if e.TTFT > 0 {
-		r.AddAttrs(slog.Float64("ttft_ms", float64(e.TTFT.Microseconds())/1000))
+		attrs = append(attrs, slog.Float64("ttft_ms", float64(e.TTFT.Microseconds())/1000))
 	}
+	r := slog.NewRecord(e.Time, slog.LevelInfo, "request", 0)
+	r.AddAttrs(attrs...)
 	_ = l.h.Handle(context.Background(), r)
 }
 

@@ -30,6 +30,8 @@ type Target struct {
 	Machine map[string]int
 
 	client *http.Client
+	// fixedOnly: a variant driven by the fixed-rate scenario only.
+	fixedOnly bool
 }
 
 // Target names.
@@ -37,6 +39,11 @@ const (
 	Direct    = "direct"
 	Bare      = "bare"
 	Dataplane = "dataplane"
+	// The data plane's observability variants (fixed rates only): the default is metrics
+	// and the JSON access log; quiet has the access log off, traced adds tracing of every
+	// request.
+	DataplaneQuiet  = "dataplane-quiet"
+	DataplaneTraced = "dataplane-traced"
 )
 
 func (t *Target) httpClient() *http.Client {
@@ -230,7 +237,7 @@ func compare(rs []FixedResult) {
 		if d := by[k][Direct]; d != nil && r.Target != Direct {
 			r.AddedP50Direct, r.AddedP99Direct = f(r.P50-d.P50), f(r.P99-d.P99)
 		}
-		if b := by[k][Bare]; b != nil && r.Target == Dataplane {
+		if b := by[k][Bare]; b != nil && strings.HasPrefix(r.Target, Dataplane) {
 			r.AddedP50Bare, r.AddedP99Bare = f(r.P50-b.P50), f(r.P99-b.P99)
 			if b.CPUPer1k > 0 {
 				r.CPURatioBare = f(r.CPUPer1k / b.CPUPer1k)

@@ -99,6 +99,17 @@ func (r *Report) evaluate() {
 	} else {
 		add("1 KiB at 2,000/s: added latency and CPU against the bare proxy", nil, na)
 	}
+	// Observability: the default (metrics and the JSON access log) against the access log
+	// off (the metrics alone, the configuration before the access log), and tracing on.
+	if quiet, traced := r.fixed(DataplaneQuiet, "1KiB", 2000), r.fixed(DataplaneTraced, "1KiB", 2000); dp != nil && quiet != nil && quiet.CPUPer1k > 0 {
+		ratio := dp.CPUPer1k / quiet.CPUPer1k
+		add("1 KiB at 2,000/s: the default configuration's CPU per request within 5 % of the access log off", b(ratio <= 1.05),
+			"%+.1f %% (%.3f vs %.3f CPU-s per 1,000)", (ratio-1)*100, dp.CPUPer1k, quiet.CPUPer1k)
+		if traced != nil {
+			add("1 KiB at 2,000/s: tracing every request (informational)", nil, "%+.1f %% CPU over the default (%.3f CPU-s per 1,000)",
+				(traced.CPUPer1k/dp.CPUPer1k-1)*100, traced.CPUPer1k)
+		}
+	}
 	if dp5 := r.fixed(Dataplane, "1KiB", 5000); dp5 != nil && dp5.AddedP99Direct != nil {
 		held := dp5.SentRate >= 0.95*5000 && dp5.Throughput >= 0.95*5000
 		add("5,000/s sustained with < 0.1 % errors", b(held && dp5.ErrorPct < 0.1), "%.0f/s answered, %.3f %% errors", dp5.Throughput, dp5.ErrorPct)

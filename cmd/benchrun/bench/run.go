@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,9 @@ type Config struct {
 	Bodies []string
 	// Progress receives progress lines (default os.Stderr).
 	Progress io.Writer
+	// NoVariants leaves out the data plane's observability variants (access log off,
+	// tracing on) that the fixed-rate scenario otherwise drives beside the default.
+	NoVariants bool
 }
 
 // plan is the load each mode drives.
@@ -144,7 +148,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		_ = os.Chmod(work, 0o755)
 	}
 	progress("starting the stack (%s mode)", rep.Mode)
-	st, err := Start(ctx, StackConfig{BinDir: cfg.BinDir, WorkDir: work, Progress: cfg.Progress})
+	variants := !cfg.NoVariants && (len(cfg.Only) == 0 || slices.Contains(cfg.Only, ScenarioFixed))
+	st, err := Start(ctx, StackConfig{BinDir: cfg.BinDir, WorkDir: work, Progress: cfg.Progress, Variants: variants})
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +170,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, t := range targets {
 		t.Machine = rep.Processes
+	}
+	if variants {
+		for _, v := range []struct {
+			name string
+			p    *Proc
+		}{{DataplaneQuiet, st.DPQuiet}, {DataplaneTraced, st.DPTraced}} {
+			targets = append(targets, &Target{Name: v.name, URL: v.p.URL(), PID: v.p.PID(), SimPID: st.Sim.PID(), Auth: auth,
+				Machine: rep.Processes, fixedOnly: true})
+		}
 	}
 	only := map[string]bool{}
 	for _, o := range cfg.Only {
@@ -215,6 +229,8 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, only m
 		rep.Notes = append(rep.Notes, fmt.Sprintf("with the benchmark's processes idle the machine was %.0f%% busy: other work shared the cores during this run, so its figures carry that noise", busy))
 	}
 	progress("idle for 2 s: machine %.0f%% busy; CPU s/s %s", busy, fmtCPUMap(rep.IdleCPU))
+	all := targets
+	targets = slices.DeleteFunc(slices.Clone(targets), func(t *Target) bool { return t.fixedOnly }) // the variants run at fixed rates only
 	// Open streams first, while the proxies' heaps hold nothing from earlier load: the RSS
 	// growth per stream is then not hidden by memory freed by earlier scenarios.
 	if run(ScenarioOpen) {
@@ -223,7 +239,7 @@ func scenarios(ctx context.Context, st *Stack, targets []*Target, p plan, only m
 		}
 	}
 	if run(ScenarioFixed) {
-		if err := runFixed(ctx, targets, p, rep, alive, progress); err != nil {
+		if err := runFixed(ctx, all, p, rep, alive, progress); err != nil {
 			return err
 		}
 	}
@@ -248,6 +264,9 @@ func runFixed(ctx context.Context, targets []*Target, p plan, rep *Report, alive
 			for _, t := range targets {
 				if err := alive(); err != nil {
 					return err
+				}
+				if t.fixedOnly && b != "1KiB" {
+					continue // the variants are compared on 1 KiB only
 				}
 				r, err := attack(ctx, t, b, body, rate, p.fixedDur)
 				if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,10 @@ type StackConfig struct {
 	WorkDir string
 	// Progress receives one line per step (default: discard).
 	Progress io.Writer
+	// Variants starts two more data planes beside the default one, for the observability
+	// comparison: DPQuiet without the access log, DPTraced tracing every request to a sink
+	// in this process.
+	Variants bool
 }
 
 // Proc is a child process of the stack.
@@ -39,6 +44,8 @@ type Proc = proc.Proc
 // and data plane, with an account and a key.
 type Stack struct {
 	Sim, CP, DP, Bare *Proc
+	// DPQuiet and DPTraced are the data-plane variants (StackConfig.Variants; else nil).
+	DPQuiet, DPTraced *Proc
 	// Key is the API key the data plane accepts.
 	Key string
 	// PostgresPID is the postmaster's process ID (0 when not found, e.g. an external server).
@@ -50,6 +57,7 @@ type Stack struct {
 	admin     harness.Admin // the control plane's admin API
 	nodeToken string
 	client    *http.Client
+	sink      *httptest.Server // the traced variant's OTLP endpoint
 }
 
 // Start brings the stack up. On error everything started so far is stopped.
@@ -125,7 +133,15 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err := s.waitHTTP(ctx, s.DP, "GET", "/v1/models", "Bearer "+s.Key, 200); err != nil {
 		return nil, err
 	}
-	for _, p := range []*Proc{s.Sim, s.Bare, s.DP} {
+	if cfg.Variants {
+		if err := s.startVariants(ctx, pubFile); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []*Proc{s.Sim, s.Bare, s.DP, s.DPQuiet, s.DPTraced} {
+		if p == nil {
+			continue
+		}
 		if err := s.smoke(ctx, p); err != nil {
 			return nil, err
 		}
@@ -138,6 +154,9 @@ func (s *Stack) step(msg string) { fmt.Fprintf(s.cfg.Progress, "  stack: %s\n", 
 // Close stops the processes (SIGTERM, then SIGKILL after 10 s) and Postgres.
 func (s *Stack) Close() {
 	s.procs.StopAll(10 * time.Second)
+	if s.sink != nil {
+		s.sink.Close()
+	}
 	if s.pg != nil {
 		if err := s.pg.Stop(); err != nil {
 			fmt.Fprintf(s.cfg.Progress, "  stack: stop postgres: %v\n", err)
@@ -196,4 +215,40 @@ func (s *Stack) smoke(ctx context.Context, p *Proc) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// startVariants starts the data planes of the observability comparison, on the same
+// control plane and simulator as the default one: --access-log off (metrics only), and
+// tracing with every request sampled to an OTLP sink in this process (access log on).
+func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
+	s.sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	for _, v := range []struct {
+		name  string
+		into  **Proc
+		extra []string
+	}{
+		{DataplaneQuiet, &s.DPQuiet, []string{"--access-log", "off"}},
+		{DataplaneTraced, &s.DPTraced, []string{"--otlp-endpoint", s.sink.URL + "/v1/traces", "--trace-sample-ratio", "1"}},
+	} {
+		addr, err := proc.FreeAddr()
+		if err != nil {
+			return err
+		}
+		s.step("starting the data-plane variant " + v.name)
+		args := harness.DataPlane{Listen: addr, ControlPlaneURL: s.CP.URL(), NodeToken: s.nodeToken, PublicKeyFile: pubFile,
+			NodeID: v.name, DataDir: filepath.Join(s.cfg.WorkDir, v.name), LogLevel: "warn"}.Args(
+			append([]string{"--max-conns", "-1", "--max-conns-per-addr", "-1"}, v.extra...)...)
+		p, err := s.procs.Start(v.name, "dataplane", addr, args...)
+		if err != nil {
+			return err
+		}
+		*v.into = p
+		if err := s.waitHTTP(ctx, p, "GET", "/v1/models", "Bearer "+s.Key, 200); err != nil {
+			return err
+		}
+	}
+	return nil
 }
