@@ -191,7 +191,7 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 // refusal: too deep, not JSON, not an object, or a value that is not strict (values.go).
 func validate(body []byte, obj *topObject) *apierror.Error {
 	s := bstr(body)
-	obj.s, obj.sr = s, scan(body, true)
+	obj.s, obj.sr = s, scan(body, true, &obj.top)
 	if !obj.sr.ok {
 		if nestsTooDeep(s) {
 			return apierror.InvalidParam("", "request body nests deeper than "+strconv.Itoa(MaxDepth)+" levels")

@@ -31,15 +31,17 @@ type scanResult struct {
 	surr    int    // first \u escape that is a lone surrogate
 	surrWhy string // what is wrong with it
 	inf     int    // start of the first number literal outside the float64 range
-
-	// A strict scan of an object notes where its members are (ntop of them), so that the
-	// field walk need not walk the whole body again to find them; ntop is -1 when there
-	// are more than maxTop.
-	top  [maxTop]member
-	ntop int
 }
 
-// maxTop is how many members of a body's object a strict scan notes.
+// members is where the members of a body's object are, as a scan noted them, so that the
+// field walk need not walk the whole body again to find them: n of them, -1 when there
+// are more than maxTop.
+type members struct {
+	n  int
+	at [maxTop]member
+}
+
+// maxTop is how many members of a body's object a scan notes.
 const maxTop = 32
 
 // member is where a member of the top-level object is: the offsets of its key's opening
@@ -56,15 +58,23 @@ const (
 type scanner struct {
 	b      []byte
 	strict bool
-	note   bool // note the members of the top-level object
-	res    scanResult
+	top    *members // where to note the members of the top-level object, or nil
+	note   bool
+	res    *scanResult
 }
 
-// scan checks b in one pass; strict adds the strict-value checks.
-func scan(b []byte, strict bool) scanResult {
-	sc := scanner{b: b, strict: strict, res: scanResult{badUTF8: -1, surr: -1, inf: -1}}
-	sc.res.ok = sc.value()
-	return sc.res
+// scan checks b in one pass; strict adds the strict-value checks. When top is not nil, the
+// members of the top-level object are noted in it.
+func scan(b []byte, strict bool, top *members) scanResult {
+	// res is not a field of sc: escape analysis would then let top flow into the result
+	// and move the caller's topObject to the heap.
+	res := scanResult{badUTF8: -1, surr: -1, inf: -1}
+	sc := scanner{b: b, strict: strict, top: top, res: &res}
+	if top != nil {
+		top.n = 0
+	}
+	res.ok = sc.value()
+	return res
 }
 
 // value runs the grammar over the whole of sc.b. Containers are kept on a bit stack (1 for an
@@ -75,7 +85,7 @@ func (sc *scanner) value() bool {
 	depth := 0
 	i := skipWSb(b, 0)
 	sc.res.object = i < len(b) && b[i] == '{'
-	sc.note = sc.strict && sc.res.object && len(b) <= math.MaxInt32
+	sc.note = sc.top != nil && sc.res.object && len(b) <= math.MaxInt32
 	for {
 		// A value starts at b[i] (whitespace skipped).
 		if i >= len(b) {
@@ -133,7 +143,7 @@ func (sc *scanner) value() bool {
 				return false
 			}
 			if depth == 1 && sc.note {
-				sc.res.top[sc.res.ntop-1].end = int32(i)
+				sc.top.at[sc.top.n-1].end = int32(i)
 			}
 			i = skipWSb(b, i)
 			if depth == 0 {
@@ -168,27 +178,28 @@ func (sc *scanner) value() bool {
 
 // noteMember notes a member of the top-level object whose key starts at k and value at v.
 func (sc *scanner) noteMember(k, v int) {
-	if sc.res.ntop == maxTop {
-		sc.note, sc.res.ntop = false, -1
+	if sc.top.n == maxTop {
+		sc.note, sc.top.n = false, -1
 		return
 	}
-	sc.res.top[sc.res.ntop] = member{key: int32(k), val: int32(v)}
-	sc.res.ntop++
+	sc.top.at[sc.top.n] = member{key: int32(k), val: int32(v)}
+	sc.top.n++
 }
 
 // topObject is a body that passed a strict scan, with the members of its object.
 type topObject struct {
-	s  string // the whole body
-	sr scanResult
+	s   string // the whole body
+	sr  scanResult
+	top members
 }
 
 // pick is pick on the body's object; it reads the members the scan noted instead of
 // walking the body again.
 func (o *topObject) pick(names, out []string) (dup string) {
-	if o.sr.ntop < 0 {
+	if o.top.n < 0 {
 		return pick(o.s[skipWS(o.s, 0):], names, out)
 	}
-	for _, m := range o.sr.top[:o.sr.ntop] {
+	for _, m := range o.top.at[:o.top.n] {
 		ke := stringEnd(o.s, int(m.key))
 		key := o.s[m.key+1 : ke-1]
 		if strings.IndexByte(key, '\\') >= 0 {

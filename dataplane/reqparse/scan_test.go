@@ -77,7 +77,7 @@ func checkScan(t *testing.T, b []byte) {
 	if got, want := ValidJSON(b), refValidJSON(s); got != want {
 		t.Fatalf("ValidJSON(%q) = %v, reference %v", b, got, want)
 	}
-	if scan(b, true).ok != scan(b, false).ok {
+	if scan(b, true, nil).ok != scan(b, false, nil).ok {
 		t.Fatalf("strict and plain scans disagree on %q", b)
 	}
 	for i := range len(s) {

@@ -158,7 +158,7 @@ func BenchmarkScan(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				if r := scan(body.b, true); !r.ok || r.valuesErr(s) != nil {
+				if r := scan(body.b, true, nil); !r.ok || r.valuesErr(s) != nil {
 					b.Fatal("refused")
 				}
 			}

@@ -24,7 +24,7 @@ const MaxDepth = 128
 // ValidJSON reports whether b is one valid JSON value nested at most MaxDepth deep. It is
 // safe on any input, including bodies built to exhaust the stack of recursive parsers.
 // It accepts exactly what gjson.Valid accepts within that depth.
-func ValidJSON(b []byte) bool { return scan(b, false).ok }
+func ValidJSON(b []byte) bool { return scan(b, false, nil).ok }
 
 // bstr views b as a string without copying. Strings derived from it must not outlive the
 // caller's use of b unless cloned.
