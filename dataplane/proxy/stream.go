@@ -307,6 +307,15 @@ func (s *Stream) Close() {
 	}
 }
 
-// validEvent reports whether data is valid JSON (nested at most reqparse.MaxDepth deep),
-// without allocating.
-func validEvent(data []byte) bool { return reqparse.ValidJSON(data) }
+// shallowEvent is the size up to which an event's JSON is validated without first bounding
+// its nesting: gjson's validator recurses per level, and an event this small cannot nest
+// deeper than a few thousand levels (a few hundred KiB of stack at worst).
+const shallowEvent = 4 << 10
+
+// validEvent reports whether data is valid JSON, without allocating.
+func validEvent(data []byte) bool {
+	if len(data) > shallowEvent {
+		return reqparse.ValidJSON(data) // bounds the nesting first
+	}
+	return gjson.ValidBytes(data)
+}
