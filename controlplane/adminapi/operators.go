@@ -146,3 +146,10 @@ type TestBoxResult struct {
 	RequestID string          `json:"request_id"`
 	Body      json.RawMessage `json:"body"`
 }
+
+// AccountPage is GET /admin/v1/accounts with q, limit or after: accounts by ID;
+// NextAfter continues it (absent at the end).
+type AccountPage struct {
+	Data      []Account `json:"data"`
+	NextAfter string    `json:"next_after,omitempty"`
+}

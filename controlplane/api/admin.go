@@ -74,6 +74,10 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) listAccounts(w http.ResponseWriter, r *http.Request) {
+	if q := r.URL.Query(); q.Has("q") || q.Has("limit") || q.Has("after") {
+		s.searchAccounts(w, r)
+		return
+	}
 	accts, err := s.cfg.Store.ListAccounts(r.Context())
 	if err != nil {
 		s.storeError(w, r, err, "accounts")

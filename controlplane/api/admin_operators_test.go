@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -311,3 +312,59 @@ func TestAccountViews(t *testing.T) {
 }
 
 func strconvFormat(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestAccountSearch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := map[string]string{}
+	for _, c := range []string{"Alpha AB", "alphabet Oy", "Beta_Corp", "Gamma 100%"} {
+		ids[c] = e.createAccount(c, "se")
+	}
+	search := func(query string) (names []string, next string) {
+		t.Helper()
+		var p adminapi.AccountPage
+		e.mustStatus(e.admin("GET", "/admin/v1/accounts?"+query, nil), 200).json(t, &p)
+		for _, a := range p.Data {
+			names = append(names, a.Customer)
+		}
+		sort.Strings(names)
+		return names, p.NextAfter
+	}
+	tests := []struct {
+		query string
+		want  string
+	}{
+		{"q=alpha", "Alpha AB,alphabet Oy"},
+		{"q=ALPHABET", "alphabet Oy"},
+		{"q=_", "Beta_Corp"},    // LIKE wildcards match themselves
+		{"q=%25", "Gamma 100%"}, // %
+		{"q=" + ids["Beta_Corp"], "Beta_Corp"},
+		{"q=nobody", ""},
+	}
+	for _, tt := range tests {
+		if got, _ := search(tt.query); strings.Join(got, ",") != tt.want {
+			t.Errorf("%s: %v, want %s", tt.query, got, tt.want)
+		}
+	}
+	// Pages by ID.
+	seen := map[string]bool{}
+	after := ""
+	for i := 0; i < 5; i++ {
+		var p adminapi.AccountPage
+		e.mustStatus(e.admin("GET", "/admin/v1/accounts?limit=3&after="+after, nil), 200).json(t, &p)
+		for _, a := range p.Data {
+			if seen[a.ID] {
+				t.Fatalf("%s twice", a.ID)
+			}
+			seen[a.ID] = true
+		}
+		if p.NextAfter == "" {
+			break
+		}
+		after = p.NextAfter
+	}
+	if len(seen) != 4 {
+		t.Fatalf("pages held %d accounts, want 4", len(seen))
+	}
+	e.mustStatus(e.admin("GET", "/admin/v1/accounts?limit=0", nil), 400)
+}

@@ -201,3 +201,31 @@ func (s *server) getAnyRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, rec)
 }
+
+// searchAccounts is GET /admin/v1/accounts with q (the exact account ID or part of the
+// customer name), limit and after (next_after of the previous page): a page by account ID.
+func (s *server) searchAccounts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, ok := pageLimit(w, q.Get("limit"))
+	if !ok {
+		return
+	}
+	text := strings.TrimSpace(q.Get("q"))
+	if !validText(text, 200) {
+		writeError(w, invalid("q", "q must be at most 200 characters."))
+		return
+	}
+	accts, err := s.cfg.Store.SearchAccounts(r.Context(), store.AccountQuery{Q: text, After: q.Get("after"), Limit: limit})
+	if err != nil {
+		s.storeError(w, r, err, "accounts")
+		return
+	}
+	out := adminapi.AccountPage{Data: make([]adminapi.Account, len(accts))}
+	for i, a := range accts {
+		out.Data[i] = toAccountJSON(a)
+	}
+	if len(accts) == limit {
+		out.NextAfter = accts[len(accts)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}

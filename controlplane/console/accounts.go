@@ -12,22 +12,24 @@ import (
 func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Accounts", Nav: "accounts", Session: s}
 	flash(r, &p)
-	var l adminapi.List[adminapi.Account]
-	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/accounts", nil, &l); st != http.StatusOK {
+	in := r.URL.Query()
+	q := url.Values{"limit": {"100"}, "q": {strings.TrimSpace(in.Get("q"))}}
+	if a := in.Get("after"); a != "" {
+		q.Set("after", a)
+	}
+	var l adminapi.AccountPage
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/accounts?"+q.Encode(), nil, &l); st != http.StatusOK {
 		p.Error = msg
 	}
-	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
-	shown := l.Data[:0:0]
-	for _, a := range l.Data {
-		if q == "" || strings.Contains(strings.ToLower(a.Customer), q) || strings.Contains(a.ID, q) {
-			shown = append(shown, a)
-		}
+	next := ""
+	if l.NextAfter != "" {
+		next = "/console/accounts?" + url.Values{"q": {q.Get("q")}, "after": {l.NextAfter}}.Encode()
 	}
 	p.Data = struct {
 		Q        string
 		Accounts []adminapi.Account
-		Total    int
-	}{q, shown, len(l.Data)}
+		Next     string
+	}{q.Get("q"), l.Data, next}
 	c.render(w, http.StatusOK, "accounts", p)
 }
 

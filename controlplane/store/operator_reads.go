@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -174,4 +175,38 @@ func (s *Store) KeysLastUse(ctx context.Context, accountID string) (map[string]t
 		out[id] = ts.UTC()
 	}
 	return out, translate(rows.Err(), "last use of keys of "+accountID)
+}
+
+// AccountQuery selects accounts for operators, by ID.
+type AccountQuery struct {
+	// Q matches the exact account ID or a part of the customer name (any case); empty: all.
+	Q string
+	// After continues a listing: only accounts with a greater ID.
+	After string
+	Limit int // 1..1000
+}
+
+// SearchAccounts returns a page of accounts ordered by ID.
+func (s *Store) SearchAccounts(ctx context.Context, q AccountQuery) ([]Account, error) {
+	if q.Limit <= 0 || q.Limit > 1000 {
+		return nil, fmt.Errorf("search accounts: limit %d: %w", q.Limit, ErrInvalid)
+	}
+	like := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q.Q)
+	rows, err := s.pool.Query(ctx, `SELECT `+accountColumns+`
+		FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id
+		WHERE ($1 = '' OR a.id = $1 OR a.customer ILIKE '%' || $2 || '%') AND ($3 = '' OR a.id > $3)
+		ORDER BY a.id LIMIT $4`, q.Q, like, q.After, q.Limit)
+	if err != nil {
+		return nil, translate(err, "search accounts")
+	}
+	defer rows.Close()
+	out := []Account{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, translate(err, "search accounts")
+		}
+		out = append(out, a)
+	}
+	return out, translate(rows.Err(), "search accounts")
 }
