@@ -9,16 +9,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"strings"
-	"time"
 
 	"golang.org/x/time/rate"
 
@@ -26,11 +21,8 @@ import (
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/controlplane/api"
-	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/controlplane/payments"
-	"github.com/sekgate/gateway/controlplane/publish"
-	"github.com/sekgate/gateway/controlplane/retention"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -113,131 +105,14 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	metrics := opsmetrics.New()
-	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: log,
-		Metrics: metrics, RecordRetention: time.Duration(cfg.retentionDays) * 24 * time.Hour})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ops, err := startOps(cfg.ops, metrics, st, log)
-	if err != nil {
-		return err
-	}
-	defer ops.stop()
-	var limits snapshot.Limits
-	if cfg.defaultLimitsFile != "" {
-		b, err := os.ReadFile(cfg.defaultLimitsFile)
-		if err != nil {
-			return fmt.Errorf("read default limits: %w", err)
-		}
-		if limits, err = catalog.ParseLimitsYAML(b); err != nil {
-			return fmt.Errorf("default limits %s: %w", cfg.defaultLimitsFile, err)
+	p := &plane{cfg: cfg, log: log, metrics: opsmetrics.New()}
+	defer p.close()
+	for _, step := range []func(context.Context) error{p.openStore, p.newPublisher, p.newRetention, p.newHandlers} {
+		if err := step(ctx); err != nil {
+			return err
 		}
 	}
-	signer, err := cfg.link.signingKey()
-	if err != nil {
-		return err
-	}
-	pub, err := publish.New(publish.Config{Store: st, Logger: log, DefaultLimits: limits, RegionURLs: cfg.regionURLs, Signer: signer, Reissue: cfg.link.reissue, Metrics: metrics})
-	if err != nil {
-		return err
-	}
-	watch(metrics, st, pub, log)
-	ret, err := retention.New(retention.Config{Store: st, Days: cfg.retentionDays, Logger: log, OnDeleted: metrics.RetentionDeleted})
-	if err != nil {
-		return err
-	}
-	acfg := api.Config{Store: st, Snapshots: pub, AdminToken: cfg.adminToken, NodeTokens: strings.Split(cfg.nodeTokens, ","), Logger: log}
-	if err := addIntegrations(&acfg, cfg, st, metrics, log); err != nil {
-		return err
-	}
-	if acfg.TestBox, err = cfg.console.testBox(cfg.nodeTokens); err != nil {
-		return err
-	}
-	handlers, err := api.New(acfg)
-	if err != nil {
-		return err
-	}
-	adminHandler, err := cfg.console.handler(handlers.Admin, log)
-	if err != nil {
-		return err
-	}
-	serverTLS, err := cfg.link.serverTLS(log)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
-	}
-	if serverTLS != nil {
-		ln = tls.NewListener(ln, serverTLS)
-	}
-	adminLn, err := net.Listen("tcp", cfg.link.adminListen)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("listen on %s: %w", cfg.link.adminListen, err)
-	}
-	// Requests derive from base, which is cancelled during shutdown to end long-polls.
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	newServer := func(h http.Handler) *http.Server {
-		return &http.Server{
-			Handler:           h,
-			BaseContext:       func(net.Listener) context.Context { return base },
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      90 * time.Second, // longer than the longest long-poll (60 s)
-			IdleTimeout:       120 * time.Second,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-	}
-	srv, adminSrv := newServer(handlers.Node), newServer(adminHandler)
-	bg, cancelBG := context.WithCancel(context.Background())
-	defer cancelBG()
-	done := make(chan struct{}, 2)
-	go func() { pub.Run(bg); done <- struct{}{} }()
-	go func() { ret.Run(bg); done <- struct{}{} }()
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
-	go func() { serveErr <- adminSrv.Serve(adminLn) }()
-	log.Info("control plane listening", "addr", ln.Addr().String(), "tls", serverTLS != nil, "mtls", cfg.link.tlsClientCAFile != "",
-		"admin_addr", adminLn.Addr().String())
-
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err = <-serveErr:
-	}
-	ops.beginDrain()
-	// Stop accepting, let in-flight requests (usage batches) finish; after a short grace
-	// period cancel what is still running, which ends long-polls at once. A batch cut off
-	// here is rolled back and resent by its node.
-	shCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	adminDone := make(chan error, 1)
-	go func() { adminDone <- adminSrv.Shutdown(shCtx) }()
-	shutdown := make(chan error, 1)
-	go func() { shutdown <- srv.Shutdown(shCtx) }()
-	select {
-	case <-shutdown:
-	case <-time.After(2 * time.Second):
-		cancelBase()
-		if shErr := <-shutdown; shErr != nil {
-			srv.Close()
-		}
-	}
-	if <-adminDone != nil {
-		adminSrv.Close()
-	}
-	cancelBG()
-	<-done
-	<-done
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return p.serve(ctx)
 }
 
 // addIntegrations mounts the signup form, its admin review and the payment paths when

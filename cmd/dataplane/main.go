@@ -8,29 +8,20 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
-	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/index"
-	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
-	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/server"
-	"github.com/sekgate/gateway/dataplane/syncclient"
 	"github.com/sekgate/gateway/dataplane/telemetry"
-	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 type options struct {
@@ -150,148 +141,14 @@ func main() {
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
-	store := &index.Store{}
-	// One TLS configuration and one transport for everything that talks to the control plane.
-	cpTLS, err := o.link.clientTLS(log)
-	if err != nil {
-		return err
-	}
-	cpTr := cpTransport(cpTLS)
-	defer cpTr.CloseIdleConnections()
-	// One link, one retry and backoff policy, for the snapshot poll, usage batches and
-	// balance watch.
-	link, err := cplink.New(cplink.Config{URL: o.controlPlaneURL, NodeID: o.nodeID, NodeToken: o.nodeToken, Transport: cpTr})
-	if err != nil {
-		return err
-	}
-	tel := telemetry.New() // served by the ops listener's /metrics
-	var spool spoolStats
-	usageMeter, err := meter.New(meter.Config{
-		DataDir: o.dataDir, Link: link,
-		Country: o.region.country, BatchInterval: o.batchInterval, Logger: log,
-		OnBatch: tel.WatchSpool(&spool),
-	})
-	if err != nil {
-		return fmt.Errorf("open usage spool: %w", err)
-	}
-	spool.m.Store(usageMeter)
-	defer func() {
-		if err := usageMeter.Close(); err != nil {
-			log.Error("close usage spool", "err", err)
+	n := &node{o: o, log: log, store: &index.Store{}, tel: telemetry.New()}
+	defer n.close()
+	for _, step := range []func() error{n.openLink, n.openMeter, n.openSync, n.newServer} {
+		if err := step(); err != nil {
+			return err
 		}
-	}()
-	limiter := limits.New(limits.Config{ShareNodes: o.limitShareNodes})
-	pub, err := o.link.publicKey()
-	if err != nil {
-		return err
 	}
-	if pub == nil {
-		log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
-	}
-	health := &breakerReport{}
-	syncer, err := syncclient.New(syncclient.Config{
-		Link: link, DataDir: o.dataDir,
-		Store: store, Wait: o.snapshotWait, Logger: log,
-		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
-		SpoolAge:     func() time.Duration { return usageMeter.Stats().OldestUnconfirmedAge },
-		Breakers:     health.notClosed,
-		OnApplyError: tel.WatchSnapshots(storeVersion{store}.issued, nil),
-		OnSnapshot: func(s *snapshot.Snapshot) {
-			usageMeter.SeedBalances(s.Balances, s.BalanceSeq)
-			limiter.Retain(s)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := syncer.LoadDisk(); err != nil {
-		log.Warn("no usable last-known-good snapshot; not ready until the control plane answers", "err", err)
-	}
-	cfg := o.edge // the public edge's timeouts, caps and trusted proxies
-	cfg.Telemetry = tel
-	access, err := o.observe.openAccessLog()
-	if err != nil {
-		return err
-	}
-	defer access.Close()
-	cfg.AccessLog = access
-	tracer, err := o.observe.tracer(o.nodeID, o.region.region)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := tracer.Shutdown(ctx); err != nil {
-			log.Warn("tracing: spans not sent at shutdown", "err", err)
-		}
-	}()
-	cfg.Tracer = tracer
-	cfg.Store, cfg.Meter, cfg.Pool = store, usageMeter, proxy.NewPool(o.upstream)
-	breaker := withLogger(o.breaker, log)
-	breaker.OnStateChange = tel.BreakerChanged
-	cfg.Health = routing.NewHealth(breaker)
-	health.set(cfg.Health)
-	tel.WatchBreakers(cfg.Health)
-	cfg.Limiter = limiter
-	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
-	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
-	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, log
-	cfg.ControlPlaneTLS = cpTLS // the node's one TLS configuration for its control plane
-	srv, err := server.New(cfg)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", o.listen, err)
-	}
-	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", store.Ready())
-
-	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
-	// Snapshot sync and the usage sender outlive the signal: they run until the node has
-	// drained and flushed its spool.
-	bg, stopBG := context.WithCancel(context.Background())
-	defer stopBG()
-	syncDone := make(chan error, 1)
-	go func() { syncDone <- syncer.Run(bg) }()
-	meterDone := make(chan error, 1)
-	go func() { meterDone <- usageMeter.Run(bg) }()
-	drain := &opsapi.Drain{}
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- srv.Serve(ln) }()
-	if o.opsListen != "" {
-		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(tel.Registry(), storeVersion{store}, drain, log), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := ops.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("operator endpoints stopped", "addr", o.opsListen, "err", err)
-			}
-		}()
-		defer ops.Close()
-		log.Info("operator endpoints listening", "addr", o.opsListen)
-	}
-
-	select {
-	case <-ctx.Done():
-	case err := <-serveDone:
-		return fmt.Errorf("serve: %w", err)
-	}
-	gotTerm := false
-	select {
-	case <-term:
-		gotTerm = true
-	default:
-	}
-	o.shutdown.shutdown(log, srv, usageMeter, drain, gotTerm)
-	stopBG()
-	<-syncDone
-	if err := <-meterDone; err != nil {
-		log.Error("usage sender stopped", "err", err)
-	}
-	return nil
+	return n.serve(ctx)
 }
 
 // storeVersion reports the applied snapshot's version for readiness and metrics.

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/cplink"
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/meter"
+	"github.com/sekgate/gateway/dataplane/opsapi"
+	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/server"
+	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/dataplane/telemetry"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// node is a data-plane node's parts, built by run's steps in order and closed in reverse.
+type node struct {
+	o     options
+	log   *slog.Logger
+	store *index.Store
+	tel   *telemetry.Metrics
+
+	cpTLS   *tls.Config
+	link    *cplink.Client
+	meter   *meter.Meter
+	limiter *limits.Limiter
+	health  *breakerReport
+	syncer  *syncclient.Client
+	srv     *server.Server
+
+	closers []func()
+}
+
+// close undoes the steps that ran, last first.
+func (n *node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+// openLink builds the node's one TLS configuration, transport and link to its control
+// plane (one retry and backoff policy for the snapshot poll, usage batches and balance
+// watch).
+func (n *node) openLink() error {
+	cpTLS, err := n.o.link.clientTLS(n.log)
+	if err != nil {
+		return err
+	}
+	cpTr := cpTransport(cpTLS)
+	n.closers = append(n.closers, cpTr.CloseIdleConnections)
+	n.cpTLS = cpTLS
+	n.link, err = cplink.New(cplink.Config{URL: n.o.controlPlaneURL, NodeID: n.o.nodeID, NodeToken: n.o.nodeToken, Transport: cpTr})
+	return err
+}
+
+// openMeter opens the usage spool.
+func (n *node) openMeter() error {
+	var spool spoolStats
+	m, err := meter.New(meter.Config{
+		DataDir: n.o.dataDir, Link: n.link,
+		Country: n.o.region.country, BatchInterval: n.o.batchInterval, Logger: n.log,
+		OnBatch: n.tel.WatchSpool(&spool),
+	})
+	if err != nil {
+		return fmt.Errorf("open usage spool: %w", err)
+	}
+	spool.m.Store(m)
+	n.meter = m
+	n.closers = append(n.closers, func() {
+		if err := m.Close(); err != nil {
+			n.log.Error("close usage spool", "err", err)
+		}
+	})
+	return nil
+}
+
+// openSync builds the snapshot sync and loads the last-known-good snapshot from disk.
+func (n *node) openSync() error {
+	o := n.o
+	n.limiter = limits.New(limits.Config{ShareNodes: o.limitShareNodes})
+	pub, err := o.link.publicKey()
+	if err != nil {
+		return err
+	}
+	if pub == nil {
+		n.log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
+	}
+	n.health = &breakerReport{}
+	n.syncer, err = syncclient.New(syncclient.Config{
+		Link: n.link, DataDir: o.dataDir,
+		Store: n.store, Wait: o.snapshotWait, Logger: n.log,
+		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
+		SpoolAge:     func() time.Duration { return n.meter.Stats().OldestUnconfirmedAge },
+		Breakers:     n.health.notClosed,
+		OnApplyError: n.tel.WatchSnapshots(storeVersion{n.store}.issued, nil),
+		OnSnapshot: func(s *snapshot.Snapshot) {
+			n.meter.SeedBalances(s.Balances, s.BalanceSeq)
+			n.limiter.Retain(s)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := n.syncer.LoadDisk(); err != nil {
+		n.log.Warn("no usable last-known-good snapshot; not ready until the control plane answers", "err", err)
+	}
+	return nil
+}
+
+// newServer builds the public edge.
+func (n *node) newServer() error {
+	o := n.o
+	cfg := o.edge // the public edge's timeouts, caps and trusted proxies
+	cfg.Telemetry = n.tel
+	access, err := o.observe.openAccessLog()
+	if err != nil {
+		return err
+	}
+	n.closers = append(n.closers, func() { access.Close() })
+	cfg.AccessLog = access
+	tracer, err := o.observe.tracer(o.nodeID, o.region.region)
+	if err != nil {
+		return err
+	}
+	n.closers = append(n.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracer.Shutdown(ctx); err != nil {
+			n.log.Warn("tracing: spans not sent at shutdown", "err", err)
+		}
+	})
+	cfg.Tracer = tracer
+	cfg.Store, cfg.Meter, cfg.Pool = n.store, n.meter, proxy.NewPool(o.upstream)
+	breaker := withLogger(o.breaker, n.log)
+	breaker.OnStateChange = n.tel.BreakerChanged
+	cfg.Health = routing.NewHealth(breaker)
+	n.health.set(cfg.Health)
+	n.tel.WatchBreakers(cfg.Health)
+	cfg.Limiter = n.limiter
+	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
+	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
+	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, n.log
+	cfg.ControlPlaneTLS = n.cpTLS // the node's one TLS configuration for its control plane
+	n.srv, err = server.New(cfg)
+	return err
+}
+
+// serve listens, runs the snapshot sync, the usage sender and the operator endpoints, and
+// shuts the node down gracefully when ctx ends.
+func (n *node) serve(ctx context.Context) error {
+	o, log := n.o, n.log
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.listen, err)
+	}
+	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", n.store.Ready())
+
+	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	// Snapshot sync and the usage sender outlive the signal: they run until the node has
+	// drained and flushed its spool.
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	syncDone := make(chan error, 1)
+	go func() { syncDone <- n.syncer.Run(bg) }()
+	meterDone := make(chan error, 1)
+	go func() { meterDone <- n.meter.Run(bg) }()
+	drain := &opsapi.Drain{}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- n.srv.Serve(ln) }()
+	if o.opsListen != "" {
+		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(n.tel.Registry(), storeVersion{n.store}, drain, log), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := ops.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("operator endpoints stopped", "addr", o.opsListen, "err", err)
+			}
+		}()
+		defer ops.Close()
+		log.Info("operator endpoints listening", "addr", o.opsListen)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveDone:
+		return fmt.Errorf("serve: %w", err)
+	}
+	gotTerm := false
+	select {
+	case <-term:
+		gotTerm = true
+	default:
+	}
+	o.shutdown.shutdown(log, n.srv, n.meter, drain, gotTerm)
+	stopBG()
+	<-syncDone
+	if err := <-meterDone; err != nil {
+		log.Error("usage sender stopped", "err", err)
+	}
+	return nil
+}
