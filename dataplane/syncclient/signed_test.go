@@ -33,7 +33,7 @@ func loggedClient(t *testing.T, url, dir string, st *index.Store, now func() tim
 	t.Helper()
 	lb := &logBuf{}
 	c, err := New(Config{Link: testLink(t, url, 10*time.Millisecond, 50*time.Millisecond), DataDir: dir, Store: st,
-		Wait: time.Second,
+		Wait:      time.Second,
 		PublicKey: fixture.PublicKey, Now: now, Logger: slog.New(slog.NewTextHandler(lb, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ func newClient(t *testing.T, url, dir string, st *index.Store, seen *atomic.Int6
 	t.Helper()
 	c, err := New(Config{
 		Link: testLink(t, url, 10*time.Millisecond, 50*time.Millisecond), DataDir: dir, Store: st,
-		Wait: time.Second,
+		Wait:      time.Second,
 		PublicKey: fixture.PublicKey,
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			if seen != nil {

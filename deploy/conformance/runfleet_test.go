@@ -122,8 +122,8 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 	se, eu, us := vars["GATEWAY_FLEET_SE_STO_URL"], vars["GATEWAY_FLEET_EU_FRA_URL"], vars["GATEWAY_FLEET_US_ANY_URL"]
 	for _, c := range []struct {
 		who, at, key string
-		status      int
-		doc         string
+		status       int
+		doc          string
 	}{
 		{"se account at se-sto", se, vars["GATEWAY_FLEET_SE_KEY"], 200, ""},
 		{"se account at us-any", us, vars["GATEWAY_FLEET_SE_KEY"], 403, se},
