@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,7 +32,6 @@ type node struct {
 	store *index.Store
 	tel   *telemetry.Metrics
 
-	cpTLS   *tls.Config
 	link    *cplink.Client
 	meter   *meter.Meter
 	limiter *limits.Limiter
@@ -52,8 +50,8 @@ func (n *node) close() {
 }
 
 // openLink builds the node's one TLS configuration, transport and link to its control
-// plane (one retry and backoff policy for the snapshot poll, usage batches and balance
-// watch).
+// plane: the snapshot poll, usage batches, balance watch and forwarded account paths all
+// go over it, with one retry and backoff policy.
 func (n *node) openLink() error {
 	cpTLS, err := n.o.link.clientTLS(n.log)
 	if err != nil {
@@ -61,7 +59,6 @@ func (n *node) openLink() error {
 	}
 	cpTr := cpTransport(cpTLS)
 	n.closers = append(n.closers, cpTr.CloseIdleConnections)
-	n.cpTLS = cpTLS
 	n.link, err = cplink.New(cplink.Config{URL: n.o.controlPlaneURL, NodeID: n.o.nodeID, NodeToken: n.o.nodeToken, Transport: cpTr})
 	return err
 }
@@ -152,8 +149,7 @@ func (n *node) newServer() error {
 	cfg.Limiter = n.limiter
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
-	cfg.ControlPlaneURL, cfg.NodeToken, cfg.NodeID, cfg.DocsURL, cfg.Logger = o.controlPlaneURL, o.nodeToken, o.nodeID, o.docsURL, n.log
-	cfg.ControlPlaneTLS = n.cpTLS // the node's one TLS configuration for its control plane
+	cfg.Link, cfg.NodeToken, cfg.DocsURL, cfg.Logger = n.link, o.nodeToken, o.docsURL, n.log
 	n.srv, err = server.New(cfg)
 	return err
 }

@@ -1,7 +1,8 @@
 // Package cplink owns a data-plane node's link to its control plane: where the control plane
 // is, the node's credentials, the transport (with the link's TLS settings) and the one retry
 // and backoff policy, configured once and shared by the snapshot long-poll
-// (dataplane/syncclient), the usage batches and the balance watch (dataplane/meter).
+// (dataplane/syncclient), the usage batches and the balance watch (dataplane/meter) and the
+// account paths the public edge forwards (dataplane/server).
 package cplink
 
 import (

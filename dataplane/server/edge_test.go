@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -324,7 +325,11 @@ func TestForwardedForTrusted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := startGateway(t, func(cfg *Config) { cfg.TrustedProxies = p; cfg.ControlPlaneURL = cp })
+		link, err := cplink.New(cplink.Config{URL: cp, NodeID: "node-1", NodeToken: "node-token"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := startGateway(t, func(cfg *Config) { cfg.TrustedProxies = p; cfg.Link = link })
 		r := g.do(t, "POST", "/v1/service/signup", "", `{}`, "X-Forwarded-For", c.xff)
 		if r.Status != 200 {
 			t.Fatalf("status %d %s", r.Status, r.Body)

@@ -1,7 +1,9 @@
 package server
 
 import (
-	"time"
+	"bytes"
+	"io"
+	"net/http"
 
 	"github.com/valyala/fasthttp"
 
@@ -30,6 +32,12 @@ func (s *Server) forwardAuthed(ctx *fasthttp.RequestCtx) {
 // forwardPublic forwards signup and payment webhooks without a key: raw body and headers.
 func (s *Server) forwardPublic(ctx *fasthttp.RequestCtx) { s.forwardCP(ctx, "", "") }
 
+// maxForwardReply bounds a control-plane answer relayed to the client.
+const maxForwardReply = 8 << 20
+
+// forwardCP passes the request to the control plane over the node's link (Config.Link:
+// its address, TLS and node credentials) and relays the answer; redirects (the signup
+// form's 303) are relayed, not followed.
 func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 	if s.cp == nil {
 		writeError(ctx, errControlPlane)
@@ -39,27 +47,17 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 	if !ok {
 		return
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-
-	ctx.Request.Header.CopyTo(&req.Header)
+	req, err := http.NewRequest(string(ctx.Method()), s.cfg.Link.URL(string(ctx.Request.Header.RequestURI())), bytes.NewReader(body))
+	if err != nil {
+		writeError(ctx, errBadRequest)
+		return
+	}
+	ctx.Request.Header.VisitAll(func(k, v []byte) { req.Header.Add(string(k), string(v)) })
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
 	}
-	req.SetRequestURIBytes(ctx.Request.Header.RequestURI())
-	req.URI().DisablePathNormalizing = true
-	if s.cp.IsTLS {
-		req.URI().SetScheme("https") // the URI is path-only: without this fasthttp assumes http
-	}
-	req.Header.SetHost(s.cpHost)
-	req.UseHostHeader = true
-	req.Header.Set("Authorization", "Bearer "+s.cfg.NodeToken)
-	if s.cfg.NodeID != "" {
-		req.Header.Set(internalapi.HeaderNodeID, s.cfg.NodeID)
-	}
-	req.Header.SetBytesV(internalapi.HeaderRequestID, ctx.Response.Header.Peek("X-Request-Id"))
+	s.cfg.Link.Authorize(req.Header)
+	req.Header.Set(internalapi.HeaderRequestID, string(ctx.Response.Header.Peek("X-Request-Id")))
 	if accountID != "" {
 		req.Header.Set(internalapi.HeaderAccountID, accountID)
 		req.Header.Set(internalapi.HeaderKeyID, keyID)
@@ -67,18 +65,22 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 	if a, ok := s.clientAddr(ctx); ok {
 		req.Header.Set("X-Forwarded-For", a.String())
 	}
-	req.SetBodyRaw(body)
-
-	if err := s.cp.DoTimeout(req, resp, 30*time.Second); err != nil {
+	resp, err := s.cp.Do(req)
+	var reply []byte
+	if err == nil {
+		reply, err = io.ReadAll(io.LimitReader(resp.Body, maxForwardReply))
+		resp.Body.Close()
+	}
+	if err != nil {
 		s.log.Warn("forward to control plane failed", "path", string(ctx.Path()), "err", err)
 		writeError(ctx, errControlPlane)
 		return
 	}
-	ctx.SetStatusCode(resp.StatusCode())
+	ctx.SetStatusCode(resp.StatusCode)
 	for _, h := range relayedHeaders {
-		if v := resp.Header.Peek(h); len(v) > 0 {
-			ctx.Response.Header.SetBytesV(h, v)
+		if v := resp.Header.Get(h); v != "" {
+			ctx.Response.Header.Set(h, v)
 		}
 	}
-	ctx.SetBody(resp.Body())
+	ctx.SetBody(reply)
 }

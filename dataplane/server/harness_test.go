@@ -209,7 +209,7 @@ func (g *gateway) do(t testing.TB, method, path, key, body string, hdr ...string
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +217,9 @@ func (g *gateway) do(t testing.TB, method, path, key, body string, hdr ...string
 	b, _ := io.ReadAll(resp.Body)
 	return result{resp.StatusCode, resp.Header, string(b)}
 }
+
+// noRedirects shows the tests the gateway's own answer, a redirect included.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // checkEnvelope asserts a JSON error envelope with the given status and code/type.
 func checkEnvelope(t testing.TB, r result, status int, code string) {

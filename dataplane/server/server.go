@@ -7,13 +7,11 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
-	"strings"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
+	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
@@ -71,14 +70,12 @@ type Config struct {
 	// DisableClientWatch turns off watching the client's connection for a disconnect while
 	// the upstream works (then a disconnect is noticed at the next write to the client).
 	DisableClientWatch bool
-	// ControlPlaneURL is where /v1/service/* and /v1/stripe/webhook are forwarded; without it
-	// those paths answer 503.
-	ControlPlaneURL string
-	// NodeToken and NodeID identify this node to the control plane.
-	NodeToken, NodeID string
-	// ControlPlaneTLS is the node's TLS configuration for an https control plane (nil: the
-	// defaults), the same one its snapshot sync and meter use.
-	ControlPlaneTLS *tls.Config
+	// Link is the node's link to its control plane (address, TLS, node credentials), over
+	// which /v1/service/* and /v1/stripe/webhook are forwarded; without it those paths
+	// answer 503.
+	Link *cplink.Client
+	// NodeToken is the node's token, which the console's test box presents (testbox.go).
+	NodeToken string
 	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
 	// endpoint_not_supported errors (default: this gateway's /openapi.json).
 	DocsURL string
@@ -133,8 +130,7 @@ type Server struct {
 	now          func() time.Time
 	srv          *fasthttp.Server
 	router       *router.Router
-	cp           *fasthttp.HostClient
-	cpHost       string
+	cp           *http.Client // to the control plane over Config.Link
 	notSupported *apierror.Error
 	tel          *telemetry.Metrics
 	access       *accesslog.Log
@@ -211,21 +207,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: Region %q is not lower-case letters, digits and '-' (at most 63)", cfg.Region)
 	}
 	s.admission = newNodeAdmission(cfg.Country, cfg.RegionURLs)
-	if cfg.ControlPlaneURL != "" {
-		u, err := url.Parse(strings.TrimRight(cfg.ControlPlaneURL, "/"))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, errors.New("server: bad control plane URL " + cfg.ControlPlaneURL)
-		}
-		addr := u.Host
-		if u.Port() == "" {
-			addr = net.JoinHostPort(u.Hostname(), map[bool]string{true: "443", false: "80"}[u.Scheme == "https"])
-		}
-		s.cpHost = u.Host
-		s.cp = &fasthttp.HostClient{
-			Addr: addr, IsTLS: u.Scheme == "https", TLSConfig: cfg.ControlPlaneTLS, Name: "sekgate-dataplane",
-			MaxConns: 256, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
-			MaxIdemponentCallAttempts: 1, DisablePathNormalizing: true,
-		}
+	if cfg.Link != nil {
+		s.cp = cfg.Link.HTTPClient(30 * time.Second)
+		s.cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
 	s.router = s.routes()
 	s.srv = &fasthttp.Server{
