@@ -1,5 +1,6 @@
-// Package accesslog writes the data plane's access log: one structured line (log/slog,
-// JSON or text) per inference request with its identifiers, route, outcome, usage, price
+// Package accesslog writes the data plane's access log: one structured line (JSON in the
+// layout of log/slog's JSONHandler, encoded without allocation; or log/slog's text) per
+// inference request with its identifiers, route, outcome, usage, price
 // and timings. It never holds prompt or answer content, and never a secret: keys are named
 // by their ID, not their secret.
 //
@@ -15,8 +16,11 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // Config configures a Log.
@@ -34,6 +38,7 @@ type Config struct {
 
 // Log is an access log. Its methods are safe for concurrent use; a nil *Log logs nothing.
 type Log struct {
+	json      bool
 	h         slog.Handler
 	out       *flusher
 	threshold uint64 // a successful request is logged when a random uint64 is below it
@@ -51,16 +56,11 @@ func New(cfg Config) *Log {
 		cfg.Sample = 1
 	}
 	out := &flusher{w: bufio.NewWriterSize(cfg.Writer, 64<<10)}
-	l := &Log{out: out, all: cfg.Sample >= 1, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Log{json: cfg.JSON, out: out, all: cfg.Sample >= 1, stop: make(chan struct{}), done: make(chan struct{})}
 	if !l.all && cfg.Sample > 0 {
 		l.threshold = uint64(cfg.Sample * math.MaxUint64)
 	}
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if cfg.JSON {
-		l.h = slog.NewJSONHandler(out, opts)
-	} else {
-		l.h = slog.NewTextHandler(out, opts)
-	}
+	l.h = slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo})
 	go l.flushLoop(cfg.FlushInterval)
 	return l
 }
@@ -114,9 +114,24 @@ func (l *Log) Write(e *Entry) {
 	if l == nil || (e.Result == "ok" && !l.all && rand.Uint64() >= l.threshold) {
 		return
 	}
-	// Attributes gathered on the stack and added at once: the record allocates its overflow
-	// slice once, not at every growth.
+	if l.json {
+		bp := lineBufs.Get().(*[]byte)
+		b := appendJSON((*bp)[:0], e)
+		_, _ = l.out.Write(b)
+		*bp = b[:0]
+		lineBufs.Put(bp)
+		return
+	}
 	var buf [24]slog.Attr
+	r := slog.NewRecord(e.Time, slog.LevelInfo, "request", 0)
+	r.AddAttrs(entryAttrs(&buf, e)...)
+	_ = l.h.Handle(context.Background(), r)
+}
+
+// entryAttrs lists e's fields as slog attributes in buf (empty fields left out), the text
+// format's line; gathered on the stack and added at once, the record allocates its overflow
+// slice once.
+func entryAttrs(buf *[24]slog.Attr, e *Entry) []slog.Attr {
 	attrs := append(buf[:0], slog.String("request_id", e.RequestID))
 	for _, f := range [...]struct{ k, v string }{{"key_id", e.KeyID}, {"account_id", e.AccountID}, {"endpoint", e.Endpoint},
 		{"model", e.Model}, {"provider", e.Provider}, {"route", e.Route}, {"region", e.Region}, {"node_region", e.NodeRegion}} {
@@ -146,9 +161,65 @@ func (l *Log) Write(e *Entry) {
 	if e.TTFT > 0 {
 		attrs = append(attrs, slog.Float64("ttft_ms", float64(e.TTFT.Microseconds())/1000))
 	}
-	r := slog.NewRecord(e.Time, slog.LevelInfo, "request", 0)
-	r.AddAttrs(attrs...)
-	_ = l.h.Handle(context.Background(), r)
+	return attrs
+}
+
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// appendJSON appends e as one JSON line in the layout of slog's JSONHandler (time, level,
+// msg, then the fields; empty fields left out), without reflection or allocation, as the
+// usage records are encoded: the production format costs the request path no garbage.
+func appendJSON(b []byte, e *Entry) []byte {
+	b = append(b, `{"time":"`...)
+	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":"INFO","msg":"request","request_id":`...)
+	b = jsonenc.AppendString(b, e.RequestID)
+	b = appendStr(b, "key_id", e.KeyID)
+	b = appendStr(b, "account_id", e.AccountID)
+	b = appendStr(b, "endpoint", e.Endpoint)
+	b = appendStr(b, "model", e.Model)
+	b = appendStr(b, "provider", e.Provider)
+	b = appendStr(b, "route", e.Route)
+	b = appendStr(b, "region", e.Region)
+	b = appendStr(b, "node_region", e.NodeRegion)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = appendStr(b, "result", e.Result)
+	b = appendStr(b, "error", e.Error)
+	if e.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	b = appendInt(b, "attempts", int64(e.Attempts))
+	b = appendInt(b, "prompt_tokens", e.PromptTokens)
+	b = appendInt(b, "completion_tokens", e.CompletionTokens)
+	b = appendInt(b, "price_micro_sek", e.PriceMicroSEK)
+	b = append(b, `,"duration_ms":`...)
+	b = strconv.AppendFloat(b, float64(e.Duration.Microseconds())/1000, 'f', -1, 64)
+	if e.TTFT > 0 {
+		b = append(b, `,"ttft_ms":`...)
+		b = strconv.AppendFloat(b, float64(e.TTFT.Microseconds())/1000, 'f', -1, 64)
+	}
+	return append(b, "}\n"...)
+}
+
+func appendStr(b []byte, k, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, '"', ':')
+	return jsonenc.AppendString(b, v)
+}
+
+func appendInt(b []byte, k string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, v, 10)
 }
 
 // flusher is the buffered destination: the handler writes whole lines into it.

@@ -2,8 +2,11 @@ package accesslog
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +67,28 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Write(&e)
+	}
+}
+
+// The JSON line is what slog's JSONHandler writes for the same fields.
+func TestJSONMatchesSlog(t *testing.T) {
+	for _, e := range []Entry{entry, {Time: entry.Time, RequestID: "req_\"2\"\n", Endpoint: "/v1/messages", Status: 401,
+		Result: "refused", Error: "invalid_api_key", Duration: 42 * time.Microsecond}} {
+		var want bytes.Buffer
+		var buf [24]slog.Attr
+		r := slog.NewRecord(e.Time, slog.LevelInfo, "request", 0)
+		r.AddAttrs(entryAttrs(&buf, &e)...)
+		if err := slog.NewJSONHandler(&want, nil).Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		got := appendJSON(nil, &e)
+		var g, w map[string]any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%v: %s", err, got)
+		}
+		_ = json.Unmarshal(want.Bytes(), &w)
+		if !reflect.DeepEqual(g, w) || got[len(got)-1] != '\n' {
+			t.Errorf("line\n%s\nslog\n%s", got, want.Bytes())
+		}
 	}
 }
