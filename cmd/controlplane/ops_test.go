@@ -52,7 +52,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 	}
 	// A node polls (acknowledging version 0) so the node gauges have a row.
 	waitFor(t, "a snapshot", func() bool {
-		st, _ := getAt(cfg.listen, "/internal/v1/snapshot?have=0", testNodeToken)
+		st, _ := getAt(cfg.listen, "/internal/v1/snapshot?have=0&region=se-sto", testNodeToken)
 		return st == 200
 	})
 
@@ -107,6 +107,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 		{"gateway_cp_usage_records_rejected_total", map[string]string{"reason": "price_mismatch"}, 0},
 		{"gateway_cp_node_applied_snapshot_version", map[string]string{"node": "n1"}, 0},
 		{"gateway_cp_node_spool_age_seconds", map[string]string{"node": "n1"}, 1.5},
+		{"gateway_cp_node_info", map[string]string{"node": "n1", "region": "se-sto"}, 1},
 		{"gateway_cp_db_pool_max_conns", nil, float64(cfg.maxConns)},
 	} {
 		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {

@@ -70,6 +70,7 @@ var (
 	nodeLag      = prometheus.NewDesc(Namespace+"_node_snapshot_lag", "Versions the node is behind the current snapshot (0: up to date).", []string{"node"}, nil)
 	nodeSeen     = prometheus.NewDesc(Namespace+"_node_last_seen_timestamp_seconds", "When the node last polled for a snapshot (Unix time).", []string{"node"}, nil)
 	nodeSpoolAge = prometheus.NewDesc(Namespace+"_node_spool_age_seconds", "How long the oldest record in the node's usage spool had waited for confirmation when the node last reported it (0: empty; absent: never reported).", []string{"node"}, nil)
+	nodeInfo     = prometheus.NewDesc(Namespace+"_node_info", "1 per node, naming the region it reported (empty: none); join on node to see the other node figures by region.", []string{"node", "region"}, nil)
 	nodesUp      = prometheus.NewDesc(Namespace+"_nodes", "Nodes that polled within the window.", nil, nil)
 	nodeScrapeOK = prometheus.NewDesc(Namespace+"_node_scrape_success", "1 when the node list could be read at this scrape, else 0.", nil, nil)
 )
@@ -94,7 +95,7 @@ func (m *Metrics) WatchNodes(cfg NodesConfig) {
 type nodeCollector struct{ cfg NodesConfig }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nodeApplied, nodeLag, nodeSeen, nodeSpoolAge, nodesUp, nodeScrapeOK} {
+	for _, d := range []*prometheus.Desc{nodeApplied, nodeLag, nodeSeen, nodeSpoolAge, nodeInfo, nodesUp, nodeScrapeOK} {
 		ch <- d
 	}
 }
@@ -118,6 +119,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		n++
 		ch <- prometheus.MustNewConstMetric(nodeApplied, prometheus.GaugeValue, float64(nd.AppliedVersion), nd.NodeID)
+		ch <- prometheus.MustNewConstMetric(nodeInfo, prometheus.GaugeValue, 1, nd.NodeID, nd.Region)
 		ch <- prometheus.MustNewConstMetric(nodeSeen, prometheus.GaugeValue, float64(nd.LastSeen.UnixNano())/1e9, nd.NodeID)
 		if !nd.SpoolReportedAt.IsZero() {
 			ch <- prometheus.MustNewConstMetric(nodeSpoolAge, prometheus.GaugeValue, nd.SpoolAge.Seconds(), nd.NodeID)
