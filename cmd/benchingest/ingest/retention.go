@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/benchrun/bench"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // RetentionResult is what deleting ingested records costs Postgres: the retention job's own
@@ -32,7 +32,7 @@ func retention(ctx context.Context, s *stack, limit int64) (RetentionResult, err
 	defer st.Close()
 	var res RetentionResult
 	cutoff := time.Now().Add(time.Hour) // every record is older
-	pg0 := bench.TreeCPUSeconds(s.pgPID)
+	pg0 := proc.TreeCPUSeconds(s.pgPID)
 	start := time.Now()
 	for res.Deleted < limit {
 		n, err := st.DeleteRecordsBefore(ctx, cutoff, 1000)
@@ -45,11 +45,11 @@ func retention(ctx context.Context, s *stack, limit int64) (RetentionResult, err
 		}
 	}
 	el := time.Since(start).Seconds()
-	pg1 := bench.TreeCPUSeconds(s.pgPID)
+	pg1 := proc.TreeCPUSeconds(s.pgPID)
 	if _, err := s.db.Exec(ctx, `VACUUM request_records`); err != nil {
 		return res, fmt.Errorf("vacuum: %w", err)
 	}
-	pg2 := bench.TreeCPUSeconds(s.pgPID)
+	pg2 := proc.TreeCPUSeconds(s.pgPID)
 	if res.Deleted == 0 {
 		return res, fmt.Errorf("no record to delete")
 	}

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/benchrun/bench"
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // Config says what to run.
@@ -140,17 +140,17 @@ func scenario(ctx context.Context, s *stack, nodes, size int, d time.Duration, s
 	if err != nil {
 		return res, err
 	}
-	cp0, _ := bench.CPUSeconds(s.cp.PID())
-	pg0 := bench.TreeCPUSeconds(s.pgPID)
-	me0, _ := bench.CPUSeconds(os.Getpid())
-	busy0, tot0 := bench.MachineCPU()
+	cp0, _ := proc.CPUSeconds(s.cp.PID())
+	pg0 := proc.TreeCPUSeconds(s.pgPID)
+	me0, _ := proc.CPUSeconds(os.Getpid())
+	busy0, tot0 := proc.MachineCPU()
 	start := time.Now()
 	lat, n, err := drive(ctx, s, nodes, size, d, seed)
 	el := time.Since(start).Seconds()
-	cp1, _ := bench.CPUSeconds(s.cp.PID())
-	pg1 := bench.TreeCPUSeconds(s.pgPID)
-	me1, _ := bench.CPUSeconds(os.Getpid())
-	busy1, tot1 := bench.MachineCPU()
+	cp1, _ := proc.CPUSeconds(s.cp.PID())
+	pg1 := proc.TreeCPUSeconds(s.pgPID)
+	me1, _ := proc.CPUSeconds(os.Getpid())
+	busy1, tot1 := proc.MachineCPU()
 	if err != nil {
 		return res, err
 	}

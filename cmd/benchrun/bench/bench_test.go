@@ -12,23 +12,6 @@ import (
 	"github.com/sekgate/gateway/internal/proc"
 )
 
-func TestParseStatCPU(t *testing.T) {
-	// Field 2 holds spaces and a ')' to make sure fields are counted from the last ')'.
-	line := "4242 (data plane) x) S 1 4242 4242 0 -1 4194560 2000 0 0 0 250 130 0 0 20 0 9 0 100 2000000 3000 18446744073709551615\n"
-	got, err := parseStatCPU([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != 3.8 {
-		t.Fatalf("cpu = %v, want 3.8 (380 ticks)", got)
-	}
-	for _, bad := range []string{"no paren", "1 (x) S 1 2"} {
-		if _, err := parseStatCPU([]byte(bad)); err == nil {
-			t.Errorf("%q: want error", bad)
-		}
-	}
-}
-
 func TestParseStatus(t *testing.T) {
 	m, err := proc.ParseStatus([]byte("Name:\tdataplane\nVmPeak:\t  900 kB\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n"))
 	if err != nil {

@@ -84,7 +84,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if s.pg, dbURL, runtimeURL, err = harness.StartPostgres(ctx, "bench"); err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
-	s.PostgresPID = findChild(os.Getpid(), "postgres")
+	s.PostgresPID = proc.FindChild(os.Getpid(), "postgres")
 
 	privFile, pubFile, err := harness.WriteSigningKeys(cfg.WorkDir)
 	if err != nil {
