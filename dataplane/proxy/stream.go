@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -89,6 +90,7 @@ type Stream struct {
 	lastDelta   bool // the event inspected last carries generated output
 	timer       *time.Timer
 	timedOut    atomic.Bool
+	members     reqparse.EventMembers // where the members of the chat event inspected last are
 	Result      StreamResult
 }
 
@@ -172,8 +174,6 @@ func (s *Stream) upstreamErr(err error) error {
 	return err
 }
 
-var usageKey = []byte(`"usage"`)
-
 // inspect checks ev, reads usage and terminal signals from it, and reports whether to
 // relay it. An error means the upstream broke its protocol: the stream must end.
 func (s *Stream) inspect(ev sse.Event) (bool, error) {
@@ -187,28 +187,22 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 			s.Result.Ended = true
 			return true, nil
 		}
-		if !validEvent(ev.Data) {
+		usage, noChoices, ok := chatEvent(ev.Data, &s.members)
+		if !ok {
 			return false, ErrInvalidEvent
 		}
 		s.lastDelta = s.isDelta(ev)
 		s.chatEvents++
-		if ev.Data[0] != '{' || !bytes.Contains(ev.Data, usageKey) {
+		if !usage.IsObject() {
 			return true, nil
 		}
-		u := gjson.GetBytes(ev.Data, "usage")
-		if !u.IsObject() {
-			return true, nil
-		}
-		if bu, ok := tokens.FromChat(u); ok {
+		if bu, ok := tokens.FromChat(usage); ok {
 			if err := s.setUsage(bu, true, true); err != nil {
 				return false, err
 			}
 		}
-		if s.opt.DropUsageOnly {
-			ch := gjson.GetBytes(ev.Data, "choices")
-			if !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0) {
-				return false, nil
-			}
+		if s.opt.DropUsageOnly && noChoices {
+			return false, nil
 		}
 	case index.EPMessages:
 		if !validEvent(ev.Data) {
@@ -318,4 +312,59 @@ func validEvent(data []byte) bool {
 		return reqparse.ValidJSON(data) // bounds the nesting first
 	}
 	return gjson.ValidBytes(data)
+}
+
+// chatEvent checks a chat or text completion event (validEvent) and, in the same pass, finds
+// its top-level usage: usage is the usage member when the event is an object with one
+// (gjson's zero Result otherwise), noChoices whether the event's choices are absent, null or
+// an empty array. m is scratch space for the scan's notes. When the notes cannot tell (an
+// escaped key, many members, an event nested deeper than the scan goes), chatEventSlow
+// reads the event with gjson as before.
+func chatEvent(data []byte, m *reqparse.EventMembers) (usage gjson.Result, noChoices, ok bool) {
+	if !reqparse.ScanEvent(data, m) {
+		if len(data) > shallowEvent || !gjson.ValidBytes(data) {
+			return gjson.Result{}, false, false
+		}
+		return chatEventSlow(data) // valid, but nested deeper than the scan goes
+	}
+	if data[0] != '{' {
+		return gjson.Result{}, false, true
+	}
+	u, found, known := m.Member(data, "usage")
+	if !known {
+		return chatEventSlow(data)
+	}
+	if !found || u[0] != '{' {
+		return gjson.Result{}, false, true
+	}
+	ch, found, _ := m.Member(data, "choices")
+	noChoices = !found || string(ch) == "null" || ch[0] == '[' && ch[len(ch)-1] == ']' && emptyArray(ch)
+	// The usage object is read before the event's buffer is reused, so it need not be copied.
+	return gjson.Parse(unsafe.String(unsafe.SliceData(u), len(u))), noChoices, true
+}
+
+// emptyArray reports whether the JSON array a (valid) has no elements.
+func emptyArray(a []byte) bool {
+	for _, c := range a[1 : len(a)-1] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+var usageKey = []byte(`"usage"`)
+
+// chatEventSlow is chatEvent after validation, reading the event with gjson.
+func chatEventSlow(data []byte) (usage gjson.Result, noChoices, ok bool) {
+	if data[0] != '{' || !bytes.Contains(data, usageKey) {
+		return gjson.Result{}, false, true
+	}
+	u := gjson.GetBytes(data, "usage")
+	if !u.IsObject() {
+		return gjson.Result{}, false, true
+	}
+	ch := gjson.GetBytes(data, "choices")
+	noChoices = !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0)
+	return u, noChoices, true
 }
