@@ -40,7 +40,7 @@ type stack struct {
 }
 
 func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
-	s := &stack{nodeToken: harness.Token("node_"), client: &http.Client{Timeout: 60 * time.Second}, progress: cfg.Progress,
+	s := &stack{client: &http.Client{Timeout: 60 * time.Second}, progress: cfg.Progress,
 		procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
 	if err := s.procs.Prepare("controlplane"); err != nil {
 		return nil, err
@@ -59,28 +59,13 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if s.pgPID = s.pg.PID(); s.pgPID == 0 {
 		return nil, errors.New("postgres: no server process to measure (an external server cannot be measured)")
 	}
-	privFile, _, err := harness.WriteSigningKeys(cfg.WorkDir)
-	if err != nil {
-		return nil, err
-	}
-	listen, err := proc.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	adminListen, err := proc.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	admin := harness.Admin{URL: "http://" + adminListen, Token: harness.Token("adm_"), Client: s.client}
 	fmt.Fprintln(s.progress, "  stack: starting the control plane")
-	if s.cp, err = s.procs.Start("controlplane", "controlplane", listen, harness.ControlPlane{Listen: listen, AdminListen: adminListen,
-		DatabaseURL: runtimeURL, MigrateDatabaseURL: ownerURL, AdminToken: admin.Token, NodeTokens: s.nodeToken,
-		SigningKeyFile: privFile, LogLevel: "warn"}.Args()...); err != nil {
+	plane, err := harness.StartControlPlane(ctx, &s.procs, s.client, cfg.WorkDir, ownerURL, runtimeURL)
+	if err != nil {
 		return nil, err
 	}
-	if err := harness.WaitControlPlane(ctx, s.client, s.cp, admin, 60*time.Second); err != nil {
-		return nil, err
-	}
+	s.cp, s.nodeToken = plane.Proc, plane.NodeToken
+	admin := plane.Admin
 	if s.db, err = pgxpool.New(ctx, ownerURL); err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}

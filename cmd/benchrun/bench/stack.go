@@ -69,8 +69,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		cfg.Progress = io.Discard
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
-	s := &Stack{cfg: cfg, admin: harness.Admin{Token: harness.Token("adm_"), Client: client}, nodeToken: harness.Token("node_"),
-		client: client, procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
+	s := &Stack{cfg: cfg, client: client, procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
 	if err := s.procs.Prepare("simulator", "controlplane", "dataplane", "bareproxy"); err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
@@ -86,11 +85,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	}
 	s.PostgresPID = proc.FindChild(os.Getpid(), "postgres")
 
-	privFile, pubFile, err := harness.WriteSigningKeys(cfg.WorkDir)
-	if err != nil {
-		return nil, err
-	}
-	addrs := make([]string, 5)
+	addrs := make([]string, 3)
 	for i := range addrs {
 		if addrs[i], err = proc.FreeAddr(); err != nil {
 			return nil, err
@@ -101,19 +96,16 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if s.Sim, err = s.procs.Start("simulator", "simulator", addrs[0], harness.SimulatorArgs(addrs[0], "bench")...); err != nil {
 		return nil, err
 	}
-	s.admin.URL = "http://" + addrs[4]
-	if s.CP, err = s.procs.Start("controlplane", "controlplane", addrs[1], harness.ControlPlane{Listen: addrs[1], AdminListen: addrs[4],
-		DatabaseURL: runtimeURL, MigrateDatabaseURL: dbURL, AdminToken: s.admin.Token, NodeTokens: s.nodeToken,
-		SigningKeyFile: privFile, LogLevel: "warn"}.Args()...); err != nil {
+	if s.Bare, err = s.procs.Start("bareproxy", "bareproxy", addrs[1], "--listen", addrs[1], "--upstream", addrs[0]); err != nil {
 		return nil, err
 	}
-	if s.Bare, err = s.procs.Start("bareproxy", "bareproxy", addrs[2], "--listen", addrs[2], "--upstream", addrs[0]); err != nil {
+	plane, err := harness.StartControlPlane(ctx, &s.procs, s.client, cfg.WorkDir, dbURL, runtimeURL)
+	if err != nil {
 		return nil, err
 	}
+	s.CP, s.admin, s.nodeToken = plane.Proc, plane.Admin, plane.NodeToken
+	pubFile := plane.PublicKeyFile
 	if err := s.waitHTTP(ctx, s.Sim, "GET", "/healthz", "", 200); err != nil {
-		return nil, err
-	}
-	if err := harness.WaitControlPlane(ctx, s.client, s.CP, s.admin, 60*time.Second); err != nil {
 		return nil, err
 	}
 
@@ -123,7 +115,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	}
 
 	s.step("starting the data plane")
-	if s.DP, err = s.procs.Start("dataplane", "dataplane", addrs[3], harness.DataPlane{Listen: addrs[3], ControlPlaneURL: s.CP.URL(),
+	if s.DP, err = s.procs.Start("dataplane", "dataplane", addrs[2], harness.DataPlane{Listen: addrs[2], ControlPlaneURL: s.CP.URL(),
 		NodeToken: s.nodeToken, PublicKeyFile: pubFile, NodeID: "bench-1", DataDir: filepath.Join(cfg.WorkDir, "node"),
 		LogLevel: "warn"}.Args(
 		// One load generator on one address opens up to 10,000 streams: no connection caps.

@@ -70,7 +70,7 @@ func (s *stack) step(format string, args ...any) {
 // startStack brings everything up; on error it stops what it started.
 func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	client := &http.Client{Timeout: 60 * time.Second}
-	s := &stack{cfg: cfg, client: client, admin: harness.Admin{Token: harness.Token("adm_"), Client: client},
+	s := &stack{cfg: cfg, client: client,
 		procs: proc.Group{BinDir: cfg.BinDir, LogDir: filepath.Join(cfg.WorkDir, "logs")}}
 	if err := s.procs.Prepare("simulator", "controlplane", "dataplane"); err != nil {
 		return nil, err
@@ -92,13 +92,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 		}
 		return a
 	}
-	goodAddr, hostileAddr, cpAddr, adminAddr := addr(), addr(), addr(), addr()
-	if err != nil {
-		return nil, err
-	}
-	s.admin.URL = "http://" + adminAddr
-	nodeToken := harness.Token("node_")
-	keyFile, pubFile, err := harness.WriteSigningKeys(cfg.WorkDir)
+	goodAddr, hostileAddr := addr(), addr()
 	if err != nil {
 		return nil, err
 	}
@@ -109,18 +103,16 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if s.hostile, err = s.procs.Start("sim-hostile", "simulator", hostileAddr, harness.SimulatorArgs(hostileAddr, "hostile")...); err != nil {
 		return nil, err
 	}
-	if s.cp, err = s.procs.Start("controlplane", "controlplane", cpAddr, harness.ControlPlane{Listen: cpAddr, AdminListen: adminAddr,
-		DatabaseURL: runtimeURL, MigrateDatabaseURL: s.dbURL, AdminToken: s.admin.Token, NodeTokens: nodeToken,
-		SigningKeyFile: keyFile, LogLevel: "warn"}.Args()...); err != nil {
+	plane, err := harness.StartControlPlane(ctx, &s.procs, s.client, cfg.WorkDir, s.dbURL, runtimeURL)
+	if err != nil {
 		return nil, err
 	}
+	s.cp, s.admin = plane.Proc, plane.Admin
+	nodeToken, pubFile := plane.NodeToken, plane.PublicKeyFile
 	for _, p := range []*proc.Proc{s.good, s.hostile} {
 		if err := proc.WaitHTTP(ctx, s.client, p, "GET", "/healthz", "", 200, 60*time.Second); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.waitCP(ctx); err != nil {
-		return nil, err
 	}
 	s.step("loading the catalogue, creating %d accounts with credit and keys", cfg.Accounts)
 	if err := s.provision(ctx, goodAddr, hostileAddr); err != nil {
