@@ -103,10 +103,7 @@ type OperatorRecordQuery struct {
 
 // ListRecordsForOperator returns a page of request records of any account.
 func (s *Store) ListRecordsForOperator(ctx context.Context, q OperatorRecordQuery) ([]usage.Record, error) {
-	if q.Limit <= 0 || q.Limit > 1000 {
-		return nil, fmt.Errorf("list records: limit %d: %w", q.Limit, ErrInvalid)
-	}
-	args := []any{q.Limit}
+	var args []any
 	where := `true`
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -133,20 +130,7 @@ func (s *Store) ListRecordsForOperator(ctx context.Context, q OperatorRecordQuer
 	if !q.To.IsZero() {
 		add(`ts < $%d`, q.To)
 	}
-	if q.After != nil {
-		args = append(args, q.After.TS, q.After.RequestID)
-		where += fmt.Sprintf(` AND (ts, request_id) < ($%d, $%d)`, len(args)-1, len(args))
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM request_records WHERE `+where+`
-		ORDER BY ts DESC, request_id DESC LIMIT $1`, args...)
-	if err != nil {
-		return nil, translate(err, "list records")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (usage.Record, error) { return scanRecord(r) })
-	if out == nil {
-		out = []usage.Record{}
-	}
-	return out, translate(err, "list records")
+	return s.recordPage(ctx, where, args, q.After, q.Limit)
 }
 
 // GetRecordForOperator returns one record of any account.

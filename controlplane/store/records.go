@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,21 +52,29 @@ func scanRecord(row pgx.Row) (usage.Record, error) {
 // ListRecords returns a page of the account's records, newest first (keyset pagination
 // on (ts, request_id) over the per-account and per-key indexes).
 func (s *Store) ListRecords(ctx context.Context, q RecordQuery) ([]usage.Record, error) {
-	if q.Limit <= 0 || q.Limit > 1000 {
-		return nil, fmt.Errorf("list records: limit %d: %w", q.Limit, ErrInvalid)
-	}
-	args := []any{q.AccountID, q.Limit}
+	args := []any{q.AccountID}
 	where := `account_id = $1`
 	if q.KeyID != "" {
 		args = append(args, q.KeyID)
 		where += fmt.Sprintf(` AND key_id = $%d`, len(args))
 	}
-	if q.After != nil {
-		args = append(args, q.After.TS, q.After.RequestID)
+	return s.recordPage(ctx, where, args, q.After, q.Limit)
+}
+
+// recordPage returns the records that match where (its parameters in args) and, when
+// after is set, are older than after: newest first, at most limit (1..1000). One page
+// query for the account's listing and the operator's.
+func (s *Store) recordPage(ctx context.Context, where string, args []any, after *RecordPos, limit int) ([]usage.Record, error) {
+	if limit <= 0 || limit > 1000 {
+		return nil, fmt.Errorf("list records: limit %d: %w", limit, ErrInvalid)
+	}
+	if after != nil {
+		args = append(args, after.TS, after.RequestID)
 		where += fmt.Sprintf(` AND (ts, request_id) < ($%d, $%d)`, len(args)-1, len(args))
 	}
+	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM request_records WHERE `+where+`
-		ORDER BY ts DESC, request_id DESC LIMIT $2`, args...)
+		ORDER BY ts DESC, request_id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, translate(err, "list records")
 	}
