@@ -151,15 +151,9 @@ func (s *Store) debitAccounts(ctx context.Context, tx pgx.Tx, nodeID, batchID st
 // addDailyUsage adds the new records to usage_daily, one upsert row per (account, day,
 // model), in that order. screen bounded every sum.
 func addDailyUsage(ctx context.Context, tx pgx.Tx, fresh []*usage.Record) error {
-	days := map[dayKey]*dayUsage{}
+	days := dayTotals{}
 	for _, r := range fresh {
-		k := dayKeyOf(r)
-		u := days[k]
-		if u == nil {
-			u = new(dayUsage)
-			days[k] = u
-		}
-		if !u.add(r) {
+		if !days.add(r) {
 			return fmt.Errorf("daily usage of %s overflows", r.AccountID)
 		}
 	}

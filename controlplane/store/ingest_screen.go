@@ -45,6 +45,21 @@ func (u *dayUsage) add(r *usage.Record) bool {
 	return true
 }
 
+// dayTotals sums records per usage_daily row.
+type dayTotals map[dayKey]*dayUsage
+
+// add adds r to its row and reports success; when a sum would leave the int64 range the
+// row is unchanged and add reports failure.
+func (t dayTotals) add(r *usage.Record) bool {
+	k := dayKeyOf(r)
+	u := t[k]
+	if u == nil {
+		u = new(dayUsage)
+		t[k] = u
+	}
+	return u.add(r)
+}
+
 // screened is what screen lets through: the accepted records, sorted by request ID, and
 // the accounts among them that exist (their balance rows are locked).
 type screened struct {
@@ -77,7 +92,7 @@ func (s *Store) screen(ctx context.Context, tx pgx.Tx, cands []candidate, bad []
 
 	// A debit that would take a balance below the int64 minimum is refused, as is a record
 	// that would overflow its daily aggregate.
-	days := map[dayKey]*dayUsage{}
+	days := dayTotals{}
 	debits := map[string]int64{}
 	out := screened{records: make([]usage.Record, 0, len(priced)), known: make(map[string]bool, len(balance))}
 	for _, c := range priced {
@@ -91,13 +106,7 @@ func (s *Store) screen(ctx context.Context, tx pgx.Tx, cands []candidate, bad []
 			balance[r.AccountID], debits[r.AccountID] = b, d
 			out.known[r.AccountID] = true
 		}
-		k := dayKeyOf(r)
-		u := days[k]
-		if u == nil {
-			u = new(dayUsage)
-			days[k] = u
-		}
-		if !u.add(r) {
+		if !days.add(r) {
 			rej = append(rej, reject(r, c.raw, RejectOverflow, "the batch's daily sums for %s would leave the int64 range", r.AccountID))
 			continue
 		}
