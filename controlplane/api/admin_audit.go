@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -152,11 +153,7 @@ func (s *server) auditBefore(ctx context.Context, pattern, target string) json.R
 // listAudit is GET /admin/v1/audit?target=&actor=&before=&limit=.
 func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, ok := pageLimit(w, q.Get("limit"))
-	if !ok {
-		return
-	}
-	before, ok := positiveID(w, "before", q.Get("before"))
+	limit, before, ok := beforePage(w, q)
 	if !ok {
 		return
 	}
@@ -195,6 +192,18 @@ func pageLimit(w http.ResponseWriter, s string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// beforePage parses the limit and before parameters of a listing paged by a descending ID
+// (the ledger, the audit log).
+func beforePage(w http.ResponseWriter, q url.Values) (limit int, before int64, ok bool) {
+	if limit, ok = pageLimit(w, q.Get("limit")); !ok {
+		return 0, 0, false
+	}
+	if before, ok = positiveID(w, "before", q.Get("before")); !ok {
+		return 0, 0, false
+	}
+	return limit, before, true
 }
 
 // positiveID parses an optional positive integer cursor.

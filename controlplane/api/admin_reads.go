@@ -35,11 +35,7 @@ func (s *server) operatorRoutes(admin func(string, http.HandlerFunc)) {
 // listLedger is GET /admin/v1/accounts/{id}/ledger?before=&limit=.
 func (s *server) listLedger(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, ok := pageLimit(w, q.Get("limit"))
-	if !ok {
-		return
-	}
-	before, ok := positiveID(w, "before", q.Get("before"))
+	limit, before, ok := beforePage(w, q)
 	if !ok {
 		return
 	}
