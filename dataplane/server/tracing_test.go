@@ -14,6 +14,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -126,5 +127,49 @@ func TestTracingPropagatesTraceparent(t *testing.T) {
 	}
 	if byName["upstream a"][0].Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || spanAttr(root[0], "gateway.result") != "ok" {
 		t.Error("the failed attempt is not marked failed, or the request span lacks its result")
+	}
+}
+
+// A Messages-style request on a chat route gets a translation span beside its attempt.
+func TestTracingTranslationSpan(t *testing.T) {
+	recv := &otlpReceiver{}
+	collector := httptest.NewServer(recv)
+	defer collector.Close()
+	up := startSim(t, "up", sim.Knobs{})
+	r := chatRoute("rt_tr", "tr-se", up.BaseURL(), "SE", 0, 1)
+	r.Translate = true
+	tr, err := tracing.New(context.Background(), tracing.Config{Endpoint: collector.URL + "/v1/traces", SampleRatio: 1, NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startSimGateway(t, []snapshot.Route{r}, func(c *Config) { c.Tracer = tr })
+	req, _ := http.NewRequest("POST", g.URL+"/v1/messages", strings.NewReader(`{"model":"llama8b","max_tokens":4,"messages":[{"role":"user","content":"x"}]}`))
+	req.Header.Set("x-api-key", g.Keys.SE)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	g.record(t, 1)
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	names := map[string]*tracepb.Span{}
+	for _, s := range recv.spans {
+		names[s.Name] = s
+	}
+	root, tl := names["POST /v1/messages"], names["translate"]
+	if root == nil || tl == nil || names["upstream rt_tr"] == nil || names["spool write"] == nil {
+		t.Fatalf("spans %v", names)
+	}
+	if string(tl.ParentSpanId) != string(root.SpanId) || spanAttr(tl, "gateway.request_id") != resp.Header.Get("X-Request-Id") {
+		t.Error("the translation span is not the request's child or lacks its request ID")
 	}
 }
