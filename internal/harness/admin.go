@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/internal/proc"
 )
 
@@ -67,21 +69,31 @@ func (a Admin) Do(ctx context.Context, method, path string, in any) (Reply, erro
 }
 
 // Call sends in to method path, fails unless the status is 2xx, and decodes the answer
-// into out (when not nil).
+// into out (when not nil). It is cmd/gatewayctl/adminclient's call: one client of the
+// admin API for gatewayctl and the harnesses.
 func (a Admin) Call(ctx context.Context, method, path string, in, out any) error {
-	r, err := a.Do(ctx, method, path, in)
+	c, err := a.typed()
 	if err != nil {
 		return err
 	}
-	if r.Status/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s: %s", method, path, r.Status, http.StatusText(r.Status), r.Body)
+	raw, err := c.Do(ctx, method, path, in)
+	if e := (*adminclient.Error)(nil); errors.As(err, &e) {
+		return fmt.Errorf("%s %s: %w", method, path, err) // an answer's error does not name the call
+	}
+	if err != nil {
+		return err
 	}
 	if out != nil {
-		if err := json.Unmarshal(r.Body, out); err != nil {
-			return fmt.Errorf("%s %s: decode %s: %w", method, path, r.Body, err)
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: decode %s: %w", method, path, raw, err)
 		}
 	}
 	return nil
+}
+
+// typed returns the admin API client of cmd/gatewayctl.
+func (a Admin) typed() (*adminclient.Client, error) {
+	return adminclient.New(adminclient.Config{BaseURL: a.URL, Token: a.Token, HTTP: a.client()})
 }
 
 // WaitControlPlane waits up to timeout until cp's node listener answers /healthz and its
@@ -104,7 +116,7 @@ func WaitControlPlane(ctx context.Context, client *http.Client, cp *proc.Proc, a
 
 // LoadCatalog replaces the catalogue.
 func (a Admin) LoadCatalog(ctx context.Context, catalog any) error {
-	if err := a.Call(ctx, "PUT", "/admin/v1/catalog", catalog, nil); err != nil {
+	if err := a.Call(ctx, http.MethodPut, "/admin/v1/catalog", catalog, nil); err != nil {
 		return fmt.Errorf("load catalogue: %w", err)
 	}
 	return nil
@@ -131,24 +143,23 @@ type Account struct {
 
 // NewAccount creates an account, credits it, enables its models and creates its key.
 func (a Admin) NewAccount(ctx context.Context, sp AccountSpec) (Account, error) {
-	var acct struct {
-		ID string `json:"id"`
-	}
-	if err := a.Call(ctx, "POST", "/admin/v1/accounts", map[string]any{"customer": sp.Customer, "residency": sp.Residency}, &acct); err != nil {
+	c, err := a.typed()
+	if err != nil {
 		return Account{}, err
 	}
-	if err := a.Call(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/credits",
-		map[string]any{"amount_sek": sp.CreditSEK, "note": sp.CreditNote}, nil); err != nil {
-		return Account{}, err
+	acct, _, err := c.CreateAccount(ctx, adminapi.CreateAccountRequest{Customer: sp.Customer, Residency: sp.Residency})
+	if err != nil {
+		return Account{}, fmt.Errorf("create account: %w", err)
 	}
-	if err := a.Call(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/models", map[string]any{"models": sp.Models}, nil); err != nil {
-		return Account{}, err
+	if _, _, err := c.Credit(ctx, acct.ID, adminapi.CreditRequest{AmountSEK: sp.CreditSEK, Note: sp.CreditNote}); err != nil {
+		return Account{}, fmt.Errorf("credit %s: %w", acct.ID, err)
 	}
-	var key struct {
-		Secret string `json:"secret"`
+	if _, err := c.EnableModels(ctx, acct.ID, sp.Models); err != nil {
+		return Account{}, fmt.Errorf("enable models of %s: %w", acct.ID, err)
 	}
-	if err := a.Call(ctx, "POST", "/admin/v1/accounts/"+acct.ID+"/keys", map[string]any{"name": sp.KeyName}, &key); err != nil {
-		return Account{}, err
+	key, _, err := c.CreateKey(ctx, acct.ID, adminapi.CreateKeyRequest{Name: sp.KeyName})
+	if err != nil {
+		return Account{}, fmt.Errorf("create key of %s: %w", acct.ID, err)
 	}
 	if key.Secret == "" {
 		return Account{}, errors.New("create key: no secret in the answer")
