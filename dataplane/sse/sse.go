@@ -26,7 +26,9 @@ const DefaultMaxEvent = 2 << 20
 type Event struct {
 	// Raw is the event as received: every line including the blank line that ended it.
 	Raw []byte
-	// Data is the event's data field values joined with LF; nil when it had none.
+	// Data is the event's data field values joined with LF; nil when it had none. It may
+	// share its bytes with Raw (an event with one data line is not copied): treat both as
+	// read-only.
 	Data []byte
 	// Name is the value of the event field, if any.
 	Name []byte
@@ -66,6 +68,9 @@ func (r *Reader) Next() (Event, error) {
 	r.dataSet = false
 	var name []byte
 	nameStart, nameEnd := -1, -1
+	// The value of the first data line, in r.raw: as long as it is the only one, it is
+	// Data, uncopied; a second one copies it into r.data.
+	dataStart, dataEnd, dataLines := 0, 0, 0
 	for {
 		lineStart := len(r.raw)
 		if err := r.readLine(); err != nil {
@@ -90,7 +95,10 @@ func (r *Reader) Next() (Event, error) {
 				continue
 			}
 			ev := Event{Raw: r.raw}
-			if r.dataSet {
+			switch {
+			case dataLines == 1:
+				ev.Data = r.raw[dataStart:dataEnd:dataEnd]
+			case r.dataSet:
 				ev.Data = r.data
 				if ev.Data == nil {
 					ev.Data = []byte{}
@@ -114,11 +122,18 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
-			if r.dataSet {
-				r.data = append(r.data, '\n')
+			off := lineStart + (len(line) - len(value))
+			dataLines++
+			if dataLines == 1 {
+				dataStart, dataEnd = off, off+len(value)
+				r.dataSet = true
+				break
 			}
+			if dataLines == 2 {
+				r.data = append(r.data, r.raw[dataStart:dataEnd]...)
+			}
+			r.data = append(r.data, '\n')
 			r.data = append(r.data, value...)
-			r.dataSet = true
 		case "event":
 			off := lineStart + (len(line) - len(value))
 			nameStart, nameEnd = off, off+len(value)
