@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
-	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -174,13 +174,8 @@ func itoa(n int64) string { return strconvFormat(n) }
 // TestAuditAppendOnly runs every forbidden statement on the audit log as the runtime role.
 func TestAuditAppendOnly(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewRoles(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, db := storetest.Open(t, store.Config{Logger: quiet()})
 	if _, err := st.AppendAudit(ctx, store.AuditEntry{Actor: "token", Role: "admin", Action: "POST /x", Status: 200}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -43,11 +44,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	db := pgtest.NewRoles(t)
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quiet(), MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := storetest.Open(t, store.Config{Logger: quiet(), MaxConns: 8})
 	pub, err := publish.New(publish.Config{Store: st, Logger: quiet(), Debounce: 20 * time.Millisecond, Signer: signingKey})
 	if err != nil {
 		t.Fatal(err)

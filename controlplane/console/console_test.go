@@ -19,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -30,12 +31,7 @@ const adminToken = "adm_console_test_0123456789abcdef0123"
 func newConsole(t *testing.T) (*httptest.Server, *store.Store) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := storetest.Open(t, store.Config{Logger: quiet})
 	pub, err := publish.New(publish.Config{Store: st, Logger: quiet, Debounce: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +48,7 @@ func newConsole(t *testing.T) (*httptest.Server, *store.Store) {
 	mux.Handle(console.Prefix, con)
 	mux.Handle("/", h.Admin)
 	srv := httptest.NewServer(mux)
-	t.Cleanup(func() { srv.Close(); cancel(); st.Close() })
+	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("POST", srv.URL+"/admin/v1/operators", strings.NewReader(`{"name":"alice","role":"operator","password":"alice's long password"}`))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 201 {

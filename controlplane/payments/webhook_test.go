@@ -18,6 +18,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -34,12 +35,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, MaxConns: 20, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st, _ := storetest.Open(t, store.Config{MaxConns: 20, Logger: discard})
 	acct, err := st.CreateAccount(ctx, "Test AB", "se")
 	if err != nil {
 		t.Fatal(err)

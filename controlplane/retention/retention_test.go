@@ -11,6 +11,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/retention"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -19,12 +20,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestRetentionDeletesOnlyOldRecords(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, _ := storetest.Open(t, store.Config{Logger: log})
 	a, _ := st.CreateAccount(ctx, "acme", "se")
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	var b usage.Batch
@@ -65,12 +61,7 @@ func TestRetentionDeletesOnlyOldRecords(t *testing.T) {
 func TestRetentionDeletesOldRejectedRecords(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, _ := storetest.Open(t, store.Config{Logger: log})
 	var b usage.Batch
 	for i := 0; i < 7; i++ { // no account: each is rejected
 		b.Records = append(b.Records, usage.Record{RequestID: fmt.Sprint("bad", i), TS: time.Now(), Result: "ok"})

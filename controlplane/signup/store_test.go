@@ -13,6 +13,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -28,14 +29,9 @@ type pgFixture struct {
 func newPGFixture(t *testing.T) *pgFixture {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
 	f := &pgFixture{clock: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	st, err := store.Open(context.Background(), store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: discard,
+	st, _ := storetest.Open(t, store.Config{Logger: discard,
 		Now: func() time.Time { return f.clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	f.st, f.ps = st, st
 	f.h = newTestHandler(t, f.ps, time.Now)
 	adm, err := NewAdmin(f.ps, discard)

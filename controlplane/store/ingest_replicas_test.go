@@ -13,6 +13,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -196,18 +197,12 @@ func TestTwoControlPlanesIngestConcurrently(t *testing.T) {
 // rejected, not charged.
 func TestIngestRefusesRecordsRetentionMayHaveDeleted(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewRoles(t)
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	ctx := context.Background()
 	const retention = 30 * 24 * time.Hour
-	s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quietLogger(),
-		Now: clock, RecordRetention: retention})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := storetest.Open(t, store.Config{Logger: quietLogger(), Now: clock, RecordRetention: retention})
 	accts := fundedAccounts(t, s, 1)
 	kept := record("kept", accts[0], now.Add(-29*24*time.Hour), 1000, 1000)
 	old := record("old", accts[0], now.Add(-retention), 1000, 1000)

@@ -12,6 +12,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -41,7 +42,8 @@ func openStore(t *testing.T, db pgtest.Roles) *store.Store {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	return openStore(t, pgtest.NewRoles(t))
+	s, _ := storetest.Open(t, store.Config{Logger: quietLogger(), MaxConns: 8})
+	return s
 }
 
 func testCatalog() *catalog.Catalog {

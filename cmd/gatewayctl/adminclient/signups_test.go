@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -24,13 +25,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // Postgres: the server encodes and the client decodes adminapi's types.
 func TestSignupsAgainstControlPlane(t *testing.T) {
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st, _ := storetest.Open(t, store.Config{Logger: discard})
 	ps := st
 	form, err := signup.NewHandler(signup.Config{Store: ps, ConfirmURL: "https://example.com/ok",
 		ErrorURL: "https://example.com/err", Logger: discard})

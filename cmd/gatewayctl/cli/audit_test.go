@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/controlplane/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -23,12 +24,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func controlPlane(t *testing.T, adminToken string) *httptest.Server {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := pgtest.NewRoles(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := storetest.Open(t, store.Config{Logger: quiet})
 	pub, err := publish.New(publish.Config{Store: st, Logger: quiet, Debounce: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +34,7 @@ func controlPlane(t *testing.T, adminToken string) *httptest.Server {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h.Admin)
-	t.Cleanup(func() { srv.Close(); cancel(); st.Close() })
+	t.Cleanup(srv.Close)
 	return srv
 }
 
