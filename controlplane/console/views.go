@@ -118,12 +118,7 @@ func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session
 	p := page{Title: "Request records", Nav: "records", Session: s}
 	flash(r, &p)
 	in := r.URL.Query()
-	q := url.Values{"limit": {"50"}}
-	for _, k := range recordFilters {
-		if v := in.Get(k); v != "" {
-			q.Set(k, v)
-		}
-	}
+	q := listQuery(in, recordFilters...)
 	var rp adminapi.RecordPage
 	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/records?"+q.Encode(), nil, &rp); st != http.StatusOK {
 		p.Error = msg
@@ -146,12 +141,7 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) 
 	p := page{Title: "Audit log", Nav: "audit", Session: s}
 	flash(r, &p)
 	in := r.URL.Query()
-	q := url.Values{"limit": {"50"}}
-	for _, k := range []string{"target", "actor", "before"} {
-		if v := in.Get(k); v != "" {
-			q.Set(k, v)
-		}
-	}
+	q := listQuery(in, "target", "actor", "before")
 	var ap adminapi.AuditPage
 	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/audit?"+q.Encode(), nil, &ap); st != http.StatusOK {
 		p.Error = msg
@@ -253,4 +243,16 @@ func usageChart(u adminapi.UsageReport, now time.Time) chart {
 			Title: d.Day + " " + d.Model + ": " + formatSEK(d.PriceMicroSEK) + " SEK, " + strconv.FormatInt(d.Requests, 10) + " requests"})
 	}
 	return ch
+}
+
+// listQuery is the admin API query behind a console listing: the page's parameters named
+// by keys (those set) and a page of 50.
+func listQuery(in url.Values, keys ...string) url.Values {
+	q := url.Values{"limit": {"50"}}
+	for _, k := range keys {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
 }
