@@ -23,6 +23,25 @@ func DecodeRecord(raw []byte) (Record, error) {
 	return r, err
 }
 
+// fieldsOnce walks the members of object v in order, calling read with each key (raw,
+// quoted) and value; read returns the key's bit (one power of two per known key, 0 for an
+// unknown one) and whether the value was in the plain form. It reports whether every
+// member was known, plain and there once, stopping at the first that was not.
+func fieldsOnce(v gjson.Result, read func(key string, val gjson.Result) (bit uint32, ok bool)) bool {
+	ok := true
+	var seen uint32
+	v.ForEach(func(k, val gjson.Result) bool {
+		var bit uint32
+		bit, ok = read(k.Raw, val)
+		if bit == 0 || seen&bit != 0 {
+			ok = false
+		}
+		seen |= bit
+		return ok
+	})
+	return ok
+}
+
 // fastRecord fills r from raw (valid JSON) and reports whether every value was in the
 // plain form; false means r is unusable and encoding/json must decide.
 func fastRecord(raw []byte, r *Record) bool {
@@ -30,20 +49,10 @@ func fastRecord(raw []byte, r *Record) bool {
 	if !v.IsObject() {
 		return false
 	}
-	ok := true
-	var seen uint32
-	v.ForEach(func(k, val gjson.Result) bool {
-		bit, known := recordFields[k.Raw]
-		if !known {
-			ok = false // unknown keys, other spellings and escapes: encoding/json's rules
-			return false
-		}
-		if seen&bit != 0 {
-			ok = false
-			return false
-		}
-		seen |= bit
-		switch k.Raw {
+	return fieldsOnce(v, func(k string, val gjson.Result) (uint32, bool) {
+		bit := recordFields[k] // 0: unknown keys, other spellings and escapes: encoding/json's rules
+		ok := bit != 0
+		switch k {
 		case `"request_id"`:
 			ok = plainString(val, &r.RequestID)
 		case `"ts"`:
@@ -85,9 +94,8 @@ func fastRecord(raw []byte, r *Record) bool {
 		case `"routing"`:
 			ok = fastRouting(val, r)
 		}
-		return ok
+		return bit, ok
 	})
-	return ok
 }
 
 var recordFields = map[string]uint32{
@@ -107,11 +115,8 @@ func fastRouting(val gjson.Result, r *Record) bool {
 		return false
 	}
 	rt := &Routing{}
-	ok := true
-	var seen uint8
-	val.ForEach(func(k, v gjson.Result) bool {
-		var bit uint8
-		switch k.Raw {
+	ok := fieldsOnce(val, func(k string, v gjson.Result) (bit uint32, ok bool) {
+		switch k {
 		case `"policy"`:
 			bit, ok = 1, plainString(v, &rt.Policy)
 		case `"node_region"`:
@@ -122,14 +127,8 @@ func fastRouting(val gjson.Result, r *Record) bool {
 			bit, ok = 8, plainBool(v, &rt.UsageEstimated)
 		case `"attempts"`:
 			bit, ok = 16, fastAttempts(v, rt)
-		default:
-			ok = false
 		}
-		if seen&bit != 0 {
-			ok = false
-		}
-		seen |= bit
-		return ok
+		return bit, ok
 	})
 	r.Routing = rt
 	return ok
@@ -150,10 +149,8 @@ func fastAttempts(v gjson.Result, rt *Routing) bool {
 			return false
 		}
 		var a Attempt
-		var seen uint8
-		e.ForEach(func(k, f gjson.Result) bool {
-			var bit uint8
-			switch k.Raw {
+		ok = fieldsOnce(e, func(k string, f gjson.Result) (bit uint32, ok bool) {
+			switch k {
 			case `"route"`:
 				bit, ok = 1, plainString(f, &a.Route)
 			case `"provider"`:
@@ -168,14 +165,8 @@ func fastAttempts(v gjson.Result, rt *Routing) bool {
 				bit, ok = 16, plainString(f, &a.Error)
 			case `"duration_ms"`:
 				bit, ok = 32, plainInt(f, &a.DurationMS)
-			default:
-				ok = false
 			}
-			if seen&bit != 0 {
-				ok = false
-			}
-			seen |= bit
-			return ok
+			return bit, ok
 		})
 		rt.Attempts = append(rt.Attempts, a)
 		return ok
