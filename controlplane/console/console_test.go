@@ -12,14 +12,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/api/apitest"
 	"github.com/sekgate/gateway/controlplane/console"
 	"github.com/sekgate/gateway/controlplane/pgtest"
-	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
-	"github.com/sekgate/gateway/controlplane/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -30,17 +27,8 @@ const adminToken = "adm_console_test_0123456789abcdef0123"
 // operator alice (operator role).
 func newConsole(t *testing.T) (*httptest.Server, *store.Store) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, _ := storetest.Open(t, store.Config{Logger: quiet})
-	pub, err := publish.New(publish.Config{Store: st, Logger: quiet, Debounce: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"node-token-0123456789abcdef0123456789"}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	con, err := console.New(console.Config{API: h.Admin, Logger: quiet})
+	h, st := apitest.New(t, adminToken)
+	con, err := console.New(console.Config{API: h.Admin, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,18 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/api/apitest"
 	"github.com/sekgate/gateway/controlplane/pgtest"
-	"github.com/sekgate/gateway/controlplane/publish"
-	"github.com/sekgate/gateway/controlplane/store"
-	"github.com/sekgate/gateway/controlplane/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -23,16 +17,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // controlPlane serves the real admin API on real Postgres.
 func controlPlane(t *testing.T, adminToken string) *httptest.Server {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, _ := storetest.Open(t, store.Config{Logger: quiet})
-	pub, err := publish.New(publish.Config{Store: st, Logger: quiet, Debounce: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"node-token-0123456789abcdef0123456789"}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := apitest.New(t, adminToken)
 	srv := httptest.NewServer(h.Admin)
 	t.Cleanup(srv.Close)
 	return srv
