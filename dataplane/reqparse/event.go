@@ -20,16 +20,14 @@ func (m *EventMembers) Member(b []byte, name string) (val []byte, found, known b
 		return nil, false, false
 	}
 	for _, at := range m.top.at[:m.top.n] {
-		// A key the scan accepted ends at the last quote before the colon that precedes
-		// its value.
-		key := b[at.key+1 : at.val]
-		key = key[:bytes.LastIndexByte(key, ':')]
-		key = key[:bytes.LastIndexByte(key, '"')]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return nil, false, false
-		}
-		if string(key) == name {
+		// From just past the key's opening quote to its value: the key, its closing quote,
+		// whitespace and the colon, so a backslash in it is in the key.
+		k := b[at.key+1 : at.val]
+		if len(k) > len(name) && k[len(name)] == '"' && string(k[:len(name)]) == name {
 			return b[at.val:at.end], true, true
+		}
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return nil, false, false
 		}
 	}
 	return nil, false, true
