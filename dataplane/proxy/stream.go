@@ -56,7 +56,14 @@ type StreamResult struct {
 	Err error
 }
 
-var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, sse.DefaultMaxEvent) }}
+// reader is what a stream reads with, kept in a pool between streams: the SSE reader and its
+// buffers, and the scratch space for the notes of an event's scan.
+type reader struct {
+	*sse.Reader
+	members reqparse.EventMembers // where the members of the chat event inspected last are
+}
+
+var readerPool = sync.Pool{New: func() any { return &reader{Reader: sse.NewReader(nil, sse.DefaultMaxEvent)} }}
 
 type closer interface{ CloseWithError(error) error }
 
@@ -78,7 +85,7 @@ type StreamOptions struct {
 // aside) before it is handed out, and every usage it reports is checked against the bounds.
 type Stream struct {
 	resp        *fasthttp.Response
-	rd          *sse.Reader
+	rd          *reader
 	e           index.Endpoint
 	opt         StreamOptions
 	pending     sse.Event
@@ -90,7 +97,6 @@ type Stream struct {
 	lastDelta   bool // the event inspected last carries generated output
 	timer       *time.Timer
 	timedOut    atomic.Bool
-	members     reqparse.EventMembers // where the members of the chat event inspected last are
 	Result      StreamResult
 }
 
@@ -101,7 +107,7 @@ func OpenStream(resp *fasthttp.Response, e index.Endpoint, opt StreamOptions) *S
 	if body == nil {
 		body = bytes.NewReader(resp.Body())
 	}
-	rd := readerPool.Get().(*sse.Reader)
+	rd := readerPool.Get().(*reader)
 	rd.Reset(body)
 	s := &Stream{resp: resp, rd: rd, e: e, opt: opt}
 	if c, ok := body.(closer); ok && opt.Total > 0 {
@@ -187,7 +193,7 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 			s.Result.Ended = true
 			return true, nil
 		}
-		usage, noChoices, ok := chatEvent(ev.Data, &s.members)
+		usage, noChoices, ok := chatEvent(ev.Data, &s.rd.members)
 		if !ok {
 			return false, ErrInvalidEvent
 		}
