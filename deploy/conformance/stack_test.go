@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -95,13 +94,7 @@ func getStack(t testing.TB) *Stack {
 	return stack
 }
 
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
-}
+func moduleRoot() (string, error) { return proc.ModuleRoot(context.Background()) }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr() (string, error) { return proc.FreeAddr() }
@@ -109,10 +102,6 @@ func freeAddr() (string, error) { return proc.FreeAddr() }
 func startStack() (_ *Stack, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "gateway-conformance-")
 	if err != nil {
 		return nil, err
@@ -123,10 +112,8 @@ func startStack() (_ *Stack, err error) {
 	binDir = os.Getenv("CONFORMANCE_BIN_DIR")
 	if binDir == "" {
 		binDir = filepath.Join(dir, "bin")
-		build := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/", "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator", "./cmd/gatewayctl")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build binaries: %v\n%s", err, out)
+		if err := proc.Build(ctx, binDir, "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator", "./cmd/gatewayctl"); err != nil {
+			return nil, err
 		}
 	}
 	cluster, err = pgtest.Shared()

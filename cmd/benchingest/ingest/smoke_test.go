@@ -3,11 +3,12 @@ package ingest
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // TestSmoke runs bench-ingest at toy scale against a freshly built control plane and a
@@ -16,14 +17,8 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := t.TempDir()
-	mod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
+	if err := proc.Build(ctx, bin, "./cmd/controlplane"); err != nil {
 		t.Fatal(err)
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/controlplane")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the control plane: %v\n%s", err, out)
 	}
 	out := t.TempDir()
 	var progress strings.Builder

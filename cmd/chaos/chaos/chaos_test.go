@@ -3,11 +3,11 @@ package chaos
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/proc"
 )
 
 // TestChaosShort is make chaos at small scale, part of make test: every scenario runs
@@ -21,14 +21,8 @@ func TestChaosShort(t *testing.T) {
 	bin := os.Getenv("CHAOS_BIN_DIR") // prebuilt simulator, controlplane, dataplane
 	if bin == "" {
 		bin = t.TempDir()
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
+		if err := proc.Build(ctx, bin, "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator"); err != nil {
 			t.Fatal(err)
-		}
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator")
-		build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build binaries: %v\n%s", err, out)
 		}
 	}
 	var progress strings.Builder
