@@ -22,7 +22,12 @@ import (
 // like a spool record, to the start journal (<DataDir>/spool/starts.log) with one write()
 // and no fsync wait; the syncer's window makes it durable like a record. The stream's end
 // record (Record) supersedes it: the entry is forgotten in memory, and the journal is
-// rewritten with only the open entries once it has grown past startsCompactBytes.
+// rewritten with only the open entries once it has grown past startsCompactBytes and at
+// least half of it is entries already done. The second condition keeps the rewrites'
+// cost proportional to the entries written: when many streams are open at once (their
+// entries alone past startsCompactBytes), a rewrite per ended stream would copy the whole
+// journal each time, and thousands of streams ending together would hold the meter for
+// seconds.
 //
 // When the node restarts, every entry of the journal whose request has no record in the
 // spool is appended to the spool as its record. An entry whose end record was already
@@ -41,7 +46,9 @@ type startLog struct {
 
 	mu       sync.Mutex
 	f        *os.File
-	size     int64
+	size     int64             // bytes in the journal file
+	live     int64             // bytes of the open entries (what a rewrite keeps)
+	rewrites int               // rewrites since opening (tests)
 	open     map[string][]byte // request ID -> framed entry
 	dirty    bool
 	writeErr error
@@ -89,7 +96,11 @@ func (l *startLog) add(id string, payload []byte) {
 		return
 	}
 	frame := appendFrame(nil, payload)
+	if old, ok := l.open[id]; ok {
+		l.live -= int64(len(old))
+	}
 	l.open[id] = frame
+	l.live += int64(len(frame))
 	l.n.Store(int64(len(l.open)))
 	if _, err := l.f.Write(frame); err != nil {
 		l.failLocked(err)
@@ -106,12 +117,14 @@ func (l *startLog) done(id string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.open[id]; !ok {
+	fr, ok := l.open[id]
+	if !ok {
 		return
 	}
 	delete(l.open, id)
+	l.live -= int64(len(fr))
 	l.n.Store(int64(len(l.open)))
-	if l.size > startsCompactBytes && l.f != nil {
+	if l.size > startsCompactBytes && l.size > 2*l.live && l.f != nil {
 		if err := l.rewriteLocked(); err != nil {
 			l.failLocked(err)
 		}
@@ -147,7 +160,8 @@ func (l *startLog) rewriteLocked() error {
 	if l.f != nil {
 		l.f.Close()
 	}
-	l.f, l.size, l.dirty, l.writeErr = f, int64(len(l.buf)), true, nil
+	l.f, l.size, l.live, l.dirty, l.writeErr = f, int64(len(l.buf)), int64(len(l.buf)), true, nil
+	l.rewrites++
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil
 	}
