@@ -140,7 +140,9 @@ func TestOperations_MetricsAddUpAndDashboardQueriesExist(t *testing.T) {
 		dp, cp = scrape(t, dpURL), scrape(t, cpURL)
 		return sum(dp, "gateway_spool_records", nil) == 0 && sum(cp, "gateway_cp_usage_records_ingested_total", nil) == float64(n)
 	})
-	delta := func(name string, match map[string]string) float64 { return sum(dp, name, match) - sum(before, name, match) }
+	delta := func(name string, match map[string]string) float64 {
+		return sum(dp, name, match) - sum(before, name, match)
+	}
 	for _, c := range []struct {
 		what      string
 		got, want float64
@@ -263,4 +265,3 @@ func checkDashboard(t *testing.T, path string, scrapes ...map[string]*dto.Metric
 	}
 	t.Logf("%d dashboard queries parse and name existing metrics and labels", exprs)
 }
-
