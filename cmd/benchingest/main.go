@@ -10,11 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/sekgate/gateway/cmd/benchingest/ingest"
+	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
 )
 
@@ -34,8 +33,8 @@ func main() {
 	batches := fs.String("batches", "", "comma-separated batch sizes (default 10,100,500,2000; short 100,500)")
 	_ = fs.Parse(os.Args[1:])
 	var err error
-	if cfg.Nodes, err = ints(*nodes); err == nil {
-		cfg.Batches, err = ints(*batches)
+	if cfg.Nodes, err = flagenv.PositiveInts(*nodes, "count"); err == nil {
+		cfg.Batches, err = flagenv.PositiveInts(*batches, "count")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchingest:", err)
@@ -52,19 +51,4 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchingest:", err)
 		os.Exit(1)
 	}
-}
-
-func ints(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad count %q", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/sekgate/gateway/cmd/benchrun/bench"
+	"github.com/sekgate/gateway/cmd/internal/flagenv"
 	"github.com/sekgate/gateway/cmd/internal/version"
 )
 
@@ -42,16 +42,10 @@ func main() {
 	if *bodies != "" {
 		cfg.Bodies = strings.Split(*bodies, ",")
 	}
-	for _, r := range strings.Split(*rates, ",") {
-		if r == "" {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(r))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "benchrun: bad rate %q\n", r)
-			os.Exit(2)
-		}
-		cfg.Rates = append(cfg.Rates, n)
+	var err error
+	if cfg.Rates, err = flagenv.PositiveInts(*rates, "rate"); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(2)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,11 +1,13 @@
 // Package flagenv lets every command-line flag also be set by an environment variable:
-// flag --some-name reads PREFIX_SOME_NAME when it is not given on the command line.
+// flag --some-name reads PREFIX_SOME_NAME when it is not given on the command line. It also
+// parses the list values the commands' flags share (PositiveInts).
 package flagenv
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -39,4 +41,23 @@ func Parse(fs *flag.FlagSet, args []string, prefix string, lookup func(string) (
 		}
 	})
 	return err
+}
+
+// PositiveInts parses a flag's comma-separated list of positive integers ("1,4,16"), the
+// form the benchmark commands take their rates and counts in. Empty items are skipped, so
+// an empty string is an empty list; anything else that is not a positive integer is an
+// error naming the item as a bad what ("rate", "count").
+func PositiveInts(s, what string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad %s %q", what, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package flagenv
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -49,5 +50,34 @@ func TestParse(t *testing.T) {
 				t.Fatalf("got %q %q %v %v", *listen, *id, *wait, err)
 			}
 		})
+	}
+}
+
+func TestPositiveInts(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr string
+	}{
+		{in: "", want: nil},
+		{in: "500", want: []int{500}},
+		{in: "1,4,16", want: []int{1, 4, 16}},
+		{in: "1, 4,,16", want: []int{1, 4, 16}},
+		{in: "1,0", wantErr: `bad rate "0"`},
+		{in: "1,-2", wantErr: `bad rate "-2"`},
+		{in: "1,x", wantErr: `bad rate "x"`},
+		{in: "1, ", wantErr: `bad rate " "`},
+	}
+	for _, tc := range tests {
+		got, err := PositiveInts(tc.in, "rate")
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("PositiveInts(%q) error %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("PositiveInts(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
 	}
 }
