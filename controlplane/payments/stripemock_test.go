@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/syncbuf"
 )
 
 // stripeMock is a stripe-mock server (the module's pinned tool dependency) listening on a
@@ -72,7 +74,7 @@ func startStripeMock(t *testing.T) *stripeMock {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "stripe-mock.sock")
-	var logBuf syncBuffer
+	var logBuf syncbuf.Buffer
 	cmd := exec.Command(bin, "-http-unix", sock)
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
 	if err := cmd.Start(); err != nil {
@@ -123,21 +125,4 @@ func (m *stripeMock) Requests() []recordedRequest {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]recordedRequest(nil), m.requests...)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,27 +13,10 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/controlplane/store/storetest"
+	"github.com/sekgate/gateway/internal/syncbuf"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
-
-// lockedBuffer collects a store's log lines from concurrent ingests.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // checkDebitsAreDistinctRecords checks, per account, that the ledger's debits are the sum
 // of the prices of the distinct records sent for it (want), that the stored records and
@@ -124,7 +106,7 @@ func TestIngestPropertyDebitsAreDistinctRecords(t *testing.T) {
 func TestTwoControlPlanesIngestConcurrently(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewRoles(t)
-	var logs [2]lockedBuffer
+	var logs [2]syncbuf.Buffer
 	var replicas [2]*store.Store
 	for i := range replicas {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -2,38 +2,19 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
+	"github.com/sekgate/gateway/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the log's flusher and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // One JSON line per inference request, routed or refused, with identifiers, route,
 // outcome, usage, price and timings; never the key's secret or the content.
 func TestAccessLog(t *testing.T) {
-	var buf lockedBuffer
+	var buf syncbuf.Buffer
 	log := accesslog.New(accesslog.Config{Writer: &buf, JSON: true, FlushInterval: time.Hour})
 	g := startGateway(t, func(c *Config) { c.AccessLog = log; c.Region = "se-sto" })
 	if r := g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, chatBody); r.Status != 200 {
@@ -84,7 +65,7 @@ func TestAccessLog(t *testing.T) {
 
 // Sampling drops successful requests only.
 func TestAccessLogSampling(t *testing.T) {
-	var buf lockedBuffer
+	var buf syncbuf.Buffer
 	log := accesslog.New(accesslog.Config{Writer: &buf, Sample: -1, FlushInterval: time.Hour})
 	g := startGateway(t, func(c *Config) { c.AccessLog = log })
 	g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, chatBody)

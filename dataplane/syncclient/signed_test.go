@@ -16,22 +16,14 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/internal/syncbuf"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// logBuf collects log lines for assertions.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
-func loggedClient(t *testing.T, url, dir string, st *index.Store, now func() time.Time) (*Client, *logBuf) {
+func loggedClient(t *testing.T, url, dir string, st *index.Store, now func() time.Time) (*Client, *syncbuf.Buffer) {
 	t.Helper()
-	lb := &logBuf{}
+	lb := &syncbuf.Buffer{}
 	c, err := New(Config{Link: testLink(t, url, 10*time.Millisecond, 50*time.Millisecond), DataDir: dir, Store: st,
 		Wait:      time.Second,
 		PublicKey: fixture.PublicKey, Now: now, Logger: slog.New(slog.NewTextHandler(lb, nil))})
