@@ -188,7 +188,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	}
 	ex.bounds, ex.promptEstimate = c.bounds, c.promptEstimate
 	if !s.cfg.DisableClientWatch {
-		ex.watch.start(ctx.Conn(), &ex.call)
+		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
 	}
 	plan := s.cfg.Selector.Plan(ex.plan[:0], c.cands)
 	// Deadlines are the network's (fasthttp compares them with the wall clock); the
@@ -395,7 +395,7 @@ func (ex *exchange) end(status int, result string) {
 	ex.call.Done()
 	ex.ticket.Release()
 	ex.s.record(ex.box, ex.m, ex.bounds, ex.start, status, result)
-	*ex = exchange{watch: ex.watch} // keep the watch's channel
+	*ex = exchange{watch: ex.watch} // keep the watch's timer and state
 	exchangePool.Put(ex)
 }
 

@@ -4,6 +4,7 @@ package server
 
 import (
 	"net"
+	"time"
 
 	"github.com/sekgate/gateway/dataplane/proxy"
 )
@@ -12,5 +13,5 @@ import (
 // at the next write to it.
 type clientWatch struct{}
 
-func (w *clientWatch) start(net.Conn, *proxy.Call) {}
-func (w *clientWatch) stop()                       {}
+func (w *clientWatch) start(net.Conn, *proxy.Call, time.Duration) {}
+func (w *clientWatch) stop()                                      {}
