@@ -19,7 +19,7 @@ import (
 type opsConfig struct{ listen string }
 
 func (o *opsConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.listen, "ops-listen", "", "address of the private ops listener: Prometheus /metrics, /livez and /readyz (keep it on loopback or a private network); empty: off")
+	fs.StringVar(&o.listen, "ops-listen", "", "address of the private ops listener: Prometheus /metrics, /livez, /readyz and the Go profiler under /debug/pprof/ (keep it on loopback or a private network); empty: off")
 }
 
 // opsServer is the running ops listener; a nil *opsServer (listener off) does nothing.
@@ -60,7 +60,7 @@ func startOps(cfg opsConfig, m *opsmetrics.Metrics, st *store.Store, log *slog.L
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() { o.done <- o.srv.Serve(ln) }()
-	log.Info("ops listener serving /metrics, /livez, /readyz", "addr", ln.Addr().String())
+	log.Info("ops listener serving /metrics, /livez, /readyz, /debug/pprof/", "addr", ln.Addr().String())
 	return o, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,8 @@ func (d *Drain) Draining() bool { return d != nil && d.on.Load() }
 
 // Handler serves the ops listener: GET /metrics (Prometheus text exposition of the
 // private registry), GET /livez (200 while the process serves) and GET /readyz (200 when
-// ready passes within 2 s, 503 with the reason otherwise or once d is draining).
+// ready passes within 2 s, 503 with the reason otherwise or once d is draining) and the Go
+// profiler under /debug/pprof/ (as the data plane's ops listener: the listener is private).
 func (m *Metrics) Handler(ready Readiness, d *Drain, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
@@ -43,6 +45,11 @@ func (m *Metrics) Handler(ready Readiness, d *Drain, log *slog.Logger) http.Hand
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(s + "\n"))
 	}
+	// Profiles for performance work; a CPU profile must end within the ops server's
+	// write timeout (cmd/controlplane: 30 s).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { text(w, http.StatusOK, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if d.Draining() {

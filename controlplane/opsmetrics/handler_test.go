@@ -72,3 +72,26 @@ func TestReadiness(t *testing.T) {
 		t.Errorf("pool closed: /readyz %d, want 503", res.StatusCode)
 	}
 }
+
+// The ops listener serves the Go profiler: the index, a CPU profile (gzip-compressed
+// protobuf) and the heap profile.
+func TestProfiler(t *testing.T) {
+	m := opsmetrics.New()
+	srv := httptest.NewServer(m.Handler(func(context.Context) error { return nil }, nil, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer srv.Close()
+	for _, tc := range []struct{ path, want string }{
+		{"/debug/pprof/", "Types of profiles available"},
+		{"/debug/pprof/profile?seconds=1", "\x1f\x8b"},
+		{"/debug/pprof/heap", "\x1f\x8b"},
+	} {
+		res, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: %d, %d bytes starting %q; want 200 holding %q", tc.path, res.StatusCode, len(b), b[:min(len(b), 40)], tc.want)
+		}
+	}
+}
