@@ -288,11 +288,28 @@ func (s *Stream) setUsage(u tokens.Usage, in, out bool) error {
 	return nil
 }
 
+// drainWait bounds how long Close waits for the end of an upstream body after the
+// protocol's last event ([DONE], message_stop, response.completed): the end of the chunked
+// body normally follows at once, and reading it lets the connection go back to the pool
+// instead of every stream dialling a new one. An upstream that keeps the body open longer
+// has its connection closed; the client has its last event already, only the end of its
+// response waits.
+const drainWait = 10 * time.Millisecond
+
+// drainMax is the most Close reads after the last event before it gives up on the
+// connection.
+const drainMax = 64 << 10
+
+var errDrained = errors.New("proxy: upstream body still open after the stream's last event")
+
 // Close stops the stream: an unfinished upstream body closes its connection (cancelling the
 // upstream's work); a finished one returns the connection to the pool.
 func (s *Stream) Close() {
 	if s.timer != nil {
 		s.timer.Stop()
+	}
+	if s.Result.Ended && s.Result.Err == nil && s.rd != nil {
+		s.finishBody()
 	}
 	if !s.Result.Ended || s.Result.Err != nil {
 		// An upstream that broke its stream may have ended it with what looks like a clean
@@ -304,6 +321,25 @@ func (s *Stream) Close() {
 		s.rd.Reset(nil)
 		readerPool.Put(s.rd)
 		s.rd = nil
+	}
+}
+
+// finishBody reads the end of a cleanly ended upstream body (see drainWait) and marks the
+// connection for closing when it does not come in time.
+func (s *Stream) finishBody() {
+	c, ok := s.resp.BodyStream().(closer)
+	if !ok {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Reset(drainWait) // its CloseWithError interrupts the read below
+	} else {
+		s.timer = time.AfterFunc(drainWait, func() { _ = c.CloseWithError(errDrained) })
+	}
+	ok = s.rd.Finish(drainMax)
+	s.timer.Stop()
+	if !ok {
+		s.resp.SetConnectionClose()
 	}
 }
 

@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -97,5 +99,13 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		rec.CompletionTokens = min(rel.deltas, ex.bounds.Output)
 		ex.box.routing.UsageEstimated = true
 	}
+	// The record first, then the upstream: closing a stream that ended cleanly reads the
+	// end of the upstream's body so its connection can be reused (proxy.Stream.Close), which
+	// may wait a moment, and a node killed meanwhile must not lose the record of a stream
+	// its client received whole.
+	st, resp := ex.stream, ex.resp
+	ex.stream, ex.resp = nil, nil
 	ex.end(200, result)
+	st.Close()
+	fasthttp.ReleaseResponse(resp)
 }

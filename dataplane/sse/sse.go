@@ -141,6 +141,23 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// Finish reads the rest of the stream, discarding it, and reports whether the stream ended
+// (io.EOF) within max more bytes. A proxy that has read a protocol's last event calls it
+// so that the connection under the stream can be reused.
+func (r *Reader) Finish(max int) bool {
+	for n := 0; n <= max; {
+		if b := r.br.Buffered(); b > 0 {
+			d, _ := r.br.Discard(b)
+			n += d
+			continue
+		}
+		if _, err := r.br.Peek(1); err != nil {
+			return err == io.EOF
+		}
+	}
+	return false
+}
+
 // readLine appends one line including its LF to r.raw.
 func (r *Reader) readLine() error {
 	for {

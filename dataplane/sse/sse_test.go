@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 type ev struct {
@@ -122,5 +123,34 @@ func BenchmarkReader(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+func TestFinish(t *testing.T) {
+	cases := []struct {
+		name string
+		rest string
+		max  int
+		want bool
+	}{
+		{"nothing left", "", 10, true},
+		{"trailing blank lines", "\n\n", 10, true},
+		{"more than max", strings.Repeat("x", 40<<10), 1 << 10, false},
+		{"within max", strings.Repeat("x", 40<<10), 64 << 10, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewReader(strings.NewReader("data: [DONE]\n\n"+c.rest), 0)
+			if e, err := r.Next(); err != nil || string(e.Data) != "[DONE]" {
+				t.Fatalf("%q %v", e.Data, err)
+			}
+			if got := r.Finish(c.max); got != c.want {
+				t.Fatalf("Finish = %v, want %v", got, c.want)
+			}
+		})
+	}
+	r := NewReader(iotest.ErrReader(errors.New("reset")), 0)
+	if r.Finish(10) {
+		t.Fatal("Finish reported a failed stream as ended")
 	}
 }
