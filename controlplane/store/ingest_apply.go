@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -55,6 +54,7 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 		prompt, completion               = make([]int64, n), make([]int64, n)
 		price, duration                  = make([]int64, n), make([]int64, n)
 	)
+	var enc []byte // routing JSON, one buffer for the batch
 	for i := range recs {
 		r := &recs[i]
 		ids[i], tss[i], accounts[i], keyIDs[i], models[i] = r.RequestID, r.TS.UTC(), r.AccountID, r.KeyID, r.Model
@@ -62,11 +62,8 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 		statuses[i], results[i], prompt[i], completion[i] = int32(r.Status), r.Result, r.PromptTokens, r.CompletionTokens
 		price[i], duration[i] = r.PriceMicroSEK, r.DurationMS
 		if r.Routing != nil {
-			b, err := json.Marshal(r.Routing)
-			if err != nil {
-				return nil, fmt.Errorf("encode routing of %s: %w", r.RequestID, err)
-			}
-			str := string(b)
+			enc = r.Routing.AppendJSON(enc[:0])
+			str := string(enc)
 			routing[i] = &str
 		}
 	}

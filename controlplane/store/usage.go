@@ -36,13 +36,15 @@ func (s *Store) IngestBatch(ctx context.Context, b usage.Batch) (usage.Reply, er
 
 // IngestRaw is IngestBatch for records as a node sent them: each is decoded on its own, so
 // one that does not decode is rejected (RejectUndecodable) instead of failing the batch,
-// and rejections keep the record's bytes.
+// and rejections keep the record's bytes. Each raw must be one valid JSON value, as
+// encoding/json's json.RawMessage and the API's batch reader (which validates the whole
+// body) hand out: it is not validated again.
 func (s *Store) IngestRaw(ctx context.Context, nodeID, batchID string, raws []json.RawMessage) (usage.Reply, error) {
 	recs := make([]usage.Record, 0, len(raws))
 	rawOf := make([][]byte, 0, len(raws))
 	var bad []rejection
 	for _, raw := range raws {
-		r, err := usage.DecodeRecord(raw)
+		r, err := usage.DecodeValidRecord(raw)
 		if err != nil {
 			// Name the record by its IDs where they are readable.
 			var ids struct {

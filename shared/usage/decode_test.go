@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// checkDecode fails unless DecodeRecord gives encoding/json's record and error-ness.
+// checkDecode fails unless DecodeRecord (and, for valid JSON, DecodeValidRecord) gives
+// encoding/json's record and error-ness.
 func checkDecode(t *testing.T, raw []byte) {
 	t.Helper()
 	var want Record
@@ -19,6 +20,17 @@ func checkDecode(t *testing.T, raw []byte) {
 	}
 	if err == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q:\n got %+v\nwant %+v", raw, got, want)
+	}
+	if !json.Valid(raw) {
+		return
+	}
+	// Valid JSON: DecodeValidRecord, which skips validation, gives the same.
+	got, err = DecodeValidRecord(raw)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("%q: DecodeValidRecord error %v, encoding/json %v", raw, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: DecodeValidRecord\n got %+v\nwant %+v", raw, got, want)
 	}
 }
 

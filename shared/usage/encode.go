@@ -51,32 +51,40 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"duration_ms":`...)
 	dst = strconv.AppendInt(dst, r.DurationMS, 10)
 	if r.Routing != nil {
-		dst = append(dst, `,"routing":{"policy":`...)
-		dst = jsonenc.AppendString(dst, r.Routing.Policy)
-		if r.Routing.NodeRegion != "" {
-			dst = append(dst, `,"node_region":`...)
-			dst = jsonenc.AppendString(dst, r.Routing.NodeRegion)
-		}
-		if r.Routing.Translated {
-			dst = append(dst, `,"translated":true`...)
-		}
-		if r.Routing.UsageEstimated {
-			dst = append(dst, `,"usage_estimated":true`...)
-		}
-		dst = append(dst, `,"attempts":`...)
-		if r.Routing.Attempts == nil {
-			dst = append(dst, "null"...)
-		} else {
-			dst = append(dst, '[')
-			for i := range r.Routing.Attempts {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = r.Routing.Attempts[i].appendJSON(dst)
+		dst = append(dst, `,"routing":`...)
+		dst = r.Routing.AppendJSON(dst)
+	}
+	return append(dst, '}')
+}
+
+// AppendJSON appends rt's JSON encoding to dst: the same JSON value as
+// encoding/json.Marshal(rt), without reflection (the control plane stores every record's
+// routing).
+func (rt *Routing) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"policy":`...)
+	dst = jsonenc.AppendString(dst, rt.Policy)
+	if rt.NodeRegion != "" {
+		dst = append(dst, `,"node_region":`...)
+		dst = jsonenc.AppendString(dst, rt.NodeRegion)
+	}
+	if rt.Translated {
+		dst = append(dst, `,"translated":true`...)
+	}
+	if rt.UsageEstimated {
+		dst = append(dst, `,"usage_estimated":true`...)
+	}
+	dst = append(dst, `,"attempts":`...)
+	if rt.Attempts == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range rt.Attempts {
+			if i > 0 {
+				dst = append(dst, ',')
 			}
-			dst = append(dst, ']')
+			dst = rt.Attempts[i].appendJSON(dst)
 		}
-		dst = append(dst, '}')
+		dst = append(dst, ']')
 	}
 	return append(dst, '}')
 }

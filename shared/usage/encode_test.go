@@ -70,6 +70,18 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
 		}
+		if rt := recs[i].Routing; rt != nil {
+			want, _ := json.Marshal(rt)
+			got := rt.AppendJSON(nil)
+			var a, b any
+			if err := json.Unmarshal(got, &a); err != nil {
+				t.Fatalf("routing of record %d: invalid JSON %q: %v", i, got, err)
+			}
+			_ = json.Unmarshal(want, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("routing of record %d:\n got %s\nwant %s", i, got, want)
+			}
+		}
 	}
 }
 
