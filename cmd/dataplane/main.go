@@ -27,6 +27,9 @@ import (
 type options struct {
 	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel, docsURL, opsListen string
 	snapshotWait, batchInterval                                                       time.Duration
+	// The usage spool (dataplane/meter): records per batch and the fsync grouping window.
+	batchSize   int
+	fsyncWindow time.Duration
 	// Routing, failover, upstream and limits settings (issue 5).
 	upstream        proxy.Config
 	breaker         routing.HealthConfig
@@ -61,6 +64,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.docsURL, "docs-url", "", "public reference that GET /docs redirects to and 501 answers link (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
+	fs.IntVar(&o.batchSize, "usage-batch-size", meter.DefaultBatchSize, "most usage records per batch sent to the control plane (1 to 10000)")
+	fs.DurationVar(&o.fsyncWindow, "spool-fsync-window", meter.DefaultFsyncWindow, "how long written usage records wait to be fsynced together; bounds what a power loss can take (a process crash takes nothing); 0: fsync at once")
 	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "number of data-plane nodes sharing the deployment's rate and concurrency limits; each node enforces 1/N of every limit (1: each node the full limit)")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 3, "routes one request tries before its first byte reaches the client")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Minute, "total deadline of one request, failover and streaming included")
@@ -120,6 +125,15 @@ func parseFlags(args []string) (options, error) {
 	}
 	if err := o.observe.validate(); err != nil {
 		return o, err
+	}
+	if o.batchSize < 1 || o.batchSize > meter.MaxBatchSize {
+		return o, fmt.Errorf("--usage-batch-size must be between 1 and %d", meter.MaxBatchSize)
+	}
+	if o.fsyncWindow < 0 || o.fsyncWindow > time.Second {
+		return o, errors.New("--spool-fsync-window must be between 0 and 1s")
+	}
+	if o.batchInterval <= 0 {
+		return o, errors.New("--usage-batch-interval must be positive")
 	}
 	if o.limitShareNodes < 1 {
 		return o, errors.New("--limit-share-nodes must be at least 1")

@@ -138,3 +138,29 @@ func rss(b *testing.B, pid int) int64 {
 	}
 	return m.RSS
 }
+
+func TestSpoolFlags(t *testing.T) {
+	base := []string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}
+	o, err := parseFlags(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.batchSize != 500 || o.fsyncWindow != 50*time.Millisecond || fsyncWindow(o.fsyncWindow) != 50*time.Millisecond {
+		t.Errorf("defaults: batch size %d, fsync window %v", o.batchSize, o.fsyncWindow)
+	}
+	o, err = parseFlags(append(base, "--usage-batch-size", "2000", "--spool-fsync-window", "0"))
+	if err != nil || o.batchSize != 2000 || fsyncWindow(o.fsyncWindow) >= 0 {
+		t.Errorf("set: %v, batch size %d, fsync window %v", err, o.batchSize, fsyncWindow(o.fsyncWindow))
+	}
+	for _, bad := range [][]string{
+		{"--usage-batch-size", "0"},
+		{"--usage-batch-size", "10001"},
+		{"--spool-fsync-window", "-1ms"},
+		{"--spool-fsync-window", "2s"},
+		{"--usage-batch-interval", "0s"},
+	} {
+		if _, err := parseFlags(append(base, bad...)); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

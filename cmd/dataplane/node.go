@@ -63,12 +63,22 @@ func (n *node) openLink() error {
 	return err
 }
 
+// fsyncWindow maps the flag (0: fsync at once) to meter.Config's (0: default, negative:
+// no wait).
+func fsyncWindow(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // openMeter opens the usage spool.
 func (n *node) openMeter() error {
 	var spool spoolStats
 	m, err := meter.New(meter.Config{
 		DataDir: n.o.dataDir, Link: n.link,
-		Country: n.o.region.country, BatchInterval: n.o.batchInterval, Logger: n.log,
+		Country: n.o.region.country, BatchInterval: n.o.batchInterval, BatchSize: n.o.batchSize,
+		FsyncWindow: fsyncWindow(n.o.fsyncWindow), Logger: n.log,
 		OnBatch: n.tel.WatchSpool(&spool),
 	})
 	if err != nil {

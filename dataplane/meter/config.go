@@ -14,9 +14,12 @@ import (
 const (
 	DefaultBatchSize     = 500
 	DefaultBatchInterval = 200 * time.Millisecond
-	DefaultFsyncWindow   = 10 * time.Millisecond
-	DefaultSegmentBytes  = 4 << 20
-	DefaultBalanceWait   = 25 * time.Second
+	DefaultFsyncWindow   = 50 * time.Millisecond
+	// MaxBatchSize is the most records a batch may carry: 10,000 records of about 600
+	// bytes stay well inside the control plane's 32 MiB usage body limit.
+	MaxBatchSize        = 10000
+	DefaultSegmentBytes = 4 << 20
+	DefaultBalanceWait  = 25 * time.Second
 	// HTTPTimeout bounds each request to the control plane (a batch, a balance poll).
 	HTTPTimeout = 60 * time.Second
 
@@ -43,7 +46,7 @@ type Config struct {
 	BatchSize     int
 	BatchInterval time.Duration
 	// FsyncWindow is how long the syncer gathers written records after the first unsynced
-	// one before fsyncing them together (default 10 ms). Together with the disk's fsync
+	// one before fsyncing them together (default 50 ms). Together with the disk's fsync
 	// latency it bounds what a power loss can take; a process crash takes nothing, as
 	// Record writes each record to the segment file before returning. A negative value
 	// means no wait.
