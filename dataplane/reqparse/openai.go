@@ -62,7 +62,7 @@ func parseChat(obj *topObject) (Request, *apierror.Error) {
 	if mct > 0 {
 		r.MaxTokens = mct
 	}
-	if _, err = optIntRange("n", f[chN], 1, MaxChatChoices); err != nil {
+	if r.Choices, err = optIntRange("n", f[chN], 1, MaxChatChoices); err != nil {
 		return r, err
 	}
 	err = firstErr(

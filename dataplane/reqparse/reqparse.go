@@ -73,6 +73,8 @@ type Request struct {
 	// MaxTokens is the output limit the client set (max_tokens, max_completion_tokens or
 	// max_output_tokens), else 0.
 	MaxTokens int64
+	// Choices is the number of completions a chat request asks for (n), else 0 (one).
+	Choices int64
 	// InputCount is the number of embedding inputs (embeddings) or of questions (systemone).
 	InputCount int
 	// PromptBytes is the UTF-8 size of the prompt's text (message and system text, tool

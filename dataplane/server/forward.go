@@ -43,7 +43,7 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 		writeError(ctx, errControlPlane)
 		return
 	}
-	body, ok := s.readBody(ctx, maxForwardBody, errTooLargeForward)
+	body, ok := s.readBody(ctx, maxForwardBody, errTooLargeForward, nil)
 	if !ok {
 		return
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"time"
 
@@ -112,7 +111,16 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		if e == index.EPSystemOne {
 			limit, tooLarge = maxSystemOneBody, errTooLargeSystemOne
 		}
-		body, ok := s.readBody(ctx, limit, tooLarge)
+		bb := bodyBufs.Get()
+		body, ok := s.readBody(ctx, limit, tooLarge, bb)
+		// A stream's relay runs after this handler returns and may still refer to a body
+		// read into bb; anything else is over when it returns.
+		keep := false
+		defer func() {
+			if !keep {
+				bodyBufs.Put(bb)
+			}
+		}()
 		if !ok {
 			if ctx.Response.StatusCode() == fasthttp.StatusRequestEntityTooLarge {
 				s.tel.Refused(telemetry.RefuseSize)
@@ -127,6 +135,7 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		if e == index.EPEmbeddings || e == index.EPSystemOne {
 			req.Stream = false
 		}
+		keep = req.Stream && len(bb.B) > 0
 		m, ok := resolve(p, req.Model)
 		if !ok {
 			writeError(ctx, errModelNotFound)
@@ -164,31 +173,9 @@ func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []inde
 	if e == index.EPEmbeddings || e == index.EPSystemOne {
 		inputs = req.InputCount // embedded or answered one by one, each within the window
 	}
-	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs).WithChoices(choices(e, body))
+	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs).WithChoices(max(1, req.Choices))
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
 	return c
-}
-
-var (
-	keyN      = []byte(`"n"`)
-	keyBestOf = []byte(`"best_of"`)
-)
-
-// choices is the number of completions a chat or text completions request generates (n,
-// or best_of when larger), each within the output limit. reqparse has checked the values;
-// the body is searched only when it names them.
-func choices(e index.Endpoint, body []byte) int64 {
-	if e != index.EPChat && e != index.EPCompletions {
-		return 1
-	}
-	n := int64(1)
-	if bytes.Contains(body, keyN) {
-		n = max(n, gjson.GetBytes(body, "n").Int())
-	}
-	if bytes.Contains(body, keyBestOf) {
-		n = max(n, gjson.GetBytes(body, "best_of").Int())
-	}
-	return n
 }
 
 // passThrough forwards a same-protocol request on the routes that speak its protocol
@@ -340,7 +327,7 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 	}
 	// reqparse applies every count_tokens rule and bounds nesting before any recursive
 	// parser sees the client's bytes.
-	body, ok := s.readBody(ctx, MaxBodySize, errTooLarge)
+	body, ok := s.readBody(ctx, MaxBodySize, errTooLarge, nil)
 	if !ok {
 		return
 	}
