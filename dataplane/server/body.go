@@ -16,12 +16,14 @@ import (
 // fasthttp reads at most the first prefetchMax bytes of a body, within BodyIdleTimeout of
 // the headers. Handlers authenticate and check the declared length first and only then read
 // the rest with readBody, into a buffer that grows as bytes arrive and never past the
-// endpoint's limit. No allocation is ever sized by a header. Inference handlers read into
-// pooled buffers (bodyBufs), which they return once nothing can refer to the body any
-// more: reading a 64 KiB body into fresh buffers allocated 112 KiB per request, and the
-// garbage collector's work for it was a fifth of the data plane's CPU.
-var bodyBufs bytebufferpool.Pool
+// endpoint's limit. No allocation is ever sized by a header.
 const prefetchMax = 8 << 10
+
+// bodyBufs holds the buffers inference handlers read bodies into; a handler returns its
+// buffer once nothing can refer to the body any more. (Reading a 64 KiB body into fresh
+// buffers allocated 112 KiB per request, and the garbage collector's work for it was a
+// fifth of the data plane's CPU.)
+var bodyBufs bytebufferpool.Pool
 
 // bodyLimit is the size limit of the body of a request to path.
 func bodyLimit(path []byte) int {
