@@ -2,6 +2,9 @@ package server
 
 import (
 	"bufio"
+	"errors"
+	"io"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -38,8 +41,67 @@ func relayStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol) {
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	ex.writeStart() // before the 200 and X-Request-Id leave: no request ID without a record
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { ex.s.relayTracked(w, ex, proto) })
+	b := bodyPool.Get().(*streamBody)
+	b.ex, b.proto = ex, proto
+	ctx.Response.SetBodyStream(b, -1)
 }
+
+// streamBody is a committed stream as its response's body. fasthttp writes it with WriteTo
+// (it is a fasthttp.BodyWriterTo) from the connection's own goroutine, one chunk and one
+// flush per Write, so every event goes straight to the client's socket; a body stream
+// writer (SetBodyStreamWriter) would relay from a goroutine of its own through an in-memory
+// pipe, a hand-off and a copy per event. fasthttp closes the body whether or not it wrote
+// it: Close relays a stream fasthttp never wrote (the client's connection failed before),
+// so that it is finished and recorded all the same.
+type streamBody struct {
+	ex    *exchange
+	proto protocol
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(streamBody) }}
+
+// clientBufs are the relay's buffers over fasthttp's chunk writer: each flush is one chunk.
+var clientBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+
+var errBodyRead = errors.New("server: a stream's body is written with WriteTo, not read")
+
+// SupportsBodyWriteTo tells fasthttp to write the body with WriteTo.
+func (b *streamBody) SupportsBodyWriteTo() bool { return true }
+
+// Read is never called: fasthttp writes a body that supports WriteTo with WriteTo.
+func (b *streamBody) Read([]byte) (int, error) { return 0, errBodyRead }
+
+// WriteTo relays the stream to w.
+func (b *streamBody) WriteTo(w io.Writer) (int64, error) {
+	b.relay(w)
+	return 0, nil
+}
+
+// Close finishes a stream WriteTo did not relay, and returns b to its pool.
+func (b *streamBody) Close() error {
+	b.relay(errWriter{})
+	*b = streamBody{}
+	bodyPool.Put(b)
+	return nil
+}
+
+func (b *streamBody) relay(w io.Writer) {
+	ex := b.ex
+	if ex == nil {
+		return // relayed already
+	}
+	b.ex = nil
+	bw := clientBufs.Get().(*bufio.Writer)
+	bw.Reset(w)
+	ex.s.relayTracked(bw, ex, b.proto)
+	bw.Reset(nil)
+	clientBufs.Put(bw)
+}
+
+// errWriter is the client of a response that was never written: it is gone.
+type errWriter struct{}
+
+func (errWriter) Write([]byte) (int, error) { return 0, errClientGone }
 
 // streamTranslator is the part of translate's stream translators the relay drives.
 type streamTranslator interface {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -159,5 +161,34 @@ func TestStreamUpstreamErrorBeforeFirstByte(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || gjson.GetBytes(b, "error.code").Str != "provider_rate_limited" {
 		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, b)
+	}
+}
+
+// TestStreamNeverWrittenIsRecorded: a committed stream whose response fasthttp never
+// writes (the client's connection failed first) is still finished when fasthttp releases
+// the response: the upstream is closed, the stream no longer counted open, the request
+// recorded as cancelled.
+func TestStreamNeverWrittenIsRecorded(t *testing.T) {
+	g := startGateway(t)
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}, nil)
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI("/v1/chat/completions")
+	ctx.Request.Header.Set("Authorization", "Bearer "+g.Keys.SE)
+	ctx.Request.Header.SetContentType("application/json")
+	ctx.Request.SetBodyString(`{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"stream":true,"test_mode":"endless"}`)
+	g.Srv.Handler()(&ctx)
+	if ctx.Response.StatusCode() != 200 || !ctx.Response.IsBodyStream() {
+		t.Fatalf("status %d, body stream %v: %s", ctx.Response.StatusCode(), ctx.Response.IsBodyStream(), ctx.Response.Body())
+	}
+	ctx.Response.Reset() // released unwritten
+	select {
+	case <-g.Up.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("upstream stream still open after its response was released unwritten")
+	}
+	rec := waitRecords(t, g, 1)[0]
+	if rec.Result != usage.ResultCancelled || rec.Status != 200 || !rec.Stream || g.Srv.OpenStreams() != 0 {
+		t.Errorf("record %+v, %d streams open", rec, g.Srv.OpenStreams())
 	}
 }
