@@ -20,7 +20,11 @@ import (
 // server hands Start the record the request would have if the node died right then: result
 // "interrupted", the prompt tokens known or estimated, its price. Start writes it, framed
 // like a spool record, to the start journal (<DataDir>/spool/starts.log) with one write()
-// and no fsync wait; the syncer's window makes it durable like a record. The stream's end
+// and no fsync wait; the syncer fsyncs the journal one window after the first entry
+// written since its last fsync, as the spool's syncer does records. An entry whose stream
+// ended within that window needs no fsync: its end record is in the spool, durable within a
+// window of its end like every record, so when every entry written since the last fsync
+// has ended (short streams, most of them) the syncer skips the fsync. The stream's end
 // record (Record) supersedes it: the entry is forgotten in memory, and the journal is
 // rewritten with only the open entries once it has grown past startsCompactBytes and at
 // least half of it is entries already done. The second condition keeps the rewrites'
@@ -46,15 +50,25 @@ type startLog struct {
 
 	mu       sync.Mutex
 	f        *os.File
-	size     int64             // bytes in the journal file
-	live     int64             // bytes of the open entries (what a rewrite keeps)
-	rewrites int               // rewrites since opening (tests)
-	open     map[string][]byte // request ID -> framed entry
-	dirty    bool
+	size     int64 // bytes in the journal file
+	live     int64 // bytes of the open entries (what a rewrite keeps)
+	rewrites int   // rewrites since opening (tests)
+	open     map[string]startEntry
+	epoch    uint64 // fsyncs since opening: an entry written in this epoch is not durable yet
+	unsynced int    // open entries written in this epoch
+	rewrote  bool   // the journal file was replaced since the last fsync
+	fsyncs   int    // fsyncs since opening (tests)
 	writeErr error
 	buf      []byte
+	kick     chan struct{} // wakes the syncer when the first unsynced entry is written
 
 	n atomic.Int64 // len(open), readable without the lock
+}
+
+// startEntry is an open entry: its frame, and the epoch it was written in.
+type startEntry struct {
+	frame []byte
+	epoch uint64
 }
 
 // readStarts returns the valid entries of the journal in dir by request ID.
@@ -81,7 +95,7 @@ func readStarts(dir string, log *slog.Logger) (map[string][]byte, error) {
 // openStarts starts an empty journal in dir (replacing what was there: call it after the
 // old entries were recovered).
 func openStarts(dir string, log *slog.Logger) (*startLog, error) {
-	l := &startLog{path: filepath.Join(dir, startsName), log: log, open: map[string][]byte{}}
+	l := &startLog{path: filepath.Join(dir, startsName), log: log, open: map[string]startEntry{}, kick: make(chan struct{}, 1)}
 	if err := l.rewriteLocked(); err != nil {
 		return nil, err
 	}
@@ -97,17 +111,35 @@ func (l *startLog) add(id string, payload []byte) {
 	}
 	frame := appendFrame(nil, payload)
 	if old, ok := l.open[id]; ok {
-		l.live -= int64(len(old))
+		l.forgetLocked(old)
 	}
-	l.open[id] = frame
+	l.open[id] = startEntry{frame: frame, epoch: l.epoch}
 	l.live += int64(len(frame))
 	l.n.Store(int64(len(l.open)))
+	if l.unsynced++; l.unsynced == 1 {
+		l.kickSyncer()
+	}
 	if _, err := l.f.Write(frame); err != nil {
 		l.failLocked(err)
 		return
 	}
 	l.size += int64(len(frame))
-	l.dirty = true
+}
+
+// kickSyncer tells the syncer there is something to fsync.
+func (l *startLog) kickSyncer() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// forgetLocked takes an entry leaving the open set out of the counts.
+func (l *startLog) forgetLocked(e startEntry) {
+	l.live -= int64(len(e.frame))
+	if e.epoch == l.epoch {
+		l.unsynced--
+	}
 }
 
 // done forgets the entry of request id: its record was handed to the spool.
@@ -117,12 +149,12 @@ func (l *startLog) done(id string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fr, ok := l.open[id]
+	e, ok := l.open[id]
 	if !ok {
 		return
 	}
 	delete(l.open, id)
-	l.live -= int64(len(fr))
+	l.forgetLocked(e)
 	l.n.Store(int64(len(l.open)))
 	if l.size > startsCompactBytes && l.size > 2*l.live && l.f != nil {
 		if err := l.rewriteLocked(); err != nil {
@@ -146,8 +178,8 @@ func (l *startLog) rewriteLocked() error {
 		return fmt.Errorf("create start journal: %w", err)
 	}
 	l.buf = l.buf[:0]
-	for _, fr := range l.open {
-		l.buf = append(l.buf, fr...)
+	for _, e := range l.open {
+		l.buf = append(l.buf, e.frame...)
 	}
 	if _, err := f.Write(l.buf); err != nil {
 		f.Close()
@@ -160,7 +192,8 @@ func (l *startLog) rewriteLocked() error {
 	if l.f != nil {
 		l.f.Close()
 	}
-	l.f, l.size, l.live, l.dirty, l.writeErr = f, int64(len(l.buf)), int64(len(l.buf)), true, nil
+	l.f, l.size, l.live, l.rewrote, l.writeErr = f, int64(len(l.buf)), int64(len(l.buf)), true, nil
+	l.kickSyncer()
 	l.rewrites++
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil
@@ -168,32 +201,47 @@ func (l *startLog) rewriteLocked() error {
 	return nil
 }
 
-// sync fsyncs the journal when entries were written since the last call.
+// sync fsyncs the journal when open entries were written since the last fsync, or the
+// file was replaced; entries written since then are durable once it returns.
 func (l *startLog) sync() {
 	l.mu.Lock()
-	f, dirty := l.f, l.dirty
-	l.dirty = false
+	f, need := l.f, l.unsynced > 0 || l.rewrote
+	l.epoch++ // entries written from now on are for the next fsync
+	l.unsynced, l.rewrote = 0, false
+	if need && f != nil {
+		l.fsyncs++
+	}
 	l.mu.Unlock()
-	if dirty && f != nil {
+	if need && f != nil {
 		if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
 			l.log.Warn("start journal fsync failed", "err", err)
 		}
 	}
 }
 
-// syncLoop fsyncs the journal every window until stop is closed.
+// syncLoop fsyncs the journal one window after the first entry written since the last
+// fsync, until stop is closed.
 func (l *startLog) syncLoop(window time.Duration, stop <-chan struct{}) {
-	window = max(window, time.Millisecond)
-	t := time.NewTicker(window)
-	defer t.Stop()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	for {
 		select {
 		case <-stop:
 			l.sync()
 			return
-		case <-t.C:
-			l.sync()
+		case <-l.kick:
 		}
+		if window > 0 {
+			t.Reset(window)
+			select {
+			case <-stop:
+				t.Stop()
+				l.sync()
+				return
+			case <-t.C:
+			}
+		}
+		l.sync()
 	}
 }
 
