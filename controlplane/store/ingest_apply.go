@@ -11,17 +11,20 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// applyBatch applies the records screen let through, in four steps, each one statement:
+// applyBatch applies the records screen let through, in five steps, each one statement:
 // store them (insertRecords: only request IDs not stored before are new), add the new
-// ones to the daily aggregates (addDailyUsage), debit each account once for its new ones
-// (debitAccounts), and read the balances of every account the batch mentions for the
-// reply (replyBalances).
+// ones to the daily aggregates (addDailyUsage), move their keys' last use forward
+// (noteKeyUse), debit each account once for its new ones (debitAccounts), and read the
+// balances of every account the batch mentions for the reply (replyBalances).
 func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID string, in screened) (usage.Reply, error) {
 	fresh, err := insertRecords(ctx, tx, nodeID, in.records)
 	if err != nil {
 		return usage.Reply{}, err
 	}
 	if err := addDailyUsage(ctx, tx, fresh); err != nil {
+		return usage.Reply{}, err
+	}
+	if err := noteKeyUse(ctx, tx, fresh); err != nil {
 		return usage.Reply{}, err
 	}
 	// Last: the ledger insert takes the ledger clock's row lock, which every ledger
@@ -181,6 +184,42 @@ func addDailyUsage(ctx context.Context, tx pgx.Tx, fresh []*usage.Record) error 
 			price_micro_sek = u.price_micro_sek + EXCLUDED.price_micro_sek`,
 		accts, dates, models, reqs, prompt, completion, price); err != nil {
 		return fmt.Errorf("update daily usage: %w", err)
+	}
+	return nil
+}
+
+// noteKeyUse moves each key's last use (key_last_use) forward to the time of its newest
+// new record: one upsert row per key, in key order. Keys that are not in api_keys are
+// skipped (a record may name any key; the table keeps only real ones).
+func noteKeyUse(ctx context.Context, tx pgx.Tx, fresh []*usage.Record) error {
+	last := map[string]time.Time{}
+	for _, r := range fresh {
+		if r.KeyID == nil {
+			continue
+		}
+		if t, ok := last[*r.KeyID]; !ok || r.TS.After(t) {
+			last[*r.KeyID] = r.TS
+		}
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(last))
+	for k := range last {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	tss := make([]time.Time, len(keys))
+	for i, k := range keys {
+		tss[i] = last[k]
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO key_last_use AS u (key_id, last_ts)
+		SELECT k.key_id, k.ts FROM unnest($1::text[], $2::timestamptz[]) AS k(key_id, ts)
+		WHERE EXISTS (SELECT 1 FROM api_keys a WHERE a.id = k.key_id)
+		ORDER BY k.key_id
+		ON CONFLICT (key_id) DO UPDATE SET last_ts = EXCLUDED.last_ts WHERE u.last_ts < EXCLUDED.last_ts`,
+		keys, tss); err != nil {
+		return fmt.Errorf("note key use: %w", err)
 	}
 	return nil
 }

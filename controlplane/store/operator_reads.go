@@ -91,7 +91,9 @@ func (s *Store) UsageByDay(ctx context.Context, accountID string, from time.Time
 // Empty fields do not filter.
 type OperatorRecordQuery struct {
 	AccountID string
-	KeyID     string
+	// KeyID selects one key's records, found through its account's index (there is no
+	// per-key index): records naming a key that is not in api_keys are not found by it.
+	KeyID string
 	// TestBox selects only records without a key (console test-box requests).
 	TestBox  bool
 	Model    string
@@ -114,6 +116,10 @@ func (s *Store) ListRecordsForOperator(ctx context.Context, q OperatorRecordQuer
 	}
 	if q.KeyID != "" {
 		add(`key_id = $%d`, q.KeyID)
+		if q.AccountID == "" {
+			// There is no per-key index: the key's account's index finds its records.
+			where += fmt.Sprintf(` AND account_id = (SELECT account_id FROM api_keys WHERE id = $%d)`, len(args))
+		}
 	}
 	if q.TestBox {
 		where += ` AND key_id IS NULL`
@@ -140,10 +146,10 @@ func (s *Store) GetRecordForOperator(ctx context.Context, requestID string) (usa
 }
 
 // KeysLastUse returns, per key of the account, the time of its newest request record
-// (keys never used, or whose records retention removed, are absent).
+// (key_last_use, which the ingest keeps and retention leaves; keys never used are absent).
 func (s *Store) KeysLastUse(ctx context.Context, accountID string) (map[string]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `SELECT k.id, r.ts FROM api_keys k
-		CROSS JOIN LATERAL (SELECT ts FROM request_records WHERE key_id = k.id ORDER BY ts DESC LIMIT 1) r
+	rows, err := s.pool.Query(ctx, `SELECT k.id, u.last_ts FROM api_keys k
+		JOIN key_last_use u ON u.key_id = k.id
 		WHERE k.account_id = $1`, accountID)
 	if err != nil {
 		return nil, translate(err, "last use of keys of "+accountID)

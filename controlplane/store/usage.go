@@ -25,9 +25,9 @@ import (
 // cannot overflow), and each account is debited once per batch, the sum of its new
 // records' prices (the records are the proof of each charge; exactly-once rests on their
 // request IDs). All row locks are taken in a fixed order (accounts, then request IDs, then
-// aggregate keys, then the ledger clock), so concurrent batches, from one control plane or
-// several on one database, cannot deadlock. The reply carries the balances of every
-// account the batch's accepted records mention.
+// aggregate keys, then keys' last use, then the ledger clock), so concurrent batches, from
+// one control plane or several on one database, cannot deadlock. The reply carries the
+// balances of every account the batch's accepted records mention.
 //
 // Records whose account does not exist are stored but not charged (and logged).
 func (s *Store) IngestBatch(ctx context.Context, b usage.Batch) (usage.Reply, error) {
