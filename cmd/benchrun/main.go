@@ -33,7 +33,7 @@ func main() {
 	only := fs.String("only", "", "comma-separated scenarios to run: open, fixed, max, stream (default all)")
 	rates := fs.String("rates", "", "comma-separated fixed rates (req/s), replacing the mode's")
 	bodies := fs.String("bodies", "", "comma-separated request bodies: 1KiB, 64KiB (default both)")
-	fs.BoolVar(&cfg.NoVariants, "no-variants", false, "leave out the data plane's observability variants (access log off, tracing on) at fixed rates")
+	fs.BoolVar(&cfg.NoVariants, "no-variants", false, "leave out the data plane's variants at fixed rates (access log off, tracing on, alone with its usage going to a sink)")
 	fs.DurationVar(&cfg.StepDur, "step", 0, "duration of each fixed-rate and search step, replacing the mode's")
 	_ = fs.Parse(os.Args[1:])
 	if *only != "" {

@@ -103,6 +103,7 @@ func sampleReport() *Report {
 		{Target: Bare, Body: "1KiB", Rate: 2000, SentRate: 2000, Throughput: 2000, P50: 0.4, P99: 1.2, CPUPer1k: 0.08},
 		{Target: Dataplane, Body: "1KiB", Rate: 2000, SentRate: 2000, Throughput: 2000, P50: 0.45, P99: 1.6, CPUPer1k: 0.1},
 		{Target: Dataplane, Body: "1KiB", Rate: 5000, SentRate: 5000, Throughput: 4000, ErrorPct: 20, P50: 9, P99: 300, CPUPer1k: 0.1},
+		{Target: DataplaneAlone, Body: "1KiB", Rate: 2000, SentRate: 2000, Throughput: 2000, P50: 0.42, P99: 1.3, CPUPer1k: 0.096},
 	}
 	compare(rs)
 	return &Report{Mode: "test", Fixed: rs, Streaming: []StreamResult{}}
@@ -132,8 +133,17 @@ func TestCompareAndEvaluate(t *testing.T) {
 			missed++
 		}
 	}
-	if met != 3 { // the three 2,000/s checks
+	if met != 4 { // the three 2,000/s checks and the data plane alone's
 		t.Fatalf("checks %+v", r.Checks)
+	}
+	var alone *Check
+	for i := range r.Checks {
+		if strings.Contains(r.Checks[i].Target, "data plane alone") {
+			alone = &r.Checks[i]
+		}
+	}
+	if alone == nil || alone.Met == nil || !*alone.Met || !strings.Contains(alone.Got, "+0.300 ms (with them ingesting +0.600 ms); CPU 1.20×") {
+		t.Fatalf("data plane alone: %+v", alone)
 	}
 	md := r.Markdown()
 	for _, want := range []string{"## Targets", "| 2000 | dataplane |", "+0.050", "1.25"} {

@@ -39,11 +39,13 @@ const (
 	Direct    = "direct"
 	Bare      = "bare"
 	Dataplane = "dataplane"
-	// The data plane's observability variants (fixed rates only): the default is metrics
-	// and the JSON access log; quiet has the access log off, traced adds tracing of every
-	// request.
+	// The data plane's variants (fixed rates only): the default is metrics and the JSON
+	// access log; quiet has the access log off, traced adds tracing of every request;
+	// alone is the default sending its usage to a sink in the load generator, so that the
+	// control plane and Postgres idle while it is measured.
 	DataplaneQuiet  = "dataplane-quiet"
 	DataplaneTraced = "dataplane-traced"
+	DataplaneAlone  = "dataplane-alone"
 )
 
 func (t *Target) httpClient() *http.Client {

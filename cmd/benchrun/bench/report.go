@@ -117,6 +117,24 @@ func (r *Report) evaluate() {
 	} else {
 		add("5,000/s sustained", nil, na)
 	}
+	// Which share of a tail miss is the machine: the same data plane with its usage going
+	// to a sink in the load generator, the control plane and Postgres idle.
+	for _, a := range []struct {
+		rate  int
+		limit float64
+		label string
+	}{{2000, 1, "2,000"}, {5000, 2, "5,000"}} {
+		alone, full := r.fixed(DataplaneAlone, "1KiB", a.rate), r.fixed(Dataplane, "1KiB", a.rate)
+		if alone == nil || alone.AddedP99Direct == nil || full == nil || full.AddedP99Direct == nil {
+			continue
+		}
+		cpu := ""
+		if alone.CPURatioBare != nil {
+			cpu = fmt.Sprintf("; CPU %.2f× the bare proxy's", *alone.CPURatioBare)
+		}
+		add(fmt.Sprintf("1 KiB at %s/s, the data plane alone (usage to a sink; control plane and Postgres idle): p99 added over the direct path ≤ %g ms", a.label, a.limit),
+			b(*alone.AddedP99Direct <= a.limit), "%+.3f ms (with them ingesting %+.3f ms)%s", *alone.AddedP99Direct, *full.AddedP99Direct, cpu)
+	}
 	if s := r.stream(Dataplane, "rate"); s != nil && s.AddedFirstP50Bare != nil {
 		add("streaming: time to first byte added over the bare proxy ≤ 0.1 ms at p50", b(*s.AddedFirstP50Bare <= 0.1), "%+.3f ms (data plane %.3f, bare %.3f)", *s.AddedFirstP50Bare, s.FirstP50, s.FirstP50-*s.AddedFirstP50Bare)
 	} else {

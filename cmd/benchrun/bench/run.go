@@ -45,8 +45,9 @@ type Config struct {
 	Bodies []string
 	// Progress receives progress lines (default os.Stderr).
 	Progress io.Writer
-	// NoVariants leaves out the data plane's observability variants (access log off,
-	// tracing on) that the fixed-rate scenario otherwise drives beside the default.
+	// NoVariants leaves out the data plane's variants (access log off, tracing on, alone
+	// with its usage going to a sink) that the fixed-rate scenario otherwise drives beside
+	// the default.
 	NoVariants bool
 }
 
@@ -175,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, v := range []struct {
 			name string
 			p    *Proc
-		}{{DataplaneQuiet, st.DPQuiet}, {DataplaneTraced, st.DPTraced}} {
+		}{{DataplaneQuiet, st.DPQuiet}, {DataplaneTraced, st.DPTraced}, {DataplaneAlone, st.DPAlone}} {
 			targets = append(targets, &Target{Name: v.name, URL: v.p.URL(), PID: v.p.PID(), SimPID: st.Sim.PID(), Auth: auth,
 				Machine: rep.Processes, fixedOnly: true})
 		}

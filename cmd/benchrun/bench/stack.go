@@ -44,8 +44,9 @@ type Proc = proc.Proc
 // and data plane, with an account and a key.
 type Stack struct {
 	Sim, CP, DP, Bare *Proc
-	// DPQuiet and DPTraced are the data-plane variants (StackConfig.Variants; else nil).
-	DPQuiet, DPTraced *Proc
+	// DPQuiet, DPTraced and DPAlone are the data-plane variants (StackConfig.Variants;
+	// else nil).
+	DPQuiet, DPTraced, DPAlone *Proc
 	// Key is the API key the data plane accepts.
 	Key string
 	// PostgresPID is the postmaster's process ID (0 when not found, e.g. an external server).
@@ -58,6 +59,7 @@ type Stack struct {
 	nodeToken string
 	client    *http.Client
 	sink      *httptest.Server // the traced variant's OTLP endpoint
+	usageSink *httptest.Server // the alone variant's control plane (usagesink.go)
 }
 
 // Start brings the stack up. On error everything started so far is stopped.
@@ -130,7 +132,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	for _, p := range []*Proc{s.Sim, s.Bare, s.DP, s.DPQuiet, s.DPTraced} {
+	for _, p := range []*Proc{s.Sim, s.Bare, s.DP, s.DPQuiet, s.DPTraced, s.DPAlone} {
 		if p == nil {
 			continue
 		}
@@ -148,6 +150,9 @@ func (s *Stack) Close() {
 	s.procs.StopAll(10 * time.Second)
 	if s.sink != nil {
 		s.sink.Close()
+	}
+	if s.usageSink != nil {
+		s.usageSink.Close()
 	}
 	if s.pg != nil {
 		if err := s.pg.Stop(); err != nil {
@@ -211,26 +216,35 @@ func (s *Stack) smoke(ctx context.Context, p *Proc) error {
 
 // startVariants starts the data planes of the observability comparison, on the same
 // control plane and simulator as the default one: --access-log off (metrics only), and
-// tracing with every request sampled to an OTLP sink in this process (access log on).
+// tracing with every request sampled to an OTLP sink in this process (access log on); and
+// the data plane alone, configured as the default one but sending its usage to a sink in
+// this process (usagesink.go), so that the control plane and Postgres idle while it is
+// measured.
 func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
 	s.sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
+	var err error
+	if s.usageSink, err = newUsageSink(s.CP.URL()); err != nil {
+		return err
+	}
 	for _, v := range []struct {
 		name  string
 		into  **Proc
+		cp    string
 		extra []string
 	}{
-		{DataplaneQuiet, &s.DPQuiet, []string{"--access-log", "off"}},
-		{DataplaneTraced, &s.DPTraced, []string{"--otlp-endpoint", s.sink.URL + "/v1/traces", "--trace-sample-ratio", "1"}},
+		{DataplaneQuiet, &s.DPQuiet, s.CP.URL(), []string{"--access-log", "off"}},
+		{DataplaneTraced, &s.DPTraced, s.CP.URL(), []string{"--otlp-endpoint", s.sink.URL + "/v1/traces", "--trace-sample-ratio", "1"}},
+		{DataplaneAlone, &s.DPAlone, s.usageSink.URL, nil},
 	} {
 		addr, err := proc.FreeAddr()
 		if err != nil {
 			return err
 		}
 		s.step("starting the data-plane variant " + v.name)
-		args := harness.DataPlane{Listen: addr, ControlPlaneURL: s.CP.URL(), NodeToken: s.nodeToken, PublicKeyFile: pubFile,
+		args := harness.DataPlane{Listen: addr, ControlPlaneURL: v.cp, NodeToken: s.nodeToken, PublicKeyFile: pubFile,
 			NodeID: v.name, DataDir: filepath.Join(s.cfg.WorkDir, v.name), LogLevel: "warn"}.Args(
 			append([]string{"--max-conns", "-1", "--max-conns-per-addr", "-1"}, v.extra...)...)
 		p, err := s.procs.Start(v.name, "dataplane", addr, args...)
