@@ -51,3 +51,23 @@ func BenchmarkTranslatedStreamRelay(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTranslatedStreamRelayResponses is BenchmarkTranslatedStreamRelay into
+// Responses-style events.
+func BenchmarkTranslatedStreamRelayResponses(b *testing.B) {
+	in := chatStream100()
+	w := bufio.NewWriter(io.Discard)
+	p := protocol{client: index.EPResponses, translate: true, model: "m"}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		var resp fasthttp.Response
+		resp.SetBodyRaw(in)
+		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
+		rel := p.relay(w, st)
+		st.Close()
+		if !rel.done || rel.err != nil || st.Result.PromptTokens != 12 {
+			b.Fatalf("%+v %+v", st.Result, rel)
+		}
+	}
+}

@@ -111,9 +111,10 @@ type streamTranslator interface {
 
 // clientWriter writes events to the client, one flush per event, and keeps count.
 type clientWriter struct {
-	w    *bufio.Writer
-	r    relayed
-	last string // name of the last translated event written
+	w *bufio.Writer
+	r relayed
+	// completed says the last translated event written was response.completed.
+	completed bool
 }
 
 // raw writes an upstream event byte for byte.
@@ -133,7 +134,7 @@ func (cw *clientWriter) event(name, data []byte) error {
 	if !cw.flush() {
 		return errClientGone
 	}
-	cw.last = string(name)
+	cw.completed = string(name) == sse.ResponseCompleted
 	return nil
 }
 
@@ -189,7 +190,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 				}
 				return cw.r
 			}
-			if p.client == index.EPResponses && cw.last != sse.ResponseCompleted {
+			if p.client == index.EPResponses && !cw.completed {
 				// response.incomplete (output limit, content filter) ends the stream
 				// properly but is a failure signal of the protocol, as on native routes.
 				cw.r.err = errResponseNotCompleted

@@ -1,8 +1,14 @@
 package translate
 
-import "github.com/tidwall/gjson"
+import (
+	"strings"
 
-// deltaSink is what a streaming translator does with one chat choice's delta.
+	"github.com/tidwall/gjson"
+)
+
+// deltaSink is what a streaming translator does with one chat choice's delta. The strings
+// point into the chunk (parseChunk): text and args are written out at once, and a sink
+// that keeps args for later clones them; id and name come cloned.
 type deltaSink interface {
 	text(t string) error
 	toolDelta(idx int, id, name, args string) error
@@ -23,14 +29,15 @@ func feedChoice(c gjson.Result, sink deltaSink) (finish, stop string, ok bool, e
 		if i := tc.Get("index"); i.Type == gjson.Number {
 			idx = int(i.Int())
 		}
-		err = sink.toolDelta(idx, tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").Str)
+		err = sink.toolDelta(idx, strings.Clone(tc.Get("id").Str), strings.Clone(tc.Get("function.name").Str),
+			tc.Get("function.arguments").Str)
 		return err == nil
 	})
 	if err != nil {
 		return "", "", false, err
 	}
 	if f := c.Get("finish_reason"); f.Type == gjson.String {
-		return f.Str, stringOnly(c.Get("stop_reason")), true, nil
+		return strings.Clone(f.Str), strings.Clone(stringOnly(c.Get("stop_reason"))), true, nil
 	}
 	return "", "", false, nil
 }

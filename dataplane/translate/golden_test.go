@@ -124,6 +124,7 @@ func replay(t *testing.T, sse []byte, mk func(w func(event, data []byte) error) 
 	sc := bufio.NewScanner(bytes.NewReader(sse))
 	sc.Buffer(nil, 1<<20)
 	ending := "# upstream ended without [DONE]\n"
+	var chunk []byte
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data:") {
@@ -135,7 +136,13 @@ func replay(t *testing.T, sse []byte, mk func(w func(event, data []byte) error) 
 			err = s.Finish()
 			ending = "# finished\n"
 		} else {
-			err = s.Feed([]byte(data))
+			// One buffer for every chunk, scribbled over after each Feed, as the relay's
+			// reader reuses its buffer: a translator must keep nothing pointing into it.
+			chunk = append(chunk[:0], data...)
+			err = s.Feed(chunk)
+			for i := range chunk {
+				chunk[i] = 'X'
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, ErrUpstream) {

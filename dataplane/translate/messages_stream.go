@@ -3,10 +3,12 @@ package translate
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/dataplane/sse"
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // ChatToMessagesStream turns a streamed chat completion into Messages-style events. Feed it
@@ -43,6 +45,7 @@ type ChatToMessagesStream struct {
 	finish   string
 	seq      string
 	usage    Usage
+	out      []byte // the data of the last delta event, reused
 }
 
 type streamTool struct {
@@ -76,7 +79,7 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 	if s.finished || s.failed {
 		return fmt.Errorf("%w: chunk after the end of the stream", ErrUpstream)
 	}
-	root, ok := parseObject(chunk)
+	root, ok := parseChunk(chunk)
 	if !ok {
 		s.failed = true
 		return fmt.Errorf("%w: stream chunk is not a JSON object", ErrUpstream)
@@ -135,8 +138,27 @@ func (s *ChatToMessagesStream) text(t string) error {
 			return err
 		}
 	}
-	return s.emit(sse.ContentBlockDelta, evBlockDelta{Type: sse.ContentBlockDelta, Index: s.open,
-		Delta: textDelta{Type: "text_delta", Text: t}})
+	return s.emitDelta("text_delta", "text", t)
+}
+
+// contentBlockDelta is the name of the most frequent event, as the writer takes it.
+var contentBlockDelta = []byte(sse.ContentBlockDelta)
+
+// emitDelta writes a content_block_delta of the open block whose delta has type kind and
+// the string v in field. It encodes the event by hand, into a buffer it reuses, because it
+// is once per generated token; the bytes are those marshal makes of evBlockDelta.
+func (s *ChatToMessagesStream) emitDelta(kind, field, v string) error {
+	b := append(s.out[:0], `{"type":"content_block_delta","index":`...)
+	b = strconv.AppendInt(b, int64(s.open), 10)
+	b = append(b, `,"delta":{"type":"`...)
+	b = append(b, kind...)
+	b = append(b, `","`...)
+	b = append(b, field...)
+	b = append(b, `":`...)
+	b = jsonenc.AppendString(b, v)
+	b = append(b, "}}"...)
+	s.out = b
+	return s.w(contentBlockDelta, b)
 }
 
 func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
@@ -160,7 +182,7 @@ func (s *ChatToMessagesStream) toolDelta(idx int, id, name, args string) error {
 	if !st.started {
 		st.name += name
 		if args != "" {
-			st.pending = append(st.pending, args)
+			st.pending = append(st.pending, strings.Clone(args))
 		}
 		if st.name == "" {
 			return nil
@@ -199,8 +221,7 @@ func (s *ChatToMessagesStream) startTool(st *streamTool) error {
 }
 
 func (s *ChatToMessagesStream) inputDelta(args string) error {
-	return s.emit(sse.ContentBlockDelta, evBlockDelta{Type: sse.ContentBlockDelta, Index: s.open,
-		Delta: inputJSONDelta{Type: "input_json_delta", PartialJSON: args}})
+	return s.emitDelta("input_json_delta", "partial_json", args)
 }
 
 func (s *ChatToMessagesStream) closeOpen() error {

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/dataplane/sse"
+	"github.com/sekgate/gateway/shared/jsonenc"
 )
 
 // ChatToResponsesStream turns a streamed chat completion into Responses-style events. Feed
@@ -47,6 +48,7 @@ type ChatToResponsesStream struct {
 	usage    Usage
 	cached   int64
 	reason   int64
+	out      []byte // the data of the last delta event, reused
 }
 
 type respItem struct {
@@ -90,7 +92,7 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 	if s.finished || s.failed {
 		return fmt.Errorf("%w: chunk after the end of the stream", ErrUpstream)
 	}
-	root, ok := parseObject(chunk)
+	root, ok := parseChunk(chunk)
 	if !ok {
 		s.failed = true
 		return fmt.Errorf("%w: stream chunk is not a JSON object", ErrUpstream)
@@ -162,7 +164,7 @@ func (s *ChatToResponsesStream) start(root gjson.Result) error {
 		return nil
 	}
 	s.started = true
-	s.suffix, s.created = idSuffix(root.Get("id").Str), created(root)
+	s.suffix, s.created = strings.Clone(idSuffix(root.Get("id").Str)), created(root)
 	r := s.response("in_progress", nil)
 	if err := s.emit("response.created", evResponse{Type: "response.created", SequenceNumber: s.seq, Response: r}); err != nil {
 		return err
@@ -198,8 +200,44 @@ func (s *ChatToResponsesStream) text(t string) error {
 	}
 	it := s.items[s.open]
 	it.buf.WriteString(t)
-	return s.emit("response.output_text.delta", evTextDelta{Type: "response.output_text.delta", SequenceNumber: s.seq,
-		ItemID: it.id, OutputIndex: s.open, Delta: t, Logprobs: []any{}})
+	return s.emitDelta(true, it.id, t)
+}
+
+// The names of the most frequent events, as the writer takes them.
+var (
+	outputTextDelta = []byte("response.output_text.delta")
+	argumentsDelta  = []byte("response.function_call_arguments.delta")
+)
+
+// emitDelta writes a response.output_text.delta (text) or
+// response.function_call_arguments.delta event of the open item, whose ID is item, with
+// delta d. It encodes the event by hand, into a buffer it reuses, because it is once per
+// generated token; the bytes are those marshal makes of evTextDelta and evArgsDelta.
+func (s *ChatToResponsesStream) emitDelta(text bool, item, d string) error {
+	name := argumentsDelta
+	if text {
+		name = outputTextDelta
+	}
+	b := append(s.out[:0], `{"type":"`...)
+	b = append(b, name...)
+	b = append(b, `","sequence_number":`...)
+	b = strconv.AppendInt(b, s.seq, 10)
+	b = append(b, `,"item_id":`...)
+	b = jsonenc.AppendString(b, item)
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(s.open), 10)
+	if text {
+		b = append(b, `,"content_index":0,"delta":`...)
+		b = jsonenc.AppendString(b, d)
+		b = append(b, `,"logprobs":[]}`...)
+	} else {
+		b = append(b, `,"delta":`...)
+		b = jsonenc.AppendString(b, d)
+		b = append(b, '}')
+	}
+	s.out = b
+	s.seq++
+	return s.w(name, b)
 }
 
 func (s *ChatToResponsesStream) toolDelta(idx int, id, name, args string) error {
@@ -223,7 +261,7 @@ func (s *ChatToResponsesStream) toolDelta(idx int, id, name, args string) error 
 	if st.item < 0 {
 		st.name += name
 		if args != "" {
-			st.pending = append(st.pending, args)
+			st.pending = append(st.pending, strings.Clone(args))
 		}
 		if st.name == "" {
 			return nil
@@ -264,8 +302,7 @@ func (s *ChatToResponsesStream) argsDelta(args string) error {
 	}
 	it := s.items[s.open]
 	it.buf.WriteString(args)
-	return s.emit("response.function_call_arguments.delta", evArgsDelta{Type: "response.function_call_arguments.delta",
-		SequenceNumber: s.seq, ItemID: it.id, OutputIndex: s.open, Delta: args})
+	return s.emitDelta(false, it.id, args)
 }
 
 // closeOpen finishes the open item with status.

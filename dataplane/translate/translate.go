@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -43,6 +44,18 @@ func parseObject(b []byte) (gjson.Result, bool) {
 		return gjson.Result{}, false
 	}
 	r := gjson.ParseBytes(b)
+	return r, r.IsObject()
+}
+
+// parseChunk is parseObject for one chunk of a stream, read in place rather than copied:
+// the chunk must not change during Feed, and a translator keeps no string of the result
+// past Feed without cloning it (such strings point into the caller's buffer, which the
+// relay reuses for the next event).
+func parseChunk(b []byte) (gjson.Result, bool) {
+	if !reqparse.ValidJSON(b) {
+		return gjson.Result{}, false
+	}
+	r := gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
 	return r, r.IsObject()
 }
 

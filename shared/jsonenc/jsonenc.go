@@ -6,9 +6,10 @@ import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string literal: quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD, as encoding/json does (which also
-// escapes <, > and & for HTML; the decoded value is the same).
+// AppendString appends s as a JSON string literal byte for byte as encoding/json's
+// Encoder with SetEscapeHTML(false) does: quotes, backslashes and control characters
+// escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped. (json.Marshal also
+// escapes <, > and & for HTML; the decoded value is the same.)
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -23,6 +24,10 @@ func AppendString(dst []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
 				dst = append(dst, '\\', 'n')
 			case '\r':
@@ -41,6 +46,14 @@ func AppendString(dst []byte, s string) []byte {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
 			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			// Valid JSON but not valid JavaScript: encoding/json escapes them.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
 			start = i
 			continue
 		}
