@@ -71,9 +71,9 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 		}
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
-			provider, residency, status, result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing, node_id)
+			provider, residency, status, result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing_json, node_id)
 		SELECT r.request_id, r.ts, r.account_id, r.key_id, r.model, r.endpoint, r.stream, r.provider, r.residency,
-			r.status, r.result, r.prompt_tokens, r.completion_tokens, r.price_micro_sek, r.duration_ms, r.routing::jsonb, $17
+			r.status, r.result, r.prompt_tokens, r.completion_tokens, r.price_micro_sek, r.duration_ms, r.routing::json, $17
 		FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[],
 			$9::text[], $10::int[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
 			AS r(request_id, ts, account_id, key_id, model, endpoint, stream, provider, residency, status, result,

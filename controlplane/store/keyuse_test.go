@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
-	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -96,23 +93,8 @@ func TestKeyLastUseFollowsIngest(t *testing.T) {
 // is the time of its newest record, the per-key index is gone, and the ingest goes on.
 func TestMigrationKeyLastUseKeepsExistingRecords(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewRoles(t)
+	db, conn := schemaAt(t, 14)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, db.OwnerURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	m, err := migrate.NewMigrator(ctx, conn, "public.schema_version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(store.Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, 14); err != nil {
-		t.Fatal(err)
-	}
 	old, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, SkipMigrations: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)

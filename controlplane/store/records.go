@@ -28,8 +28,10 @@ type RecordPos struct {
 	RequestID string
 }
 
+// recordColumns are the columns scanRecord reads. A record's routing is in routing_json, or,
+// for records stored before migration 016, in routing (jsonb).
 const recordColumns = `request_id, ts, account_id, key_id, model, endpoint, stream, provider, residency, status,
-	result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing`
+	result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, COALESCE(routing_json, routing::json)`
 
 func scanRecord(row pgx.Row) (usage.Record, error) {
 	var r usage.Record
