@@ -138,6 +138,9 @@ func (n *node) newServer() error {
 	}
 	n.closers = append(n.closers, func() { access.Close() })
 	cfg.AccessLog = access
+	if access != nil {
+		n.tel.WatchAccessLog(access.Dropped)
+	}
 	tracer, err := o.observe.tracer(o.nodeID, o.region.region)
 	if err != nil {
 		return err

@@ -4,13 +4,16 @@
 // and timings. It never holds prompt or answer content, and never a secret: keys are named
 // by their ID, not their secret.
 //
-// Lines go through a buffer flushed every FlushInterval and at Close, so a request costs no
-// write() of its own; a crash can lose the last interval's lines (the usage records are in
-// the spool regardless). Successful requests can be sampled; every failure is logged.
+// Lines go through a buffer that a goroutine of the Log writes out every FlushInterval,
+// when 64 KiB wait, and at Close: a request costs no write() of its own and never waits on
+// the destination (a slow pipe, a stalled log collector). A crash can lose the last
+// interval's lines (the usage records are in the spool regardless). While the destination
+// takes nothing, lines gather up to 8 MiB; past that they are dropped and counted
+// (Dropped) rather than stall the gateway. Successful requests can be sampled; every
+// failure is logged.
 package accesslog
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
@@ -18,6 +21,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sekgate/gateway/shared/jsonenc"
@@ -55,7 +59,7 @@ func New(cfg Config) *Log {
 	if cfg.Sample == 0 {
 		cfg.Sample = 1
 	}
-	out := &flusher{w: bufio.NewWriterSize(cfg.Writer, 64<<10)}
+	out := &flusher{w: cfg.Writer, full: make(chan struct{}, 1)}
 	l := &Log{json: cfg.JSON, out: out, all: cfg.Sample >= 1, stop: make(chan struct{}), done: make(chan struct{})}
 	if !l.all && cfg.Sample > 0 {
 		l.threshold = uint64(cfg.Sample * math.MaxUint64)
@@ -74,9 +78,18 @@ func (l *Log) flushLoop(every time.Duration) {
 		case <-l.stop:
 			return
 		case <-t.C:
-			l.out.flush()
+		case <-l.out.full:
 		}
+		_ = l.out.flush()
 	}
+}
+
+// Dropped returns how many lines were dropped because the destination fell 8 MiB behind.
+func (l *Log) Dropped() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.out.dropped.Load()
 }
 
 // Close stops the flusher and writes what is buffered.
@@ -222,20 +235,63 @@ func appendInt(b []byte, k string, v int64) []byte {
 	return strconv.AppendInt(b, v, 10)
 }
 
-// flusher is the buffered destination: the handler writes whole lines into it.
+// Thresholds of the flusher's buffer.
+const (
+	flushAt     = 64 << 10 // lines waiting that make the flush goroutine write at once
+	maxBuffered = 8 << 20  // lines waiting past which new ones are dropped
+	maxSpare    = 1 << 20  // largest written buffer kept for reuse
+)
+
+// flusher is the buffered destination: handlers append whole lines under mu; only the
+// flush goroutine (and Close) writes to w, outside mu, from a buffer swapped out.
 type flusher struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu      sync.Mutex
+	buf     []byte // lines waiting
+	spare   []byte // a written buffer, reused for the next lines
+	dropped atomic.Int64
+	full    chan struct{} // capacity 1: flushAt reached
+	wmu     sync.Mutex    // one write to w at a time
+	w       io.Writer
 }
 
 func (f *flusher) Write(p []byte) (int, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.w.Write(p)
+	if len(f.buf)+len(p) > maxBuffered {
+		f.mu.Unlock()
+		f.dropped.Add(1)
+		return len(p), nil
+	}
+	if f.buf == nil {
+		f.buf, f.spare = f.spare[:0], nil
+	}
+	f.buf = append(f.buf, p...)
+	n := len(f.buf)
+	f.mu.Unlock()
+	if n >= flushAt {
+		select {
+		case f.full <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
 }
 
+// flush writes the lines waiting.
 func (f *flusher) flush() error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.w.Flush()
+	b := f.buf
+	f.buf = nil
+	f.mu.Unlock()
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := f.w.Write(b)
+	if cap(b) <= maxSpare {
+		f.mu.Lock()
+		f.spare = b[:0]
+		f.mu.Unlock()
+	}
+	return err
 }

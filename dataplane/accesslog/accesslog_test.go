@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -90,5 +92,67 @@ func TestJSONMatchesSlog(t *testing.T) {
 		if !reflect.DeepEqual(g, w) || got[len(got)-1] != '\n' {
 			t.Errorf("line\n%s\nslog\n%s", got, want.Bytes())
 		}
+	}
+}
+
+// stuckWriter blocks every Write until release is closed, like a pipe nobody reads.
+type stuckWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	got     bytes.Buffer
+}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got.Write(p)
+}
+
+// TestStalledDestinationNeverBlocksRequests: while the destination takes nothing, logging
+// goes on at full speed; past 8 MiB waiting, lines are dropped and counted; once the
+// destination moves again, every line kept arrives whole and in order.
+func TestStalledDestinationNeverBlocksRequests(t *testing.T) {
+	w := &stuckWriter{release: make(chan struct{})}
+	l := New(Config{Writer: w, JSON: true, FlushInterval: time.Millisecond})
+	e := entry
+	line := len(appendJSON(nil, &e))
+	n := 2 * maxBuffered / line // twice what fits
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			e.RequestID = fmt.Sprintf("req_%07d", i)
+			l.Write(&e)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("logging blocked on a stalled destination")
+	}
+	dropped := l.Dropped()
+	if dropped < int64(n)/3 || dropped > int64(n)*2/3+int64(flushAt/line)+1 {
+		t.Fatalf("%d of %d lines dropped; want about half", dropped, n)
+	}
+	close(w.release)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(w.got.String(), "\n"), "\n")
+	if int64(len(lines))+dropped != int64(n) {
+		t.Fatalf("%d lines written and %d dropped, want %d in all", len(lines), dropped, n)
+	}
+	prev := ""
+	for _, ln := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(ln), &m); err != nil {
+			t.Fatalf("torn line %q: %v", ln, err)
+		}
+		id, _ := m["request_id"].(string)
+		if id <= prev {
+			t.Fatalf("line %s after %s", id, prev)
+		}
+		prev = id
 	}
 }

@@ -133,3 +133,11 @@ func (c breakerCollector) Collect(ch chan<- prometheus.Metric) {
 
 // WatchBreakers registers the routes' breaker states, read at each scrape.
 func (m *Metrics) WatchBreakers(b Breakers) { m.reg.MustRegister(breakerCollector{b}) }
+
+// WatchAccessLog registers the count of access-log lines dropped because the log's
+// destination fell behind (dropped: accesslog.Log's Dropped), read at each scrape.
+func (m *Metrics) WatchAccessLog(dropped func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "access_log_dropped_lines_total",
+		Help: "Access-log lines dropped because the log's destination took nothing while 8 MiB of lines waited."},
+		func() float64 { return float64(dropped()) }))
+}
