@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"testing"
+	"testing/iotest"
 )
 
 // refReader is the reader before an event's single data line was left uncopied (Data then
@@ -124,19 +125,27 @@ func FuzzReaderMatchesReference(f *testing.F) {
 	f.Add([]byte("\n\n\n"), uint16(1024))
 	f.Fuzz(func(t *testing.T, in []byte, max uint16) {
 		m := int(max)%4096 + 1
-		r, ref := NewReader(bytes.NewReader(in), m), newRefReader(bytes.NewReader(in), m)
-		for {
-			e, err := r.Next()
-			re, rerr := ref.Next()
-			if err != rerr {
-				t.Fatalf("err %v, reference %v", err, rerr)
-			}
-			if err != nil {
-				return
-			}
-			if !bytes.Equal(e.Raw, re.Raw) || !bytes.Equal(e.Data, re.Data) || (e.Data == nil) != (re.Data == nil) ||
-				!bytes.Equal(e.Name, re.Name) || (e.Name == nil) != (re.Name == nil) {
-				t.Fatalf("event {%q %q %q}, reference {%q %q %q}", e.Raw, e.Data, e.Name, re.Raw, re.Data, re.Name)
+		// Whole events in the buffer (read in place), and events arriving in pieces
+		// (assembled line by line), as upstreams write them.
+		for _, src := range []func() io.Reader{
+			func() io.Reader { return bytes.NewReader(in) },
+			func() io.Reader { return iotest.HalfReader(bytes.NewReader(in)) },
+			func() io.Reader { return iotest.OneByteReader(bytes.NewReader(in)) },
+		} {
+			r, ref := NewReader(src(), m), newRefReader(bytes.NewReader(in), m)
+			for {
+				e, err := r.Next()
+				re, rerr := ref.Next()
+				if err != rerr {
+					t.Fatalf("err %v, reference %v", err, rerr)
+				}
+				if err != nil {
+					break
+				}
+				if !bytes.Equal(e.Raw, re.Raw) || !bytes.Equal(e.Data, re.Data) || (e.Data == nil) != (re.Data == nil) ||
+					!bytes.Equal(e.Name, re.Name) || (e.Name == nil) != (re.Name == nil) {
+					t.Fatalf("event {%q %q %q}, reference {%q %q %q}", e.Raw, e.Data, e.Name, re.Raw, re.Data, re.Name)
+				}
 			}
 		}
 	})

@@ -22,7 +22,7 @@ var ErrTruncated = errors.New("sse: stream ended inside an event")
 const DefaultMaxEvent = 2 << 20
 
 // Event is one parsed event. Its slices point into the reader's buffers and stay valid only
-// until the next call to Next.
+// until the next call to Next (or Finish).
 type Event struct {
 	// Raw is the event as received: every line including the blank line that ended it.
 	Raw []byte
@@ -36,11 +36,10 @@ type Event struct {
 
 // Reader reads events from a stream.
 type Reader struct {
-	br      *bufio.Reader
-	max     int
-	raw     []byte
-	data    []byte
-	dataSet bool
+	br   *bufio.Reader
+	max  int
+	raw  []byte
+	data []byte
 }
 
 // NewReader returns a Reader over r that refuses events over max bytes (DefaultMaxEvent
@@ -62,15 +61,21 @@ func (r *Reader) Reset(src io.Reader) {
 // Next reads the next event. Blocks of only comments are events too (with nil Data), so
 // keep-alive comments can be relayed. At the end of the stream Next returns io.EOF, or
 // ErrTruncated when a partial event was pending (the standard discards it).
+//
+// An event that is whole in the reader's buffer (the usual case: upstreams write an event
+// at a time) is returned in place, uncopied; one that is not is assembled line by line.
 func (r *Reader) Next() (Event, error) {
+	if n := r.br.Buffered(); n > 0 {
+		buf, _ := r.br.Peek(n)
+		var st fields
+		if start, end := r.whole(buf, &st); end > 0 {
+			_, _ = r.br.Discard(end)
+			return r.event(buf[start:end], st.rebase(start)), nil
+		}
+	}
 	r.raw = r.raw[:0]
 	r.data = r.data[:0]
-	r.dataSet = false
-	var name []byte
-	nameStart, nameEnd := -1, -1
-	// The value of the first data line, in r.raw: as long as it is the only one, it is
-	// Data, uncopied; a second one copies it into r.data.
-	dataStart, dataEnd, dataLines := 0, 0, 0
+	var st fields
 	for {
 		lineStart := len(r.raw)
 		if err := r.readLine(); err != nil {
@@ -82,63 +87,112 @@ func (r *Reader) Next() (Event, error) {
 			}
 			return Event{}, err
 		}
-		line := r.raw[lineStart:]
-		// Strip the line ending.
-		line = line[:len(line)-1]
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
-		}
+		line := trimEOL(r.raw[lineStart:])
 		if len(line) == 0 {
 			if lineStart == 0 {
 				// Blank lines between events (or a stray CRLF): skip, do not emit.
 				r.raw = r.raw[:0]
 				continue
 			}
-			ev := Event{Raw: r.raw}
-			switch {
-			case dataLines == 1:
-				ev.Data = r.raw[dataStart:dataEnd:dataEnd]
-			case r.dataSet:
-				ev.Data = r.data
-				if ev.Data == nil {
-					ev.Data = []byte{}
-				}
-			}
-			if nameStart >= 0 {
-				name = r.raw[nameStart:nameEnd]
-				ev.Name = name
-			}
-			return ev, nil
+			return r.event(r.raw, &st), nil
 		}
-		if line[0] == ':' {
-			continue
+		r.field(r.raw, lineStart, line, &st)
+	}
+}
+
+// whole finds the next event in buf, the reader's buffered bytes, noting its fields in f:
+// it returns where the event starts and ends, end 0 when buf does not hold all of it.
+func (r *Reader) whole(buf []byte, f *fields) (start, end int) {
+	for i := 0; ; {
+		j := bytes.IndexByte(buf[i:], '\n')
+		if j < 0 || i+j+1-start > r.max {
+			return 0, 0 // incomplete, or too large: the line reader decides
 		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
+		line := trimEOL(buf[i : i+j+1])
+		if len(line) == 0 {
+			if i == start {
+				// Blank lines between events: skip.
+				i += j + 1
+				start = i
+				continue
 			}
+			return start, i + j + 1
 		}
-		switch string(field) {
-		case "data":
-			off := lineStart + (len(line) - len(value))
-			dataLines++
-			if dataLines == 1 {
-				dataStart, dataEnd = off, off+len(value)
-				r.dataSet = true
-				break
-			}
-			if dataLines == 2 {
-				r.data = append(r.data, r.raw[dataStart:dataEnd]...)
-			}
-			r.data = append(r.data, '\n')
-			r.data = append(r.data, value...)
-		case "event":
-			off := lineStart + (len(line) - len(value))
-			nameStart, nameEnd = off, off+len(value)
+		r.field(buf, i, line, f)
+		i += j + 1
+	}
+}
+
+// fields is where an event's fields are in its bytes, as they are read.
+type fields struct {
+	nameStart, nameEnd int // the event field's value; nameEnd 0 when there is none
+	hasName            bool
+	// The value of the first data line: as long as it is the only one, it is Data,
+	// uncopied; a second one copies it into the reader's data buffer.
+	dataStart, dataEnd, dataLines int
+}
+
+// rebase makes f's offsets relative to off.
+func (f *fields) rebase(off int) *fields {
+	f.nameStart -= off
+	f.nameEnd -= off
+	f.dataStart -= off
+	f.dataEnd -= off
+	return f
+}
+
+// trimEOL strips a line's LF or CRLF.
+func trimEOL(line []byte) []byte {
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
+}
+
+// field notes one non-blank line of an event, which starts at lineStart in buf.
+func (r *Reader) field(buf []byte, lineStart int, line []byte, f *fields) {
+	if line[0] == ':' {
+		return
+	}
+	field, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		field, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
 		}
 	}
+	off := lineStart + (len(line) - len(value))
+	switch string(field) {
+	case "data":
+		f.dataLines++
+		if f.dataLines == 1 {
+			f.dataStart, f.dataEnd = off, off+len(value)
+			return
+		}
+		if f.dataLines == 2 {
+			r.data = append(r.data[:0], buf[f.dataStart:f.dataEnd]...)
+		}
+		r.data = append(r.data, '\n')
+		r.data = append(r.data, value...)
+	case "event":
+		f.nameStart, f.nameEnd, f.hasName = off, off+len(value), true
+	}
+}
+
+// event is the event of raw whose fields f noted.
+func (r *Reader) event(raw []byte, f *fields) Event {
+	ev := Event{Raw: raw}
+	switch {
+	case f.dataLines == 1:
+		ev.Data = raw[f.dataStart:f.dataEnd:f.dataEnd]
+	case f.dataLines > 1:
+		ev.Data = r.data
+	}
+	if f.hasName {
+		ev.Name = raw[f.nameStart:f.nameEnd]
+	}
+	return ev
 }
 
 // Finish reads the rest of the stream, discarding it, and reports whether the stream ended

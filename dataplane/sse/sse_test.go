@@ -109,20 +109,28 @@ func FuzzReader(f *testing.F) {
 }
 
 func BenchmarkReader(b *testing.B) {
-	chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}` + "\n\n"
-	in := []byte(strings.Repeat(chunk, 100))
-	rd := bytes.NewReader(in)
-	r := NewReader(rd, 0)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		rd.Reset(in)
-		r.Reset(rd)
-		for {
-			if _, err := r.Next(); err != nil {
-				break
+	for _, c := range []struct {
+		name string
+		text string
+	}{{"token", "hello"}, {"2KiB", strings.Repeat("hello ", 340)}} {
+		chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` +
+			c.text + `"},"finish_reason":null}]}` + "\n\n"
+		in := []byte(strings.Repeat(chunk, 100))
+		b.Run(c.name, func(b *testing.B) {
+			rd := bytes.NewReader(in)
+			r := NewReader(rd, 0)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				rd.Reset(in)
+				r.Reset(rd)
+				for {
+					if _, err := r.Next(); err != nil {
+						break
+					}
+				}
 			}
-		}
+		})
 	}
 }
 
