@@ -14,17 +14,77 @@ type deltaSink interface {
 	toolDelta(idx int, id, name, args string) error
 }
 
+// chunkMembers are the members of a chat chunk the stream translators read, found in one
+// pass over its members (each the first of its name, as gjson's Get finds it; a Get per
+// member would pass over the chunk once each, and error and usage are usually absent, so
+// whole passes).
+type chunkMembers struct{ err, usage, choices gjson.Result }
+
+func readChunk(root gjson.Result) (m chunkMembers) {
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "error":
+			first(&m.err, v)
+		case "usage":
+			first(&m.usage, v)
+		case "choices":
+			first(&m.choices, v)
+		}
+		return true
+	})
+	return m
+}
+
+// choiceMembers are the members of a streamed chat choice the translators read, and of its
+// delta, found in one pass each.
+type choiceMembers struct{ index, finish, stop, content, toolCalls gjson.Result }
+
+func readChoice(c gjson.Result) (m choiceMembers) {
+	var delta gjson.Result
+	c.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "index":
+			first(&m.index, v)
+		case "delta":
+			first(&delta, v)
+		case "finish_reason":
+			first(&m.finish, v)
+		case "stop_reason":
+			first(&m.stop, v)
+		}
+		return true
+	})
+	if delta.IsObject() {
+		delta.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "content":
+				first(&m.content, v)
+			case "tool_calls":
+				first(&m.toolCalls, v)
+			}
+			return true
+		})
+	}
+	return m
+}
+
+// first sets *r to v unless a member of the same name came before.
+func first(r *gjson.Result, v gjson.Result) {
+	if !r.Exists() {
+		*r = v
+	}
+}
+
 // feedChoice hands one streamed chat choice's text, then its tool-call fragments in order,
 // to sink, and returns its finish_reason and stop_reason when it has a finish_reason (ok).
 // A tool call's index is its "index" field, else its position in the delta.
-func feedChoice(c gjson.Result, sink deltaSink) (finish, stop string, ok bool, err error) {
-	d := c.Get("delta")
-	if t := d.Get("content"); t.Type == gjson.String && t.Str != "" {
+func feedChoice(c choiceMembers, sink deltaSink) (finish, stop string, ok bool, err error) {
+	if t := c.content; t.Type == gjson.String && t.Str != "" {
 		if err := sink.text(t.Str); err != nil {
 			return "", "", false, err
 		}
 	}
-	d.Get("tool_calls").ForEach(func(k, tc gjson.Result) bool {
+	c.toolCalls.ForEach(func(k, tc gjson.Result) bool {
 		idx := int(k.Int())
 		if i := tc.Get("index"); i.Type == gjson.Number {
 			idx = int(i.Int())
@@ -36,21 +96,22 @@ func feedChoice(c gjson.Result, sink deltaSink) (finish, stop string, ok bool, e
 	if err != nil {
 		return "", "", false, err
 	}
-	if f := c.Get("finish_reason"); f.Type == gjson.String {
-		return strings.Clone(f.Str), strings.Clone(stringOnly(c.Get("stop_reason"))), true, nil
+	if f := c.finish; f.Type == gjson.String {
+		return strings.Clone(f.Str), strings.Clone(stringOnly(c.stop)), true, nil
 	}
 	return "", "", false, nil
 }
 
-// firstChoice calls choice with each element of the chunk's choices whose index is 0 (only
-// the first choice is translated), stopping at the first error.
-func firstChoice(chunk gjson.Result, choice func(gjson.Result) error) error {
+// firstChoice calls choice with each element of choices whose index is 0 (only the first
+// choice is translated), stopping at the first error.
+func firstChoice(choices gjson.Result, choice func(choiceMembers) error) error {
 	var err error
-	chunk.Get("choices").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("index").Int() != 0 {
+	choices.ForEach(func(_, c gjson.Result) bool {
+		m := readChoice(c)
+		if m.index.Int() != 0 {
 			return true
 		}
-		err = choice(c)
+		err = choice(m)
 		return err == nil
 	})
 	return err

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/sekgate/gateway/dataplane/sse"
 	"github.com/sekgate/gateway/shared/jsonenc"
 )
@@ -84,7 +82,8 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 		s.failed = true
 		return fmt.Errorf("%w: stream chunk is not a JSON object", ErrUpstream)
 	}
-	if e := root.Get("error"); given(e) {
+	m := readChunk(root)
+	if e := m.err; given(e) {
 		s.failed = true
 		msg := e.Get("message").Str
 		if msg == "" {
@@ -95,13 +94,15 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 		}
 		return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
 	}
-	if err := s.start(root.Get("id").Str); err != nil {
-		return err
+	if !s.started {
+		if err := s.start(root.Get("id").Str); err != nil {
+			return err
+		}
 	}
-	if u, ok := usageFromChat(root.Get("usage")); ok {
+	if u, ok := usageFromChat(m.usage); ok {
 		s.usage = u
 	}
-	err := firstChoice(root, s.choice)
+	err := firstChoice(m.choices, s.choice)
 	if err != nil {
 		s.failed = true
 	}
@@ -118,7 +119,7 @@ func (s *ChatToMessagesStream) start(upstreamID string) error {
 		ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []any{}}})
 }
 
-func (s *ChatToMessagesStream) choice(c gjson.Result) error {
+func (s *ChatToMessagesStream) choice(c choiceMembers) error {
 	finish, stop, ok, err := feedChoice(c, s)
 	if ok {
 		s.finish, s.seq = finish, stop

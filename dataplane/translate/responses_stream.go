@@ -97,20 +97,21 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 		s.failed = true
 		return fmt.Errorf("%w: stream chunk is not a JSON object", ErrUpstream)
 	}
-	if e := root.Get("error"); given(e) {
+	m := readChunk(root)
+	if e := m.err; given(e) {
 		return s.fail(e.Get("message").Str)
 	}
 	if err := s.start(root); err != nil {
 		return err
 	}
-	if u := root.Get("usage"); u.IsObject() {
+	if u := m.usage; u.IsObject() {
 		if bu, ok := usageFromChat(u); ok {
 			s.usage = bu
 			s.cached = detailCount(u.Get("prompt_tokens_details.cached_tokens"))
 			s.reason = detailCount(u.Get("completion_tokens_details.reasoning_tokens"))
 		}
 	}
-	err := firstChoice(root, s.choice)
+	err := firstChoice(m.choices, s.choice)
 	if err != nil {
 		s.failed = true
 	}
@@ -172,7 +173,7 @@ func (s *ChatToResponsesStream) start(root gjson.Result) error {
 	return s.emit("response.in_progress", evResponse{Type: "response.in_progress", SequenceNumber: s.seq, Response: r})
 }
 
-func (s *ChatToResponsesStream) choice(c gjson.Result) error {
+func (s *ChatToResponsesStream) choice(c choiceMembers) error {
 	finish, stop, ok, err := feedChoice(c, s)
 	if ok {
 		s.finish, s.stopSeq = finish, stop
