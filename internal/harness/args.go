@@ -11,6 +11,7 @@ type ControlPlane struct {
 	NodeTokens         string // --node-tokens
 	SigningKeyFile     string // --snapshot-signing-key-file
 	LogLevel           string // --log-level
+	OpsListen          string // --ops-listen: metrics, probes and the profiler
 }
 
 // Args returns the flags, then extra.
@@ -19,7 +20,7 @@ func (c ControlPlane) Args(extra ...string) []string {
 		"--listen", c.Listen, "--admin-listen", c.AdminListen,
 		"--database-url", c.DatabaseURL, "--migrate-database-url", c.MigrateDatabaseURL,
 		"--admin-token", c.AdminToken, "--node-tokens", c.NodeTokens,
-		"--snapshot-signing-key-file", c.SigningKeyFile, "--log-level", c.LogLevel)
+		"--snapshot-signing-key-file", c.SigningKeyFile, "--log-level", c.LogLevel, "--ops-listen", c.OpsListen)
 }
 
 // DataPlane is a data plane's command line. Empty fields are left out.

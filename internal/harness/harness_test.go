@@ -25,9 +25,10 @@ func TestArgsLeaveOutEmptyFields(t *testing.T) {
 		want []string
 	}{
 		{"control plane, all", ControlPlane{Listen: "a:1", AdminListen: "a:2", DatabaseURL: "rt", MigrateDatabaseURL: "own",
-			AdminToken: "adm", NodeTokens: "nt", SigningKeyFile: "k.pem", LogLevel: "warn"}.Args("--x", "1"),
+			AdminToken: "adm", NodeTokens: "nt", SigningKeyFile: "k.pem", LogLevel: "warn", OpsListen: "a:6"}.Args("--x", "1"),
 			[]string{"--listen", "a:1", "--admin-listen", "a:2", "--database-url", "rt", "--migrate-database-url", "own",
-				"--admin-token", "adm", "--node-tokens", "nt", "--snapshot-signing-key-file", "k.pem", "--log-level", "warn", "--x", "1"}},
+				"--admin-token", "adm", "--node-tokens", "nt", "--snapshot-signing-key-file", "k.pem", "--log-level", "warn",
+				"--ops-listen", "a:6", "--x", "1"}},
 		{"control plane, secrets from the environment", ControlPlane{Listen: "a:1", AdminListen: "a:2", SigningKeyFile: "k.pem"}.Args(),
 			[]string{"--listen", "a:1", "--admin-listen", "a:2", "--snapshot-signing-key-file", "k.pem"}},
 		{"data plane, all", DataPlane{Listen: "a:3", ControlPlaneURL: "http://a:1", NodeToken: "nt", PublicKeyFile: "k.pub",

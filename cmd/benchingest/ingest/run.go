@@ -42,6 +42,10 @@ type Config struct {
 	Accounts int
 	// Progress receives one line per step (default: discard).
 	Progress io.Writer
+	// ProfileDir, when set, receives a CPU profile of the control plane per scenario
+	// (controlplane-<nodes>x<batch>.pprof, from its ops listener's /debug/pprof/profile,
+	// for most of the scenario; `go tool pprof` reads it).
+	ProfileDir string
 }
 
 func (c *Config) defaults() error {
@@ -145,6 +149,7 @@ func scenario(ctx context.Context, s *stack, nodes, size int, d time.Duration, s
 	me0, _ := proc.CPUSeconds(os.Getpid())
 	busy0, tot0 := proc.MachineCPU()
 	start := time.Now()
+	profiled := s.profile(ctx, nodes, size, d)
 	lat, n, err := drive(ctx, s, nodes, size, d, seed)
 	el := time.Since(start).Seconds()
 	cp1, _ := proc.CPUSeconds(s.cp.PID())
@@ -176,7 +181,7 @@ func scenario(ctx context.Context, s *stack, nodes, size int, d time.Duration, s
 		res.Growth[k] = float64(v-before[k]) / float64(n) * 1e6 / (1 << 20)
 	}
 	res.LoadAfter = loadAvg()
-	return res, nil
+	return res, <-profiled
 }
 
 // loadAvg returns the first three fields of /proc/loadavg (what uptime shows).

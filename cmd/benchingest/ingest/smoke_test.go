@@ -20,10 +20,10 @@ func TestSmoke(t *testing.T) {
 	if err := proc.Build(ctx, bin, "./cmd/controlplane"); err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	out, profiles := t.TempDir(), t.TempDir()
 	var progress strings.Builder
 	rep, err := Run(ctx, Config{BinDir: bin, OutDir: out, WorkDir: t.TempDir(), Nodes: []int{2}, Batches: []int{50},
-		Duration: time.Second, Accounts: 3, Progress: &progress})
+		Duration: time.Second, Accounts: 3, Progress: &progress, ProfileDir: profiles})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
@@ -38,6 +38,10 @@ func TestSmoke(t *testing.T) {
 	// The warm-up's records are deleted too.
 	if x := rep.Retention; x == nil || x.Deleted < r.Records || x.DeletePGPer1000 <= 0 {
 		t.Fatalf("retention not measured: %+v", rep.Retention)
+	}
+	// The control plane's CPU profile of the scenario (gzip-compressed protobuf).
+	if b, err := os.ReadFile(filepath.Join(profiles, "controlplane-2x50.pprof")); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("no control-plane profile: %v", err)
 	}
 	for _, f := range []string{"ingest.json", "ingest.md", "ingest.svg"} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {

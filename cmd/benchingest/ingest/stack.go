@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,17 +27,18 @@ const (
 // stack is a throwaway Postgres and one control plane serving the node API, with funded
 // accounts. Nothing else runs: the simulated nodes are goroutines of this process.
 type stack struct {
-	cp          *proc.Proc
-	pg          *pgtest.Cluster
-	pgPID       int
-	db          *pgxpool.Pool // the schema owner's: sizes and checks
-	runtimeURL  string        // the control plane's role
-	nodeToken   string
-	accounts    []string
-	procs       proc.Group
-	client      *http.Client
-	progress    io.Writer
-	controlArgs []string
+	cp         *proc.Proc
+	pg         *pgtest.Cluster
+	pgPID      int
+	db         *pgxpool.Pool // the schema owner's: sizes and checks
+	runtimeURL string        // the control plane's role
+	nodeToken  string
+	accounts   []string
+	procs      proc.Group
+	client     *http.Client
+	progress   io.Writer
+	opsURL     string // the control plane's ops listener (profiles)
+	profileDir string // where scenarios' control-plane CPU profiles go; empty: none
 }
 
 func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
@@ -64,7 +66,7 @@ func startStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cp, s.nodeToken = plane.Proc, plane.NodeToken
+	s.cp, s.nodeToken, s.opsURL, s.profileDir = plane.Proc, plane.NodeToken, plane.OpsURL, cfg.ProfileDir
 	admin := plane.Admin
 	if s.db, err = pgxpool.New(ctx, ownerURL); err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
@@ -95,4 +97,44 @@ func (s *stack) close() {
 			fmt.Fprintf(s.progress, "  stack: stop postgres: %v\n", err)
 		}
 	}
+}
+
+// profile starts taking a CPU profile of the control plane for the scenario's duration
+// less a second (1 to 25 s: the ops listener's write timeout is 30 s) into the profile
+// directory; the channel reports how that went once it is written. Without a directory it
+// reports nil at once.
+func (s *stack) profile(ctx context.Context, nodes, size int, d time.Duration) <-chan error {
+	done := make(chan error, 1)
+	if s.profileDir == "" {
+		done <- nil
+		return done
+	}
+	secs := min(max(int(d/time.Second)-1, 1), 25)
+	path := filepath.Join(s.profileDir, fmt.Sprintf("controlplane-%dx%d.pprof", nodes, size))
+	go func() {
+		done <- func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.opsURL, secs), nil)
+			if err != nil {
+				return err
+			}
+			resp, err := s.client.Do(req)
+			if err != nil {
+				return fmt.Errorf("control-plane profile: %w", err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("control-plane profile: %s %v: %.200s", resp.Status, err, b)
+			}
+			if err := os.MkdirAll(s.profileDir, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.progress, "    control-plane CPU profile (%d s): %s\n", secs, path)
+			return nil
+		}()
+	}()
+	return done
 }
