@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/store/storetest"
 	"github.com/sekgate/gateway/internal/syncbuf"
 	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -206,5 +207,60 @@ func TestIngestRefusesRecordsRetentionMayHaveDeleted(t *testing.T) {
 	}
 	if after, _ := s.Balance(ctx, accts[0]); after != bal {
 		t.Fatalf("balance %d after the replay, was %d: charged twice", after, bal)
+	}
+}
+
+// Two control planes compile snapshots at once after every change (both hear the same
+// notification): they agree on one version per change, and neither has to retry its
+// compile for a serialization failure (the compile that waits for the other's lock reads
+// what the other committed).
+func TestTwoControlPlanesCompileSnapshotsConcurrently(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewRoles(t)
+	var logs [2]syncbuf.Buffer
+	var replicas [2]*store.Store
+	for i := range replicas {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, MaxConns: 4,
+			Logger: slog.New(slog.NewTextHandler(&logs[i], &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		cancel()
+		if err != nil {
+			t.Fatalf("control plane %d: %v", i, err)
+		}
+		t.Cleanup(s.Close)
+		replicas[i] = s
+	}
+	ctx := context.Background()
+	fundedAccounts(t, replicas[0], 1)
+	first, err := replicas[0].CompileSnapshot(ctx, snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const changes = 20
+	for c := 1; c <= changes; c++ {
+		if _, err := replicas[c%2].CreateAccount(ctx, fmt.Sprint("customer ", c), "any"); err != nil {
+			t.Fatal(err)
+		}
+		var got [2]int64
+		var wg sync.WaitGroup
+		for i, s := range replicas {
+			wg.Go(func() {
+				snap, err := s.CompileSnapshot(ctx, snapshot.Limits{})
+				if err != nil {
+					t.Errorf("change %d, control plane %d: %v", c, i, err)
+					return
+				}
+				got[i] = snap.Version
+			})
+		}
+		wg.Wait()
+		if want := first.Version + int64(c); got[0] != want || got[1] != want {
+			t.Fatalf("change %d: versions %v, want both %d", c, got, want)
+		}
+	}
+	for i := range logs {
+		if l := logs[i].String(); strings.Contains(l, "transaction retried") {
+			t.Errorf("control plane %d retried snapshot compiles:\n%s", i, l)
+		}
 	}
 }

@@ -14,9 +14,10 @@ import (
 
 // CompileSnapshot reads everything a data-plane node serves from in one consistent
 // (repeatable read) transaction and versions it: the current version is kept when the
-// content other than balances is unchanged, otherwise the version is bumped. The version row is locked
-// first, so replicas compiling at once agree on versions. Slices are sorted by ID so
-// that equal content hashes equally.
+// content other than balances is unchanged, otherwise the version is bumped. The version
+// table is locked before anything is read, so replicas compiling at once take turns: each
+// reads what the one before it committed, and they agree on versions without a
+// serialization failure. Slices are sorted by ID so that equal content hashes equally.
 func (s *Store) CompileSnapshot(ctx context.Context, defaults snapshot.Limits) (*snapshot.Snapshot, error) {
 	var snap *snapshot.Snapshot
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
@@ -31,15 +32,21 @@ func (s *Store) CompileSnapshot(ctx context.Context, defaults snapshot.Limits) (
 }
 
 func (s *Store) compileTx(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*snapshot.Snapshot, error) {
-	// Repeatable read: every query below sees one snapshot of the database. The first
-	// statement takes the version row lock; a concurrent compile that committed first makes
-	// this one fail with a serialization error, and retryTx runs it again.
+	// Repeatable read: every query below sees one snapshot of the database, taken at the
+	// first query. The lock comes before it (LOCK TABLE takes no snapshot), so a compile
+	// that waited for another one's lock sees what that one committed. Locking the row with
+	// SELECT … FOR UPDATE instead would take the snapshot before the wait, and a compile
+	// that waited for a replica's version bump would fail with a serialization error.
+	// SHARE ROW EXCLUSIVE conflicts with itself and with the UPDATE below, not with readers.
 	if _, err := tx.Exec(ctx, `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE snapshot_state IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 		return nil, err
 	}
 	snap := &snapshot.Snapshot{}
 	var hash string
-	if err := tx.QueryRow(ctx, `SELECT version, hash, generated_at FROM snapshot_state FOR UPDATE`).
+	if err := tx.QueryRow(ctx, `SELECT version, hash, generated_at FROM snapshot_state`).
 		Scan(&snap.Version, &hash, &snap.GeneratedAt); err != nil {
 		return nil, err
 	}
