@@ -8,7 +8,16 @@
 //
 // Every published snapshot is signed (ed25519, Config.Signer) with an issue time; the
 // current one is re-issued (recompiled, re-signed) every Config.Reissue, so a node can tell
-// how old its disk copy is. Routes that nodes would refuse (snapshot.Route.Validate) are
+// how old its disk copy is.
+//
+// Several control planes may serve one database (replicas behind a load balancer). Each
+// compiles the same versions (the store's version row), but not at the same moment: a
+// node that got version N from one replica may poll another that still publishes N−1. Such
+// a poll waits until a compile of this replica that started after it has finished, and is
+// answered only when the node is still ahead then (its file is not from this database),
+// so a node never steps back to an older version because it switched replicas.
+//
+// Routes that nodes would refuse (snapshot.Route.Validate) are
 // left out of the snapshot with an error log, so one bad row cannot freeze every node.
 package publish
 
@@ -113,6 +122,10 @@ type Publisher struct {
 	cur      *Current
 	changed  chan struct{} // closed when cur is replaced
 	balances chan struct{} // closed on a balance notification
+	// Refreshes are numbered as they start; done is the highest number of a finished,
+	// successful one, and refreshed is closed when one finishes (see Wait).
+	started, done int64
+	refreshed     chan struct{}
 
 	// variants caches variantsOf filtered per country (see variant).
 	vmu        sync.Mutex
@@ -150,11 +163,12 @@ func New(cfg Config) (*Publisher, error) {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
 	return &Publisher{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		kick:     make(chan struct{}, 1),
-		changed:  make(chan struct{}),
-		balances: make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		kick:      make(chan struct{}, 1),
+		changed:   make(chan struct{}),
+		balances:  make(chan struct{}),
+		refreshed: make(chan struct{}),
 	}, nil
 }
 
@@ -229,6 +243,39 @@ func (p *Publisher) Kick() {
 // Refresh compiles now and publishes the result, signed, if its version or structure
 // differs from the current one or the current one is due for re-issue.
 func (p *Publisher) Refresh(ctx context.Context) error {
+	p.mu.Lock()
+	p.started++
+	n := p.started
+	p.mu.Unlock()
+	if err := p.refresh(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = max(p.done, n)
+	close(p.refreshed)
+	p.refreshed = make(chan struct{})
+	return nil
+}
+
+// awaitRefresh asks for a refresh and returns the number the next one to start will have.
+func (p *Publisher) awaitRefresh() int64 {
+	p.mu.Lock()
+	n := p.started + 1
+	p.mu.Unlock()
+	p.Kick()
+	return n
+}
+
+// refreshedSince reports whether refresh n (or a later one) has finished successfully, and
+// if not returns a channel closed when the next one finishes.
+func (p *Publisher) refreshedSince(n int64) (<-chan struct{}, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refreshed, p.done >= n
+}
+
+func (p *Publisher) refresh(ctx context.Context) error {
 	start := time.Now()
 	snap, err := p.cfg.Store.CompileSnapshot(ctx, p.cfg.DefaultLimits)
 	p.cfg.Metrics.SnapshotCompiled(time.Since(start), err)
@@ -321,21 +368,39 @@ func (p *Publisher) Current() (*Current, <-chan struct{}) {
 // Wait returns the current snapshot, filtered for have.Country, as soon as have is outdated
 // by it (Have.Outdated), or nil when it was not before ctx ended or wait passed. Filtered
 // variants are built once per country and snapshot, so polls stay cheap.
+//
+// A node holding a newer version than the current one got it from another replica that
+// compiled first: Wait asks for a refresh and answers only after one that started after
+// the poll has finished, so the node gets that version or a newer one, not this replica's
+// older one. If the node is still ahead then, its snapshot is not from this database (a
+// restored database, a foreign file): it gets the current one.
 func (p *Publisher) Wait(ctx context.Context, have Have, wait time.Duration) *Current {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	var need int64 // the refresh to wait for while the node is ahead; 0: none asked for
 	for {
 		cur, changed := p.Current()
+		var refreshed <-chan struct{}
 		if cur != nil {
 			v, err := p.variant(cur, have.Country)
-			if err != nil {
+			switch {
+			case err != nil:
 				// Never the unfiltered snapshot instead: wait for the next one.
 				p.log.Error("filter snapshot for a node's country", "version", cur.Snapshot.Version, "country", have.Country, "err", err)
-			} else if have.Outdated(v) {
+			case have.Version > v.Snapshot.Version:
+				if need == 0 {
+					need = p.awaitRefresh()
+				}
+				var caughtUp bool
+				if refreshed, caughtUp = p.refreshedSince(need); caughtUp {
+					return v
+				}
+			case have.Outdated(v):
 				return v
 			}
 		}
 		select {
+		case <-refreshed:
 		case <-changed:
 		case <-timer.C:
 			return nil

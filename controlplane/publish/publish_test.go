@@ -191,6 +191,59 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// A node that got a version from another replica first (it holds a newer version than this
+// replica's current one) is never answered with the older one: the poll waits for a compile
+// that started after it. A node still ahead after that compile holds a snapshot of another
+// database and gets the current one; while compiles fail, it gets nothing.
+func TestWaitNeverStepsANodeBackToAnOlderVersion(t *testing.T) {
+	st := newScriptStore(3)
+	p, err := New(Config{Store: st, Debounce: 20 * time.Millisecond, Resync: time.Hour, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if c := p.Wait(ctx, Have{}, 10*time.Second); c == nil || c.Snapshot.Version != 3 {
+		t.Fatalf("first compile: %v", c)
+	}
+
+	// Another replica compiled version 4 and the node has it; this replica has not heard.
+	st.set(4)
+	if c := p.Wait(ctx, Have{Version: 4}, 500*time.Millisecond); c != nil {
+		t.Fatalf("node holding version 4 got version %d", c.Snapshot.Version)
+	}
+	if cur, _ := p.Current(); cur.Snapshot.Version != 4 {
+		t.Fatalf("the poll did not make the replica catch up: current %d", cur.Snapshot.Version)
+	}
+	// Version 5 is in the database; a node holding it waits, a node holding 4 gets it.
+	st.set(5)
+	got := make(chan *Current, 2)
+	go func() { got <- p.Wait(ctx, Have{Version: 4}, 10*time.Second) }()
+	go func() { got <- p.Wait(ctx, Have{Version: 5}, 500*time.Millisecond) }()
+	for range 2 {
+		if c := <-got; c != nil && c.Snapshot.Version != 5 {
+			t.Fatalf("a node got version %d", c.Snapshot.Version)
+		}
+	}
+
+	// A node holding version 9 of another database gets version 5 after one compile.
+	start := time.Now()
+	if c := p.Wait(ctx, Have{Version: 9}, 10*time.Second); c == nil || c.Snapshot.Version != 5 {
+		t.Fatalf("node with a foreign version 9: %v", c)
+	} else if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("node with a foreign version answered after %v", d)
+	}
+	// While compiles fail, the node keeps what it has.
+	st.mu.Lock()
+	st.fail = errors.New("database down")
+	st.mu.Unlock()
+	if c := p.Wait(ctx, Have{Version: 9}, 300*time.Millisecond); c != nil {
+		t.Fatalf("node with a foreign version got %d while compiles failed", c.Snapshot.Version)
+	}
+}
+
 // Run compiles at start and on a change notification, and wakes balance watchers on a
 // balance notification.
 func TestRunFollowsNotifications(t *testing.T) {
