@@ -28,15 +28,22 @@ import (
 // ops address and data directory.
 type fleetNode struct {
 	name, country, addr, opsAddr, dir string
+	cpURL                             string // its --control-plane-url; empty: the stack's
 	cmd                               *exec.Cmd
 	starts                            int
 }
 
 func (o *opsStack) newFleetNode(t *testing.T, name, country string) *fleetNode {
 	t.Helper()
+	return o.newFleetNodeVia(t, name, country, "")
+}
+
+// newFleetNodeVia starts a fleet node whose control plane is at cpURL (empty: the stack's).
+func (o *opsStack) newFleetNodeVia(t *testing.T, name, country, cpURL string) *fleetNode {
+	t.Helper()
 	addr, _ := freeAddr()
 	opsAddr, _ := freeAddr()
-	n := &fleetNode{name: name, country: country, addr: addr, opsAddr: opsAddr, dir: filepath.Join(o.dir, name)}
+	n := &fleetNode{name: name, country: country, addr: addr, opsAddr: opsAddr, dir: filepath.Join(o.dir, name), cpURL: cpURL}
 	o.startFleetNode(t, n)
 	return n
 }
@@ -45,8 +52,12 @@ func (o *opsStack) newFleetNode(t *testing.T, name, country string) *fleetNode {
 func (o *opsStack) startFleetNode(t *testing.T, n *fleetNode) {
 	t.Helper()
 	n.starts++
+	cpURL := n.cpURL
+	if cpURL == "" {
+		cpURL = o.CPURL
+	}
 	if err := o.spawn("dataplane", fmt.Sprintf("%s-%d", n.name, n.starts), []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
-		"--listen", n.addr, "--ops-listen", n.opsAddr, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey,
+		"--listen", n.addr, "--ops-listen", n.opsAddr, "--control-plane-url", cpURL, "--snapshot-public-key-file", o.PublicKey,
 		"--node-id", n.name, "--data-dir", n.dir, "--snapshot-wait", "10s", "--usage-batch-interval", "50ms",
 		"--country", n.country, "--region", "se-sto",
 		"--shutdown-delay", "1s", "--drain-timeout", "10s", "--shutdown-flush-timeout", "10s"); err != nil {
