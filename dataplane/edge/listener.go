@@ -118,6 +118,9 @@ func (l *Listener) release(key netip.Addr, counted bool) {
 // place under the caps once.
 type conn struct {
 	net.Conn
+	// writeBy is the write deadline last set. Writes come from one goroutine at a time
+	// (the connection's), so it needs no lock.
+	writeBy time.Time
 	l       *Listener
 	key     netip.Addr
 	counted bool
@@ -138,13 +141,31 @@ const (
 // closed with part of a request body unread (a refusal before the body).
 func (c *conn) Linger() { c.linger.Store(true) }
 
+// Write writes p within the write timeout: the deadline is moved to now plus the timeout
+// whenever less than half of it is left, so every write has between half the timeout and
+// the whole of it, and a stream's many small writes do not each move a timer.
 func (c *conn) Write(p []byte) (int, error) {
 	if d := c.l.cfg.WriteTimeout; d > 0 {
-		if err := c.Conn.SetWriteDeadline(time.Now().Add(d)); err != nil {
-			return 0, err
+		if now := time.Now(); c.writeBy.Sub(now) < d/2 {
+			c.writeBy = now.Add(d)
+			if err := c.Conn.SetWriteDeadline(c.writeBy); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return c.Conn.Write(p)
+}
+
+// SetWriteDeadline and SetDeadline set the socket's deadlines; the next Write sets its own
+// again, as if none had been set.
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	c.writeBy = time.Time{}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *conn) SetDeadline(t time.Time) error {
+	c.writeBy = time.Time{}
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *conn) Close() error {
