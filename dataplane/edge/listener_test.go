@@ -12,7 +12,7 @@ type deadlineConn struct {
 	set []time.Time
 }
 
-func (c *deadlineConn) Write(p []byte) (int, error)         { return len(p), nil }
+func (c *deadlineConn) Write(p []byte) (int, error)        { return len(p), nil }
 func (c *deadlineConn) SetWriteDeadline(t time.Time) error { c.set = append(c.set, t); return nil }
 func (c *deadlineConn) SetDeadline(t time.Time) error      { c.set = append(c.set, t); return nil }
 
