@@ -178,12 +178,21 @@ func appliedVersions(t *testing.T, dir, node string) (versions [][]int64, refuse
 
 func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 	o, cps := newReplicaStack(t)
+	begin := time.Now() // the shared stack (binaries, Postgres) is up; this test's own starts
 	lb := &cpBalancer{backends: [2]string{cps[0].addr, cps[1].addr},
 		transport: &http.Transport{MaxIdleConnsPerHost: 16, ResponseHeaderTimeout: time.Minute}}
 	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(*httputil.ProxyRequest) {}, Transport: lb,
 		ErrorLog: log.New(io.Discard, "", 0)}) // a replica going away mid-poll is expected
-	defer func() { proxy.CloseClientConnections(); proxy.Close() }() // nodes' long polls are held open
-	nodes := []*fleetNode{
+	var nodes []*fleetNode
+	defer func() {
+		// The nodes stop first: the balanced one flushes its usage through the balancer.
+		for _, n := range nodes {
+			o.stop(t, n.cmd, false)
+		}
+		proxy.CloseClientConnections()
+		proxy.Close()
+	}()
+	nodes = []*fleetNode{
 		o.newFleetNodeVia(t, "rep-a", "SE", cps[0].url()),
 		o.newFleetNodeVia(t, "rep-b", "SE", cps[1].url()),
 		o.newFleetNodeVia(t, "rep-ab", "SE", proxy.URL),
@@ -197,6 +206,7 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 	}
 	o.DataURL = nodes[0].url()
 	before := accountRead(t, o.Stack, a)
+	t.Logf("stack ready after %v", time.Since(begin).Round(time.Millisecond))
 
 	// Steady load: three clients sending to the nodes in turn, one request after another.
 	body, _ := json.Marshal(chatReq(modelChat))
@@ -261,12 +271,21 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 	})
 
 	// Each replica in turn leaves and comes back while the load goes on: cp1 is killed
-	// (SIGKILL: in-flight batches may have committed unanswered), cp0 drains (SIGTERM).
+	// (SIGKILL: in-flight batches may have committed unanswered), cp0 drains (SIGTERM, exit 0).
 	time.Sleep(1500 * time.Millisecond)
 	for i, kill := range []bool{true, false} {
 		r := cps[1-i]
 		start := time.Now()
-		o.stop(t, r.cmd, kill)
+		if kill {
+			o.stop(t, r.cmd, true)
+		} else {
+			if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if code := o.exited(t, r.cmd, 10*time.Second); code != 0 {
+				t.Fatalf("%s exited %d after SIGTERM", r.name, code)
+			}
+		}
 		time.Sleep(time.Second) // nodes keep serving; rep-b or rep-a spools
 		o.spawnReplica(t, r)
 		o.wait(t, r.url()+"/healthz")
@@ -301,6 +320,8 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 		t.Error("no key was created during the run")
 	}
 
+	t.Logf("the newest key at every node after %v", time.Since(begin).Round(time.Millisecond))
+
 	// Exactly one record per answered request; the balance fell by exactly their prices.
 	var recs []map[string]any
 	o.waitFor(t, "every record at the control planes", func() bool {
@@ -328,6 +349,8 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 	if after := accountRead(t, o.Stack, a); before-after != priced || priced <= 0 {
 		t.Errorf("balance fell by %d µSEK, the records' prices sum to %d", before-after, priced)
 	}
+
+	t.Logf("records and balance checked after %v", time.Since(begin).Round(time.Millisecond))
 
 	// No control plane retried a transaction for a deadlock or serialization failure.
 	logs, _ := filepath.Glob(filepath.Join(o.dir, "cp*.log"))
