@@ -82,7 +82,6 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.edge.IdleTimeout, "keepalive-timeout", 60*time.Second, "longest idle time of a keep-alive client connection between requests")
 	fs.DurationVar(&o.edge.WriteTimeout, "write-timeout", 30*time.Second, "longest wait of one write to a client (answers and each stream flush): a client that stops reading is cut and its upstream request cancelled")
 	fs.IntVar(&o.edge.MaxHeaderBytes, "max-header-bytes", 8192, "largest request line plus headers; larger requests get 431")
-	fs.BoolVar(&o.edge.ReleaseIdleBuffers, "release-idle-buffers", false, "return a keep-alive connection's read and write buffers after each request: less memory per idle connection, more CPU per request")
 	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
 	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open client connections per client address (IPv4 address or IPv6 /64; trusted proxies exempt); more are answered 429 and closed (negative: no cap)")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies in front of the node whose X-Forwarded-For names the client (default none: the TCP peer is the client)")

@@ -39,11 +39,8 @@ func TestEdgeFlags(t *testing.T) {
 		e.MaxConns != 10000 || e.MaxConnsPerAddr != 100 || e.TrustedProxies.Len() != 0 {
 		t.Errorf("defaults %+v", e)
 	}
-	if e.ReleaseIdleBuffers {
-		t.Error("idle connections release their buffers by default")
-	}
-	o, err = parseFlags([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots", "--trusted-proxies", "10.0.0.0/8, 192.0.2.1", "--max-conns-per-addr", "-1", "--release-idle-buffers"})
-	if err != nil || o.edge.TrustedProxies.Len() != 2 || o.edge.MaxConnsPerAddr != -1 || !o.edge.ReleaseIdleBuffers {
+	o, err = parseFlags([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots", "--trusted-proxies", "10.0.0.0/8, 192.0.2.1", "--max-conns-per-addr", "-1"})
+	if err != nil || o.edge.TrustedProxies.Len() != 2 || o.edge.MaxConnsPerAddr != -1 {
 		t.Errorf("trusted proxies: %v %+v", err, o.edge)
 	}
 	for _, bad := range [][]string{
@@ -61,15 +58,8 @@ func TestEdgeFlags(t *testing.T) {
 
 // BenchmarkIdleKeepAliveConns reports what 10,000 idle keep-alive client connections cost
 // a data-plane process: each connection makes one request and then stays open; the
-// process's RSS growth divided by the connections is the bytes/conn metric. Once as
-// configured by default (a connection keeps its buffers between requests) and once with
-// --release-idle-buffers.
+// process's RSS growth divided by the connections is the bytes/conn metric.
 func BenchmarkIdleKeepAliveConns(b *testing.B) {
-	b.Run("default", func(b *testing.B) { benchIdleConns(b) })
-	b.Run("release-idle-buffers", func(b *testing.B) { benchIdleConns(b, "--release-idle-buffers") })
-}
-
-func benchIdleConns(b *testing.B, extra ...string) {
 	const conns = 10000
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,7 +70,7 @@ func benchIdleConns(b *testing.B, extra ...string) {
 	dead, _ := net.Listen("tcp", "127.0.0.1:0") // a control plane that never answers
 	defer dead.Close()
 	args := fmt.Sprintf("--listen %s --control-plane-url http://%s --node-token "+testNodeToken+" --insecure-unsigned-snapshots --data-dir %s --log-level error "+
-		"--max-conns %d --max-conns-per-addr -1 --keepalive-timeout 10m %s", addr, dead.Addr(), b.TempDir(), 2*conns, strings.Join(extra, " "))
+		"--max-conns %d --max-conns-per-addr -1 --keepalive-timeout 10m", addr, dead.Addr(), b.TempDir(), 2*conns)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+args)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
