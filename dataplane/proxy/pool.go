@@ -204,6 +204,12 @@ type timedConn struct {
 	firstByte, idle time.Duration
 	hard            time.Time
 	wrote           bool
+	// readBy is the read deadline in force (set by Read or from outside). Between reads
+	// of one answer (a stream's events) Read moves it only once it lags a fresh one by
+	// more than idle/16, so that every event does not move a timer: each wait then has
+	// between 15/16 of the idle timeout and all of it. Only the goroutine reading the
+	// connection touches it.
+	readBy time.Time
 	laddr           *connAddr
 
 	mu           sync.Mutex
@@ -227,12 +233,12 @@ func (c *timedConn) Write(b []byte) (int, error) {
 }
 
 func (c *timedConn) SetReadDeadline(t time.Time) error {
-	c.hard = t
+	c.hard, c.readBy = t, t
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *timedConn) SetDeadline(t time.Time) error {
-	c.hard = t
+	c.hard, c.readBy = t, t
 	return c.Conn.SetDeadline(t)
 }
 
@@ -240,8 +246,8 @@ func (c *timedConn) Read(b []byte) (int, error) {
 	if c.cancelled.Load() {
 		return 0, ErrCancelled
 	}
-	d := c.idle
-	if c.wrote {
+	d, first := c.idle, c.wrote
+	if first {
 		d, c.wrote = c.firstByte, false
 		c.mu.Lock()
 		if c.reqFirstByte > 0 {
@@ -253,8 +259,11 @@ func (c *timedConn) Read(b []byte) (int, error) {
 	if !c.hard.IsZero() && c.hard.Before(dl) {
 		dl = c.hard
 	}
-	if err := c.Conn.SetReadDeadline(dl); err != nil {
-		return 0, err
+	if first || c.readBy.IsZero() || c.readBy.After(dl) || dl.Sub(c.readBy) > c.idle/16 {
+		if err := c.Conn.SetReadDeadline(dl); err != nil {
+			return 0, err
+		}
+		c.readBy = dl
 	}
 	// A Cancel between the check above and here has set a past deadline after ours; one
 	// before it is seen here.
