@@ -210,7 +210,7 @@ type timedConn struct {
 	// between 15/16 of the idle timeout and all of it. Only the goroutine reading the
 	// connection touches it.
 	readBy time.Time
-	laddr           *connAddr
+	laddr  *connAddr
 
 	mu           sync.Mutex
 	owner        *Call         // exchange currently using the connection
