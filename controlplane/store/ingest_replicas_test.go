@@ -101,17 +101,16 @@ func TestIngestPropertyDebitsAreDistinctRecords(t *testing.T) {
 	checkDebitsAreDistinctRecords(t, s, want)
 }
 
-// Two control planes on one Postgres (two stores, each with its own pool, both migrating
-// at start) ingest concurrently, the same batches and different ones: every record is
-// charged once, and no transaction had to be retried for a deadlock.
-func TestTwoControlPlanesIngestConcurrently(t *testing.T) {
-	t.Parallel()
+// openReplicas opens two stores on one new database, each with its own pool of maxConns
+// and its own log (warnings and above), both migrating at start: two control planes.
+func openReplicas(t *testing.T, maxConns int32) ([2]*store.Store, *[2]syncbuf.Buffer) {
+	t.Helper()
 	db := pgtest.NewRoles(t)
-	var logs [2]syncbuf.Buffer
+	logs := new([2]syncbuf.Buffer)
 	var replicas [2]*store.Store
 	for i := range replicas {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, MaxConns: 8,
+		s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, MaxConns: maxConns,
 			Logger: slog.New(slog.NewTextHandler(&logs[i], &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		cancel()
 		if err != nil {
@@ -120,6 +119,15 @@ func TestTwoControlPlanesIngestConcurrently(t *testing.T) {
 		t.Cleanup(s.Close)
 		replicas[i] = s
 	}
+	return replicas, logs
+}
+
+// Two control planes on one Postgres (two stores, each with its own pool, both migrating
+// at start) ingest concurrently, the same batches and different ones: every record is
+// charged once, and no transaction had to be retried for a deadlock.
+func TestTwoControlPlanesIngestConcurrently(t *testing.T) {
+	t.Parallel()
+	replicas, logs := openReplicas(t, 8)
 	ctx := context.Background()
 	accts := fundedAccounts(t, replicas[0], 6)
 	want := map[string]int64{}
@@ -216,20 +224,7 @@ func TestIngestRefusesRecordsRetentionMayHaveDeleted(t *testing.T) {
 // what the other committed).
 func TestTwoControlPlanesCompileSnapshotsConcurrently(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewRoles(t)
-	var logs [2]syncbuf.Buffer
-	var replicas [2]*store.Store
-	for i := range replicas {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s, err := store.Open(ctx, store.Config{DatabaseURL: db.RuntimeURL, MigrateDatabaseURL: db.OwnerURL, MaxConns: 4,
-			Logger: slog.New(slog.NewTextHandler(&logs[i], &slog.HandlerOptions{Level: slog.LevelWarn}))})
-		cancel()
-		if err != nil {
-			t.Fatalf("control plane %d: %v", i, err)
-		}
-		t.Cleanup(s.Close)
-		replicas[i] = s
-	}
+	replicas, logs := openReplicas(t, 4)
 	ctx := context.Background()
 	fundedAccounts(t, replicas[0], 1)
 	first, err := replicas[0].CompileSnapshot(ctx, snapshot.Limits{})

@@ -34,30 +34,18 @@ func BenchmarkTranslatedMessagesNonStreaming(b *testing.B) {
 
 // BenchmarkTranslatedStreamRelay translates a 100-chunk chat stream into Messages-style
 // events written to a discarding writer, flushing per event.
-func BenchmarkTranslatedStreamRelay(b *testing.B) {
-	in := chatStream100()
-	w := bufio.NewWriter(io.Discard)
-	p := protocol{client: index.EPMessages, translate: true, model: "m"}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		var resp fasthttp.Response
-		resp.SetBodyRaw(in)
-		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
-		rel := p.relay(w, st)
-		st.Close()
-		if !rel.done || st.Result.PromptTokens != 12 {
-			b.Fatalf("%+v %+v", st.Result, rel)
-		}
-	}
-}
+func BenchmarkTranslatedStreamRelay(b *testing.B) { benchTranslatedRelay(b, index.EPMessages) }
 
 // BenchmarkTranslatedStreamRelayResponses is BenchmarkTranslatedStreamRelay into
 // Responses-style events.
 func BenchmarkTranslatedStreamRelayResponses(b *testing.B) {
+	benchTranslatedRelay(b, index.EPResponses)
+}
+
+func benchTranslatedRelay(b *testing.B, client index.Endpoint) {
 	in := chatStream100()
 	w := bufio.NewWriter(io.Discard)
-	p := protocol{client: index.EPResponses, translate: true, model: "m"}
+	p := protocol{client: client, translate: true, model: "m"}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {

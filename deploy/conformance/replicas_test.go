@@ -323,32 +323,7 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 	t.Logf("the newest key at every node after %v", time.Since(begin).Round(time.Millisecond))
 
 	// Exactly one record per answered request; the balance fell by exactly their prices.
-	var recs []map[string]any
-	o.waitFor(t, "every record at the control planes", func() bool {
-		recs = o.allRecords(t, a.Key)
-		return len(recs) >= len(ids)
-	})
-	time.Sleep(300 * time.Millisecond) // a second copy of any record would be listed by now
-	recs = o.allRecords(t, a.Key)
-	var priced int64
-	seen := map[string]int{}
-	for _, rec := range recs {
-		id, _ := rec["request_id"].(string)
-		seen[id]++
-		p, _ := rec["price_micro_sek"].(float64)
-		priced += int64(p)
-	}
-	if len(recs) != len(ids) {
-		t.Errorf("%d records for %d answered requests", len(recs), len(ids))
-	}
-	for id := range ids {
-		if seen[id] != 1 {
-			t.Errorf("request %s has %d records, want 1", id, seen[id])
-		}
-	}
-	if after := accountRead(t, o.Stack, a); before-after != priced || priced <= 0 {
-		t.Errorf("balance fell by %d µSEK, the records' prices sum to %d", before-after, priced)
-	}
+	o.checkOneRecordEach(t, a, ids, before)
 
 	t.Logf("records and balance checked after %v", time.Since(begin).Round(time.Millisecond))
 

@@ -260,6 +260,14 @@ func TestFleet_RollingRestartUnderLoad(t *testing.T) {
 
 	// Zero lost records: each answered request ID has exactly one record at the control
 	// plane, and the balance fell by exactly the records' prices.
+	o.checkOneRecordEach(t, a, ids, before)
+}
+
+// checkOneRecordEach waits for the records of account a's key and checks that every
+// answered request ID in ids has exactly one, that there are no others, and that the
+// account's balance fell from before by exactly the records' prices, more than zero.
+func (o *opsStack) checkOneRecordEach(t *testing.T, a Account, ids map[string]bool, before int64) {
+	t.Helper()
 	var recs []map[string]any
 	o.waitFor(t, "every record at the control plane", func() bool {
 		recs = o.allRecords(t, a.Key)
@@ -283,7 +291,7 @@ func TestFleet_RollingRestartUnderLoad(t *testing.T) {
 			t.Errorf("request %s has %d records, want 1", id, seen[id])
 		}
 	}
-	if after := accountRead(t, o.Stack, a); before-after != priced {
+	if after := accountRead(t, o.Stack, a); before-after != priced || priced <= 0 {
 		t.Errorf("balance fell by %d µSEK, the records' prices sum to %d", before-after, priced)
 	}
 }
