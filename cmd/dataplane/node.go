@@ -178,9 +178,11 @@ func (n *node) serve(ctx context.Context) error {
 	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", n.store.Ready())
 
 	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
+	// ctx ends on either; which one it was is read from a channel of our own, which the
+	// signal reaches independently of ctx's (possibly a moment later).
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	// Snapshot sync and the usage sender outlive the signal: they run until the node has
 	// drained and flushed its spool.
 	bg, stopBG := context.WithCancel(context.Background())
@@ -210,9 +212,9 @@ func (n *node) serve(ctx context.Context) error {
 	}
 	gotTerm := false
 	select {
-	case <-term:
-		gotTerm = true
-	default:
+	case sig := <-sigs:
+		gotTerm = sig == syscall.SIGTERM
+	case <-time.After(time.Second): // ctx ended without a signal
 	}
 	o.shutdown.shutdown(log, n.srv, n.meter, drain, gotTerm)
 	stopBG()
