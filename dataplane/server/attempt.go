@@ -322,10 +322,13 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		// A 200 must be a JSON body whose usage is possible for this request: anything else
 		// is an invalid answer (the next route is tried; a last one answers 502, uncharged).
 		rb := uresp.Body()
-		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ValidJSON(rb) // depth-bounded: gjson's validator alone is recursive
+		var members reqparse.EventMembers
+		// Depth-bounded (gjson's validator alone is recursive); the scan also notes where
+		// the answer's members are, for its usage.
+		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ScanEvent(rb, &members)
 		reported := false
 		if valid {
-			u, reported = tokens.FromBody(ue, rb)
+			u, reported = answerUsage(ue, rb, &members)
 			var inBound bool
 			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(u.InputTokens, u.OutputTokens)
 			valid = inBound && !u.Invalid
