@@ -28,19 +28,34 @@ type opsStack struct {
 
 func newOpsStack(t *testing.T, cpArgs ...string) *opsStack {
 	t.Helper()
+	o := newOpsBase(t, "operations", "adm_ops_0123456789abcdef0123456789ab", "node_ops_0123456789abcdef0123456789ab")
+	o.nodeDir, o.cpArgs = filepath.Join(o.dir, "node"), cpArgs
+	o.cpAddr, _ = freeAddr()
+	o.adminAddr, _ = freeAddr()
+	o.dpAddr, _ = freeAddr()
+	o.CPURL, o.AdminURL, o.DataURL = "http://"+o.cpAddr, "http://"+o.adminAddr, "http://"+o.dpAddr
+	o.startCP(t)
+	o.startDP(t)
+	o.loadDemoCatalog(t)
+	return o
+}
+
+// newOpsBase is what every ops stack starts with: a new database named name, a work
+// directory holding a snapshot signing key pair and the processes' logs (kept when the test
+// failed), and a simulator. Its processes stop when the test ends.
+func newOpsBase(t *testing.T, name, adminToken, nodeToken string) *opsStack {
+	t.Helper()
 	getStack(t) // builds the binaries and starts the Postgres cluster
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dbURL, err := cluster.CreateDatabase(ctx, "operations")
+	dbURL, err := cluster.CreateDatabase(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	o := &opsStack{Stack: &Stack{AdminToken: "adm_ops_0123456789abcdef0123456789ab", NodeToken: "node_ops_0123456789abcdef0123456789ab", dir: dir}, dbURL: dbURL,
-		nodeDir: filepath.Join(dir, "node"), cpArgs: cpArgs}
-	var err2 error
-	if o.SigningKey, o.PublicKey, err2 = harness.WriteSigningKeys(dir); err2 != nil {
-		t.Fatal(err2)
+	o := &opsStack{Stack: &Stack{AdminToken: adminToken, NodeToken: nodeToken, dir: dir}, dbURL: dbURL}
+	if o.SigningKey, o.PublicKey, err = harness.WriteSigningKeys(dir); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -49,20 +64,21 @@ func newOpsStack(t *testing.T, cpArgs ...string) *opsStack {
 		o.Stop()
 	})
 	simAddr, _ := freeAddr()
-	o.cpAddr, _ = freeAddr()
-	o.adminAddr, _ = freeAddr()
-	o.dpAddr, _ = freeAddr()
-	o.SimURL, o.CPURL, o.AdminURL, o.DataURL = "http://"+simAddr, "http://"+o.cpAddr, "http://"+o.adminAddr, "http://"+o.dpAddr
+	o.SimURL = "http://" + simAddr
 	if err := o.spawn("simulator", "simulator", nil, harness.SimulatorArgs(simAddr, "sim")...); err != nil {
 		t.Fatal(err)
 	}
-	o.startCP(t)
-	o.startDP(t)
+	return o
+}
+
+// loadDemoCatalog loads the demo catalogue, every route on the stack's simulator, through
+// the admin API at o.AdminURL.
+func (o *opsStack) loadDemoCatalog(t *testing.T) {
+	t.Helper()
 	cat := demoCatalog(o.SimURL+"/v1", o.SimURL+"/v1", o.SimURL+"/v1")
 	if r, err := o.admin("PUT", "/admin/v1/catalog", cat); err != nil || r.Status != 200 {
 		t.Fatalf("load catalogue: %v %d %s", err, r.Status, r.Body)
 	}
-	return o
 }
 
 func keepLogs(t *testing.T, dir string) {

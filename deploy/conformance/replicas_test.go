@@ -61,29 +61,7 @@ func (o *opsStack) spawnReplica(t *testing.T, r *cpReplica) {
 // newReplicaStack starts a simulator and two control planes at once on one new database.
 func newReplicaStack(t *testing.T) (*opsStack, [2]*cpReplica) {
 	t.Helper()
-	getStack(t) // builds the binaries and starts the Postgres cluster
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dbURL, err := cluster.CreateDatabase(ctx, "replicas")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	o := &opsStack{Stack: &Stack{AdminToken: "adm_replicas_0123456789abcdef012345678", NodeToken: "node_replicas_0123456789abcdef012345678", dir: dir}, dbURL: dbURL}
-	if o.SigningKey, o.PublicKey, err = harness.WriteSigningKeys(dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			keepLogs(t, dir)
-		}
-		o.Stop()
-	})
-	simAddr, _ := freeAddr()
-	o.SimURL = "http://" + simAddr
-	if err := o.spawn("simulator", "simulator", nil, harness.SimulatorArgs(simAddr, "sim")...); err != nil {
-		t.Fatal(err)
-	}
+	o := newOpsBase(t, "replicas", "adm_replicas_0123456789abcdef012345678", "node_replicas_0123456789abcdef012345678")
 	var cps [2]*cpReplica
 	for i := range cps {
 		cps[i] = &cpReplica{name: fmt.Sprint("cp", i)}
@@ -96,10 +74,7 @@ func newReplicaStack(t *testing.T) (*opsStack, [2]*cpReplica) {
 		o.wait(t, r.adminURL()+"/healthz")
 	}
 	o.CPURL, o.AdminURL = cps[0].url(), cps[0].adminURL()
-	cat := demoCatalog(o.SimURL+"/v1", o.SimURL+"/v1", o.SimURL+"/v1")
-	if r, err := o.admin("PUT", "/admin/v1/catalog", cat); err != nil || r.Status != 200 {
-		t.Fatalf("load catalogue: %v %d %s", err, r.Status, r.Body)
-	}
+	o.loadDemoCatalog(t)
 	return o, cps
 }
 
