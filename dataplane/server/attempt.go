@@ -328,7 +328,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ScanEvent(rb, &members)
 		reported := false
 		if valid {
-			u, reported = answerUsage(ue, rb, &members)
+			u, reported = tokens.FromBody(ue, rb, &members)
 			var inBound bool
 			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(u.InputTokens, u.OutputTokens)
 			valid = inBound && !u.Invalid

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/reqparse"
 )
 
 func TestCount(t *testing.T) {
@@ -94,24 +95,32 @@ func TestFromEndpoint(t *testing.T) {
 		{index.EPChat, `{"usage":null}`, Usage{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := FromBody(tt.e, []byte(tt.body))
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("%v %s: got %+v %v, want %+v %v", tt.e, tt.body, got, ok, tt.want, tt.ok)
+		var m reqparse.EventMembers
+		if !reqparse.ScanEvent([]byte(tt.body), &m) {
+			t.Fatalf("%s: not valid JSON", tt.body)
+		}
+		for _, notes := range []*reqparse.EventMembers{nil, &m} {
+			got, ok := FromBody(tt.e, []byte(tt.body), notes)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("%v %s (notes %v): got %+v %v, want %+v %v", tt.e, tt.body, notes != nil, got, ok, tt.want, tt.ok)
+			}
 		}
 	}
 }
 
 // FuzzFromBody: any body yields counts that are never negative, and bounded counts never
-// exceed their bounds.
+// exceed their bounds; a body the scan accepts gives the same usage from its notes as from
+// the whole body.
 func FuzzFromBody(f *testing.F) {
-	for _, s := range []string{`{"usage":{"prompt_tokens":1e999,"completion_tokens":-5}}`,
+	for _, s := range append([]string{`{"usage":{"prompt_tokens":1e999,"completion_tokens":-5}}`,
 		`{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807}}`,
-		`{"usage":{"prompt_tokens":"7","total_tokens":3.5}}`, `{"usage":[`} {
+		`{"usage":{"prompt_tokens":"7","total_tokens":3.5}}`, `{"usage":[`}, fromBodyCases...) {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, body []byte, e uint8) {
+		checkFromBodyNotes(t, body)
 		ep := []index.Endpoint{index.EPChat, index.EPEmbeddings, index.EPMessages, index.EPResponses}[int(e)%4]
-		u, _ := FromBody(ep, body)
+		u, _ := FromBody(ep, body, nil)
 		if u.InputTokens < 0 || u.OutputTokens < 0 {
 			t.Fatalf("negative: %+v", u)
 		}

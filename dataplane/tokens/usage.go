@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/reqparse"
 )
 
 // Usage is what an answer is billed for.
@@ -137,8 +138,21 @@ func FromEndpoint(e index.Endpoint, r gjson.Result) (Usage, bool) {
 	return Usage{}, false
 }
 
-// FromBody reads the usage of a complete (non-streaming) answer body of endpoint e. It
-// does not copy body (gjson.GetBytes would): the result does not outlive the call.
-func FromBody(e index.Endpoint, body []byte) (Usage, bool) {
+// FromBody reads the usage of a complete (non-streaming) answer body of endpoint e. m is
+// what reqparse.ScanEvent noted of body (nil: nothing): with it only the usage member is
+// parsed, not the answer again; without it, where the notes cannot tell (an escaped key,
+// many members) or when body is not an object from its first byte, gjson reads the answer
+// for its usage. It does not copy body (gjson.GetBytes would): the result does not outlive
+// the call.
+func FromBody(e index.Endpoint, body []byte, m *reqparse.EventMembers) (Usage, bool) {
+	if m != nil && len(body) > 0 && body[0] == '{' {
+		u, found, known := m.Member(body, "usage")
+		switch {
+		case known && !found:
+			return FromEndpoint(e, gjson.Result{})
+		case known:
+			return FromEndpoint(e, gjson.Parse(unsafe.String(unsafe.SliceData(u), len(u))))
+		}
+	}
 	return FromEndpoint(e, gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage"))
 }
