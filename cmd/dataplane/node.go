@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
@@ -177,12 +176,6 @@ func (n *node) serve(ctx context.Context) error {
 	}
 	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", n.store.Ready())
 
-	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
-	// ctx ends on either; which one it was is read from a channel of our own, which the
-	// signal reaches independently of ctx's (possibly a moment later).
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	// Snapshot sync and the usage sender outlive the signal: they run until the node has
 	// drained and flushed its spool.
 	bg, stopBG := context.WithCancel(context.Background())
@@ -210,13 +203,8 @@ func (n *node) serve(ctx context.Context) error {
 	case err := <-serveDone:
 		return fmt.Errorf("serve: %w", err)
 	}
-	gotTerm := false
-	select {
-	case sig := <-sigs:
-		gotTerm = sig == syscall.SIGTERM
-	case <-time.After(time.Second): // ctx ended without a signal
-	}
-	o.shutdown.shutdown(log, n.srv, n.meter, drain, gotTerm)
+	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
+	o.shutdown.shutdown(log, n.srv, n.meter, drain, daemon.Signal(ctx) == syscall.SIGTERM)
 	stopBG()
 	<-syncDone
 	if err := <-meterDone; err != nil {

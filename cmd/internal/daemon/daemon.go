@@ -1,9 +1,10 @@
 // Package daemon runs a long-lived command: a text logger at the configured level, a
-// context cancelled by SIGINT or SIGTERM, and the process exit status.
+// context cancelled by SIGINT or SIGTERM (Signal tells which), and the process exit status.
 package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,19 +21,52 @@ func Logger(level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
-// Run calls run with a logger at level and a context that ends on SIGINT or SIGTERM, then
-// exits: 2 for a bad level, 1 when run fails, 0 otherwise.
+// Run calls run with a logger at level and a context that ends on SIGINT or SIGTERM
+// (Signal tells which), then exits: 2 for a bad level, 1 when run fails, 0 otherwise.
 func Run(name, level string, run func(ctx context.Context, log *slog.Logger) error) {
 	log, err := Logger(level)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err = run(ctx, log)
 	stop()
 	if err != nil {
 		log.Error(name+" stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// signalCause is the cause of a context that signalContext ended.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return c.sig.String() + " signal received" }
+
+// signalContext is signal.NotifyContext with the signal as the context's cause, so that
+// Signal can tell which one ended it.
+func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(signalCause{s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(context.Canceled)
+	}
+}
+
+// Signal returns the signal that ended ctx, a context Run gave, or nil when no signal did.
+func Signal(ctx context.Context) os.Signal {
+	var c signalCause
+	if errors.As(context.Cause(ctx), &c) {
+		return c.sig
+	}
+	return nil
 }
