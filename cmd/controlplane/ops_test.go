@@ -129,7 +129,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 		c.Metric[0].Histogram.GetSampleCount()+c.Metric[1].Histogram.GetSampleCount() < 1 {
 		t.Errorf("compile histogram: %v", c)
 	}
-	for _, name := range []string{"gateway_cp_signups_total", "gateway_cp_topup_sessions_total", "gateway_cp_retention_deleted_total",
+	for _, name := range []string{"gateway_cp_signups_total", "gateway_cp_topup_sessions_total", "gateway_cp_retention_deleted_total", "gateway_cp_retention_days_dropped_total",
 		"gateway_cp_db_pool_acquires_total", "gateway_cp_db_pool_acquire_wait_seconds_total", "go_goroutines"} {
 		if fams[name] == nil {
 			t.Errorf("%s missing from the scrape", name)

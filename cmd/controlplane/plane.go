@@ -87,11 +87,21 @@ func (p *plane) newPublisher(context.Context) error {
 	return nil
 }
 
-// newRetention builds the retention job.
-func (p *plane) newRetention(context.Context) error {
+// newRetention builds the retention job and makes the request records' day partitions
+// due (today's among them) before the control plane serves.
+func (p *plane) newRetention(ctx context.Context) error {
 	var err error
-	p.ret, err = retention.New(retention.Config{Store: p.st, Days: p.cfg.retentionDays, Logger: p.log, OnDeleted: p.metrics.RetentionDeleted})
-	return err
+	p.ret, err = retention.New(retention.Config{Store: p.st, Days: p.cfg.retentionDays, Logger: p.log,
+		OnDeleted: p.metrics.RetentionDeleted, OnDropped: p.metrics.RetentionDayDropped})
+	if err != nil {
+		return err
+	}
+	if n, err := p.ret.MakeDays(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		p.log.Info("made day partitions of request records", "days", n)
+	}
+	return nil
 }
 
 // newHandlers builds both listeners' handlers: the node-facing API (with payments and

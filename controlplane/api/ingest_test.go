@@ -135,7 +135,7 @@ func TestUsageInt64MaxPriceDoesNotStallTheSpool(t *testing.T) {
 	}
 	want := int64(10 * money.MicroPerSEK)
 	for i := range 5 { // the node's later batches, and retries of them, all settle
-		r := chatRecord(fmt.Sprintf("req_%d", i), acct, 100, 50)
+		r := chatRecord(fmt.Sprintf("req_t%d", i), acct, 100, 50)
 		for try := range 2 {
 			rep, status := e.postUsage(usage.Batch{NodeID: "node-1", BatchID: fmt.Sprintf("b%d-%d", i+2, try), Records: []usage.Record{r}})
 			if status != 200 {

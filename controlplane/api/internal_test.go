@@ -147,7 +147,7 @@ func TestUsageAndBalanceWatch(t *testing.T) {
 		woken <- u
 	}()
 	time.Sleep(200 * time.Millisecond)
-	rec := usage.Record{RequestID: "req_1", TS: time.Now(), AccountID: acct, Model: "llama-3.1-8b", Status: 200, Result: usage.ResultOK,
+	rec := usage.Record{RequestID: "req_t1", TS: time.Now(), AccountID: acct, Model: "llama-3.1-8b", Status: 200, Result: usage.ResultOK,
 		PromptTokens: 1000, CompletionTokens: 500, PriceMicroSEK: 3000} // 1000 × 150 öre/M + 500 × 300 öre/M
 	start := time.Now()
 	rep, status := e.postUsage(usage.Batch{NodeID: "node-2", BatchID: "b1", Records: []usage.Record{rec}})

@@ -49,6 +49,7 @@ type Metrics struct {
 	topups        *prometheus.CounterVec
 	signups       *prometheus.CounterVec
 	retention     *prometheus.CounterVec
+	retentionDays prometheus.Counter
 }
 
 // New builds the registry with every instrument registered (label children that are
@@ -102,6 +103,8 @@ func New() *Metrics {
 		Help: "Signup form submissions, by outcome."}, []string{"outcome"})
 	m.retention = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "retention_deleted_total",
 		Help: "Rows the retention job deleted, by table (records, rejected_records)."}, []string{"table"})
+	m.retentionDays = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "retention_days_dropped_total",
+		Help: "Day partitions of request records the retention job dropped, whole."})
 	for _, r := range []string{"created", "failed"} {
 		m.topups.WithLabelValues(r)
 	}
@@ -115,6 +118,7 @@ func New() *Metrics {
 	f(m.topups)
 	f(m.signups)
 	f(m.retention)
+	f(m.retentionDays)
 	return m
 }
 
@@ -172,6 +176,9 @@ func (m *Metrics) Signup(outcome string) { m.signups.WithLabelValues(outcome).In
 func (m *Metrics) RetentionDeleted(table string, n int) {
 	m.retention.WithLabelValues(table).Add(float64(n))
 }
+
+// RetentionDayDropped counts one day partition of request records the retention job dropped.
+func (m *Metrics) RetentionDayDropped() { m.retentionDays.Inc() }
 
 // oneOf returns v when it is in known, else "other" (bounded label values).
 func oneOf(v string, known []string) string {

@@ -1,12 +1,19 @@
-// Package retention deletes request records, and usage records the control plane
-// rejected, older than a configured number of days, so neither table grows without bound.
+// Package retention removes request records, and usage records the control plane
+// rejected, older than a configured number of days, so neither table grows without bound,
+// and keeps the request records' day partitions made ahead of time.
 //
-// Records are deleted oldest first in small batches (default 1,000 rows, with a short
-// pause between batches) so the job never holds many locks or produces one huge
-// transaction; it runs at start and then every Interval (default 1 h). Only the records
-// go: ledger entries (the money) and the daily usage aggregates (usage_30d) are kept.
-// Several control-plane replicas may run it at once: batches skip rows locked by another
-// replica.
+// Request records are partitioned by the UTC day of their request IDs (controlplane/store,
+// migration 017). Each run makes the partitions of the days from the retention's cutoff up
+// to Ahead days from now that are missing (after an outage too), drops the partition of
+// every day that ended before the cutoff, whole (a DROP TABLE, no row by row delete and no
+// vacuum), and then deletes what is left older than the cutoff (records of other ID forms,
+// in the catch-all partitions, and the rare record whose time is older than its ID's day)
+// oldest first in small batches (default 1,000 rows, with a short pause between batches) so
+// the job never holds many locks or produces one huge transaction. It runs at start and then
+// every Interval (default 1 h). Only the records go: ledger entries (the money) and the
+// daily usage aggregates (usage_30d) are kept. Several control-plane replicas may run it at
+// once: partitions are made and dropped under an advisory lock, and delete batches skip rows
+// locked by another replica.
 package retention
 
 import (
@@ -15,21 +22,31 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/sekgate/gateway/controlplane/store"
 )
 
 // Deleter deletes up to batch records (or rejected records) older than cutoff and says
-// how many it deleted (*store.Store implements it).
+// how many it deleted, and makes and drops the records' day partitions (*store.Store
+// implements it).
 type Deleter interface {
 	DeleteRecordsBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
 	DeleteRejectedBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
+	RecordDays(ctx context.Context) (store.RecordDays, error)
+	AddRecordDay(ctx context.Context, day time.Time) (bool, error)
+	DropRecordDay(ctx context.Context, day time.Time) (bool, error)
 }
 
 // Config configures a Job.
 type Config struct {
 	// Store deletes the records. Required.
 	Store Deleter
-	// Days is how long records are kept (default 90).
+	// Days is how long records are kept (default 90). A day's partition is dropped once
+	// the whole day is older, so records are kept Days to Days + 1 days.
 	Days int
+	// Ahead is how many days after today get their partitions made ahead of time (default
+	// 3; the ingest accepts record times up to a day ahead).
+	Ahead int
 	// Interval between runs (default 1 h).
 	Interval time.Duration
 	// BatchSize is the number of rows per delete (default 1000).
@@ -42,6 +59,8 @@ type Config struct {
 	// OnDeleted, when set, is told the rows each delete removed, by table ("records",
 	// "rejected_records"); the ops metrics count them.
 	OnDeleted func(table string, n int)
+	// OnDropped, when set, is told each day partition of request records dropped.
+	OnDropped func()
 }
 
 // Job is the retention job.
@@ -57,6 +76,9 @@ func New(cfg Config) (*Job, error) {
 	}
 	if cfg.Days == 0 {
 		cfg.Days = 90
+	}
+	if cfg.Ahead <= 0 {
+		cfg.Ahead = 3
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Hour
@@ -97,10 +119,82 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce deletes every record and every rejected record older than Days, batch by batch,
-// and returns how many rows it deleted.
+// MakeDays makes the partitions of request records' days from the day after the
+// cutoff's (the cutoff's own day is next to be dropped; a replica whose clock lags must not
+// make it again) up to Ahead days from today, where missing, and returns how many it made.
+// The control plane runs it before it serves, so today's records have their partition.
+func (j *Job) MakeDays(ctx context.Context) (int, error) {
+	now := j.cfg.Now()
+	rd, err := j.cfg.Store.RecordDays(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("retention: read record days: %w", err)
+	}
+	have := make(map[time.Time]bool, len(rd.Days))
+	for _, d := range rd.Days {
+		have[d] = true
+	}
+	from := utcDay(now.AddDate(0, 0, -j.cfg.Days)).AddDate(0, 0, 1)
+	if from.Before(rd.First) {
+		from = rd.First
+	}
+	made := 0
+	for d, last := from, utcDay(now).AddDate(0, 0, j.cfg.Ahead); !d.After(last); d = d.AddDate(0, 0, 1) {
+		if have[d] {
+			continue
+		}
+		ok, err := j.cfg.Store.AddRecordDay(ctx, d)
+		if err != nil {
+			return made, fmt.Errorf("retention: make the records' partition of %s: %w", d.Format(time.DateOnly), err)
+		}
+		if ok {
+			made++
+		}
+	}
+	return made, nil
+}
+
+// dropDays drops the partition of every day of request records that ended before the
+// cutoff and returns how many it dropped.
+func (j *Job) dropDays(ctx context.Context, cutoff time.Time) (int, error) {
+	rd, err := j.cfg.Store.RecordDays(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("retention: read record days: %w", err)
+	}
+	dropped := 0
+	for _, d := range rd.Days {
+		if d.AddDate(0, 0, 1).After(cutoff) {
+			continue
+		}
+		ok, err := j.cfg.Store.DropRecordDay(ctx, d)
+		if err != nil {
+			return dropped, fmt.Errorf("retention: drop the records' partition of %s: %w", d.Format(time.DateOnly), err)
+		}
+		if ok {
+			dropped++
+			j.cfg.Logger.Info("retention dropped a day of request records", "day", d.Format(time.DateOnly), "days", j.cfg.Days)
+			if j.cfg.OnDropped != nil {
+				j.cfg.OnDropped()
+			}
+		}
+	}
+	return dropped, nil
+}
+
+// utcDay returns the start of t's UTC day.
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// RunOnce makes the days' partitions ahead, drops those of days older than Days, then
+// deletes every record and every rejected record older than Days, batch by batch, and
+// returns how many rows it deleted (not counting the dropped days' records). A failure to
+// make or drop partitions (a lock not granted in time) does not stop the deletes; it is
+// returned after them.
 func (j *Job) RunOnce(ctx context.Context) (int, error) {
 	cutoff := j.cfg.Now().AddDate(0, 0, -j.cfg.Days)
+	_, errMake := j.MakeDays(ctx)
+	_, errDrop := j.dropDays(ctx, cutoff)
 	total := 0
 	for _, step := range []struct {
 		what, table string
@@ -113,7 +207,7 @@ func (j *Job) RunOnce(ctx context.Context) (int, error) {
 				j.cfg.OnDeleted(step.table, n)
 			}
 			if err != nil {
-				return total, fmt.Errorf("retention: delete %s before %s: %w", step.what, cutoff.Format(time.RFC3339), err)
+				return total, errors.Join(errMake, errDrop, fmt.Errorf("retention: delete %s before %s: %w", step.what, cutoff.Format(time.RFC3339), err))
 			}
 			if n < j.cfg.BatchSize {
 				break
@@ -125,5 +219,5 @@ func (j *Job) RunOnce(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	return total, nil
+	return total, errors.Join(errMake, errDrop)
 }

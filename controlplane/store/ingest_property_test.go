@@ -31,7 +31,7 @@ func hostileRecord(rng *rand.Rand, accts []string, ids *[]string, mu *sync.Mutex
 	if len(*ids) > 0 && rng.IntN(5) == 0 { // a request ID seen before, maybe in another batch
 		id = (*ids)[rng.IntN(len(*ids))]
 	} else {
-		id = fmt.Sprintf("req_%016x", rng.Uint64())
+		id = testRequestID(rng)
 		*ids = append(*ids, id)
 	}
 	mu.Unlock()

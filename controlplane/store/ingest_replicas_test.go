@@ -64,7 +64,7 @@ func TestIngestPropertyDebitsAreDistinctRecords(t *testing.T) {
 				batch.Records = append(batch.Records, sent[rng.IntN(len(sent))])
 				continue
 			}
-			r := record(fmt.Sprintf("req_%x", rng.Uint64()), accts[rng.IntN(len(accts))],
+			r := record(testRequestID(rng), accts[rng.IntN(len(accts))],
 				time.Now().Add(-time.Duration(rng.IntN(72))*time.Hour), rng.Int64N(100_000), rng.Int64N(10_000))
 			sent = append(sent, r)
 			want[r.AccountID] += r.PriceMicroSEK

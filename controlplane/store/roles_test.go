@@ -84,8 +84,8 @@ func TestRuntimeRoleCannotRewriteMoney(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	if _, err := s.IngestBatch(ctx, usage.Batch{BatchID: "b1", NodeID: "n1", Records: []usage.Record{
-		{RequestID: "req_1", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PromptTokens: 1234, PriceMicroSEK: 1234},
-		{RequestID: "req_2", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PromptTokens: 766, PriceMicroSEK: 766},
+		{RequestID: "req_t1", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PromptTokens: 1234, PriceMicroSEK: 1234},
+		{RequestID: "req_t2", TS: now, AccountID: a.ID, Model: "m", Status: 200, Result: "ok", PromptTokens: 766, PriceMicroSEK: 766},
 	}}); err != nil {
 		t.Fatal(err)
 	}

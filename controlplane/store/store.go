@@ -76,6 +76,8 @@ type Store struct {
 	now  func() time.Time
 	// rejected counts usage records refused by ingest (see RejectedRecords).
 	rejected atomic.Int64
+	// parts are the partitions of request_records as last read (nil: read on next use).
+	parts atomic.Pointer[recordParts]
 }
 
 // Open connects, applies pending migrations and returns the store.
@@ -218,8 +220,9 @@ func translate(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// isRetryable reports serialization failures and deadlocks, which a retry resolves.
+// isRetryable reports serialization failures and deadlocks, which a retry resolves, and a
+// row no partition of the records takes (the ingest reads the partitions again).
 func isRetryable(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01") || isNoPartition(err)
 }

@@ -29,7 +29,9 @@ import (
 // one control plane or several on one database, cannot deadlock. The reply carries the
 // balances of every account the batch's accepted records mention.
 //
-// Records whose account does not exist are stored but not charged (and logged).
+// A record whose request ID falls in a day of the records without a partition (dropped by
+// retention, or further ahead than the partitions made; record_days.go) is refused the
+// same way. Records whose account does not exist are stored but not charged (and logged).
 func (s *Store) IngestBatch(ctx context.Context, b usage.Batch) (usage.Reply, error) {
 	return s.ingest(ctx, b.NodeID, b.BatchID, b.Records, nil, nil)
 }
@@ -95,7 +97,11 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 	var rejected []rejection
 	start := time.Now()
 	err := s.retryTx(ctx, func(tx pgx.Tx) error {
-		accepted, rej, err := s.screen(ctx, tx, cands, bad)
+		placed, bad, err := s.placeRecords(ctx, tx, cands, bad)
+		if err != nil {
+			return err
+		}
+		accepted, rej, err := s.screen(ctx, tx, placed, bad)
 		if err != nil {
 			return err
 		}
@@ -103,6 +109,9 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 			return err
 		}
 		reply, err = s.applyBatch(ctx, tx, nodeID, batchID, accepted)
+		if isNoPartition(err) {
+			s.parts.Store(nil) // a partition was dropped meanwhile: read them again and retry
+		}
 		rejected = rej
 		return err
 	})

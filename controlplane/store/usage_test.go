@@ -166,7 +166,7 @@ func TestMixedLoadLedgerMatchesRecords(t *testing.T) {
 				b := usage.Batch{NodeID: fmt.Sprint("node-", w), BatchID: fmt.Sprint(bi)}
 				for i := 0; i < perBatch; i++ {
 					// IDs overlap between workers (same space), so batches collide.
-					id := fmt.Sprintf("req_%04d", rng.IntN(1500))
+					id := fmt.Sprintf("req_t%04d", rng.IntN(1500))
 					r := record(id, accts[hashIndex(id, len(accts))], time.Now().Add(-time.Duration(rng.IntN(72))*time.Hour), int64(rng.IntN(5000)), int64(rng.IntN(2000)))
 					r.PriceMicroSEK = money.Price(r.PromptTokens, r.CompletionTokens, 150, 300) // same ID, same price
 					if rng.IntN(10) == 0 {

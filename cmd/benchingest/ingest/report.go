@@ -113,7 +113,9 @@ func (r *Report) Markdown() string {
 	}
 	if x := r.Retention; x != nil {
 		fmt.Fprintf(&b, "\nRetention (the retention job's deletes in batches of 1,000, then VACUUM): %d records deleted at %.0f/s; "+
-			"Postgres %.4f CPU-s per 1,000 to delete and %.4f to vacuum.\n", x.Deleted, x.DeletedPerSecond, x.DeletePGPer1000, x.VacuumPGPer1000)
+			"Postgres %.4f CPU-s per 1,000 to delete and %.4f to vacuum. Dropping the day partitions holding the other %d records (%d days): "+
+			"%.1f ms, Postgres %.5f CPU-s per 1,000.\n", x.Deleted, x.DeletedPerSecond, x.DeletePGPer1000, x.VacuumPGPer1000,
+			x.Dropped, x.DroppedDays, x.DropMS, x.DropPGPer1000)
 	}
 	return b.String()
 }

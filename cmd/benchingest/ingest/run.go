@@ -126,14 +126,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Short {
 		limit = 50_000
 	}
-	fmt.Fprintf(cfg.Progress, "  retention: deleting up to %d records as the retention job does, then VACUUM\n", limit)
+	fmt.Fprintf(cfg.Progress, "  retention: deleting up to %d records (at most half) as the retention job does, then VACUUM; dropping the days holding the rest\n", limit)
 	ret, err := retention(ctx, s, limit)
 	if err != nil {
 		return rep, fmt.Errorf("retention: %w", err)
 	}
 	rep.Retention = &ret
-	fmt.Fprintf(cfg.Progress, "    %d deleted, %.0f/s; Postgres %.4f CPU-s per 1,000 to delete, %.4f to vacuum\n",
-		ret.Deleted, ret.DeletedPerSecond, ret.DeletePGPer1000, ret.VacuumPGPer1000)
+	fmt.Fprintf(cfg.Progress, "    %d deleted, %.0f/s; Postgres %.4f CPU-s per 1,000 to delete, %.4f to vacuum; %d dropped with %d days in %.1f ms, Postgres %.5f CPU-s per 1,000\n",
+		ret.Deleted, ret.DeletedPerSecond, ret.DeletePGPer1000, ret.VacuumPGPer1000, ret.Dropped, ret.DroppedDays, ret.DropMS, ret.DropPGPer1000)
 	return rep, rep.Write(cfg.OutDir)
 }
 
