@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,5 +156,20 @@ func TestStalledDestinationNeverBlocksRequests(t *testing.T) {
 			t.Fatalf("line %s after %s", id, prev)
 		}
 		prev = id
+	}
+}
+
+func TestAppendMillisMatchesFloatFormatting(t *testing.T) {
+	ds := []time.Duration{0, time.Microsecond, 999 * time.Microsecond, time.Millisecond, 1500 * time.Microsecond,
+		1234567 * time.Microsecond, 10 * time.Second, -1500 * time.Microsecond, -time.Microsecond, 999, time.Hour + 7*time.Microsecond}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		ds = append(ds, time.Duration(rng.Int64N(int64(48*time.Hour)))-time.Hour)
+	}
+	for _, d := range ds {
+		want := strconv.AppendFloat(nil, float64(d.Microseconds())/1000, 'f', -1, 64)
+		if got := appendMillis(nil, d); string(got) != string(want) {
+			t.Fatalf("appendMillis(%v) = %s, want %s", d, got, want)
+		}
 	}
 }

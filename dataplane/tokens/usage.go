@@ -38,7 +38,9 @@ func FromChat(r gjson.Result) (u Usage, ok bool) {
 	if !r.IsObject() {
 		return Usage{}, false
 	}
-	p, c, t := r.Get("prompt_tokens"), r.Get("completion_tokens"), r.Get("total_tokens")
+	var v [3]gjson.Result
+	members(r, chatKeys[:], v[:])
+	p, c, t := v[0], v[1], v[2]
 	if !p.Exists() && !t.Exists() {
 		return Usage{}, false
 	}
@@ -69,8 +71,9 @@ func (m *Messages) Update(r gjson.Result) {
 	if !r.IsObject() {
 		return
 	}
-	set := func(dst *int64, key string) bool {
-		v := r.Get(key)
+	var v [4]gjson.Result
+	members(r, messagesKeys[:], v[:])
+	set := func(dst *int64, v gjson.Result) bool {
 		if !v.Exists() {
 			return false
 		}
@@ -79,10 +82,10 @@ func (m *Messages) Update(r gjson.Result) {
 		m.invalid = m.invalid || !ok
 		return true
 	}
-	m.hasIn = set(&m.in, "input_tokens") || m.hasIn
-	set(&m.cacheWrite, "cache_creation_input_tokens")
-	set(&m.cacheRead, "cache_read_input_tokens")
-	m.hasOut = set(&m.out, "output_tokens") || m.hasOut
+	m.hasIn = set(&m.in, v[0]) || m.hasIn
+	set(&m.cacheWrite, v[1])
+	set(&m.cacheRead, v[2])
+	m.hasOut = set(&m.out, v[3]) || m.hasOut
 }
 
 // Reported says which sides were reported so far.
@@ -95,11 +98,10 @@ func (m *Messages) Billed() Usage {
 
 // FromMessages turns a Messages-style usage object into billed tokens.
 func FromMessages(r gjson.Result) (u Usage, ok bool) {
-	if !r.IsObject() || (!r.Get("input_tokens").Exists() && !r.Get("output_tokens").Exists()) {
+	var m Messages
+	if m.Update(r); !m.hasIn && !m.hasOut {
 		return Usage{}, false
 	}
-	var m Messages
-	m.Update(r)
 	return m.Billed(), true
 }
 
@@ -109,7 +111,9 @@ func FromResponses(r gjson.Result) (u Usage, ok bool) {
 	if !r.IsObject() {
 		return Usage{}, false
 	}
-	in, out := r.Get("input_tokens"), r.Get("output_tokens")
+	var v [2]gjson.Result
+	members(r, responsesKeys[:], v[:])
+	in, out := v[0], v[1]
 	if !in.Exists() && !out.Exists() {
 		return Usage{}, false
 	}
@@ -155,4 +159,28 @@ func FromBody(e index.Endpoint, body []byte, m *reqparse.EventMembers) (Usage, b
 		}
 	}
 	return FromEndpoint(e, gjson.Get(unsafe.String(unsafe.SliceData(body), len(body)), "usage"))
+}
+
+// The members each protocol's usage object is read for, in the order members returns them.
+var (
+	chatKeys      = [...]string{"prompt_tokens", "completion_tokens", "total_tokens"}
+	messagesKeys  = [...]string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
+	responsesKeys = [...]string{"input_tokens", "output_tokens"}
+)
+
+// members reads object r once and sets out[i] to what r.Get(keys[i]) returns: the value of
+// the first member named keys[i] (names compared unescaped), or nothing. One pass instead of
+// a search per key.
+func members(r gjson.Result, keys []string, out []gjson.Result) {
+	left := len(keys)
+	r.ForEach(func(k, v gjson.Result) bool {
+		for i, name := range keys {
+			if k.Str == name && !out[i].Exists() {
+				out[i] = v
+				left--
+				break
+			}
+		}
+		return left > 0
+	})
 }
