@@ -44,6 +44,9 @@ type Meter struct {
 	closed  atomic.Bool
 	// inflight is the batch being sent; kept across Run calls so it is resent first.
 	inflight *batch
+	// lastBody is the length of the last batch body read (only the send loop reads
+	// batches): the next body is allocated at about that size instead of growing to it.
+	lastBody int
 
 	// Counters for Stats: batches confirmed, retried sends (each after a failed one), records handed
 	// over, grouped fsyncs; interrupted counts records rebuilt from start entries at

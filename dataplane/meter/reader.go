@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // readUnsent calls fn with up to max durable (fsynced) records not yet handed to the sender, in
 // spool order, and returns the spans they came from. The payload passed to fn is only
 // valid during the call.
+// segReaders are the buffered readers readUnsent reads segments with (64 KiB each; one per
+// batch read would be most of what a node allocates besides its requests).
+var segReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 func (s *spool) readUnsent(max int, fn func(payload []byte)) ([]span, error) {
 	var spans []span
 	var buf []byte
@@ -38,7 +43,8 @@ func (s *spool) readUnsent(max int, fn func(payload []byte)) ([]span, error) {
 		r, off, end, want := seg.r, seg.readOff, seg.durable, min(max, seg.total-seg.read)
 		s.mu.Unlock()
 
-		br := bufio.NewReaderSize(io.NewSectionReader(r, off, end-off), 64<<10)
+		br := segReaders.Get().(*bufio.Reader)
+		br.Reset(io.NewSectionReader(r, off, end-off))
 		n, consumed := 0, int64(0)
 		var rerr error
 		for n < want {
@@ -51,6 +57,8 @@ func (s *spool) readUnsent(max int, fn func(payload []byte)) ([]span, error) {
 			n++
 			consumed += size
 		}
+		br.Reset(nil)
+		segReaders.Put(br)
 		// A corrupt frame in the durable region: the frames after it are found by scanning
 		// (scanFrames) and read; only the damaged bytes are lost.
 		remaining, salvaged := 0, false

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/oklog/ulid/v2"
@@ -26,10 +28,11 @@ const maxReplyBytes = 8 << 20
 // batch is a group of spooled records on its way to the control plane.
 type batch struct {
 	id    string
-	body  []byte           // the usage.Batch JSON, records spliced in as spooled
-	n     int              // records
-	spans []span           // where in the spool they came from
-	spend map[string]int64 // price per account
+	body  []byte            // the usage.Batch JSON, records spliced in as spooled
+	n     int               // records
+	spans []span            // where in the spool they came from
+	spend map[string]int64  // price per account
+	names map[string]string // the accounts' names as spend holds them (addSpend)
 }
 
 // Run sends spooled records to the control plane and watches balances until ctx ends.
@@ -142,7 +145,7 @@ func (m *Meter) nextBatch(ctx context.Context) (*batch, error) {
 
 func (m *Meter) readBatch() (*batch, error) {
 	b := &batch{id: ulid.Make().String(), spend: make(map[string]int64)}
-	body := make([]byte, 0, 64<<10)
+	body := make([]byte, 0, max(64<<10, m.lastBody+m.lastBody/8))
 	body = append(body, `{"node_id":`...)
 	body = jsonenc.AppendString(body, m.cfg.Link.NodeID())
 	body = append(body, `,"batch_id":"`...)
@@ -154,12 +157,12 @@ func (m *Meter) readBatch() (*batch, error) {
 		}
 		body = append(body, p...)
 		b.n++
-		r := gjson.GetManyBytes(p, "account_id", "price_micro_sek")
-		b.spend[r[0].String()] += r[1].Int()
+		b.addSpend(p)
 	})
 	b.spans = spans
 	body = append(body, "]}"...)
 	b.body = body
+	m.lastBody = len(body)
 	if err != nil && b.n == 0 {
 		return nil, err
 	}
@@ -167,6 +170,24 @@ func (m *Meter) readBatch() (*batch, error) {
 		m.log.Error("meter: read spool; sending what was read", "err", err)
 	}
 	return b, nil
+}
+
+// addSpend adds record p's price to its account's spend in b. p is read in place, not
+// copied. The spool reuses its buffer, so an account's name is copied when it first
+// appears, and spend is only ever assigned under that copy (an assignment stores the key
+// it is given, even to an existing entry).
+func (b *batch) addSpend(p []byte) {
+	rec := unsafe.String(unsafe.SliceData(p), len(p))
+	acct, price := gjson.Get(rec, "account_id").String(), gjson.Get(rec, "price_micro_sek").Int()
+	name, ok := b.names[acct]
+	if !ok {
+		if b.names == nil {
+			b.names = make(map[string]string)
+		}
+		name = strings.Clone(acct)
+		b.names[name] = name
+	}
+	b.spend[name] += price
 }
 
 // send POSTs a batch until the control plane confirms it or ctx ends.
