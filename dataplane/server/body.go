@@ -13,11 +13,25 @@ import (
 )
 
 // The server streams request bodies (fasthttp StreamRequestBody): before a handler runs,
-// fasthttp reads at most the first prefetchMax bytes of a body, within BodyIdleTimeout of
-// the headers. Handlers authenticate and check the declared length first and only then read
+// fasthttp reads a body of at most prefetchMax bytes (and one byte of a longer one), within
+// BodyIdleTimeout of the headers. Handlers authenticate and check the declared length first and only then read
 // the rest with readBody, into a buffer that grows as bytes arrive and never past the
 // endpoint's limit. No allocation is ever sized by a header.
 const prefetchMax = 8 << 10
+
+// prefetchSize is how much of a body of declared length cl (-1: chunked) fasthttp reads
+// before the handler runs, on an endpoint whose limit is limit: all of a body of at most
+// prefetchMax bytes, and of a longer one a single byte (fasthttp's least), so that readBody
+// takes the rest from the connection's read buffer and then straight from the socket into
+// the body buffer. (An 8 KiB prefetch of a longer body made fasthttp refill its 8 KiB read
+// buffer for the prefetch's last bytes: one more read system call and 16 KiB more copying
+// per body than reading it whole.)
+func prefetchSize(cl, limit int) int {
+	if cl > prefetchMax {
+		return 1
+	}
+	return limit
+}
 
 // bodyBufs holds the buffers inference handlers read bodies into; a handler returns its
 // buffer once nothing can refer to the body any more. (Reading a 64 KiB body into fresh

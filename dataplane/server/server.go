@@ -271,7 +271,7 @@ func (s *Server) Listener(ln net.Listener) *edge.Listener {
 }
 
 // headerReceived runs after a request's headers, before fasthttp reads any of its body:
-// the body's first read (at most 8 KiB) gets BodyIdleTimeout. fasthttp reads at least one
+// the body's first read (prefetchSize) gets BodyIdleTimeout. fasthttp reads at least one
 // body byte before a handler runs; a declared length over the endpoint's limit gets no time
 // for it: a byte already received goes to the handler (readBody answers 413), and otherwise
 // the read fails at once and handleServerError answers 413, before the body arrives.
@@ -287,7 +287,7 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	if s.oversizedN.Load() > 0 {
 		s.takeOversized(h)
 	}
-	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: limit}
+	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: prefetchSize(h.ContentLength(), limit)}
 }
 
 // oversizedEntry is the 413 of a request whose declared length is over its limit, in the
