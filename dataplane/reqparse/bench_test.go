@@ -77,6 +77,25 @@ func proseBody(size int) []byte {
 	return []byte(b.String())
 }
 
+// oneMessageBody builds a chat body of exactly size bytes with a single user message of
+// plain words, the body `make bench` sends (cmd/benchrun/bench ChatBody).
+func oneMessageBody(size int) []byte {
+	head := `{"model":"bench-chat","max_tokens":16,"messages":[{"role":"user","content":"`
+	tail := `"}]}`
+	var b strings.Builder
+	b.WriteString(head)
+	words := []string{"hej ", "hopp ", "gateway ", "token ", "stream "}
+	for i := 0; b.Len() < size-len(tail); i++ {
+		w := words[i%len(words)]
+		if rest := size - len(tail) - b.Len(); len(w) > rest {
+			w = strings.Repeat("x", rest)
+		}
+		b.WriteString(w)
+	}
+	b.WriteString(tail)
+	return []byte(b.String())
+}
+
 func benchParse(b *testing.B, endpoint string, build func(int) []byte) {
 	for _, size := range []int{1 << 10, 64 << 10} {
 		body := build(size)
@@ -95,10 +114,11 @@ func benchParse(b *testing.B, endpoint string, build func(int) []byte) {
 	}
 }
 
-func BenchmarkParseChat(b *testing.B)      { benchParse(b, chat, chatBody) }
-func BenchmarkParseMessages(b *testing.B)  { benchParse(b, msgs, messagesBody) }
-func BenchmarkParseResponses(b *testing.B) { benchParse(b, resp, responsesBody) }
-func BenchmarkParseProse(b *testing.B)     { benchParse(b, chat, proseBody) }
+func BenchmarkParseChat(b *testing.B)       { benchParse(b, chat, chatBody) }
+func BenchmarkParseMessages(b *testing.B)   { benchParse(b, msgs, messagesBody) }
+func BenchmarkParseResponses(b *testing.B)  { benchParse(b, resp, responsesBody) }
+func BenchmarkParseProse(b *testing.B)      { benchParse(b, chat, proseBody) }
+func BenchmarkParseOneMessage(b *testing.B) { benchParse(b, chat, oneMessageBody) }
 
 // streamEvent is a typical chat stream chunk (the data of one SSE event).
 var streamEvent = []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" world"},"finish_reason":null}]}`)

@@ -1,6 +1,7 @@
 package reqparse
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -61,6 +62,11 @@ type scanner struct {
 	top    *members // where to note the members of the top-level object, or nil
 	note   bool
 	res    *scanResult
+	// quote is the index of the first quote at or after the last index plainRun searched
+	// from (len(b): none), bslash that of the first backslash from there before quote
+	// (quote: none); -1 until searched. The scan only moves forward, so they stay right
+	// while they are not behind it.
+	quote, bslash int
 }
 
 // scan checks b in one pass; strict adds the strict-value checks. When top is not nil, the
@@ -69,7 +75,7 @@ func scan(b []byte, strict bool, top *members) scanResult {
 	// res is not a field of sc: escape analysis would then let top flow into the result
 	// and move the caller's topObject to the heap.
 	res := scanResult{badUTF8: -1, surr: -1, inf: -1}
-	sc := scanner{b: b, strict: strict, top: top, res: &res}
+	sc := scanner{b: b, strict: strict, top: top, res: &res, quote: -1, bslash: -1}
 	if top != nil {
 		top.n = 0
 	}
@@ -267,12 +273,22 @@ func special(w uint64) uint64 {
 	return (w | (w - 0x20*ones) | ((w ^ '"'*ones) - ones) | ((w ^ '\\'*ones) - ones)) & highs
 }
 
+// ctrlOrHigh has the high bit set of the first byte of w that is a control character or
+// not ASCII (bits above it may be set spuriously); it is zero when there is none.
+func ctrlOrHigh(w uint64) uint64 { return (w | (w - 0x20*ones)) & highs }
+
 // str reads the rest of a string whose opening quote is at b[i-1] and returns the index past
 // its closing quote, or -1.
 func (sc *scanner) str(i int) int {
 	b := sc.b
 	for {
-		for len(b)-i >= 8 {
+		// Short strings and text dense with escapes: eight bytes at a time; after 32 plain
+		// bytes, the rest of a long run goes to plainRun.
+		for words := 0; len(b)-i >= 8; words++ {
+			if words == 4 {
+				i = sc.plainRun(i)
+				break
+			}
 			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
@@ -306,6 +322,46 @@ func (sc *scanner) str(i int) int {
 			}
 		}
 	}
+}
+
+// plainRun returns the index of the first byte at or after b[i] that a string scan must
+// look at (quote, backslash, control or non-ASCII), or len(b). It is for long runs of plain
+// text: quotes and backslashes are found by bytes.IndexByte (vector instructions), and
+// control and non-ASCII bytes before the first of them 32 bytes at a time.
+func (sc *scanner) plainRun(i int) int {
+	b := sc.b
+	if sc.quote < i {
+		sc.quote = len(b)
+		if q := bytes.IndexByte(b[i:], '"'); q >= 0 {
+			sc.quote = i + q
+		}
+		sc.bslash = -1
+	}
+	if sc.bslash < i {
+		sc.bslash = sc.quote
+		if k := bytes.IndexByte(b[i:sc.quote], '\\'); k >= 0 {
+			sc.bslash = i + k
+		}
+	}
+	end := min(sc.quote, sc.bslash)
+	for end-i >= 32 {
+		w := b[i : i+32]
+		if ctrlOrHigh(binary.LittleEndian.Uint64(w))|ctrlOrHigh(binary.LittleEndian.Uint64(w[8:]))|
+			ctrlOrHigh(binary.LittleEndian.Uint64(w[16:]))|ctrlOrHigh(binary.LittleEndian.Uint64(w[24:])) != 0 {
+			break
+		}
+		i += 32
+	}
+	for end-i >= 8 {
+		if m := ctrlOrHigh(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < end && b[i] >= 0x20 && b[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
 }
 
 // escape reads the escape at b[i] == '\\' and returns the index past it, or -1. A strict scan

@@ -38,6 +38,22 @@ var scanSeeds = []string{
 	`[{"a":"\\\\\"\\"},{"a":"0123456789abcdef0123456789abcdef0123456789\\\"x\\"}]`, `[{"a":[{"b":{}}]}]`, "{\"a\":\"" + strings.Repeat("x", 37) + "\xe4\xb8\xad\"}",
 }
 
+// longStrings are bodies whose strings have long plain runs (the scan's plainRun) with a
+// quote, escape, control or non-ASCII byte at each offset from 30 to 110, in one or in
+// several strings, terminated or not.
+func longStrings() []string {
+	var out []string
+	run := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 3)
+	for _, c := range []string{`"`, `\\`, `\"`, `\u00e5`, `\ud800`, "\\", "\x1f", "\x7f", "\xc3\xa5", "\xff", "\xe4\xb8", "\n"} {
+		for k := 30; k <= 110; k += 1 + k/40 {
+			str := run[:k] + c + run[k:]
+			out = append(out, `{"a":"`+str+`"}`, `{"a":"`+str, `["`+str+`","`+run+`","`+str+`"]`,
+				`{"a":"`+run+`","b":"`+str+`","c":"`+run[:k]+`"}`)
+		}
+	}
+	return out
+}
+
 // manyMembers is the start of an object with n members.
 func manyMembers(n int) string {
 	var b strings.Builder
@@ -126,6 +142,10 @@ func FuzzScan(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
 	}
+	for _, s := range longStrings() {
+		f.Add([]byte(s))
+	}
+	f.Add(proseBody(1 << 10))
 	f.Add(chatBody(1 << 10))
 	f.Add(messagesBody(1 << 10))
 	f.Add(responsesBody(1 << 10))
@@ -136,14 +156,15 @@ func FuzzScan(f *testing.F) {
 // TestScanMatchesReference compares the scan with the reference on the seeds, on random
 // strings of JSON tokens and awkward bytes, and on randomly mutated request bodies.
 func TestScanMatchesReference(t *testing.T) {
-	for _, s := range scanSeeds {
+	for _, s := range append(scanSeeds, longStrings()...) {
 		checkScan(t, []byte(s))
 	}
 	rng := rand.New(rand.NewPCG(16, 2))
 	tokens := []string{"{", "}", "[", "]", ",", ":", `"`, `"a"`, `"k":`, " ", "\n", "\t", "\r", `\`, `\"`,
 		`\\`, `\n`, `\u`, `\ud83d`, `\ude00`, `\ud800`, `\u00e5`, `\uDFFF`, "0", "1", "9", "-", "+", ".", "e",
 		"E", "1e999", "1e308", "1e309", "0.1e310", "e306", "00", "1e-400", "true", "false", "null", "tru", "x", "\xff", "\xc3", "\xa5", "\xe4\xb8\xad",
-		"\xed\xa0\x80", "\x1f", "\x7f", "\x00", strings.Repeat("ab", 9), strings.Repeat("9", 310)}
+		"\xed\xa0\x80", "\x1f", "\x7f", "\x00", strings.Repeat("ab", 9), strings.Repeat("9", 310),
+		strings.Repeat("plain text ", 4)}
 	var sb strings.Builder
 	for range 20000 {
 		sb.Reset()
@@ -153,7 +174,8 @@ func TestScanMatchesReference(t *testing.T) {
 		checkScan(t, []byte(sb.String()))
 	}
 	// Mutations keep most of a valid body, so the checks deep inside it are reached.
-	bodies := [][]byte{chatBody(600), messagesBody(600), responsesBody(600), []byte(scanSeeds[2]), []byte(scanSeeds[3])}
+	bodies := [][]byte{chatBody(600), messagesBody(600), responsesBody(600), []byte(scanSeeds[2]), []byte(scanSeeds[3]),
+		proseBody(600), oneMessageBody(300)}
 	awkward := []byte("\"\\{}[],: \n0e-.u\xff\x80\x1fdD8")
 	for range 10000 {
 		b := append([]byte(nil), bodies[rng.IntN(len(bodies))]...)
