@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -103,10 +105,30 @@ func checkScan(t *testing.T, b []byte) {
 	}
 	if ValidJSON(b) {
 		checkEachObject(t, s[skipWS(s, 0):])
+		if r := scan(b, true, nil); r.badUTF8 < 0 && r.surr < 0 {
+			checkTextLen(t, s)
+		}
 	}
 	got, want := front(t, b), refFront(s)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("body %q:\n got  %v (param %q)\n want %v (param %q)", b, got, param(got), want, param(want))
+	}
+}
+
+// checkTextLen holds textLen of every string in the valid JSON text s, which has neither
+// invalid UTF-8 nor lone surrogates, to the length of the string unescaped.
+func checkTextLen(t *testing.T, s string) {
+	t.Helper()
+	for i := 0; i < len(s); i++ {
+		if s[i] != '"' {
+			continue
+		}
+		e := stringEnd(s, i)
+		lit := s[i:e]
+		if got, want := textLen(lit), int64(len(gjson.Parse(lit).Str)); got != want {
+			t.Fatalf("textLen(%q) = %d, unescaped %d bytes", lit, got, want)
+		}
+		i = e - 1
 	}
 }
 
