@@ -81,7 +81,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
 	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
 	fs.DurationVar(&o.edge.HeaderTimeout, "header-timeout", 10*time.Second, "longest time to receive a request's line and headers (from the connection's accept or the request's first byte)")
-	fs.DurationVar(&o.edge.BodyIdleTimeout, "body-idle-timeout", 10*time.Second, "longest wait for request body bytes (and for a body's first 8 KiB after its headers)")
+	fs.DurationVar(&o.edge.BodyIdleTimeout, "body-idle-timeout", 10*time.Second, "longest wait for request body bytes (and for a body of up to 8 KiB, or a longer one's first byte, after its headers)")
 	fs.IntVar(&o.edge.MinBodyRate, "min-body-rate", 4096, "lowest average request-body rate in bytes/s once a body takes longer than --body-idle-timeout (negative: off)")
 	fs.DurationVar(&o.edge.IdleTimeout, "keepalive-timeout", 60*time.Second, "longest idle time of a keep-alive client connection between requests")
 	fs.DurationVar(&o.edge.WriteTimeout, "write-timeout", 30*time.Second, "longest wait of one write to a client (answers and each stream flush): a client that stops reading is cut and its upstream request cancelled")

@@ -88,8 +88,8 @@ type Config struct {
 	// HeaderTimeout bounds reading a request's headers, from its first byte (on a new
 	// connection: from the accept) (default 10s).
 	HeaderTimeout time.Duration
-	// BodyIdleTimeout bounds each wait for request body bytes, and the wait for the first
-	// 8 KiB of a body after its headers (default 10s).
+	// BodyIdleTimeout bounds each wait for request body bytes, and the wait for a body of
+	// up to 8 KiB (the first byte of a longer one) after its headers (default 10s).
 	BodyIdleTimeout time.Duration
 	// MinBodyRate is the lowest average rate, in bytes per second, at which a request body
 	// may arrive once it has taken longer than BodyIdleTimeout (default 4096; negative: off).
