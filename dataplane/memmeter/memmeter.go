@@ -4,6 +4,7 @@
 package memmeter
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -58,7 +59,8 @@ func (m *Meter) Started(requestID string) (usage.Record, bool) {
 	return r, ok
 }
 
-// Record charges rec's price to its account and keeps rec.
+// Record charges rec's price to its account and keeps a copy of rec (the caller may reuse
+// rec once Record returns).
 func (m *Meter) Record(rec *usage.Record) {
 	m.mu.Lock()
 	m.spent[rec.AccountID] += rec.PriceMicroSEK
@@ -66,7 +68,7 @@ func (m *Meter) Record(rec *usage.Record) {
 		copy(m.records, m.records[1:])
 		m.records = m.records[:len(m.records)-1]
 	}
-	m.records = append(m.records, rec)
+	m.records = append(m.records, clone(rec))
 	m.total++
 	if len(m.starts) > 0 {
 		delete(m.starts, rec.RequestID)
@@ -135,4 +137,19 @@ func (m *Meter) WaitCount(n int, d time.Duration) bool {
 			return false
 		}
 	}
+}
+
+// clone copies rec with what it points to.
+func clone(rec *usage.Record) *usage.Record {
+	c := *rec
+	if rec.KeyID != nil {
+		k := *rec.KeyID
+		c.KeyID = &k
+	}
+	if rec.Routing != nil {
+		r := *rec.Routing
+		r.Attempts = slices.Clone(r.Attempts)
+		c.Routing = &r
+	}
+	return &c
 }

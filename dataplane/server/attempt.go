@@ -76,15 +76,18 @@ func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Err
 // first event read (stream). The handler writes the client's answer, sets the record's
 // token counts, and calls end exactly once (from the stream writer for streams).
 type exchange struct {
-	s      *Server
-	box    *recordBox
-	m      *index.Model
-	cand   index.Candidate
-	up     *proxy.Upstream
-	resp   *fasthttp.Response
-	stream *proxy.Stream
-	start  time.Time
-	ticket limits.Ticket
+	s   *Server
+	box *recordBox // &boxStore
+	// boxStore is the request's record: it lives as long as the exchange, which end
+	// returns to its pool after handing the record to the meter.
+	boxStore recordBox
+	m        *index.Model
+	cand     index.Candidate
+	up       *proxy.Upstream
+	resp     *fasthttp.Response
+	stream   *proxy.Stream
+	start    time.Time
+	ticket   limits.Ticket
 	// usage is the bounded usage of a committed non-streaming answer (its upstream
 	// protocol's usage object).
 	usage  tokens.Usage
@@ -182,7 +185,8 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	}
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
-	ex.box = newRecordBox(ctx, c, s.cfg.Region)
+	ex.box = &ex.boxStore
+	startRecord(ex.box, ctx, c, s.cfg.Region)
 	if s.access != nil || s.tracer != nil {
 		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
 	}

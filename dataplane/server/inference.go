@@ -18,8 +18,8 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// recordBox holds a record with its routing detail in one allocation (room for three
-// attempts inline).
+// recordBox holds a record with its routing detail (room for three attempts inline); each
+// exchange has one.
 type recordBox struct {
 	// endpoint is the endpoint the client called.
 	endpoint index.Endpoint
@@ -33,9 +33,10 @@ type recordBox struct {
 	upstream, ttft time.Duration
 }
 
-// newRecordBox starts the record of call c.
-func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) *recordBox {
-	box := &recordBox{}
+// startRecord starts the record of call c in box (the exchange's, reused once the record
+// is handed to the meter).
+func startRecord(box *recordBox, ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) {
+	*box = recordBox{}
 	rec := &box.rec
 	rec.RequestID = requestID(ctx)
 	rec.TS = c.start
@@ -51,7 +52,6 @@ func newRecordBox(ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) 
 	box.routing.NodeRegion = nodeRegion
 	box.routing.Attempts = box.attempt[:0]
 	rec.Routing = &box.routing
-	return box
 }
 
 // addAttempt appends an attempt at route r and names r in the record as the route tried

@@ -10,7 +10,7 @@ import (
 // production implementation; dataplane/memmeter an in-memory one.
 type Meter interface {
 	// Record hands a finished request's record to metering. It must be fast and must not
-	// block; the meter owns rec afterwards.
+	// block; rec (and what it points to) is reused once Record returns.
 	Record(rec *usage.Record)
 	// Start takes the start entry of a stream about to be committed: the record the
 	// request gets if the node dies before the stream ends (result interrupted). The
