@@ -284,16 +284,27 @@ func (sc *scanner) str(i int) int {
 	for {
 		// Short strings and text dense with escapes: eight bytes at a time; after 32 plain
 		// bytes, the rest of a long run goes to plainRun.
-		for words := 0; len(b)-i >= 8; words++ {
-			if words == 4 {
-				i = sc.plainRun(i)
-				break
-			}
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+		if len(b)-i >= 32 {
+			w := b[i : i+32]
+			if m := special(binary.LittleEndian.Uint64(w)); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
-				break
+			} else if m := special(binary.LittleEndian.Uint64(w[8:])); m != 0 {
+				i += 8 + bits.TrailingZeros64(m)>>3
+			} else if m := special(binary.LittleEndian.Uint64(w[16:])); m != 0 {
+				i += 16 + bits.TrailingZeros64(m)>>3
+			} else if m := special(binary.LittleEndian.Uint64(w[24:])); m != 0 {
+				i += 24 + bits.TrailingZeros64(m)>>3
+			} else {
+				i = sc.plainRun(i + 32)
 			}
-			i += 8
+		} else {
+			for len(b)-i >= 8 {
+				if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
 		}
 		if i >= len(b) {
 			return -1

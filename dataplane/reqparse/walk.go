@@ -355,7 +355,7 @@ func textLen(v string) int64 {
 	in := v[1 : len(v)-1]
 	n := int64(len(in))
 	for {
-		k := backslash(in)
+		k := strings.IndexByte(in, '\\')
 		if k < 0 || k+1 >= len(in) {
 			return n
 		}
@@ -375,22 +375,6 @@ func textLen(v string) int64 {
 		n -= 6 - int64(utf8.RuneLen(rune(r)))
 		in = in[5:]
 	}
-}
-
-// backslash returns the index of the first backslash in s, or -1. Text dense with escapes
-// is read eight bytes at a time; after 32 bytes without one, the rest goes to IndexByte.
-func backslash(s string) int {
-	i := 0
-	for ; i < 32 && len(s)-i >= 8; i += 8 {
-		w := load64(s, i) ^ ('\\' * ones)
-		if m := (w - ones) &^ w & highs; m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	if k := strings.IndexByte(s[i:], '\\'); k >= 0 {
-		return i + k
-	}
-	return -1
 }
 
 func hex4(s string) int {
