@@ -58,7 +58,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres connection URL of the schema owner: migrations run over it, then it is closed (empty: migrate over --database-url)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
 	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes, each at least 32 bytes (or --node-tokens-file)")
-	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (the ingest refuses records older than this less an hour)")
+	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (a day's partition is dropped once the whole day is older; the ingest refuses records older than this less an hour, and records of a day already dropped)")
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
 	fs.IntVar(&c.gcPercent, "gc-percent", 400, "heap growth between Go garbage collections, in percent of the live heap (what GOGC sets; this flag wins): usage batches allocate megabytes each while the live heap stays small, and at Go's default of 100 collecting costs about a fifth of the control plane's CPU per ingested record; negative: collect only under GOMEMLIMIT")

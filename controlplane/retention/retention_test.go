@@ -174,6 +174,10 @@ func TestRetentionDropsDayPartitions(t *testing.T) {
 	if len(recs) != 8 {
 		t.Fatalf("%d records left, want 8", len(recs))
 	}
+	// The daily aggregates keep the dropped days' usage.
+	if u, err := st.UsageSince(ctx, a.ID, today.AddDate(0, 0, -30)); err != nil || len(u) != 1 || u[0].Requests != 11 {
+		t.Fatalf("usage after the drop: %+v %v", u, err)
+	}
 	// A copy of a record of a dropped day is refused, even with a recent time.
 	old := b.Records[0]
 	old.TS = clock()
