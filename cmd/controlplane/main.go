@@ -34,7 +34,7 @@ type config struct {
 	migrateDatabaseURL                                    string
 	defaultLimitsFile                                     string
 	retentionDays, maxConns, signupPerMinute              int
-	gcPercent                                             int
+	gcPercent, ingestConcurrency                          int
 	// Optional integrations: each is enabled when its required settings are given.
 	signupConfirmURL, signupErrorURL                    string
 	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
@@ -62,6 +62,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
 	fs.IntVar(&c.gcPercent, "gc-percent", 400, "heap growth between Go garbage collections, in percent of the live heap (what GOGC sets; this flag wins): usage batches allocate megabytes each while the live heap stays small, and at Go's default of 100 collecting costs about a fifth of the control plane's CPU per ingested record; negative: collect only under GOMEMLIMIT")
+	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the control plane (gateway_cp_usage_ingest_wait_seconds) instead of in Postgres on their accounts' balance rows, which every batch locks first; negative: no bound")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
 	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")

@@ -119,6 +119,10 @@ func TestOpsListenerMetrics(t *testing.T) {
 		len(h.Metric[0].Histogram.Bucket) == 0 {
 		t.Errorf("ingest duration histogram: %v", h)
 	}
+	if w := fams["gateway_cp_usage_ingest_wait_seconds"]; w == nil || w.GetType() != dto.MetricType_HISTOGRAM ||
+		w.Metric[0].Histogram.GetSampleCount() != 3 {
+		t.Errorf("ingest wait histogram: %v", w)
+	}
 	version, _ := value(fams, "gateway_cp_snapshot_version", nil)
 	size, _ := value(fams, "gateway_cp_snapshot_size_bytes", nil)
 	lag, _ := value(fams, "gateway_cp_node_snapshot_lag", map[string]string{"node": "n1"})

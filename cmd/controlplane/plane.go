@@ -48,7 +48,8 @@ func (p *plane) close() {
 func (p *plane) openStore(ctx context.Context) error {
 	cfg := p.cfg
 	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: p.log,
-		Metrics: p.metrics, RecordRetention: time.Duration(cfg.retentionDays) * 24 * time.Hour})
+		Metrics: p.metrics, RecordRetention: time.Duration(cfg.retentionDays) * 24 * time.Hour,
+		IngestConcurrency: cfg.ingestConcurrency})
 	if err != nil {
 		return err
 	}

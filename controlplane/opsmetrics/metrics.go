@@ -40,6 +40,7 @@ type Metrics struct {
 	duplicates     prometheus.Counter
 	rejected       *prometheus.CounterVec
 	ingestDuration prometheus.Histogram
+	ingestWait     prometheus.Histogram
 
 	compileDuration *prometheus.HistogramVec
 	snapshotBytes   prometheus.Gauge
@@ -70,6 +71,8 @@ func New() *Metrics {
 		Help: "Usage records refused and kept in rejected_records, by reason code."}, []string{"reason"})
 	m.ingestDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "usage_ingest_duration_seconds",
 		Help: "Time of a usage batch's ingest transaction, retries included.", Buckets: DurationBuckets})
+	m.ingestWait = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "usage_ingest_wait_seconds",
+		Help: "Time a usage batch waited in the control plane for an ingest slot (--ingest-concurrency) before its transaction.", Buckets: DurationBuckets})
 	for _, r := range []string{"applied", "failed"} {
 		m.batches.WithLabelValues(r)
 	}
@@ -81,6 +84,7 @@ func New() *Metrics {
 	f(m.duplicates)
 	f(m.rejected)
 	f(m.ingestDuration)
+	f(m.ingestWait)
 
 	m.compileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "snapshot_compile_duration_seconds",
 		Help: "Time to compile the snapshot from the database, by result (ok, error).", Buckets: DurationBuckets}, []string{"result"})
@@ -127,11 +131,15 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // BatchIngested implements store.IngestMetrics.
 func (m *Metrics) BatchIngested(s store.IngestStats) {
-	m.ingestDuration.Observe(s.Duration.Seconds())
+	m.ingestWait.Observe(s.Wait.Seconds())
 	if s.Err != nil {
+		if s.Duration > 0 {
+			m.ingestDuration.Observe(s.Duration.Seconds())
+		}
 		m.batches.WithLabelValues("failed").Inc()
 		return
 	}
+	m.ingestDuration.Observe(s.Duration.Seconds())
 	m.batches.WithLabelValues("applied").Inc()
 	m.recordsIn.Add(float64(s.Inserted))
 	m.duplicates.Add(float64(s.Duplicates))

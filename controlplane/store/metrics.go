@@ -22,6 +22,9 @@ type IngestStats struct {
 	Inserted, Duplicates int
 	// Rejected counts the refused records by reason code (the Reject* constants).
 	Rejected map[string]int
+	// Wait is how long the batch waited for one of the store's ingest slots
+	// (Config.IngestConcurrency) before its transaction began.
+	Wait time.Duration
 	// Duration is the time of the transaction, retries included.
 	Duration time.Duration
 	// Err is non-nil when the batch was not applied (the node resends it).

@@ -66,7 +66,15 @@ type Config struct {
 	// for ever). The ingest refuses a record older than that less an hour: retention may
 	// have deleted an earlier copy of it, and charging it again would break exactly-once.
 	RecordRetention time.Duration
+	// IngestConcurrency bounds how many usage batches this store applies at once; the rest
+	// wait in the control plane, each until its request's context ends (default
+	// DefaultIngestConcurrency; negative: no bound). Batches over the same accounts run
+	// one at a time in Postgres anyway (each locks its accounts' balances first).
+	IngestConcurrency int
 }
+
+// DefaultIngestConcurrency is Config.IngestConcurrency's default.
+const DefaultIngestConcurrency = 1
 
 // Store is the Postgres-backed state. It is safe for concurrent use.
 type Store struct {
@@ -78,6 +86,8 @@ type Store struct {
 	rejected atomic.Int64
 	// parts are the partitions of request_records as last read (nil: read on next use).
 	parts atomic.Pointer[recordParts]
+	// gate bounds the ingest transactions running at once (Config.IngestConcurrency).
+	gate *ingestGate
 }
 
 // Open connects, applies pending migrations and returns the store.
@@ -97,12 +107,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
+	if cfg.IngestConcurrency == 0 {
+		cfg.IngestConcurrency = DefaultIngestConcurrency
+	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database URL: %w", err)
 	}
 	pcfg.MaxConns = cfg.MaxConns
-	s := &Store{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+	s := &Store{cfg: cfg, log: cfg.Logger, now: cfg.Now, gate: newIngestGate(cfg.IngestConcurrency, time.Now)}
 	if !cfg.SkipMigrations {
 		mcc := pcfg.ConnConfig
 		if cfg.MigrateDatabaseURL != "" {

@@ -95,8 +95,13 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 	slices.SortFunc(cands, func(a, b candidate) int { return strings.Compare(a.rec.RequestID, b.rec.RequestID) })
 	var reply usage.Reply
 	var rejected []rejection
+	wait, leave, err := s.gate.enter(ctx)
+	if err != nil {
+		s.cfg.Metrics.BatchIngested(IngestStats{Records: total, Wait: wait, Err: err})
+		return usage.Reply{}, fmt.Errorf("ingest batch %q from %q: wait for an ingest slot: %w", batchID, nodeID, err)
+	}
 	start := time.Now()
-	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+	err = s.retryTx(ctx, func(tx pgx.Tx) error {
 		placed, bad, err := s.placeRecords(ctx, tx, cands, bad)
 		if err != nil {
 			return err
@@ -116,8 +121,9 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 		return err
 	})
 	took := time.Since(start)
+	leave()
 	if err != nil {
-		s.cfg.Metrics.BatchIngested(IngestStats{Records: total, Duration: took, Err: err})
+		s.cfg.Metrics.BatchIngested(IngestStats{Records: total, Wait: wait, Duration: took, Err: err})
 		return usage.Reply{}, fmt.Errorf("ingest batch %q from %q: %w", batchID, nodeID, err)
 	}
 	s.noteRejections(nodeID, batchID, rejected)
@@ -125,7 +131,7 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 	reply.Rejected = len(rejected)
 	reply.Duplicates = total - reply.Inserted - len(rejected)
 	s.cfg.Metrics.BatchIngested(IngestStats{Records: total, Inserted: reply.Inserted, Duplicates: reply.Duplicates,
-		Rejected: rejectedByCode(rejected), Duration: took})
+		Rejected: rejectedByCode(rejected), Wait: wait, Duration: took})
 	return reply, nil
 }
 
