@@ -80,6 +80,11 @@ type Route struct {
 	speaks uint8
 	// allowExt has bit i set when the route allows snapshot.Extensions[i].
 	allowExt uint32
+	// BreakerMemo and UpstreamMemo hold what routing.Health and proxy.Pool derive from
+	// the route (its circuit breaker, its upstream client), each stored once by its owner,
+	// so the request path finds them with one atomic load instead of a map lookup. An
+	// owner checks that a memo is its own: two of them may share a snapshot (tests).
+	BreakerMemo, UpstreamMemo atomic.Value
 }
 
 func (r *Route) parseBaseURL() error {

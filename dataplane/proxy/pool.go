@@ -78,14 +78,15 @@ func (c *Config) fill() {
 // so connection pools survive snapshot swaps.
 type Pool struct {
 	cfg Config
-	m   sync.Map // upstreamKey -> *Upstream
-	mu  sync.Mutex
+	// mu guards m; the request path finds a route's Upstream in its UpstreamMemo.
+	mu sync.Mutex
+	m  map[upstreamKey]*Upstream
 }
 
 // NewPool returns a Pool.
 func NewPool(cfg Config) *Pool {
 	cfg.fill()
-	return &Pool{cfg: cfg}
+	return &Pool{cfg: cfg, m: make(map[upstreamKey]*Upstream)}
 }
 
 type upstreamKey struct {
@@ -98,6 +99,7 @@ type upstreamKey struct {
 
 // Upstream is a pooled client for one upstream server.
 type Upstream struct {
+	pool      *Pool
 	hc        *fasthttp.HostClient
 	host      string
 	auth      string // "Bearer <credential>" or ""
@@ -114,21 +116,22 @@ var ErrCredentials = errors.New("proxy: upstream credential unavailable")
 
 // For returns the Upstream serving route r.
 func (p *Pool) For(r *index.Route) *Upstream {
+	if u, ok := r.UpstreamMemo.Load().(*Upstream); ok && u.pool == p {
+		return u
+	}
 	k := upstreamKey{
 		tls: r.UpstreamTLS, addr: r.UpstreamAddr, host: r.UpstreamHost, credentials: r.CredentialsRef,
 		maxConns: r.MaxConns, connect: r.ConnectTimeoutMS, firstByte: r.FirstByteTimeoutMS,
 		idle: r.IdleTimeoutMS, total: r.TotalTimeoutMS,
 	}
-	if u, ok := p.m.Load(k); ok {
-		return u.(*Upstream)
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if u, ok := p.m.Load(k); ok {
-		return u.(*Upstream)
+	u := p.m[k]
+	if u == nil {
+		u = p.newUpstream(k)
+		p.m[k] = u
 	}
-	u := p.newUpstream(k)
-	p.m.Store(k, u)
+	r.UpstreamMemo.Store(u)
 	return u
 }
 
@@ -147,7 +150,7 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 	connect := ms(k.connect, p.cfg.ConnectTimeout)
 	firstByte := ms(k.firstByte, p.cfg.FirstByteTimeout)
 	idle := ms(k.idle, p.cfg.IdleTimeout)
-	u := &Upstream{host: k.host, userAgent: p.cfg.UserAgent, firstByte: firstByte, total: ms(k.total, p.cfg.TotalTimeout)}
+	u := &Upstream{pool: p, host: k.host, userAgent: p.cfg.UserAgent, firstByte: firstByte, total: ms(k.total, p.cfg.TotalTimeout)}
 	// Only env:GATEWAY_CREDENTIAL_* is read (snapshot.ParseCredentialsRef), so a route
 	// cannot point the node at its own secrets; the snapshot was validated the same way.
 	switch name, err := snapshot.ParseCredentialsRef(k.credentials); {

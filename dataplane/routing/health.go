@@ -79,11 +79,7 @@ var (
 // whose address changed starts fresh. The zero value is not usable; see NewHealth.
 type Health struct {
 	cfg HealthConfig
-	// byPtr caches the breaker of each *index.Route seen, so the request path looks it up
-	// by pointer without allocating; it is cleared when it grows well beyond byKey (routes
-	// of old snapshots).
-	byPtr  sync.Map // *index.Route -> *breaker
-	nPtr   atomic.Int64
+	// mu guards byKey; the request path finds a route's breaker in its BreakerMemo.
 	mu     sync.Mutex
 	byKey  map[routeKey]*breaker
 	opened atomic.Int64
@@ -92,7 +88,8 @@ type Health struct {
 type routeKey struct{ id, baseURL string }
 
 type breaker struct {
-	cb *gobreaker.CircuitBreaker[struct{}]
+	cb    *gobreaker.CircuitBreaker[struct{}]
+	owner *Health
 }
 
 // NewHealth returns a Health with cfg's defaults filled.
@@ -108,8 +105,8 @@ func (h *Health) RetryAfter() time.Duration { return h.cfg.OpenFor }
 func (h *Health) Opened() int64 { return h.opened.Load() }
 
 func (h *Health) breaker(r *index.Route) *breaker {
-	if b, ok := h.byPtr.Load(r); ok {
-		return b.(*breaker)
+	if b, ok := r.BreakerMemo.Load().(*breaker); ok && b.owner == h {
+		return b
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -119,17 +116,13 @@ func (h *Health) breaker(r *index.Route) *breaker {
 		b = h.newBreaker(r.ID)
 		h.byKey[k] = b
 	}
-	if h.nPtr.Add(1) > int64(2*len(h.byKey)+1024) {
-		h.byPtr.Clear()
-		h.nPtr.Store(1)
-	}
-	h.byPtr.Store(r, b)
+	r.BreakerMemo.Store(b)
 	return b
 }
 
 func (h *Health) newBreaker(name string) *breaker {
 	cfg := h.cfg
-	return &breaker{cb: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+	return &breaker{owner: h, cb: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  uint32(cfg.Probes),
 		Interval:     cfg.Window,
