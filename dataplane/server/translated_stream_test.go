@@ -110,11 +110,18 @@ func TestTranslatedStreamFlushesPerEvent(t *testing.T) {
 		if len(at) != 5 {
 			t.Fatalf("%s: %d deltas", c.path, len(at))
 		}
-		// 25 tokens/s upstream: 40 ms apart. Batched events would arrive together.
+		// 25 tokens/s upstream: 40 ms apart. Batched events would arrive together. One
+		// short gap is allowed: on a busy machine (the race detector, other tests) one
+		// event can reach the client late and the next on time; flushing every other
+		// event, or only at the end, still gives two or more.
+		var short []time.Duration
 		for i := 1; i < len(at); i++ {
 			if gap := at[i].Sub(at[i-1]); gap < 15*time.Millisecond {
-				t.Errorf("%s: delta %d arrived %v after the previous one: events are batched", c.path, i, gap)
+				short = append(short, gap)
 			}
+		}
+		if len(short) > 1 {
+			t.Errorf("%s: %d of %d deltas arrived within 15 ms of the previous one (%v): events are batched", c.path, len(short), len(at)-1, short)
 		}
 	}
 }
