@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
-	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/shared/apierror"
@@ -37,7 +37,35 @@ func prefetchSize(cl, limit int) int {
 // buffer once nothing can refer to the body any more. (Reading a 64 KiB body into fresh
 // buffers allocated 112 KiB per request, and the garbage collector's work for it was a
 // fifth of the data plane's CPU.)
-var bodyBufs bytebufferpool.Pool
+var bodyBufs bodyBufPool
+
+// maxPooledBody is the largest body buffer bodyBufPool keeps; a larger one is left to the
+// collector, so that a few bodies near MaxBodySize do not stay pinned in every P's pool.
+const maxPooledBody = 1 << 20
+
+// bodyBufPool is a sync.Pool of body buffers that keeps every buffer up to maxPooledBody.
+// (It was a bytebufferpool.Pool, whose calibration drops buffers larger than the 95th
+// percentile of the sizes it was given: after many small requests, whose bodies fasthttp
+// reads itself and whose buffers come back empty, it dropped every 64 KiB buffer, so a
+// node that had served small requests allocated about 107 KiB per 64 KiB request again.)
+type bodyBufPool struct{ p sync.Pool }
+
+// get returns a buffer holder; its slice is empty and may have capacity.
+func (bp *bodyBufPool) get() *[]byte {
+	if b, ok := bp.p.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// put takes b back; nothing may refer to its bytes any more.
+func (bp *bodyBufPool) put(b *[]byte) {
+	if cap(*b) > maxPooledBody {
+		*b = nil
+	}
+	*b = (*b)[:0]
+	bp.p.Put(b)
+}
 
 // bodyLimit is the size limit of the body of a request to path.
 func bodyLimit(path []byte) int {
@@ -63,9 +91,9 @@ var (
 // readBody returns the request's body, at most limit bytes (tooLarge answers a longer one).
 // A body that is still on the wire is read here with a deadline per read (BodyIdleTimeout)
 // and a minimum average rate (MinBodyRate, after the first BodyIdleTimeout), into into
-// when it is not nil (into.B then holds the body until into is reused). On failure it has
+// when it is not nil (*into then holds the body until into is reused). On failure it has
 // answered the client and marked the connection to be closed.
-func (s *Server) readBody(ctx *fasthttp.RequestCtx, limit int, tooLarge *apierror.Error, into *bytebufferpool.ByteBuffer) ([]byte, bool) {
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, limit int, tooLarge *apierror.Error, into *[]byte) ([]byte, bool) {
 	if !ctx.Request.IsBodyStream() {
 		// Built in process (tests, benchmarks) or already read.
 		b := ctx.PostBody()
@@ -88,11 +116,11 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, limit int, tooLarge *apierro
 	}
 	var dst []byte
 	if into != nil {
-		dst = into.B[:0]
+		dst = (*into)[:0]
 	}
 	buf, aerr := s.readStream(ctx, cl, limit, tooLarge, dst)
 	if into != nil && buf != nil {
-		into.B = buf // the body, in the pool's buffer or in a grown one the pool then keeps
+		*into = buf // the body, in the pool's buffer or in a grown one the pool then keeps
 	}
 	if aerr != nil {
 		ctx.SetConnectionClose()

@@ -111,14 +111,14 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		if e == index.EPSystemOne {
 			limit, tooLarge = maxSystemOneBody, errTooLargeSystemOne
 		}
-		bb := bodyBufs.Get()
+		bb := bodyBufs.get()
 		body, ok := s.readBody(ctx, limit, tooLarge, bb)
 		// A stream's relay runs after this handler returns and may still refer to a body
 		// read into bb; anything else is over when it returns.
 		keep := false
 		defer func() {
 			if !keep {
-				bodyBufs.Put(bb)
+				bodyBufs.put(bb)
 			}
 		}()
 		if !ok {
@@ -135,7 +135,7 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		if e == index.EPEmbeddings || e == index.EPSystemOne {
 			req.Stream = false
 		}
-		keep = req.Stream && len(bb.B) > 0
+		keep = req.Stream && len(*bb) > 0
 		m, ok := resolve(p, req.Model)
 		if !ok {
 			writeError(ctx, errModelNotFound)
