@@ -133,12 +133,12 @@ func (j *Job) MakeDays(ctx context.Context) (int, error) {
 	for _, d := range rd.Days {
 		have[d] = true
 	}
-	from := utcDay(now.AddDate(0, 0, -j.cfg.Days)).AddDate(0, 0, 1)
+	from := store.UTCDay(now.AddDate(0, 0, -j.cfg.Days)).AddDate(0, 0, 1)
 	if from.Before(rd.First) {
 		from = rd.First
 	}
 	made := 0
-	for d, last := from, utcDay(now).AddDate(0, 0, j.cfg.Ahead); !d.After(last); d = d.AddDate(0, 0, 1) {
+	for d, last := from, store.UTCDay(now).AddDate(0, 0, j.cfg.Ahead); !d.After(last); d = d.AddDate(0, 0, 1) {
 		if have[d] {
 			continue
 		}
@@ -178,12 +178,6 @@ func (j *Job) dropDays(ctx context.Context, cutoff time.Time) (int, error) {
 		}
 	}
 	return dropped, nil
-}
-
-// utcDay returns the start of t's UTC day.
-func utcDay(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
 // RunOnce makes the days' partitions ahead, drops those of days older than Days, then

@@ -28,14 +28,14 @@ const highBound = "req_8"
 // "req_8".
 func DayBound(t time.Time) string {
 	var id ulid.ULID
-	if err := id.SetTime(ulid.Timestamp(utcDay(t))); err != nil {
+	if err := id.SetTime(ulid.Timestamp(UTCDay(t))); err != nil {
 		return highBound
 	}
 	return "req_" + id.String()
 }
 
-// utcDay returns the start of t's UTC day.
-func utcDay(t time.Time) time.Time {
+// UTCDay returns the start of t's UTC day: the day a record's partition is named by.
+func UTCDay(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
@@ -230,7 +230,7 @@ func (s *Store) RecordDays(ctx context.Context) (RecordDays, error) {
 	for _, p := range parts {
 		if p.name == "request_records_low" && !p.noHi && len(p.hi) == 4+ulid.EncodedSize {
 			if id, err := ulid.ParseStrict(p.hi[4:]); err == nil {
-				rd.First = utcDay(ulid.Time(id.Time()))
+				rd.First = UTCDay(ulid.Time(id.Time()))
 			}
 			continue
 		}
@@ -257,9 +257,9 @@ func (s *Store) DropRecordDay(ctx context.Context, day time.Time) (bool, error) 
 
 func (s *Store) recordDayFunc(ctx context.Context, fn string, day time.Time) (bool, error) {
 	var done bool
-	err := s.pool.QueryRow(ctx, `SELECT `+fn+`($1::date)`, utcDay(day).Format(time.DateOnly)).Scan(&done)
+	err := s.pool.QueryRow(ctx, `SELECT `+fn+`($1::date)`, UTCDay(day).Format(time.DateOnly)).Scan(&done)
 	if err != nil {
-		return false, translate(err, fn+" "+utcDay(day).Format(time.DateOnly))
+		return false, translate(err, fn+" "+UTCDay(day).Format(time.DateOnly))
 	}
 	if done {
 		s.parts.Store(nil) // read again on next use

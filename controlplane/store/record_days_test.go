@@ -36,7 +36,7 @@ func testRequestID(rng *rand.Rand) string {
 }
 
 // utcDay is the start of t's UTC day.
-func utcDay(t time.Time) time.Time {
+func UTCDay(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
@@ -82,7 +82,7 @@ func TestDayBoundMatchesMigration(t *testing.T) {
 // charged again.
 func TestRecordDaysPlaceAndRefuse(t *testing.T) {
 	t.Parallel()
-	day := utcDay(time.Now()).AddDate(0, 0, 20) // well after the days the migration made
+	day := UTCDay(time.Now()).AddDate(0, 0, 20) // well after the days the migration made
 	now := day.Add(12 * time.Hour)
 	s, db := storetest.Open(t, store.Config{Logger: quietLogger(), Now: func() time.Time { return now }})
 	ctx := context.Background()
@@ -163,7 +163,7 @@ func TestRecordDaysPlaceAndRefuse(t *testing.T) {
 		t.Fatalf("balance %d after the resend, was %d", after, bal)
 	}
 	rd, err := s.RecordDays(ctx)
-	if err != nil || !rd.First.Equal(utcDay(time.Now())) && !rd.First.Before(utcDay(time.Now())) {
+	if err != nil || !rd.First.Equal(UTCDay(time.Now())) && !rd.First.Before(UTCDay(time.Now())) {
 		t.Fatalf("record days %+v %v", rd, err)
 	}
 	has := map[time.Time]bool{}
@@ -179,7 +179,7 @@ func TestRecordDaysPlaceAndRefuse(t *testing.T) {
 // reads them again and refuses the record instead of failing the batch.
 func TestIngestAfterAnotherReplicaDroppedADay(t *testing.T) {
 	t.Parallel()
-	day := utcDay(time.Now()).AddDate(0, 0, 30)
+	day := UTCDay(time.Now()).AddDate(0, 0, 30)
 	now := day.Add(12 * time.Hour)
 	clock := func() time.Time { return now }
 	ctx := context.Background()
@@ -216,7 +216,7 @@ func TestTwoControlPlanesAddRecordDaysConcurrently(t *testing.T) {
 	t.Parallel()
 	replicas, _ := openReplicas(t, 4)
 	ctx := context.Background()
-	start := utcDay(time.Now()).AddDate(0, 0, 10)
+	start := UTCDay(time.Now()).AddDate(0, 0, 10)
 	var made [2]int
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
