@@ -48,7 +48,8 @@ type Config struct {
 	// FsyncWindow is how long the syncer gathers written records after the first unsynced
 	// one before fsyncing them together (default 50 ms). Together with the disk's fsync
 	// latency it bounds what a power loss can take; a process crash takes nothing, as
-	// Record writes each record to the segment file before returning. A negative value
+	// Record writes each record to the segment file (its page cache, through a shared
+	// mapping) before returning. A negative value
 	// means no wait.
 	FsyncWindow time.Duration
 	// SegmentBytes is the size after which a spool segment file is sealed and a new one

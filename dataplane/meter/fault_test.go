@@ -14,7 +14,7 @@ import (
 // faultFile wraps a segment file and fails chosen calls: a torn write writes half of the
 // buffer and then fails, a failed fsync returns an error.
 type faultFile struct {
-	*os.File
+	segFile
 	mu        sync.Mutex
 	tearWrite int // fail the n-th Write (1-based) after writing half of it; 0: never
 	failSync  int // fail the n-th Sync; 0: never
@@ -28,10 +28,10 @@ func (f *faultFile) Write(p []byte) (int, error) {
 	tear := f.writes == f.tearWrite
 	f.mu.Unlock()
 	if tear {
-		n, _ := f.File.Write(p[:len(p)/2])
+		n, _ := f.segFile.Write(p[:len(p)/2])
 		return n, errors.New("injected: disk full")
 	}
-	return f.File.Write(p)
+	return f.segFile.Write(p)
 }
 
 func (f *faultFile) Sync() error {
@@ -42,7 +42,7 @@ func (f *faultFile) Sync() error {
 	if fail {
 		return errors.New("injected: fsync I/O error")
 	}
-	return f.File.Sync()
+	return f.segFile.Sync()
 }
 
 // injectFaults makes the next segment the spool creates a faultFile configured by set;
@@ -59,7 +59,7 @@ func injectFaults(t *testing.T, m *Meter, set func(*faultFile)) {
 			return f, err
 		}
 		first = false
-		ff := &faultFile{File: f.(*os.File)}
+		ff := &faultFile{segFile: f}
 		set(ff)
 		return ff, nil
 	}

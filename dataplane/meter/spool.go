@@ -127,11 +127,9 @@ func openSpool(dir string, segBytes int64, window time.Duration, log *slog.Logge
 	}
 	s := &spool{
 		dir: dir, segBytes: segBytes, window: window, log: log, now: now, onSync: onSync, lockFile: lf,
-		nextID: 1,
-		createFile: func(path string) (segFile, error) {
-			return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
-		},
-		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), avail: make(chan struct{}, 1),
+		nextID:     1,
+		createFile: func(path string) (segFile, error) { return createSegFile(path, segBytes) },
+		wake:       make(chan struct{}, 1), hurry: make(chan struct{}, 1), avail: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := s.recover(fn); err != nil {
@@ -211,7 +209,22 @@ func (s *spool) recoverSegment(id uint64, fn func([]byte)) (*segment, error) {
 	if err != nil && !errors.Is(err, errTorn) && !errors.Is(err, errCorrupt) {
 		return nil, fmt.Errorf("read segment %d: %w", id, err)
 	}
-	if err != nil || valid != fi.Size() {
+	damaged := err != nil || valid != fi.Size()
+	if damaged {
+		zeros, zerr := zeroTail(f, valid)
+		if zerr != nil {
+			return nil, fmt.Errorf("read segment %d: %w", id, zerr)
+		}
+		if zeros {
+			// Not damage: the unused, still reserved end of a segment whose process died
+			// before closing it. The file is cut to its frames.
+			if err := cutSegment(path, valid); err != nil {
+				return nil, fmt.Errorf("cut segment %d to its frames: %w", id, err)
+			}
+			damaged = false
+		}
+	}
+	if damaged {
 		// A torn or corrupt frame: the valid frames after it (if any) are found by scanning
 		// for the next frame header with a matching checksum, and the segment is rewritten
 		// with the valid frames only, so that readers never meet the damage again.
@@ -236,6 +249,42 @@ func (s *spool) recoverSegment(id uint64, fn func([]byte)) (*segment, error) {
 	seg.written, seg.durable, seg.total = valid, valid, n
 	seg.groups = []group{{n: n, t: first}}
 	return seg, nil
+}
+
+// zeroTail reports whether f holds only zero bytes from offset from on.
+func zeroTail(f *os.File, from int64) (bool, error) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.ReadAt(buf, from)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		from += int64(n)
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// cutSegment truncates the segment at path to size and fsyncs it.
+func cutSegment(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // decodeSegment calls fn for each valid record of a segment and returns their count and
@@ -314,6 +363,12 @@ func (s *spool) abandon() {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, seg := range s.segs {
+		if d, ok := seg.w.(interface{ drop() }); ok {
+			d.drop() // not cut to length, as a dying process leaves it
+			seg.w = nil
+		}
+	}
 	s.closeFilesLocked()
 }
 

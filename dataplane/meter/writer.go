@@ -20,8 +20,9 @@ type segFile interface {
 // maxSpareBuf is the largest buffer kept for reuse after it was written or synced.
 const maxSpareBuf = 4 << 20
 
-// append frames payload and write()s it to the active segment before returning, so the
-// record survives the death of the process; the fsync follows in the background. When
+// append frames payload and writes it to the active segment before returning (through the
+// segment's mapping, see mappedFile), so the record survives the death of the process; the
+// fsync follows in the background. When
 // the spool cannot be written (or records wait in memory after an earlier failure), the
 // frame is queued in memory for the syncer to write. It reports false after close.
 func (s *spool) append(payload []byte) bool {

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package meter
+
+import (
+	"errors"
+	"os"
+)
+
+// mapSegment is Linux only; elsewhere segments are written with pwrite.
+func mapSegment(*os.File, int64) ([]byte, error) {
+	return nil, errors.New("segment mapping is not supported on this platform")
+}
+
+func unmapSegment([]byte) error { return nil }
