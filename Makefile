@@ -79,7 +79,8 @@ bench-short:
 	$(BIN)/benchrun --short --bin $(BIN) --out $(BENCH_OUT)
 
 ## bench-ingest: usage ingest at fleet scale: simulated nodes post usage batches over the
-## node API into one control plane and a throwaway Postgres, per node count and batch size;
+## node API into one control plane and a throwaway Postgres, per node count and batch size,
+## each scenario on empty records, then one on empty and on pre-filled records (table size);
 ## records/s, CPU per 1,000 records, batch latency and storage growth in bench-results/.
 ## bench-ingest-short: the same, fewer and shorter scenarios (about a minute). make test runs a
 ## toy-scale smoke of it (cmd/benchingest/ingest TestSmoke).

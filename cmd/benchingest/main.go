@@ -29,6 +29,7 @@ func main() {
 	fs.StringVar(&cfg.OutDir, "out", "bench-results", "output directory")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "duration of each scenario (default 20s, short 4s)")
 	fs.IntVar(&cfg.Accounts, "accounts", 0, "accounts the records are spread over (default 50)")
+	fs.Int64Var(&cfg.SizeFill, "size-fill", 0, "records the table-size rows fill the records with first (default 4000000, short 200000; negative: no table-size rows)")
 	fs.StringVar(&cfg.ProfileDir, "profile", "", "directory for a CPU profile of the control plane per scenario (controlplane-<nodes>x<batch>.pprof); empty: none")
 	nodes := fs.String("nodes", "", "comma-separated node counts (default 1,4,16; short 1,4)")
 	batches := fs.String("batches", "", "comma-separated batch sizes (default 10,100,500,2000; short 100,500)")

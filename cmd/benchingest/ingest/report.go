@@ -20,14 +20,20 @@ type Report struct {
 	Duration float64   `json:"scenario_s"`
 	Command  string    `json:"command"`
 	Results  []Result  `json:"results"`
+	// TableSize is the table-size rows: the same scenarios on empty records and on records
+	// filled first (SizeFill), in pairs.
+	TableSize []Result `json:"table_size,omitempty"`
+	SizeFill  int64    `json:"size_fill,omitempty"`
 	// Retention is what deleting the ingested records cost (nil when not measured).
 	Retention *RetentionResult `json:"retention,omitempty"`
 }
 
 // Result is one scenario: nodes posting batches of BatchSize records back to back.
 type Result struct {
-	Nodes         int     `json:"nodes"`
-	BatchSize     int     `json:"batch_size"`
+	Nodes     int `json:"nodes"`
+	BatchSize int `json:"batch_size"`
+	// StartRecords is how many records the table held when the scenario started.
+	StartRecords  int64   `json:"start_records"`
 	Records       int64   `json:"records"`
 	Batches       int     `json:"batches"`
 	Seconds       float64 `json:"seconds"`
@@ -36,8 +42,11 @@ type Result struct {
 	// control plane and of Postgres (postmaster, backends, autovacuum, WAL writer).
 	CPPer1000 float64 `json:"cp_cpu_s_per_1000"`
 	PGPer1000 float64 `json:"pg_cpu_s_per_1000"`
-	P50MS     float64 `json:"batch_p50_ms"`
-	P99MS     float64 `json:"batch_p99_ms"`
+	// VacuumPGPer1000 is Postgres's CPU seconds per 1,000 records for a VACUUM of the
+	// records right after the scenario: what autovacuum had not yet done for its records.
+	VacuumPGPer1000 float64 `json:"vacuum_pg_cpu_s_per_1000"`
+	P50MS           float64 `json:"batch_p50_ms"`
+	P99MS           float64 `json:"batch_p99_ms"`
 	// Growth is MiB per million records, by relation group (see sizes).
 	Growth map[string]float64 `json:"growth_mib_per_million"`
 	// MachineBusyPct is how busy both cores were; OthersBusyPct the share of processes
@@ -99,17 +108,40 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "One control plane and one throwaway Postgres (fsync off) on %d cores; simulated nodes post batches "+
 		"back to back for %.0f s per scenario over the node API; records spread over %d accounts. Reproduce: `%s`.\n\n",
 		r.Cores, r.Duration, r.Accounts, r.Command)
-	b.WriteString("| nodes | batch | records/s | CPU-s/1k CP | CPU-s/1k PG | CPU-s/1k both | batch p50 ms | batch p99 ms | records MiB/M | record indexes MiB/M | ledger MiB/M | usage_daily MiB/M | driver CPU-s/1k | others' CPU % | load (1 5 15) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("Every scenario starts on empty records (TRUNCATE of `request_records` and `key_last_use`, then a CHECKPOINT, " +
+		"before it; the append-only ledger, the balances and the daily aggregates stay), so the rows differ only in node count " +
+		"and batch size; each scenario adds its own records (the records column of the JSON). " +
+		"The table-size rows below run one scenario on empty records and then on records filled first, back to back.\n\n")
+	b.WriteString("| nodes | batch | records/s | CPU-s/1k CP | CPU-s/1k PG | CPU-s/1k both | PG vacuum after, CPU-s/1k | batch p50 ms | batch p99 ms | records MiB/M | record indexes MiB/M | ledger MiB/M | usage_daily MiB/M | driver CPU-s/1k | others' CPU % | load (1 5 15) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, x := range r.Results {
-		fmt.Fprintf(&b, "| %d | %d | %.0f | %.4f | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.0f | %.1f | %.4f | %.0f | %s |\n",
-			x.Nodes, x.BatchSize, x.RecordsPerSec, x.CPPer1000, x.PGPer1000, x.CPUPer1000(), x.P50MS, x.P99MS,
+		fmt.Fprintf(&b, "| %d | %d | %.0f | %.4f | %.4f | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.0f | %.1f | %.4f | %.0f | %s |\n",
+			x.Nodes, x.BatchSize, x.RecordsPerSec, x.CPPer1000, x.PGPer1000, x.CPUPer1000(), x.VacuumPGPer1000, x.P50MS, x.P99MS,
 			x.Growth["records_heap"], x.Growth["records_indexes"], x.Growth["ledger"], x.Growth["usage_daily"],
 			x.DriverPer1000, x.OthersBusyPct, x.LoadAfter)
 	}
 	if best, ok := r.Best(); ok {
 		fmt.Fprintf(&b, "\nBest: %.0f records/s (%d nodes, batches of %d) at %.4f CPU-s per 1,000 records (targets: ≥ 50,000/s, ≤ 0.02).\n",
 			best.RecordsPerSec, best.Nodes, best.BatchSize, best.CPUPer1000())
+	}
+	if len(r.TableSize) > 0 {
+		fmt.Fprintf(&b, "\n## Table size\n\nThe same scenario on empty records and on records filled with %d first (one INSERT … SELECT "+
+			"into today's partition, records shaped as the nodes', then VACUUM ANALYZE and a CHECKPOINT, none of it measured), back to back.\n\n", r.SizeFill)
+		b.WriteString("| nodes | batch | records at start | records/s | CPU-s/1k CP | CPU-s/1k PG | CPU-s/1k both | PG vacuum after | both + vacuum | vs empty: both / both + vacuum | batch p99 ms | others' CPU % | load (1 5 15) |\n")
+		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
+		var empty Result
+		for _, x := range r.TableSize {
+			vs := "—"
+			if x.StartRecords == 0 {
+				empty = x
+			} else if empty.Nodes == x.Nodes && empty.BatchSize == x.BatchSize && empty.CPUPer1000() > 0 {
+				vs = fmt.Sprintf("%+.0f %% / %+.0f %%", 100*(x.CPUPer1000()/empty.CPUPer1000()-1),
+					100*((x.CPUPer1000()+x.VacuumPGPer1000)/(empty.CPUPer1000()+empty.VacuumPGPer1000)-1))
+			}
+			fmt.Fprintf(&b, "| %d | %d | %d | %.0f | %.4f | %.4f | %.4f | %.4f | %.4f | %s | %.1f | %.0f | %s |\n",
+				x.Nodes, x.BatchSize, x.StartRecords, x.RecordsPerSec, x.CPPer1000, x.PGPer1000, x.CPUPer1000(),
+				x.VacuumPGPer1000, x.CPUPer1000()+x.VacuumPGPer1000, vs, x.P99MS, x.OthersBusyPct, x.LoadAfter)
+		}
 	}
 	if x := r.Retention; x != nil {
 		fmt.Fprintf(&b, "\nRetention (the retention job's deletes in batches of 1,000, then VACUUM): %d records deleted at %.0f/s; "+

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ type Config struct {
 	Accounts int
 	// Progress receives one line per step (default: discard).
 	Progress io.Writer
+	// SizeFill is how many records the table-size rows fill the records with before their
+	// second run (default 4,000,000; short 200,000; negative: no table-size rows).
+	SizeFill int64
 	// ProfileDir, when set, receives a CPU profile of the control plane per scenario
 	// (controlplane-<nodes>x<batch>.pprof, from its ops listener's /debug/pprof/profile,
 	// for most of the scenario; `go tool pprof` reads it).
@@ -76,6 +80,12 @@ func (c *Config) defaults() error {
 	if c.Accounts <= 0 {
 		c.Accounts = 50
 	}
+	if c.SizeFill == 0 {
+		c.SizeFill = 4_000_000
+		if c.Short {
+			c.SizeFill = 200_000
+		}
+	}
 	return nil
 }
 
@@ -98,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		mode = "short"
 	}
 	rep := &Report{Mode: mode, Started: time.Now().UTC(), Cores: runtime.NumCPU(), Accounts: cfg.Accounts,
-		Duration: cfg.Duration.Seconds(), Command: command(cfg)}
+		Duration: cfg.Duration.Seconds(), Command: command(cfg), SizeFill: max(cfg.SizeFill, 0)}
 	s, err := startStack(ctx, cfg)
 	if err != nil {
 		return rep, err
@@ -109,17 +119,55 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, fmt.Errorf("warm-up: %w", err)
 	}
 	seed := uint64(2)
+	// run resets the records, fills them with fill records, and runs one scenario.
+	run := func(nodes, size int, fillN int64) (Result, error) {
+		if err := reset(ctx, s); err != nil {
+			return Result{}, err
+		}
+		if fillN > 0 {
+			fmt.Fprintf(cfg.Progress, "  filling the records with %d\n", fillN)
+			took, err := fill(ctx, s, fillN, seed)
+			if err != nil {
+				return Result{}, err
+			}
+			fmt.Fprintf(cfg.Progress, "    filled in %.1f s\n", took.Seconds())
+		}
+		at, err := countRecords(ctx, s)
+		if err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintf(cfg.Progress, "  scenario: %d nodes, batches of %d, %s, from %d records\n", nodes, size, cfg.Duration, at)
+		res, err := scenario(ctx, s, nodes, size, cfg.Duration, seed)
+		seed++
+		res.StartRecords = at
+		if err != nil {
+			return res, fmt.Errorf("%d nodes, batches of %d: %w", nodes, size, err)
+		}
+		fmt.Fprintf(cfg.Progress, "    %.0f records/s, %.4f CPU-s per 1,000 (control plane %.4f, Postgres %.4f), p50 %.1f ms, p99 %.1f ms, load %s\n",
+			res.RecordsPerSec, res.CPUPer1000(), res.CPPer1000, res.PGPer1000, res.P50MS, res.P99MS, res.LoadAfter)
+		return res, nil
+	}
 	for _, nodes := range cfg.Nodes {
 		for _, size := range cfg.Batches {
-			fmt.Fprintf(cfg.Progress, "  scenario: %d nodes, batches of %d, %s\n", nodes, size, cfg.Duration)
-			res, err := scenario(ctx, s, nodes, size, cfg.Duration, seed)
-			seed++
+			res, err := run(nodes, size, 0)
 			if err != nil {
-				return rep, fmt.Errorf("%d nodes, batches of %d: %w", nodes, size, err)
+				return rep, err
 			}
-			fmt.Fprintf(cfg.Progress, "    %.0f records/s, %.4f CPU-s per 1,000 (control plane %.4f, Postgres %.4f), p50 %.1f ms, p99 %.1f ms, load %s\n",
-				res.RecordsPerSec, res.CPUPer1000(), res.CPPer1000, res.PGPer1000, res.P50MS, res.P99MS, res.LoadAfter)
 			rep.Results = append(rep.Results, res)
+		}
+	}
+	// The table-size rows: the largest batch with the fewest and the most nodes, each on
+	// empty records and then on records filled first, back to back.
+	if cfg.SizeFill > 0 {
+		size := slices.Max(cfg.Batches)
+		for _, nodes := range slices.Compact([]int{slices.Min(cfg.Nodes), slices.Max(cfg.Nodes)}) {
+			for _, fillN := range []int64{0, cfg.SizeFill} {
+				res, err := run(nodes, size, fillN)
+				if err != nil {
+					return rep, fmt.Errorf("table size: %w", err)
+				}
+				rep.TableSize = append(rep.TableSize, res)
+			}
 		}
 	}
 	limit := int64(300_000)
@@ -181,7 +229,17 @@ func scenario(ctx context.Context, s *stack, nodes, size int, d time.Duration, s
 		res.Growth[k] = float64(v-before[k]) / float64(n) * 1e6 / (1 << 20)
 	}
 	res.LoadAfter = loadAvg()
-	return res, <-profiled
+	if err := <-profiled; err != nil {
+		return res, err
+	}
+	// The vacuum the scenario's records still need (autovacuum's work, done at once so it is
+	// counted: it visits each new page once, during the scenario or after it).
+	pg2 := proc.TreeCPUSeconds(s.pgPID)
+	if _, err := s.db.Exec(ctx, `VACUUM request_records`); err != nil {
+		return res, fmt.Errorf("vacuum: %w", err)
+	}
+	res.VacuumPGPer1000 = (proc.TreeCPUSeconds(s.pgPID) - pg2) / float64(n) * 1000
+	return res, nil
 }
 
 // loadAvg returns the first three fields of /proc/loadavg (what uptime shows).

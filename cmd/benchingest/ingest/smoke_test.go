@@ -23,7 +23,7 @@ func TestSmoke(t *testing.T) {
 	out, profiles := t.TempDir(), t.TempDir()
 	var progress strings.Builder
 	rep, err := Run(ctx, Config{BinDir: bin, OutDir: out, WorkDir: t.TempDir(), Nodes: []int{2}, Batches: []int{50},
-		Duration: time.Second, Accounts: 3, Progress: &progress, ProfileDir: profiles})
+		Duration: time.Second, Accounts: 3, Progress: &progress, ProfileDir: profiles, SizeFill: 3000})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
@@ -35,7 +35,19 @@ func TestSmoke(t *testing.T) {
 		r.P50MS <= 0 || r.P99MS < r.P50MS || r.Growth["records_heap"] <= 0 || r.Growth["records_indexes"] <= 0 || r.LoadAfter == "?" {
 		t.Fatalf("implausible figures: %+v", r)
 	}
-	// The warm-up's records are removed too: half deleted, the rest with their day dropped.
+	// Every scenario starts on empty records; the table-size rows run it on empty records and
+	// then on the filled ones.
+	if r.StartRecords != 0 {
+		t.Errorf("scenario started on %d records, want none", r.StartRecords)
+	}
+	if ts := rep.TableSize; len(ts) != 2 || ts[0].StartRecords != 0 || ts[1].StartRecords != 3000 || ts[0].Nodes != 2 ||
+		ts[1].BatchSize != 50 || ts[0].Records == 0 || ts[1].Records == 0 || ts[1].PGPer1000 <= 0 {
+		t.Errorf("table-size rows: %+v", ts)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "## Table size") || !strings.Contains(md, "| 2 | 50 | 3000 |") {
+		t.Errorf("table-size rows not in the table:\n%s", md)
+	}
+	// What the last scenario and the fill left is removed: half deleted, the rest with their day dropped.
 	if x := rep.Retention; x == nil || x.Deleted+x.Dropped < r.Records || x.Deleted == 0 || x.Dropped == 0 || x.DroppedDays == 0 || x.DeletePGPer1000 <= 0 {
 		t.Fatalf("retention not measured: %+v", rep.Retention)
 	}
