@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -16,8 +19,12 @@ import (
 // ones to the daily aggregates (addDailyUsage), move their keys' last use forward
 // (noteKeyUse), debit each account once for its new ones (debitAccounts), and read the
 // balances of every account the batch mentions for the reply (replyBalances).
-func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID string, in screened) (usage.Reply, error) {
-	fresh, err := insertRecords(ctx, tx, nodeID, in.records)
+//
+// With skipStored false the records are inserted plainly, which fails the transaction with
+// a unique violation (isStoredRecord) if any of them was stored before; the caller then
+// applies the batch again with skipStored true.
+func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID string, in screened, skipStored bool) (usage.Reply, error) {
+	fresh, err := insertRecords(ctx, tx, nodeID, in.records, skipStored)
 	if err != nil {
 		return usage.Reply{}, err
 	}
@@ -40,9 +47,14 @@ func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID strin
 	return reply, nil
 }
 
-// insertRecords stores the records (sorted by request ID) and returns those that were new:
-// a request ID stored before is a duplicate and changes nothing.
-func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.Record) ([]*usage.Record, error) {
+// insertRecords stores the records (sorted by request ID) and returns those that were new.
+// With skipStored, a request ID stored before is a duplicate and changes nothing (ON
+// CONFLICT DO NOTHING, and the new IDs returned). Without it the insert is plain, and a
+// request ID stored before fails it (a unique violation, isStoredRecord): the fast way for
+// the usual batch, none of whose records is stored yet, since Postgres then neither checks
+// every row for a conflict before inserting it (speculative insertion, a lock per row) nor
+// returns the IDs.
+func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.Record, skipStored bool) ([]*usage.Record, error) {
 	n := len(recs)
 	if n == 0 {
 		return nil, nil
@@ -70,19 +82,21 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 			routing[i] = &str
 		}
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
-			provider, residency, status, result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing_json, node_id)
-		SELECT r.request_id, r.ts, r.account_id, r.key_id, r.model, r.endpoint, r.stream, r.provider, r.residency,
-			r.status, r.result, r.prompt_tokens, r.completion_tokens, r.price_micro_sek, r.duration_ms, r.routing::json, $17
-		FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[],
-			$9::text[], $10::int[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
-			AS r(request_id, ts, account_id, key_id, model, endpoint, stream, provider, residency, status, result,
-				prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing)
-		ORDER BY r.request_id
+	args := []any{ids, tss, accounts, keyIDs, models, endpoints, streams, providers, residencies, statuses, results,
+		prompt, completion, price, duration, routing, nodeID}
+	if !skipStored {
+		if _, err := tx.Exec(ctx, insertRecordsSQL, args...); err != nil {
+			return nil, fmt.Errorf("insert records: %w", err)
+		}
+		fresh := make([]*usage.Record, n)
+		for i := range recs {
+			fresh[i] = &recs[i]
+		}
+		return fresh, nil
+	}
+	rows, err := tx.Query(ctx, insertRecordsSQL+`
 		ON CONFLICT (request_id) DO NOTHING
-		RETURNING request_id`,
-		ids, tss, accounts, keyIDs, models, endpoints, streams, providers, residencies, statuses, results,
-		prompt, completion, price, duration, routing, nodeID)
+		RETURNING request_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert records: %w", err)
 	}
@@ -99,6 +113,24 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 		}
 	}
 	return fresh, nil
+}
+
+// insertRecordsSQL inserts the records in request ID order (the order of their row locks).
+const insertRecordsSQL = `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
+		provider, residency, status, result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing_json, node_id)
+	SELECT r.request_id, r.ts, r.account_id, r.key_id, r.model, r.endpoint, r.stream, r.provider, r.residency,
+		r.status, r.result, r.prompt_tokens, r.completion_tokens, r.price_micro_sek, r.duration_ms, r.routing::json, $17
+	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[],
+		$9::text[], $10::int[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
+		AS r(request_id, ts, account_id, key_id, model, endpoint, stream, provider, residency, status, result,
+			prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing)
+	ORDER BY r.request_id`
+
+// isStoredRecord reports the unique violation of a plain records insert (insertRecords
+// without skipStored): a record of the batch was stored before.
+func isStoredRecord(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23505" && strings.HasPrefix(pg.TableName, "request_records")
 }
 
 // debitAccounts appends one debit per known account with new priced records: minus the

@@ -20,8 +20,9 @@ import (
 // So nothing a node sends can fail a batch for good: the reply is a success and the node
 // may drop the batch from its spool.
 //
-// Accepted records are inserted with ON CONFLICT (request_id) DO NOTHING; only those new
-// to the table count: they are added to the daily per-model aggregates (numeric, so they
+// Accepted records are inserted plainly first; if one of them was stored before, that
+// insert fails and the batch is applied again with ON CONFLICT (request_id) DO NOTHING, so
+// either way only records new to the table count: they are added to the daily per-model aggregates (numeric, so they
 // cannot overflow), and each account is debited once per batch, the sum of its new
 // records' prices (the records are the proof of each charge; exactly-once rests on their
 // request IDs). All row locks are taken in a fixed order (accounts, then request IDs, then
@@ -101,7 +102,11 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 		return usage.Reply{}, fmt.Errorf("ingest batch %q from %q: wait for an ingest slot: %w", batchID, nodeID, err)
 	}
 	start := time.Now()
-	err = s.retryTx(ctx, func(tx pgx.Tx) error {
+	// First as if no record of the batch was stored before (a plain insert, the usual
+	// case); if one was (a resent batch, or records of an earlier one), the insert fails and
+	// the batch is applied again, skipping the stored records.
+	skipStored := false
+	apply := func(tx pgx.Tx) error {
 		placed, bad, err := s.placeRecords(ctx, tx, cands, bad)
 		if err != nil {
 			return err
@@ -113,13 +118,18 @@ func (s *Store) ingest(ctx context.Context, nodeID, batchID string, in []usage.R
 		if err := insertRejections(ctx, tx, nodeID, batchID, rej); err != nil {
 			return err
 		}
-		reply, err = s.applyBatch(ctx, tx, nodeID, batchID, accepted)
+		reply, err = s.applyBatch(ctx, tx, nodeID, batchID, accepted, skipStored)
 		if isNoPartition(err) {
 			s.parts.Store(nil) // a partition was dropped meanwhile: read them again and retry
 		}
 		rejected = rej
 		return err
-	})
+	}
+	err = s.retryTx(ctx, apply)
+	if isStoredRecord(err) {
+		skipStored = true
+		err = s.retryTx(ctx, apply)
+	}
 	took := time.Since(start)
 	leave()
 	if err != nil {

@@ -110,6 +110,57 @@ func TestBatchCountsOnce(t *testing.T) {
 	}
 }
 
+// A batch some of whose records were stored before (its plain insert fails, and it is
+// applied again skipping them) stores and charges only the new ones, and the stored ones
+// keep the node that delivered them first.
+func TestBatchWithSomeStoredRecords(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	accts := fundedAccounts(t, s, 1)
+	now := time.Now().UTC()
+	recs := make([]usage.Record, 15)
+	for i := range recs {
+		recs[i] = record(fmt.Sprintf("req_part_%02d", i), accts[0], now.Add(-time.Duration(i)*time.Second), int64(100+i), 50)
+	}
+	first, err := s.IngestBatch(ctx, usage.Batch{NodeID: "node-a", BatchID: "b1", Records: recs[:10]})
+	if err != nil || first.Inserted != 10 {
+		t.Fatalf("first batch: %+v, %v", first, err)
+	}
+	// Stored records first, among and last in the second batch's request ID order.
+	for _, second := range [][]usage.Record{recs[5:12], {recs[12], recs[0], recs[13]}, {recs[14], recs[9]}} {
+		rep, err := s.IngestBatch(ctx, usage.Batch{NodeID: "node-b", BatchID: "b2", Records: second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := 0
+		for _, r := range second {
+			if r.RequestID <= recs[9].RequestID {
+				stored++
+			}
+		}
+		if rep.Inserted != len(second)-stored || rep.Duplicates != stored || rep.Rejected != 0 {
+			t.Fatalf("batch %v: reply %+v, want %d inserted and %d duplicates", second, rep, len(second)-stored, stored)
+		}
+	}
+	var want int64
+	for _, r := range recs {
+		want += r.PriceMicroSEK
+	}
+	bal, _ := s.Balance(ctx, accts[0])
+	sum, _ := s.LedgerSum(ctx, accts[0])
+	if bal != 1000*money.MicroPerSEK-want || sum != bal {
+		t.Fatalf("balance %d, ledger %d, want %d", bal, sum, 1000*money.MicroPerSEK-want)
+	}
+	var n, fromA int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE node_id = 'node-a') FROM request_records`).Scan(&n, &fromA); err != nil {
+		t.Fatal(err)
+	}
+	if n != 15 || fromA != 10 {
+		t.Fatalf("%d records, %d of them from node-a; want 15 and 10", n, fromA)
+	}
+}
+
 func TestConcurrentFirstDelivery(t *testing.T) {
 	t.Parallel()
 	// Two nodes deliver the same fresh batch at the same moment: one wins, nothing doubles.
