@@ -30,7 +30,14 @@ func (g *Group) Prepare(bins ...string) error {
 
 // Start starts BinDir/bin as name, listening on addr, and adds it to the group.
 func (g *Group) Start(name, bin, addr string, args ...string) (*Proc, error) {
-	p, err := Start(Spec{Name: name, Bin: filepath.Join(g.BinDir, bin), Addr: addr, Args: args, LogDir: g.LogDir})
+	return g.StartSpec(Spec{Name: name, Bin: bin, Addr: addr, Args: args})
+}
+
+// StartSpec starts sp with its Bin taken as a name in BinDir and its log in LogDir, and adds
+// it to the group.
+func (g *Group) StartSpec(sp Spec) (*Proc, error) {
+	sp.Bin, sp.LogDir = filepath.Join(g.BinDir, sp.Bin), g.LogDir
+	p, err := Start(sp)
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,7 @@ func sampleReport() *Report {
 		{Target: Dataplane, Body: "1KiB", Rate: 2000, SentRate: 2000, Throughput: 2000, P50: 0.45, P99: 1.6, CPUPer1k: 0.1},
 		{Target: Dataplane, Body: "1KiB", Rate: 5000, SentRate: 5000, Throughput: 4000, ErrorPct: 20, P50: 9, P99: 300, CPUPer1k: 0.1},
 		{Target: DataplaneAlone, Body: "1KiB", Rate: 2000, SentRate: 2000, Throughput: 2000, P50: 0.42, P99: 1.3, CPUPer1k: 0.096},
+		{Target: BareAwake, Body: "1KiB", Rate: 2000, SentRate: 2000, Throughput: 2000, P50: 0.38, P99: 1.1, CPUPer1k: 0.064},
 	}
 	compare(rs)
 	return &Report{Mode: "test", Fixed: rs, Streaming: []StreamResult{}}
@@ -136,11 +137,17 @@ func TestCompareAndEvaluate(t *testing.T) {
 	if met != 4 { // the three 2,000/s checks and the data plane alone's
 		t.Fatalf("checks %+v", r.Checks)
 	}
-	var alone *Check
+	var alone, awake *Check
 	for i := range r.Checks {
 		if strings.Contains(r.Checks[i].Target, "data plane alone") {
 			alone = &r.Checks[i]
 		}
+		if strings.Contains(r.Checks[i].Target, "runtime setting") {
+			awake = &r.Checks[i]
+		}
+	}
+	if awake == nil || awake.Met != nil || !strings.HasPrefix(awake.Got, "1.56× (0.100 vs 0.064 CPU-s per 1,000; the bare proxy as it ships 0.080)") {
+		t.Fatalf("against the bare proxy given the runtime setting: %+v", awake)
 	}
 	if alone == nil || alone.Met == nil || !*alone.Met || !strings.Contains(alone.Got, "+0.300 ms (with them ingesting +0.600 ms); CPU 1.20×") {
 		t.Fatalf("data plane alone: %+v", alone)

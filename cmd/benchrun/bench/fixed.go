@@ -46,6 +46,10 @@ const (
 	DataplaneQuiet  = "dataplane-quiet"
 	DataplaneTraced = "dataplane-traced"
 	DataplaneAlone  = "dataplane-alone"
+	// BareAwake is the bare proxy given the data plane's runtime setting (the GODEBUG that
+	// keeps Go's monitor thread out of deep sleep, cmd/internal/sysmon): the like-for-like
+	// floor, beside the bare proxy as it ships.
+	BareAwake = "bare-awake"
 )
 
 func (t *Target) httpClient() *http.Client {

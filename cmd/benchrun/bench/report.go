@@ -99,6 +99,10 @@ func (r *Report) evaluate() {
 	} else {
 		add("1 KiB at 2,000/s: added latency and CPU against the bare proxy", nil, na)
 	}
+	if awake := r.fixed(BareAwake, "1KiB", 2000); dp != nil && bare != nil && awake != nil && awake.CPUPer1k > 0 {
+		add("1 KiB at 2,000/s: CPU against the bare proxy given the data plane's runtime setting (GODEBUG schedtrace; informational)", nil,
+			"%.2f× (%.3f vs %.3f CPU-s per 1,000; the bare proxy as it ships %.3f)", dp.CPUPer1k/awake.CPUPer1k, dp.CPUPer1k, awake.CPUPer1k, bare.CPUPer1k)
+	}
 	// Observability: the default (metrics and the JSON access log) against the access log
 	// off (the metrics alone, the configuration before the access log), and tracing on.
 	if quiet, traced := r.fixed(DataplaneQuiet, "1KiB", 2000), r.fixed(DataplaneTraced, "1KiB", 2000); dp != nil && quiet != nil && quiet.CPUPer1k > 0 {

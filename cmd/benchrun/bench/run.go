@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, v := range []struct {
 			name string
 			p    *Proc
-		}{{DataplaneQuiet, st.DPQuiet}, {DataplaneTraced, st.DPTraced}, {DataplaneAlone, st.DPAlone}} {
+		}{{DataplaneQuiet, st.DPQuiet}, {DataplaneTraced, st.DPTraced}, {DataplaneAlone, st.DPAlone}, {BareAwake, st.BareAwake}} {
 			targets = append(targets, &Target{Name: v.name, URL: v.p.URL(), PID: v.p.PID(), SimPID: st.Sim.PID(), Auth: auth,
 				Machine: rep.Processes, fixedOnly: true})
 		}

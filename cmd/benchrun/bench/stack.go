@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/cmd/internal/sysmon"
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/internal/harness"
 	"github.com/sekgate/gateway/internal/proc"
@@ -44,9 +45,9 @@ type Proc = proc.Proc
 // and data plane, with an account and a key.
 type Stack struct {
 	Sim, CP, DP, Bare *Proc
-	// DPQuiet, DPTraced and DPAlone are the data-plane variants (StackConfig.Variants;
-	// else nil).
-	DPQuiet, DPTraced, DPAlone *Proc
+	// DPQuiet, DPTraced and DPAlone are the data-plane variants, BareAwake the bare proxy's
+	// (StackConfig.Variants; else nil).
+	DPQuiet, DPTraced, DPAlone, BareAwake *Proc
 	// Key is the API key the data plane accepts.
 	Key string
 	// PostgresPID is the postmaster's process ID (0 when not found, e.g. an external server).
@@ -132,7 +133,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	for _, p := range []*Proc{s.Sim, s.Bare, s.DP, s.DPQuiet, s.DPTraced, s.DPAlone} {
+	for _, p := range []*Proc{s.Sim, s.Bare, s.DP, s.DPQuiet, s.DPTraced, s.DPAlone, s.BareAwake} {
 		if p == nil {
 			continue
 		}
@@ -227,6 +228,15 @@ func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
 	}))
 	var err error
 	if s.usageSink, err = newUsageSink(s.CP.URL()); err != nil {
+		return err
+	}
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return err
+	}
+	s.step("starting the bare-proxy variant " + BareAwake)
+	if s.BareAwake, err = s.procs.StartSpec(proc.Spec{Name: BareAwake, Bin: "bareproxy", Addr: addr,
+		Args: []string{"--listen", addr, "--upstream", s.Sim.Addr}, Env: []string{"GODEBUG=" + sysmon.Setting}}); err != nil {
 		return err
 	}
 	for _, v := range []struct {
