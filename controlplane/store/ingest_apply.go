@@ -49,15 +49,26 @@ func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID strin
 
 // insertRecords stores the records (sorted by request ID) and returns those that were new.
 // With skipStored, a request ID stored before is a duplicate and changes nothing (ON
-// CONFLICT DO NOTHING, and the new IDs returned). Without it the insert is plain, and a
-// request ID stored before fails it (a unique violation, isStoredRecord): the fast way for
-// the usual batch, none of whose records is stored yet, since Postgres then neither checks
-// every row for a conflict before inserting it (speculative insertion, a lock per row) nor
-// returns the IDs.
+// CONFLICT DO NOTHING, and the new IDs returned). Without it the records are copied in
+// (COPY, copyRecords), and a request ID stored before fails it (a unique violation,
+// isStoredRecord): the fast way for the usual batch, none of whose records is stored yet,
+// since Postgres then neither checks every row for a conflict before inserting it
+// (speculative insertion, a lock per row) nor returns the IDs, nor plans a statement.
 func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.Record, skipStored bool) ([]*usage.Record, error) {
 	n := len(recs)
 	if n == 0 {
 		return nil, nil
+	}
+	if !skipStored {
+		src := copyRecords{recs: recs, nodeID: nodeID, i: -1}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"request_records"}, copiedRecordColumns, &src); err != nil {
+			return nil, fmt.Errorf("insert records: %w", err)
+		}
+		fresh := make([]*usage.Record, n)
+		for i := range recs {
+			fresh[i] = &recs[i]
+		}
+		return fresh, nil
 	}
 	var (
 		ids, accounts, models, endpoints = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -84,16 +95,6 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 	}
 	args := []any{ids, tss, accounts, keyIDs, models, endpoints, streams, providers, residencies, statuses, results,
 		prompt, completion, price, duration, routing, nodeID}
-	if !skipStored {
-		if _, err := tx.Exec(ctx, insertRecordsSQL, args...); err != nil {
-			return nil, fmt.Errorf("insert records: %w", err)
-		}
-		fresh := make([]*usage.Record, n)
-		for i := range recs {
-			fresh[i] = &recs[i]
-		}
-		return fresh, nil
-	}
 	rows, err := tx.Query(ctx, insertRecordsSQL+`
 		ON CONFLICT (request_id) DO NOTHING
 		RETURNING request_id`, args...)
@@ -114,6 +115,42 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 	}
 	return fresh, nil
 }
+
+// copiedRecordColumns are the columns copyRecords gives, in its order.
+var copiedRecordColumns = []string{"request_id", "ts", "account_id", "key_id", "model", "endpoint", "stream",
+	"provider", "residency", "status", "result", "prompt_tokens", "completion_tokens", "price_micro_sek",
+	"duration_ms", "routing_json", "node_id"}
+
+// copyRecords gives a batch's records to COPY (a pgx.CopyFromSource), a row at a time in
+// their order (by request ID, the order of their row locks, as the INSERT's ORDER BY),
+// in one reused row and one buffer for the routing JSON.
+type copyRecords struct {
+	recs   []usage.Record
+	nodeID string
+	i      int
+	row    [17]any
+	enc    []byte
+}
+
+func (c *copyRecords) Next() bool {
+	c.i++
+	return c.i < len(c.recs)
+}
+
+func (c *copyRecords) Values() ([]any, error) {
+	r := &c.recs[c.i]
+	var routing any // NULL without routing
+	if r.Routing != nil {
+		c.enc = r.Routing.AppendJSON(c.enc[:0])
+		routing = string(c.enc)
+	}
+	c.row = [17]any{r.RequestID, r.TS.UTC(), r.AccountID, r.KeyID, r.Model, r.Endpoint, r.Stream, r.Provider,
+		r.Residency, int32(r.Status), r.Result, r.PromptTokens, r.CompletionTokens, r.PriceMicroSEK, r.DurationMS,
+		routing, c.nodeID}
+	return c.row[:], nil
+}
+
+func (c *copyRecords) Err() error { return nil }
 
 // insertRecordsSQL inserts the records in request ID order (the order of their row locks).
 const insertRecordsSQL = `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
