@@ -41,8 +41,9 @@ const (
 	Dataplane = "dataplane"
 	// The data plane's variants (fixed rates only): the default is metrics and the JSON
 	// access log; quiet has the access log off, traced adds tracing of every request;
-	// alone is the default sending its usage to a sink in the load generator, so that the
-	// control plane and Postgres idle while it is measured.
+	// alone is the default with its usage batches refused (usagesink.go), so that it keeps
+	// its records in its spool: no batch exchange, and the control plane and Postgres idle
+	// while it is measured.
 	DataplaneQuiet  = "dataplane-quiet"
 	DataplaneTraced = "dataplane-traced"
 	DataplaneAlone  = "dataplane-alone"

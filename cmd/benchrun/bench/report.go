@@ -121,8 +121,9 @@ func (r *Report) evaluate() {
 	} else {
 		add("5,000/s sustained", nil, na)
 	}
-	// Which share of a tail miss is the machine: the same data plane with its usage going
-	// to a sink in the load generator, the control plane and Postgres idle.
+	// Which share of a tail miss is the usage ingest beside the node: the same data plane
+	// keeping its usage in its spool (no batch exchange; the control plane and Postgres
+	// idle).
 	for _, a := range []struct {
 		rate  int
 		limit float64
@@ -136,7 +137,7 @@ func (r *Report) evaluate() {
 		if alone.CPURatioBare != nil {
 			cpu = fmt.Sprintf("; CPU %.2f× the bare proxy's", *alone.CPURatioBare)
 		}
-		add(fmt.Sprintf("1 KiB at %s/s, the data plane alone (usage to a sink; control plane and Postgres idle): p99 added over the direct path ≤ %g ms", a.label, a.limit),
+		add(fmt.Sprintf("1 KiB at %s/s, the data plane alone (usage kept in its spool; no ingest): p99 added over the direct path ≤ %g ms", a.label, a.limit),
 			b(*alone.AddedP99Direct <= a.limit), "%+.3f ms (with them ingesting %+.3f ms)%s", *alone.AddedP99Direct, *full.AddedP99Direct, cpu)
 	}
 	if s := r.stream(Dataplane, "rate"); s != nil && s.AddedFirstP50Bare != nil {

@@ -46,7 +46,7 @@ type Config struct {
 	// Progress receives progress lines (default os.Stderr).
 	Progress io.Writer
 	// NoVariants leaves out the data plane's variants (access log off, tracing on, alone
-	// with its usage going to a sink) that the fixed-rate scenario otherwise drives beside
+	// keeping its usage in its spool) that the fixed-rate scenario otherwise drives beside
 	// the default.
 	NoVariants bool
 }

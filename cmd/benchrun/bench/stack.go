@@ -60,7 +60,7 @@ type Stack struct {
 	nodeToken string
 	client    *http.Client
 	sink      *httptest.Server // the traced variant's OTLP endpoint
-	usageSink *httptest.Server // the alone variant's control plane (usagesink.go)
+	usageSink *httptest.Server // the alone variant's control plane, refusing usage (usagesink.go)
 }
 
 // Start brings the stack up. On error everything started so far is stopped.
@@ -218,8 +218,8 @@ func (s *Stack) smoke(ctx context.Context, p *Proc) error {
 // startVariants starts the data planes of the observability comparison, on the same
 // control plane and simulator as the default one: --access-log off (metrics only), and
 // tracing with every request sampled to an OTLP sink in this process (access log on); and
-// the data plane alone, configured as the default one but sending its usage to a sink in
-// this process (usagesink.go), so that the control plane and Postgres idle while it is
+// the data plane alone, configured as the default one but with its usage batches refused
+// (usagesink.go), so that it keeps its records in its spool and nothing ingests while it is
 // measured.
 func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
 	s.sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
