@@ -15,7 +15,7 @@ const mapSlack = 64 << 10
 // cache: the record survives the death of the process exactly as a write() would, but no
 // system call is made per record (on Linux a write() to a file costs several microseconds,
 // most of the data plane's remaining per-request overhead against a bare proxy). Sync is
-// an fsync of the file, which covers pages written through the mapping.
+// an fdatasync of the file (syncData), which covers pages written through the mapping.
 //
 // Bytes that do not fit in the mapping (a queue of records drained at once) go to the file
 // with pwrite. Where the space cannot be reserved or mapped, every Write is a pwrite.
@@ -73,7 +73,7 @@ func copyMapped(dst, src []byte) (err error) {
 	return nil
 }
 
-func (mf *mappedFile) Sync() error { return mf.f.Sync() }
+func (mf *mappedFile) Sync() error { return syncData(mf.f) }
 
 // Truncate cuts the file to size. The mapping is dropped first (pages past the end of a
 // file must not be touched); later Writes, if any, are pwrites.

@@ -13,3 +13,6 @@ func mapSegment(*os.File, int64) ([]byte, error) {
 }
 
 func unmapSegment([]byte) error { return nil }
+
+// syncData is fsync where fdatasync is not used.
+func syncData(f *os.File) error { return f.Sync() }

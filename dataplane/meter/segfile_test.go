@@ -3,6 +3,7 @@ package meter
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -237,5 +238,25 @@ func TestSIGKILLedProcessLosesNoRecord(t *testing.T) {
 	}
 	if logged := w.list(); len(logged) > 0 {
 		t.Fatalf("recovery reported damage: %q", logged)
+	}
+}
+
+func TestSyncData(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncData(f); err != nil {
+		t.Fatalf("syncData of an open file: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The start journal ignores a file closed under it (a rewrite replaced it).
+	if err := syncData(f); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("syncData of a closed file: %v, want os.ErrClosed", err)
 	}
 }

@@ -213,7 +213,7 @@ func (l *startLog) sync() {
 	}
 	l.mu.Unlock()
 	if need && f != nil {
-		if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		if err := syncData(f); err != nil && !errors.Is(err, os.ErrClosed) {
 			l.log.Warn("start journal fsync failed", "err", err)
 		}
 	}
