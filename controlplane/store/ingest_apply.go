@@ -93,11 +93,8 @@ func insertRecords(ctx context.Context, tx pgx.Tx, nodeID string, recs []usage.R
 			routing[i] = &str
 		}
 	}
-	args := []any{ids, tss, accounts, keyIDs, models, endpoints, streams, providers, residencies, statuses, results,
-		prompt, completion, price, duration, routing, nodeID}
-	rows, err := tx.Query(ctx, insertRecordsSQL+`
-		ON CONFLICT (request_id) DO NOTHING
-		RETURNING request_id`, args...)
+	rows, err := tx.Query(ctx, insertNewRecordsSQL, ids, tss, accounts, keyIDs, models, endpoints, streams, providers,
+		residencies, statuses, results, prompt, completion, price, duration, routing, nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("insert records: %w", err)
 	}
@@ -152,8 +149,9 @@ func (c *copyRecords) Values() ([]any, error) {
 
 func (c *copyRecords) Err() error { return nil }
 
-// insertRecordsSQL inserts the records in request ID order (the order of their row locks).
-const insertRecordsSQL = `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
+// insertNewRecordsSQL inserts the records not stored before, in request ID order (the order
+// of their row locks), and returns their request IDs.
+const insertNewRecordsSQL = `INSERT INTO request_records (request_id, ts, account_id, key_id, model, endpoint, stream,
 		provider, residency, status, result, prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing_json, node_id)
 	SELECT r.request_id, r.ts, r.account_id, r.key_id, r.model, r.endpoint, r.stream, r.provider, r.residency,
 		r.status, r.result, r.prompt_tokens, r.completion_tokens, r.price_micro_sek, r.duration_ms, r.routing::json, $17
@@ -161,7 +159,9 @@ const insertRecordsSQL = `INSERT INTO request_records (request_id, ts, account_i
 		$9::text[], $10::int[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
 		AS r(request_id, ts, account_id, key_id, model, endpoint, stream, provider, residency, status, result,
 			prompt_tokens, completion_tokens, price_micro_sek, duration_ms, routing)
-	ORDER BY r.request_id`
+	ORDER BY r.request_id
+	ON CONFLICT (request_id) DO NOTHING
+	RETURNING request_id`
 
 // isStoredRecord reports the unique violation of a plain records insert (insertRecords
 // without skipStored): a record of the batch was stored before.
