@@ -7,7 +7,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 # --version prints the module version and VCS revision; the toolchain stamps the revision
 # itself in a clone, and the link flag carries it where it cannot (a git worktree).
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
-GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$(REVISION)'
+GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/internal/version.linkedRevision=$(REVISION)'
 
 .PHONY: all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
 
@@ -53,6 +53,9 @@ check-imports:
 	@bad=$$($(GO) list -deps $(DP_PKGS) | grep -E '/controlplane|github.com/jackc/pgx' || true); \
 	if [ -n "$$bad" ]; then echo "data plane imports forbidden packages:"; echo "$$bad"; exit 1; fi; \
 	echo "check-imports: data plane is free of controlplane/ and pgx"
+	@bad=$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}} {{join .TestImports " "}}' ./... | grep -v '^github.com/sekgate/gateway/cmd/' | grep 'github.com/sekgate/gateway/cmd/' || true); \
+	if [ -n "$$bad" ]; then echo "packages importing cmd/ (mains only live there):"; echo "$$bad"; exit 1; fi; \
+	echo "check-imports: nothing imports cmd/"
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s each).
 FUZZTIME ?= 20s
@@ -83,7 +86,7 @@ bench-short:
 ## each scenario on empty records, then one on empty and on pre-filled records (table size);
 ## records/s, CPU per 1,000 records, batch latency and storage growth in bench-results/.
 ## bench-ingest-short: the same, fewer and shorter scenarios (about a minute). make test runs a
-## toy-scale smoke of it (cmd/benchingest/ingest TestSmoke).
+## toy-scale smoke of it (internal/benchingest TestSmoke).
 bench-ingest:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ ./cmd/controlplane ./cmd/benchingest

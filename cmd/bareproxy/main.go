@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/bareproxy/bare"
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/version"
+	"github.com/sekgate/gateway/internal/bareproxy"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 func main() {
@@ -36,14 +36,14 @@ func main() {
 func run() error {
 	fs := flag.NewFlagSet("bareproxy", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8085", "address to listen on")
-	var cfg bare.Config
+	var cfg bareproxy.Config
 	fs.StringVar(&cfg.Upstream, "upstream", "127.0.0.1:8090", "upstream host:port (plain HTTP)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "most connections to the upstream (0 = 20,000)")
 	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_", nil); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	p, err := bare.New(cfg)
+	p, err := bareproxy.New(cfg)
 	if err != nil {
 		return err
 	}

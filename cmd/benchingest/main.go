@@ -1,7 +1,7 @@
 // Command benchingest is `make bench-ingest` (and `make bench-ingest-short`): simulated
 // data-plane nodes post usage batches into a real control plane and Postgres, and it
 // reports records/s, CPU per 1,000 records, batch latency and storage growth per node
-// count and batch size, into ingest.json, ingest.md and ingest.svg. See package ingest.
+// count and batch size, into benchingest.json, benchingest.md and benchingest.svg. See package benchingest.
 package main
 
 import (
@@ -12,9 +12,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sekgate/gateway/cmd/benchingest/ingest"
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/version"
+	"github.com/sekgate/gateway/internal/benchingest"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 func main() {
@@ -22,7 +22,7 @@ func main() {
 		version.Print(os.Stdout, "benchingest")
 		return
 	}
-	var cfg ingest.Config
+	var cfg benchingest.Config
 	fs := flag.NewFlagSet("benchingest", flag.ExitOnError)
 	fs.BoolVar(&cfg.Short, "short", false, "quick check: fewer and shorter scenarios")
 	fs.StringVar(&cfg.BinDir, "bin", "bin", "directory with the controlplane binary")
@@ -45,7 +45,7 @@ func main() {
 	cfg.Progress = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := ingest.Run(ctx, cfg)
+	rep, err := benchingest.Run(ctx, cfg)
 	if rep != nil && len(rep.Results) > 0 {
 		fmt.Print(rep.Markdown())
 	}

@@ -1,7 +1,7 @@
 // Command benchrun is `make bench`: it starts the simulator, the control plane (with a
 // throwaway Postgres), a bare fasthttp proxy and a data plane from already built binaries,
 // drives the same load at the simulator directly, the bare proxy and the data plane, and
-// writes bench.json, summary.md and latency.png to the output directory. See package bench.
+// writes benchrun.json, summary.md and latency.png to the output directory. See package benchrun.
 package main
 
 import (
@@ -13,9 +13,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sekgate/gateway/cmd/benchrun/bench"
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/version"
+	"github.com/sekgate/gateway/internal/benchrun"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 func main() {
@@ -23,7 +23,7 @@ func main() {
 		version.Print(os.Stdout, "benchrun")
 		return
 	}
-	var cfg bench.Config
+	var cfg benchrun.Config
 	fs := flag.NewFlagSet("benchrun", flag.ExitOnError)
 	fs.BoolVar(&cfg.Short, "short", false, "quick mode (under two minutes)")
 	fs.BoolVar(&cfg.Smoke, "smoke", false, "token load for a few seconds: checks the machinery, measures nothing")
@@ -50,7 +50,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := bench.Run(ctx, cfg)
+	rep, err := benchrun.Run(ctx, cfg)
 	if rep != nil {
 		fmt.Println()
 		fmt.Print(rep.Markdown())

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sekgate/gateway/cmd/chaos/chaos"
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/version"
+	"github.com/sekgate/gateway/internal/chaos"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 func main() {

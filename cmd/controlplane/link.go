@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/internal/tlsfiles"
 	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/internal/tlsfiles"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 

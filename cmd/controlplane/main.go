@@ -14,18 +14,17 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 
 	"golang.org/x/time/rate"
 
-	"github.com/sekgate/gateway/cmd/internal/daemon"
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/controlplane/payments"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/internal/daemon"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -34,7 +33,7 @@ type config struct {
 	migrateDatabaseURL                                    string
 	defaultLimitsFile                                     string
 	retentionDays, maxConns, signupPerMinute              int
-	gcPercent, ingestConcurrency                          int
+	ingestConcurrency                                     int
 	// Optional integrations: each is enabled when its required settings are given.
 	signupConfirmURL, signupErrorURL                    string
 	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
@@ -61,7 +60,6 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (a day's partition is dropped once the whole day is older; the ingest refuses records older than this less an hour, and records of a day already dropped)")
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
-	fs.IntVar(&c.gcPercent, "gc-percent", 400, "heap growth between Go garbage collections, in percent of the live heap (what GOGC sets; this flag wins): usage batches allocate megabytes each while the live heap stays small, and at Go's default of 100 collecting costs about a fifth of the control plane's CPU per ingested record; negative: collect only under GOMEMLIMIT")
 	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the control plane (gateway_cp_usage_ingest_wait_seconds) instead of in Postgres on their accounts' balance rows, which every batch locks first; negative: no bound")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
@@ -105,7 +103,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(2)
 	}
-	debug.SetGCPercent(cfg.gcPercent)
 	daemon.Run("controlplane", cfg.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, cfg, log) })
 }
 

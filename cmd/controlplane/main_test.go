@@ -66,7 +66,7 @@ func TestFlagsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.databaseURL != "postgres://env/db" || c.adminToken != testAdminToken || c.nodeTokens != testNodeToken+","+testNodeToken+"2" ||
-		c.retentionDays != 30 || c.listen != "127.0.0.1:9999" || c.link.adminListen != "127.0.0.1:8082" || c.gcPercent != 400 {
+		c.retentionDays != 30 || c.listen != "127.0.0.1:9999" || c.link.adminListen != "127.0.0.1:8082" {
 		t.Fatalf("config %+v", c)
 	}
 	t.Setenv("GATEWAY_RETENTION_DAYS", "many")

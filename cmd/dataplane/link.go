@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/internal/tlsfiles"
 	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/internal/tlsfiles"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )

@@ -9,14 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/internal/daemon"
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/sysmon"
-	"github.com/sekgate/gateway/cmd/internal/version"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/meter"
@@ -24,6 +19,9 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/dataplane/telemetry"
+	"github.com/sekgate/gateway/internal/daemon"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 type options struct {
@@ -32,10 +30,6 @@ type options struct {
 	// The usage spool (dataplane/meter): records per batch and the fsync grouping window.
 	batchSize   int
 	fsyncWindow time.Duration
-	// The Go collector's GOGC (main sets it before anything runs), and whether the runtime's
-	// monitor thread may deep-sleep (main re-executes the node when not; cmd/internal/sysmon).
-	gcPercent       int
-	sysmonDeepSleep bool
 	// Routing, failover, upstream and limits settings (issue 5).
 	upstream        proxy.Config
 	breaker         routing.HealthConfig
@@ -72,8 +66,6 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	fs.IntVar(&o.batchSize, "usage-batch-size", meter.DefaultBatchSize, "most usage records per batch sent to the control plane (1 to 10000)")
 	fs.DurationVar(&o.fsyncWindow, "spool-fsync-window", meter.DefaultFsyncWindow, "how long written usage records wait to be fsynced together; bounds what a power loss can take (a process crash takes nothing); 0: fsync at once")
-	fs.IntVar(&o.gcPercent, "gc-percent", 100, "heap growth between Go garbage collections, in percent of the live heap (what GOGC sets; this flag wins; 100 is Go's default): a node's live heap is a few megabytes, so where GOMEMLIMIT bounds the heap (the Kubernetes manifests set both) 400 collects a quarter as often for 3 to 5 % less CPU per request; without a limit, an overloaded node holding many large bodies would grow to five times its live heap; negative: collect only under GOMEMLIMIT")
-	fs.BoolVar(&o.sysmonDeepSleep, "sysmon-deep-sleep", false, "let the Go runtime's monitor thread deep-sleep whenever every processor is idle (Go's default); false: the node re-executes itself once at start with GODEBUG schedtrace=2147483647 added, which keeps the monitor ticking (every 10 ms while idle) instead of being woken by the first system call after every idle moment, about 15 % less CPU per request at 2,000 requests/s on 2 cores (see Performance); GODEBUG setting schedtrace itself wins")
 	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "number of data-plane nodes sharing the deployment's rate and concurrency limits; each node enforces 1/N of every limit (1: each node the full limit)")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 3, "routes one request tries before its first byte reaches the client")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Minute, "total deadline of one request, failover and streaming included")
@@ -159,12 +151,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dataplane:", err)
 		os.Exit(2)
 	}
-	if !o.sysmonDeepSleep {
-		if err := sysmon.Keep(); err != nil { // returns only when it did not re-execute
-			fmt.Fprintln(os.Stderr, "dataplane:", err)
-		}
-	}
-	debug.SetGCPercent(o.gcPercent)
 	daemon.Run("dataplane", o.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
 }
 

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/internal/daemon"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
@@ -21,6 +20,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/dataplane/syncclient"
 	"github.com/sekgate/gateway/dataplane/telemetry"
+	"github.com/sekgate/gateway/internal/daemon"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 

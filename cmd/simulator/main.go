@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/internal/flagenv"
-	"github.com/sekgate/gateway/cmd/internal/version"
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/simulator"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 func main() {
@@ -34,9 +34,9 @@ func main() {
 func run() error {
 	fs := flag.NewFlagSet("simulator", flag.ContinueOnError)
 	var (
-		cfg    sim.Config
+		cfg    simulator.Config
 		listen = fs.String("listen", "127.0.0.1:8090", "address to listen on")
-		models = fs.String("models", strings.Join(sim.DefaultModels, ","), "comma-separated model IDs listed by GET /v1/models")
+		models = fs.String("models", strings.Join(simulator.DefaultModels, ","), "comma-separated model IDs listed by GET /v1/models")
 		debug  = fs.Bool("debug", false, "log at debug level")
 	)
 	fs.StringVar(&cfg.Name, "name", "sim", "name reported in logs and /sim/stats")
@@ -64,7 +64,7 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s := sim.New(cfg)
+	s := simulator.New(cfg)
 	if err := s.Start(context.Background(), *listen); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -21,15 +21,15 @@ import (
 func TestClientCancelCancelsUpstream(t *testing.T) {
 	cases := []struct {
 		name  string
-		knobs sim.Knobs
+		knobs simulator.Knobs
 		body  string
 	}{
 		// The answer would come after 5 s.
-		{"waiting for the answer", sim.Knobs{LatencyMS: 5000}, chatPlainReq},
+		{"waiting for the answer", simulator.Knobs{LatencyMS: 5000}, chatPlainReq},
 		// Headers come at once, the first token after 5 s.
-		{"waiting for the first event", sim.Knobs{TTFTMS: 5000}, chatStreamReq},
+		{"waiting for the first event", simulator.Knobs{TTFTMS: 5000}, chatStreamReq},
 		// One token every 5 s: the client leaves after the first event.
-		{"idle stream", sim.Knobs{TokensPerSecond: 0.2}, chatStreamReq},
+		{"idle stream", simulator.Knobs{TokensPerSecond: 0.2}, chatStreamReq},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestClientCancelCancelsUpstream(t *testing.T) {
 // started); its breaker opens within a few requests, and the error rate is back to zero
 // within a bounded time while the other replica serves everything.
 func TestKillReplicaMidLoad(t *testing.T) {
-	k := sim.Knobs{OutputTokens: 6, TokensPerSecond: 300}
+	k := simulator.Knobs{OutputTokens: 6, TokensPerSecond: 300}
 	a, b := startSim(t, "a", k), startSim(t, "b", k)
 	g := startSimGateway(t, []snapshot.Route{
 		chatRoute("ra", "prov-a", a.BaseURL(), "SE", 0, 1), chatRoute("rb", "prov-b", b.BaseURL(), "SE", 0, 1)},

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -19,7 +19,7 @@ import (
 // an error event in the client's protocol, cancels the upstream and records it as cancelled,
 // and Shutdown returns.
 func TestEndStreamsAtDrainDeadline(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{TokensPerSecond: 0.5}) // one token every 2 s
+	up := startSim(t, "up", simulator.Knobs{TokensPerSecond: 0.5}) // one token every 2 s
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)})
 	req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(chatStreamReq))
 	req.Header.Set("Authorization", "Bearer "+g.Keys.SE)

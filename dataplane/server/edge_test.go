@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -283,7 +283,7 @@ func checkEnvelopeNoID(t *testing.T, r result, status int) {
 // cut by the per-write deadline; the upstream request is cancelled at once and the record
 // says cancelled.
 func TestStalledStreamConsumerCut(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{OutputTokens: 1000000})
+	up := startSim(t, "up", simulator.Knobs{OutputTokens: 1000000})
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)},
 		func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
 	c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -17,20 +17,20 @@ import (
 func TestFailoverBeforeFirstByte(t *testing.T) {
 	kinds := []struct {
 		name   string
-		knobs  sim.Knobs
+		knobs  simulator.Knobs
 		dead   bool // connection refused
 		slow   bool // route timeouts shorter than the simulator's latency
 		status int  // upstream status recorded on the failed attempt
 		class  string
 	}{
 		{name: "connect refused", dead: true, class: "connect"},
-		{name: "timeout", knobs: sim.Knobs{LatencyMS: 3000}, slow: true, class: "timeout"},
-		{name: "429", knobs: sim.Knobs{Status: 429, RetryAfterS: 3}, status: 429},
-		{name: "502", knobs: sim.Knobs{Status: 502}, status: 502},
-		{name: "503", knobs: sim.Knobs{Status: 503}, status: 503},
-		{name: "504", knobs: sim.Knobs{Status: 504}, status: 504},
+		{name: "timeout", knobs: simulator.Knobs{LatencyMS: 3000}, slow: true, class: "timeout"},
+		{name: "429", knobs: simulator.Knobs{Status: 429, RetryAfterS: 3}, status: 429},
+		{name: "502", knobs: simulator.Knobs{Status: 502}, status: 502},
+		{name: "503", knobs: simulator.Knobs{Status: 503}, status: 503},
+		{name: "504", knobs: simulator.Knobs{Status: 504}, status: 504},
 	}
-	good := startSim(t, "good", sim.Knobs{})
+	good := startSim(t, "good", simulator.Knobs{})
 	for _, k := range kinds {
 		for _, stream := range []bool{false, true} {
 			name := k.name
@@ -81,9 +81,9 @@ func TestFailoverBeforeFirstByte(t *testing.T) {
 // TestFailoverLimits: a client error is not retried elsewhere; the number of attempts is
 // bounded by MaxAttempts; the final status comes from the last attempt.
 func TestFailoverLimits(t *testing.T) {
-	s503 := startSim(t, "s503", sim.Knobs{Status: 503})
-	s400 := startSim(t, "s400", sim.Knobs{Status: 400})
-	good := startSim(t, "good", sim.Knobs{})
+	s503 := startSim(t, "s503", simulator.Knobs{Status: 503})
+	s400 := startSim(t, "s400", simulator.Knobs{Status: 400})
+	good := startSim(t, "good", simulator.Knobs{})
 	t.Run("400 not retried", func(t *testing.T) {
 		g := startSimGateway(t, []snapshot.Route{
 			chatRoute("a", "p400", s400.BaseURL(), "SE", 0, 1), chatRoute("b", "good", good.BaseURL(), "SE", 1, 1)})
@@ -119,17 +119,17 @@ func TestFailoverLimits(t *testing.T) {
 // never an answer from the healthy German route — whatever headers or body fields the
 // client sends to ask for another policy — while an eu account is served by that route.
 func TestResidencyNeverCrossed(t *testing.T) {
-	de := startSim(t, "de", sim.Knobs{})
+	de := startSim(t, "de", simulator.Knobs{})
 	for _, c := range []struct {
 		name      string
-		seKnobs   sim.Knobs
+		seKnobs   simulator.Knobs
 		dead      bool
 		status    int
 		code      string
 		retryHdr  bool
 		breakOpen bool
 	}{
-		{name: "se routes answer 503", seKnobs: sim.Knobs{Status: 503}, status: 503, code: "no_route_available", retryHdr: true},
+		{name: "se routes answer 503", seKnobs: simulator.Knobs{Status: 503}, status: 503, code: "no_route_available", retryHdr: true},
 		{name: "se routes refuse connections", dead: true, status: 502, code: "provider_error"},
 		{name: "se breakers open", dead: true, status: 503, code: "no_route_available", retryHdr: true, breakOpen: true},
 	} {
@@ -200,8 +200,8 @@ func TestResidencyNeverCrossed(t *testing.T) {
 // TestNoFailoverAfterFirstByte: a stream that breaks after its first events ends without
 // its terminal event; the request is not moved to the healthy route.
 func TestNoFailoverAfterFirstByte(t *testing.T) {
-	breaking := startSim(t, "breaking", sim.Knobs{FailAfterEvents: 3})
-	good := startSim(t, "good", sim.Knobs{})
+	breaking := startSim(t, "breaking", simulator.Knobs{FailAfterEvents: 3})
+	good := startSim(t, "good", simulator.Knobs{})
 	g := startSimGateway(t, []snapshot.Route{
 		chatRoute("a", "breaking", breaking.BaseURL(), "SE", 0, 1), chatRoute("b", "good", good.BaseURL(), "SE", 1, 1)})
 	r := g.post(t, g.Keys.SE, chatStreamReq)
@@ -223,8 +223,8 @@ func TestNoFailoverAfterFirstByte(t *testing.T) {
 // TestUpstream429RetryAfter: the provider's 429 and Retry-After reach the client when no
 // other route answers.
 func TestUpstream429RetryAfter(t *testing.T) {
-	with := startSim(t, "with", sim.Knobs{Status: 429, RetryAfterS: 7})
-	without := startSim(t, "without", sim.Knobs{Status: 429})
+	with := startSim(t, "with", simulator.Knobs{Status: 429, RetryAfterS: 7})
+	without := startSim(t, "without", simulator.Knobs{Status: 429})
 	for _, c := range []struct {
 		name, url, retryAfter string
 	}{{"with Retry-After", with.BaseURL(), "7"}, {"without", without.BaseURL(), ""}} {
@@ -252,7 +252,7 @@ func TestUpstream429RetryAfter(t *testing.T) {
 // TestRequestDeadline: the total deadline ends the request across attempts even when the
 // routes' own timeouts are longer.
 func TestRequestDeadline(t *testing.T) {
-	slow := startSim(t, "slow", sim.Knobs{LatencyMS: 3000})
+	slow := startSim(t, "slow", simulator.Knobs{LatencyMS: 3000})
 	routes := []snapshot.Route{
 		chatRoute("a", "p1", slow.BaseURL(), "SE", 0, 1), chatRoute("b", "p2", slow.BaseURL(), "SE", 1, 1),
 		chatRoute("c", "p3", slow.BaseURL(), "SE", 2, 1)}
@@ -275,8 +275,8 @@ func TestRequestDeadline(t *testing.T) {
 // TestBreakerOpensAndRecovers: after consecutive failures the failing route is skipped
 // (one attempt per request instead of two); once it recovers, a half-open probe closes it.
 func TestBreakerOpensAndRecovers(t *testing.T) {
-	flaky := startSim(t, "flaky", sim.Knobs{Status: 503})
-	good := startSim(t, "good", sim.Knobs{})
+	flaky := startSim(t, "flaky", simulator.Knobs{Status: 503})
+	good := startSim(t, "good", simulator.Knobs{})
 	g := startSimGateway(t, []snapshot.Route{
 		chatRoute("a", "flaky", flaky.BaseURL(), "SE", 0, 1), chatRoute("b", "good", good.BaseURL(), "SE", 1, 1)})
 	ra := g.route(t, "a")
@@ -322,7 +322,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 		t.Fatalf("breaker %s after a failed probe", st)
 	}
 	// Recovered: the next probe succeeds and closes the breaker; traffic returns.
-	flaky.SetKnobs(sim.Knobs{})
+	flaky.SetKnobs(simulator.Knobs{})
 	time.Sleep(350 * time.Millisecond)
 	n++
 	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 || r.Header.Get("X-Service-Provider") != "flaky" {
@@ -339,7 +339,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 // TestErrorBodyOnFailureIsEnvelope: whatever the upstream failure, the client gets the
 // JSON envelope with the request ID and the route headers of the last attempt.
 func TestErrorBodyOnFailureIsEnvelope(t *testing.T) {
-	malformed := startSim(t, "malformed", sim.Knobs{Malformed: true})
+	malformed := startSim(t, "malformed", simulator.Knobs{Malformed: true})
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "mal", malformed.BaseURL(), "SE", 0, 1)})
 	r := g.post(t, g.Keys.SE, chatPlainReq)
 	checkEnvelope(t, r, 502, "provider_error")
@@ -358,7 +358,7 @@ func TestErrorBodyOnFailureIsEnvelope(t *testing.T) {
 // look like a clean end of body to the client library; the connection must not go back to
 // the pool, so the next request on the same (only) route succeeds.
 func TestBrokenStreamDoesNotPoisonPool(t *testing.T) {
-	s := startSim(t, "only", sim.Knobs{})
+	s := startSim(t, "only", simulator.Knobs{})
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "only", s.BaseURL(), "SE", 0, 1)})
 	broken := strings.Replace(chatStreamReq, `"stream":true`, `"stream":true,"sim":{"fail_after_events":2}`, 1)
 	if broken == chatStreamReq {

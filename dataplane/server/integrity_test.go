@@ -12,10 +12,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -60,7 +60,7 @@ func TestImpossibleUsageIsInvalidAnswer(t *testing.T) {
 		{"html content type", "text/html", answerWithUsage(`{"prompt_tokens":5,"completion_tokens":2}`)},
 		{"not json", "application/json", `<html>502 Bad Gateway</html>`},
 	}
-	good := startSim(t, "good", sim.Knobs{})
+	good := startSim(t, "good", simulator.Knobs{})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			bad := hostile(t, func(w http.ResponseWriter, r *http.Request) {

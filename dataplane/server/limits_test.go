@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -43,8 +43,8 @@ func (g *simGateway) withLimits(t testing.TB, acct, key *snapshot.Limits, defaul
 }
 
 func TestRateAndConcurrencyLimits(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{})
-	slow := startSim(t, "slow", sim.Knobs{LatencyMS: 400})
+	up := startSim(t, "up", simulator.Knobs{})
+	slow := startSim(t, "slow", simulator.Knobs{LatencyMS: 400})
 	cases := []struct {
 		name      string
 		acct, key *snapshot.Limits
@@ -120,7 +120,7 @@ func TestRateAndConcurrencyLimits(t *testing.T) {
 
 // TestStreamHoldsConcurrencySlot: a stream keeps its slot until it ends.
 func TestStreamHoldsConcurrencySlot(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{TokensPerSecond: 10, OutputTokens: 4}) // ~300 ms stream
+	up := startSim(t, "up", simulator.Knobs{TokensPerSecond: 10, OutputTokens: 4}) // ~300 ms stream
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)})
 	g.withLimits(t, &snapshot.Limits{MaxConcurrent: 1}, nil, snapshot.Limits{})
 	done := make(chan result)
@@ -141,7 +141,7 @@ func TestStreamHoldsConcurrencySlot(t *testing.T) {
 // admit about the account's configured rate (each enforces half); the same two nodes
 // without the share would admit about twice as much.
 func TestLimitsSharedByTwoNodes(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{})
+	up := startSim(t, "up", simulator.Knobs{})
 	const rps, burst = 20, 10
 	routes := []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)}
 	nodes := make([]*simGateway, 2)

@@ -12,7 +12,7 @@ import (
 	anthropic2 "github.com/anthropics/anthropic-sdk-go/v2"
 	a2option "github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -43,7 +43,7 @@ func checkMessageRecord(t *testing.T, g *protoGateway, n int, model string, tran
 }
 
 func TestAnthropicSDKv1(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{OutputTokens: sdkOutTokens})
+	g := startProtoGateway(t, simulator.Knobs{OutputTokens: sdkOutTokens})
 	ctx := context.Background()
 	client := anthropic1.NewClient(a1option.WithBaseURL(g.URL), a1option.WithAPIKey(g.Key), a1option.WithMaxRetries(0))
 	weather := []anthropic1.ToolUnionParam{{OfTool: &anthropic1.ToolParam{
@@ -69,7 +69,7 @@ func TestAnthropicSDKv1(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(msg.Content) != 1 || msg.Content[0].Text != sim.GenerateText("hello there", sdkOutTokens) ||
+			if len(msg.Content) != 1 || msg.Content[0].Text != simulator.GenerateText("hello there", sdkOutTokens) ||
 				msg.StopReason != anthropic1.StopReasonEndTurn || msg.Usage.InputTokens != 4 || msg.Usage.OutputTokens != sdkOutTokens {
 				t.Errorf("message %+v", msg)
 			}
@@ -90,7 +90,7 @@ func TestAnthropicSDKv1(t *testing.T) {
 			if err := stream.Err(); err != nil {
 				t.Fatal(err)
 			}
-			if len(acc.Content) != 1 || acc.Content[0].Text != sim.GenerateText("hello there", sdkOutTokens) ||
+			if len(acc.Content) != 1 || acc.Content[0].Text != simulator.GenerateText("hello there", sdkOutTokens) ||
 				acc.StopReason != anthropic1.StopReasonEndTurn || acc.Usage.OutputTokens != sdkOutTokens {
 				t.Errorf("accumulated %+v", acc)
 			}
@@ -166,7 +166,7 @@ func checkSDKError1(t *testing.T, err error, status int, typ string) {
 }
 
 func TestAnthropicSDKv2Bearer(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{OutputTokens: sdkOutTokens})
+	g := startProtoGateway(t, simulator.Knobs{OutputTokens: sdkOutTokens})
 	ctx := context.Background()
 	var sawAuth, sawVersion string
 	client := anthropic2.NewClient(a2option.WithBaseURL(g.URL), a2option.WithAuthToken(g.Key), a2option.WithMaxRetries(0),
@@ -191,7 +191,7 @@ func TestAnthropicSDKv2Bearer(t *testing.T) {
 			if sawAuth != "Bearer "+g.Key || sawVersion == "" {
 				t.Errorf("v2 SDK sent Authorization %q, anthropic-version %q", sawAuth, sawVersion)
 			}
-			if len(msg.Content) != 1 || msg.Content[0].Text != sim.GenerateText("hello there", sdkOutTokens) ||
+			if len(msg.Content) != 1 || msg.Content[0].Text != simulator.GenerateText("hello there", sdkOutTokens) ||
 				msg.StopReason != anthropic2.StopReasonEndTurn || msg.Usage.OutputTokens != sdkOutTokens {
 				t.Errorf("message %+v", msg)
 			}
@@ -208,7 +208,7 @@ func TestAnthropicSDKv2Bearer(t *testing.T) {
 			if err := stream.Err(); err != nil {
 				t.Fatal(err)
 			}
-			if len(acc.Content) != 1 || acc.Content[0].Text != sim.GenerateText("hello there", sdkOutTokens) ||
+			if len(acc.Content) != 1 || acc.Content[0].Text != simulator.GenerateText("hello there", sdkOutTokens) ||
 				acc.StopReason != anthropic2.StopReasonEndTurn {
 				t.Errorf("accumulated %+v", acc)
 			}

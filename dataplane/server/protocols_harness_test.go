@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -39,15 +39,15 @@ const (
 // protoGateway is a gateway in front of a simulator.
 type protoGateway struct {
 	*gateway
-	Sim         *sim.Server
+	Sim         *simulator.Server
 	Key, BrokeK string
 }
 
 // startProtoGateway starts a simulator (knobs k, fixed clock) and a gateway serving the
 // protocol catalogue from it.
-func startProtoGateway(t testing.TB, k sim.Knobs) *protoGateway {
+func startProtoGateway(t testing.TB, k simulator.Knobs) *protoGateway {
 	t.Helper()
-	sm := sim.New(sim.Config{Name: "sim", Knobs: k, Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	sm := simulator.New(simulator.Config{Name: "sim", Knobs: k, Now: func() time.Time { return time.Unix(1700000000, 0) }})
 	if err := sm.Start(context.Background(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/tokens"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -32,7 +32,7 @@ const (
 // tests hold the exhaustive tables). Every refusal is the envelope with the right status
 // and param, Messages-style on /v1/messages*, and nothing is forwarded or recorded.
 func TestProtocolRefusals(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{})
+	g := startProtoGateway(t, simulator.Knobs{})
 	big := `{"model":"sim-decider","state":"` + strings.Repeat("a", 128<<10) + `","questions":{"q":{"type":"noul"}}}`
 	cases := []struct {
 		name, path, body string
@@ -113,7 +113,7 @@ func TestProtocolRefusals(t *testing.T) {
 // TestSystemOne: decision-model answers pass through unchanged and are metered at the
 // model's rates (input_tokens and output_tokens of the answer).
 func TestSystemOne(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{})
+	g := startProtoGateway(t, simulator.Knobs{})
 	r := g.do(t, "POST", "/v1/systemone", g.Key, sysBody)
 	if r.Status != 200 || r.Header.Get("X-Service-Provider") != "sim-se" {
 		t.Fatalf("status %d: %s", r.Status, r.Body)
@@ -151,7 +151,7 @@ func TestSystemOne(t *testing.T) {
 // TestModelsListTranslatedEndpoints: a chat model whose route allows translation lists
 // /v1/messages and /v1/responses among its endpoints; a plain chat route does not.
 func TestModelsListTranslatedEndpoints(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{})
+	g := startProtoGateway(t, simulator.Knobs{})
 	r := g.do(t, "GET", "/v1/models", g.Key, "")
 	if r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
@@ -306,7 +306,7 @@ func TestTranslatedRequestUnsupported(t *testing.T) {
 // dead native route to a translated one (and the body is rebuilt for it); the record lists
 // both attempts and says translated.
 func TestFailoverAcrossNativeAndTranslated(t *testing.T) {
-	sm := startProtoGateway(t, sim.Knobs{OutputTokens: 3}).Sim
+	sm := startProtoGateway(t, simulator.Knobs{OutputTokens: 3}).Sim
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

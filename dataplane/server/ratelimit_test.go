@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -24,7 +24,7 @@ func TestAppendResetDuration(t *testing.T) {
 // Inference answers carry the node's request-rate view: the bucket's size, what is left
 // after this request, and when it is full again; a rate refusal shows 0 left.
 func TestRateLimitHeaders(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{})
+	up := startSim(t, "up", simulator.Knobs{})
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)})
 	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 || r.Header.Get("X-Ratelimit-Limit-Requests") != "" {
 		t.Fatalf("without a rate limit: %d, headers %v", r.Status, r.Header)

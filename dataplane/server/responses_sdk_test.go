@@ -9,7 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -31,7 +31,7 @@ func checkResponsesRecord(t *testing.T, g *protoGateway, n int, model string, tr
 }
 
 func TestOpenAIResponsesSDK(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{OutputTokens: sdkOutTokens})
+	g := startProtoGateway(t, simulator.Knobs{OutputTokens: sdkOutTokens})
 	ctx := context.Background()
 	client := openai.NewClient(option.WithBaseURL(g.URL+"/v1"), option.WithAPIKey(g.Key), option.WithMaxRetries(0))
 	tools := []responses.ToolUnionParam{responses.ToolParamOfFunction("get_weather", map[string]any{
@@ -52,7 +52,7 @@ func TestOpenAIResponsesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := sim.GenerateText("hej", sdkOutTokens)
+			want := simulator.GenerateText("hej", sdkOutTokens)
 			if resp.OutputText() != want || resp.Status != responses.ResponseStatusCompleted ||
 				resp.Usage.InputTokens != 3 || resp.Usage.OutputTokens != sdkOutTokens || resp.Usage.TotalTokens != 3+sdkOutTokens {
 				t.Errorf("response %q status %s usage %+v", resp.OutputText(), resp.Status, resp.Usage)

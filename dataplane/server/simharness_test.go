@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
 // startSim starts a provider simulator on a random local port with server-wide knobs k.
-func startSim(t testing.TB, name string, k sim.Knobs) *sim.Server {
+func startSim(t testing.TB, name string, k simulator.Knobs) *simulator.Server {
 	t.Helper()
-	s := sim.New(sim.Config{Name: name, Knobs: k})
+	s := simulator.New(simulator.Config{Name: name, Knobs: k})
 	if err := s.Start(context.Background(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
 	"github.com/sekgate/gateway/dataplane/tracing"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -135,7 +135,7 @@ func TestTracingTranslationSpan(t *testing.T) {
 	recv := &otlpReceiver{}
 	collector := httptest.NewServer(recv)
 	defer collector.Close()
-	up := startSim(t, "up", sim.Knobs{})
+	up := startSim(t, "up", simulator.Knobs{})
 	r := chatRoute("rt_tr", "tr-se", up.BaseURL(), "SE", 0, 1)
 	r.Translate = true
 	tr, err := tracing.New(context.Background(), tracing.Config{Endpoint: collector.URL + "/v1/traces", SampleRatio: 1, NodeID: "n1"})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -55,7 +55,7 @@ func TestTranslatedStreamGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := startProtoGateway(t, sim.Knobs{OutputTokens: 4})
+			g := startProtoGateway(t, simulator.Knobs{OutputTokens: 4})
 			r := g.postRaw(t, c.path, c.body)
 			if r.Status != 200 || r.Header.Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("status %d %s: %s", r.Status, r.Header.Get("Content-Type"), r.Body)
@@ -84,7 +84,7 @@ func TestTranslatedStreamGolden(t *testing.T) {
 // TestTranslatedStreamFlushesPerEvent: with the upstream pacing its tokens, every
 // translated event reaches the client on its own, as it is produced, not batched.
 func TestTranslatedStreamFlushesPerEvent(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{OutputTokens: 5, TokensPerSecond: 25})
+	g := startProtoGateway(t, simulator.Knobs{OutputTokens: 5, TokensPerSecond: 25})
 	for _, c := range []struct{ path, body, delta string }{
 		{"/v1/messages", `{"model":"sim-chat","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "event: content_block_delta"},
 		{"/v1/responses", `{"model":"sim-chat","stream":true,"input":"hi"}`, "event: response.output_text.delta"},
@@ -137,7 +137,7 @@ func TestTranslatedStreamBroken(t *testing.T) {
 		{"/v1/responses", `{"model":"sim-native","stream":true,"input":"hi"}`, "response.completed"},
 	} {
 		// A gateway per case: the upstream connection the broken stream used is gone.
-		g := startProtoGateway(t, sim.Knobs{OutputTokens: 8, FailAfterEvents: 3})
+		g := startProtoGateway(t, simulator.Knobs{OutputTokens: 8, FailAfterEvents: 3})
 		r := g.postRaw(t, c.path, c.body)
 		if r.Status != 200 || strings.Contains(r.Body, c.terminal) || !strings.Contains(r.Body, "event: ") {
 			t.Errorf("%s: status %d body %s", c.path, r.Status, r.Body)
@@ -152,7 +152,7 @@ func TestTranslatedStreamBroken(t *testing.T) {
 // TestTranslatedStreamClientGone: a client closing the connection mid-stream cancels the
 // upstream, and the request is recorded as cancelled.
 func TestTranslatedStreamClientGone(t *testing.T) {
-	g := startProtoGateway(t, sim.Knobs{OutputTokens: 200, TokensPerSecond: 50})
+	g := startProtoGateway(t, simulator.Knobs{OutputTokens: 200, TokensPerSecond: 50})
 	req, _ := http.NewRequest("POST", g.URL+"/v1/messages",
 		strings.NewReader(`{"model":"sim-chat","max_tokens":500,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("x-api-key", g.Key)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sekgate/gateway/cmd/simulator/sim"
+	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -24,9 +24,9 @@ const (
 // those that allow them (priority order kept among those); when none does, the request is
 // refused with 400 naming the param, before any upstream or the meter sees it.
 func TestValueOptInRouting(t *testing.T) {
-	plain := startSim(t, "plain", sim.Knobs{})
-	media := startSim(t, "media", sim.Knobs{})
-	ext := startSim(t, "ext", sim.Knobs{})
+	plain := startSim(t, "plain", simulator.Knobs{})
+	media := startSim(t, "media", simulator.Knobs{})
+	ext := startSim(t, "ext", simulator.Knobs{})
 	rPlain := chatRoute("rt_plain", "plain-se", plain.BaseURL(), "SE", 0, 1)
 	rMedia := chatRoute("rt_media", "media-se", media.BaseURL(), "SE", 1, 1)
 	rMedia.AllowRemoteMedia = true
@@ -52,7 +52,7 @@ func TestValueOptInRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, s := range []*sim.Server{plain, media, ext} {
+			for _, s := range []*simulator.Server{plain, media, ext} {
 				s.ResetStats()
 			}
 			g := startSimGateway(t, tt.routes)
@@ -67,7 +67,7 @@ func TestValueOptInRouting(t *testing.T) {
 			if p := gjson.Get(r.Body, "error.param").Str; p != tt.param {
 				t.Fatalf("param %q, want %q: %s", p, tt.param, r.Body)
 			}
-			for _, s := range []*sim.Server{plain, media, ext} {
+			for _, s := range []*simulator.Server{plain, media, ext} {
 				if n := s.Stats().Requests; n != 0 {
 					t.Errorf("an upstream saw %d requests", n)
 				}
@@ -82,7 +82,7 @@ func TestValueOptInRouting(t *testing.T) {
 // TestValueOptInTranslated: the opt-in is the route's whatever protocol the client speaks;
 // a Messages-style request reaching a chat route through translation is held to it too.
 func TestValueOptInTranslated(t *testing.T) {
-	up := startSim(t, "up", sim.Knobs{})
+	up := startSim(t, "up", simulator.Knobs{})
 	r := chatRoute("rt_tr", "tr-se", up.BaseURL(), "SE", 0, 1)
 	r.Translate = true
 	g := startSimGateway(t, []snapshot.Route{r})

@@ -32,7 +32,7 @@ VERSION=${IMAGE_VERSION:-$TAG}
 build_binaries() { # DIR
   for name in $NAMES; do
     (cd "$root" && CGO_ENABLED=0 "$GO" build -trimpath -buildvcs=auto \
-      -ldflags "-s -w -X github.com/sekgate/gateway/cmd/internal/version.linkedRevision=$REVISION" \
+      -ldflags "-s -w -X github.com/sekgate/gateway/internal/version.linkedRevision=$REVISION" \
       -o "$1/$name" "./cmd/$name")
   done
 }

@@ -122,7 +122,7 @@ controlplane() {
   local pg=$1 node=$2 admin=$3 ops=$4
   shift 4
   log "starting control plane on 127.0.0.1:$node (admin API on 127.0.0.1:$admin)"
-  start controlplane env -u GATEWAY_ADMIN_TOKEN -u GATEWAY_NODE_TOKENS \
+  start controlplane env -u GATEWAY_ADMIN_TOKEN -u GATEWAY_NODE_TOKENS GOGC=400 \
     GATEWAY_DATABASE_URL="postgres://gateway_app@127.0.0.1:$pg/gateway?sslmode=disable" \
     GATEWAY_MIGRATE_DATABASE_URL="postgres://gateway@127.0.0.1:$pg/gateway?sslmode=disable" \
     GATEWAY_ADMIN_TOKEN_FILE="$DATA/admin.token" GATEWAY_NODE_TOKENS_FILE="$DATA/node.tokens" \
@@ -138,7 +138,7 @@ dataplane() {
   shift 6
   log "starting data plane $id on 127.0.0.1:$port"
   mkdir -p "$dir"
-  start "$name" env -u GATEWAY_NODE_TOKEN GATEWAY_NODE_TOKEN_FILE="$DATA/node.token" \
+  start "$name" env -u GATEWAY_NODE_TOKEN GODEBUG=schedtrace=2147483647 GATEWAY_NODE_TOKEN_FILE="$DATA/node.token" \
     GATEWAY_SNAPSHOT_PUBLIC_KEY_FILE="$DATA/snapshot-signing.pub" \
     "$BIN/dataplane" --listen "127.0.0.1:$port" --control-plane-url "http://127.0.0.1:$cp" \
     --node-id "$id" --data-dir "$dir" --ops-listen "127.0.0.1:$ops" "$@"

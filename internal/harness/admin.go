@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sekgate/gateway/cmd/gatewayctl/adminclient"
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/controlplane/adminclient"
 	"github.com/sekgate/gateway/internal/proc"
 )
 
@@ -69,7 +69,7 @@ func (a Admin) Do(ctx context.Context, method, path string, in any) (Reply, erro
 }
 
 // Call sends in to method path, fails unless the status is 2xx, and decodes the answer
-// into out (when not nil). It is cmd/gatewayctl/adminclient's call: one client of the
+// into out (when not nil). It is controlplane/adminclient's call: one client of the
 // admin API for gatewayctl and the harnesses.
 func (a Admin) Call(ctx context.Context, method, path string, in, out any) error {
 	c, err := a.typed()

@@ -14,6 +14,9 @@ type Group struct {
 	BinDir string
 	// LogDir receives each process's <name>.log.
 	LogDir string
+	// Env is added to every process's environment before its own Spec.Env (runtime
+	// settings such as GODEBUG and GOGC that a comparison must give every process alike).
+	Env []string
 
 	procs []*Proc
 }
@@ -37,6 +40,7 @@ func (g *Group) Start(name, bin, addr string, args ...string) (*Proc, error) {
 // it to the group.
 func (g *Group) StartSpec(sp Spec) (*Proc, error) {
 	sp.Bin, sp.LogDir = filepath.Join(g.BinDir, sp.Bin), g.LogDir
+	sp.Env = append(append([]string(nil), g.Env...), sp.Env...)
 	p, err := Start(sp)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func Flags(names ...string) (map[string]map[string]bool, error) {
 	return all, nil
 }
 
-// EnvFlag maps GATEWAY_SOME_NAME to some-name (cmd/internal/flagenv's rule, reversed); ok is
+// EnvFlag maps GATEWAY_SOME_NAME to some-name (internal/flagenv's rule, reversed); ok is
 // false for a variable without the prefix.
 func EnvFlag(env string) (flag string, ok bool) {
 	rest, ok := strings.CutPrefix(env, "GATEWAY_")

@@ -1,0 +1,277 @@
+package gatewayctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+func (a *app) modelsCmd() *cobra.Command {
+	enable := &cobra.Command{
+		Use:   "enable ACCOUNT_ID MODEL...",
+		Short: "Let an account use models (canonical IDs or aliases)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			raw, err := c.EnableModels(cmd.Context(), args[0], args[1:])
+			if err != nil {
+				return fmt.Errorf("enable models for %s: %w", args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			_, err = fmt.Fprintf(a.out, "Enabled for %s: %s\n", clean(args[0]), clean(strings.Join(args[1:], ", ")))
+			return err
+		},
+	}
+	disable := &cobra.Command{
+		Use:   "disable ACCOUNT_ID MODEL",
+		Short: "Take a model away from an account",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			raw, err := c.DisableModel(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return fmt.Errorf("disable %s for %s: %w", args[1], args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			_, err = fmt.Fprintf(a.out, "Disabled for %s: %s\n", clean(args[0]), clean(args[1]))
+			return err
+		},
+	}
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the model catalogue with prices and route counts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, raw, err := c.ListModels(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list models: %w", err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			rows := make([][]string, 0, len(l.Data))
+			for _, m := range l.Data {
+				ctx := "-"
+				if m.ContextTokens > 0 {
+					ctx = itoa(m.ContextTokens)
+				}
+				rows = append(rows, []string{m.ID, list(m.Aliases), m.Endpoint, ctx,
+					itoa(m.InputOrePerMillion), itoa(m.OutputOrePerMillion), strconv.Itoa(len(m.Routes))})
+			}
+			return a.table([]any{"ID", "Aliases", "Endpoint", "Context", "Input öre/M", "Output öre/M", "Routes"}, rows)
+		},
+	}
+	return group("models", "Enable or disable models for accounts; list the catalogue", enable, disable, listCmd)
+}
+
+func (a *app) routesCmd() *cobra.Command {
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every route",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, raw, err := c.ListRoutes(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list routes: %w", err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			rows := make([][]string, 0, len(l.Data))
+			for _, r := range l.Data {
+				rows = append(rows, []string{r.ID, r.Model, r.Provider, r.Region, r.Country,
+					strconv.Itoa(r.Priority), strconv.Itoa(r.Weight), list(r.Protocols), yesNo(r.Translate),
+					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), r.BaseURL})
+			}
+			return a.table([]any{"ID", "Model", "Provider", "Region", "Country", "Priority", "Weight", "Protocols", "Translate",
+				"Remote media", "Extensions", "Base URL"}, rows)
+		},
+	}
+	return group("routes", "Inspect routes", listCmd)
+}
+
+func (a *app) catalogCmd() *cobra.Command {
+	load := &cobra.Command{
+		Use:   "load FILE.yaml",
+		Short: "Create or replace the models and routes of a catalogue file (- reads stdin)",
+		Long: `Load a catalogue file (YAML, or JSON which is YAML too) into the control plane. Models and
+routes in the file are created or replaced; routes of those models that the file no longer
+lists are removed. Models not in the file are left alone. Unknown fields are refused, so a
+typo cannot silently drop a setting.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var src []byte
+			var err error
+			if args[0] == "-" {
+				src, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				src, err = os.ReadFile(args[0])
+			}
+			if err != nil {
+				return fmt.Errorf("read catalogue: %w", err)
+			}
+			body, n, err := CatalogJSON(src)
+			if err != nil {
+				return fmt.Errorf("catalogue %s: %w", args[0], err)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			res, raw, err := c.PutCatalog(cmd.Context(), body)
+			if err != nil {
+				return fmt.Errorf("load catalogue %s (%d models): %w", args[0], n, err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			_, err = fmt.Fprintf(a.out, "Loaded catalogue %s: %d models, %d routes\n", clean(args[0]), res.Models, res.Routes)
+			return err
+		},
+	}
+	return group("catalog", "Load model catalogues", load)
+}
+
+// catalogFile is the catalogue shape, used to refuse unknown fields and wrong types before
+// anything is sent. The JSON sent is built from the file itself, not from this struct.
+type catalogFile struct {
+	Models []struct {
+		ID                  string   `yaml:"id"`
+		Aliases             []string `yaml:"aliases"`
+		Endpoint            string   `yaml:"endpoint"`
+		Created             int64    `yaml:"created"`
+		ContextTokens       int64    `yaml:"context_tokens"`
+		Tokenizer           string   `yaml:"tokenizer"`
+		InputOrePerMillion  int64    `yaml:"input_ore_per_million_tokens"`
+		OutputOrePerMillion int64    `yaml:"output_ore_per_million_tokens"`
+		Routes              []struct {
+			ID                 string   `yaml:"id"`
+			Model              string   `yaml:"model"`
+			Provider           string   `yaml:"provider"`
+			BaseURL            string   `yaml:"base_url"`
+			UpstreamModel      string   `yaml:"upstream_model"`
+			CredentialsRef     string   `yaml:"credentials_ref"`
+			Protocols          []string `yaml:"protocols"`
+			Translate          bool     `yaml:"translate"`
+			Region             string   `yaml:"region"`
+			Country            string   `yaml:"country"`
+			Priority           int      `yaml:"priority"`
+			Weight             int      `yaml:"weight"`
+			MaxConns           int      `yaml:"max_conns"`
+			ConnectTimeoutMS   int      `yaml:"connect_timeout_ms"`
+			FirstByteTimeoutMS int      `yaml:"first_byte_timeout_ms"`
+			IdleTimeoutMS      int      `yaml:"idle_timeout_ms"`
+			TotalTimeoutMS     int      `yaml:"total_timeout_ms"`
+			// ContinuousUsageStats: see shared/snapshot.Route.
+			ContinuousUsageStats bool `yaml:"continuous_usage_stats"`
+			// AllowRemoteMedia, AllowExtensions: see shared/snapshot.Route.
+			AllowRemoteMedia bool     `yaml:"allow_remote_media"`
+			AllowExtensions  []string `yaml:"allow_extensions"`
+		} `yaml:"routes"`
+	} `yaml:"models"`
+}
+
+// CatalogJSON checks a YAML (or JSON) catalogue and returns it as JSON for PUT
+// /admin/v1/catalog, with the number of models in it.
+func CatalogJSON(src []byte) (json.RawMessage, int, error) {
+	var typed catalogFile
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&typed); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, 0, errors.New("file is empty")
+		}
+		return nil, 0, err
+	}
+	if len(typed.Models) == 0 {
+		return nil, 0, errors.New("no models: want a top-level \"models\" list")
+	}
+	for i, m := range typed.Models {
+		if m.ID == "" {
+			return nil, 0, fmt.Errorf("models[%d]: id is required", i)
+		}
+		for j, r := range m.Routes {
+			if r.ID == "" {
+				return nil, 0, fmt.Errorf("model %s: routes[%d]: id is required", m.ID, j)
+			}
+		}
+	}
+	var generic any
+	if err := yaml.Unmarshal(src, &generic); err != nil {
+		return nil, 0, err
+	}
+	generic, err := jsonable(generic)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := json.Marshal(generic)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode as JSON: %w", err)
+	}
+	return out, len(typed.Models), nil
+}
+
+// jsonable converts YAML-decoded values to ones encoding/json accepts (string map keys).
+func jsonable(v any) (any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			c, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = c
+		}
+		return t, nil
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is not a string", k)
+			}
+			c, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			m[ks] = c
+		}
+		return m, nil
+	case []any:
+		for i, e := range t {
+			c, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = c
+		}
+		return t, nil
+	}
+	return v, nil
+}
