@@ -46,7 +46,7 @@ func (m *Metrics) Handler(ready Readiness, d *Drain, log *slog.Logger) http.Hand
 		_, _ = w.Write([]byte(s + "\n"))
 	}
 	// Profiles for performance work; a CPU profile must end within the ops server's
-	// write timeout (cmd/controlplane: 30 s).
+	// write timeout (controlplane/plane: 30 s).
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bufio"
@@ -15,14 +15,13 @@ import (
 	"github.com/sekgate/gateway/internal/proc"
 )
 
-// The test binary doubles as the data plane: with childEnv set it runs main, so the
+// The test binary doubles as the data plane: with childEnv set it runs Main, so the
 // benchmark measures a real process (its own RSS) without a separate build.
 const childEnv = "DATAPLANE_TEST_CHILD_ARGS"
 
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(childEnv); ok {
-		os.Args = append([]string{"dataplane"}, strings.Fields(args)...)
-		main()
+		Main(strings.Fields(args))
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

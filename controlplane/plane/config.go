@@ -1,0 +1,155 @@
+// Command controlplane runs the gateway's control plane backed by Postgres: snapshot sync,
+// usage ingest and balance watch for data-plane nodes and the customer paths the data plane
+// forwards on the node-facing listener (--listen, TLS and mTLS optional), and the admin API
+// on its own listener (--admin-listen, loopback by default).
+//
+// Every flag can also be set by an environment variable GATEWAY_<FLAG_NAME_UPPER_SNAKE>
+// (for example --database-url / GATEWAY_DATABASE_URL); a flag on the command line wins.
+package plane
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"golang.org/x/time/rate"
+
+	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/controlplane/opsmetrics"
+	"github.com/sekgate/gateway/controlplane/payments"
+	"github.com/sekgate/gateway/controlplane/signup"
+	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/internal/daemon"
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+type config struct {
+	listen, databaseURL, adminToken, nodeTokens, logLevel string
+	migrateDatabaseURL                                    string
+	defaultLimitsFile                                     string
+	retentionDays, maxConns, signupPerMinute              int
+	ingestConcurrency                                     int
+	// Optional integrations: each is enabled when its required settings are given.
+	signupConfirmURL, signupErrorURL                    string
+	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
+	topupSuccessURL, topupCancelURL                     string
+	// Admin listener, token files, snapshot signing and TLS (issue 12).
+	link linkConfig
+	// Private ops listener: metrics and probes (issue 15).
+	ops opsConfig
+	// Base URL of the region serving each residency policy, carried in every snapshot
+	// (issue 14): nodes name it when they refuse an account outside their country.
+	regionURLs map[string]string
+	// Operator console and its test box (issue 18).
+	console consoleConfig
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the node-facing listener (internal API and forwarded customer paths)")
+	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
+	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres connection URL of the schema owner: migrations run over it, then it is closed (empty: migrate over --database-url)")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
+	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes, each at least 32 bytes (or --node-tokens-file)")
+	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (a day's partition is dropped once the whole day is older; the ingest refuses records older than this less an hour, and records of a day already dropped)")
+	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
+	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
+	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the control plane (gateway_cp_usage_ingest_wait_seconds) instead of in Postgres on their accounts' balance rows, which every batch locks first; negative: no bound")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
+	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")
+	fs.IntVar(&c.signupPerMinute, "signup-rate-per-minute", 5, "signup submissions allowed per client address per minute (also the burst)")
+	fs.StringVar(&c.stripeSecretKey, "stripe-secret-key", "", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
+	fs.StringVar(&c.stripeAPIBase, "stripe-api-base", "", "payment provider API base URL (tests: a stripe-mock address)")
+	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
+	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
+	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
+	regionURLs := fs.String("region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...,any=...), carried in every snapshot: a data-plane node names it when it refuses an account its country does not admit")
+	c.link.register(fs)
+	c.ops.register(fs)
+	c.console.register(fs)
+	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
+		return c, err
+	}
+	switch {
+	case c.databaseURL == "":
+		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
+	case c.retentionDays < 1:
+		return c, errors.New("--retention-days must be at least 1")
+	}
+	var err error
+	if c.regionURLs, err = snapshot.ParseRegionURLs(*regionURLs); err != nil {
+		return c, fmt.Errorf("--region-urls: %w", err)
+	}
+	return c, c.link.resolve(&c)
+}
+
+// Main runs the controlplane command with its arguments (args) and exits the process
+// with its status.
+func Main(args []string) {
+	if version.Requested(args) {
+		version.Print(os.Stdout, "controlplane")
+		return
+	}
+	cfg, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		os.Exit(2)
+	}
+	daemon.Run("controlplane", cfg.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, cfg, log) })
+}
+
+func run(ctx context.Context, cfg config, log *slog.Logger) error {
+	p := &plane{cfg: cfg, log: log, metrics: opsmetrics.New()}
+	defer p.close()
+	for _, step := range []func(context.Context) error{p.openStore, p.newPublisher, p.newRetention, p.newHandlers} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return p.serve(ctx)
+}
+
+// addIntegrations mounts the signup form, its admin review and the payment paths when
+// their settings are given.
+func addIntegrations(a *api.Config, cfg config, st *store.Store, metrics *opsmetrics.Metrics, log *slog.Logger) error {
+	signups := st
+	rev, err := signup.NewAdmin(signups, log)
+	if err != nil {
+		return err
+	}
+	a.Admin = rev.Routes()
+	if cfg.signupConfirmURL != "" || cfg.signupErrorURL != "" {
+		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.signupConfirmURL, ErrorURL: cfg.signupErrorURL,
+			Rate: rate.Limit(float64(cfg.signupPerMinute) / 60), Burst: cfg.signupPerMinute, Logger: log, OnSubmission: metrics.Signup})
+		if err != nil {
+			return err
+		}
+		a.Signup = h
+	}
+	if cfg.stripeSecretKey != "" {
+		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey, APIBase: cfg.stripeAPIBase, Sessions: st,
+			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log, OnSession: metrics.TopupSession})
+		if err != nil {
+			return err
+		}
+		a.Topup = h
+	}
+	if cfg.stripeWebhookSecret != "" {
+		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, SecretKey: cfg.stripeSecretKey, Ledger: st, Logger: log, OnEvent: metrics.WebhookEvent})
+		if err != nil {
+			return err
+		}
+		a.Webhook = h
+	}
+	return nil
+}
