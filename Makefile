@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
+.PHONY: docs all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
 
 all: build
 
@@ -114,3 +114,7 @@ chaos-short:
 
 clean:
 	rm -rf $(BIN)
+
+## docs: regenerate docs/configuration.md's flag tables from the binaries' flags.
+docs:
+	UPDATE_DOCS=1 $(GO) test -count=1 -run TestConfigurationReference ./deploy/docs

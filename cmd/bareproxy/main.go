@@ -40,6 +40,9 @@ func run() error {
 	fs.StringVar(&cfg.Upstream, "upstream", "127.0.0.1:8090", "upstream host:port (plain HTTP)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "most connections to the upstream (0 = 20,000)")
 	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_", nil); err != nil {
+		if flagenv.Done(err) {
+			return nil
+		}
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -38,7 +38,9 @@ func main() {
 	fs.DurationVar(&cfg.Cool, "cool", 0, "load after recovery (default 10s, short 2s)")
 	fs.Float64Var(&cfg.HostileShare, "hostile-share", 0, "share of requests to the hostile upstream (default 0.15)")
 	only := fs.String("only", "", "comma-separated scenarios (steady, kill-control-plane, term-control-plane, kill-data-plane, restart-postgres, kill-hostile-upstream; default all)")
-	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_CHAOS_", nil); err != nil {
+	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_CHAOS_", nil); flagenv.Done(err) {
+		return
+	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}

@@ -51,6 +51,9 @@ func run() error {
 	fs.IntVar(&cfg.Knobs.OutputTokens, "output-tokens", 16, "generated answer length in tokens")
 	fs.IntVar(&cfg.Knobs.FailAfterEvents, "fail-after-events", 0, "break streams after this many events (0 = never)")
 	if err := flagenv.Parse(fs, os.Args[1:], "GATEWAY_SIM_", nil); err != nil {
+		if flagenv.Done(err) {
+			return nil
+		}
 		return err
 	}
 	if *models != "" {

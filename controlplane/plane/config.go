@@ -28,41 +28,54 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-type config struct {
-	listen, databaseURL, adminToken, nodeTokens, logLevel string
-	migrateDatabaseURL                                    string
-	defaultLimitsFile                                     string
-	retentionDays, maxConns, signupPerMinute              int
-	ingestConcurrency                                     int
-	// Optional integrations: each is enabled when its required settings are given.
-	signupConfirmURL, signupErrorURL                    string
-	stripeSecretKey, stripeAPIBase, stripeWebhookSecret string
-	topupSuccessURL, topupCancelURL                     string
-	// Admin listener, token files, snapshot signing and TLS (issue 12).
-	link linkConfig
-	// Private ops listener: metrics and probes (issue 15).
-	ops opsConfig
-	// Base URL of the region serving each residency policy, carried in every snapshot
-	// (issue 14): nodes name it when they refuse an account outside their country.
-	regionURLs map[string]string
-	// Operator console and its test box (issue 18).
-	console consoleConfig
+// Config is the control plane's settings: each is a flag (docs/configuration.md), also read
+// from GATEWAY_<NAME> and from the --config file.
+type Config struct {
+	listen              string            // node-facing listener address
+	databaseURL         string            // Postgres URL of the runtime role
+	migrateDatabaseURL  string            // Postgres URL of the schema owner (migrations)
+	adminToken          string            // bearer token of the admin API
+	nodeTokens          string            // comma-separated node bearer tokens
+	logLevel            string            // debug, info, warn or error
+	defaultLimitsFile   string            // limits for accounts and keys without their own
+	retentionDays       int               // days request records are kept
+	maxConns            int               // Postgres pool size
+	signupPerMinute     int               // signup submissions per address per minute
+	ingestConcurrency   int               // usage batches applied at once
+	signupConfirmURL    string            // signup form's confirmation page (enables signup)
+	signupErrorURL      string            // signup form's error page
+	stripeSecretKey     string            // payment provider secret key (enables top-ups)
+	stripeAPIBase       string            // payment provider API base URL
+	stripeWebhookSecret string            // payment webhook signing secret
+	topupSuccessURL     string            // checkout's return page after paying
+	topupCancelURL      string            // checkout's return page after cancelling
+	regionURLs          map[string]string // per residency policy, the region's base URL
+	regionURLsFlag      string            // --region-urls as given
+	link                linkConfig        // admin listener, token files, signing, TLS
+	ops                 opsConfig         // private metrics and probes listener
+	console             consoleConfig     // operator console and its test box
 }
 
-func parseFlags(args []string) (config, error) {
-	var c config
+// FlagSet returns the control plane's settings as flags with their defaults, unparsed
+// (for the configuration reference).
+func FlagSet() *flag.FlagSet {
+	var c Config
+	return flagSet(&c)
+}
+
+func flagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the node-facing listener (internal API and forwarded customer paths)")
 	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
-	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres connection URL of the schema owner: migrations run over it, then it is closed (empty: migrate over --database-url)")
+	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres URL of the schema owner, used for migrations then closed (empty: --database-url)")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
-	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated bearer tokens of data-plane nodes, each at least 32 bytes (or --node-tokens-file)")
-	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (a day's partition is dropped once the whole day is older; the ingest refuses records older than this less an hour, and records of a day already dropped)")
-	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of the request limits for accounts and keys without their own (e.g. configs/limits.default.yaml); empty: unlimited")
+	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)")
+	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (whole day partitions are dropped)")
+	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of request limits for accounts and keys without their own (empty: unlimited)")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
-	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the control plane (gateway_cp_usage_ingest_wait_seconds) instead of in Postgres on their accounts' balance rows, which every batch locks first; negative: no bound")
+	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the process (negative: no bound)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (enables /v1/service/signup with --signup-error-url)")
+	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (with --signup-error-url enables signup)")
 	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")
 	fs.IntVar(&c.signupPerMinute, "signup-rate-per-minute", 5, "signup submissions allowed per client address per minute (also the burst)")
 	fs.StringVar(&c.stripeSecretKey, "stripe-secret-key", "", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
@@ -70,11 +83,16 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
-	regionURLs := fs.String("region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...,any=...), carried in every snapshot: a data-plane node names it when it refuses an account its country does not admit")
+	fs.StringVar(&c.regionURLsFlag, "region-urls", "", "policy=base URL pairs of the regions serving each residency policy")
 	c.link.register(fs)
 	c.ops.register(fs)
 	c.console.register(fs)
-	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
+	return fs
+}
+
+func parseFlags(args []string) (Config, error) {
+	var c Config
+	if err := flagenv.Parse(flagSet(&c), args, "GATEWAY_", nil); err != nil {
 		return c, err
 	}
 	switch {
@@ -84,7 +102,7 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("--retention-days must be at least 1")
 	}
 	var err error
-	if c.regionURLs, err = snapshot.ParseRegionURLs(*regionURLs); err != nil {
+	if c.regionURLs, err = snapshot.ParseRegionURLs(c.regionURLsFlag); err != nil {
 		return c, fmt.Errorf("--region-urls: %w", err)
 	}
 	return c, c.link.resolve(&c)
@@ -98,7 +116,7 @@ func Main(args []string) {
 		return
 	}
 	cfg, err := parseFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
+	if flagenv.Done(err) {
 		return
 	}
 	if err != nil {
@@ -108,7 +126,7 @@ func Main(args []string) {
 	daemon.Run("controlplane", cfg.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, cfg, log) })
 }
 
-func run(ctx context.Context, cfg config, log *slog.Logger) error {
+func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	p := &plane{cfg: cfg, log: log, metrics: opsmetrics.New()}
 	defer p.close()
 	for _, step := range []func(context.Context) error{p.openStore, p.newPublisher, p.newRetention, p.newHandlers} {
@@ -121,7 +139,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 
 // addIntegrations mounts the signup form, its admin review and the payment paths when
 // their settings are given.
-func addIntegrations(a *api.Config, cfg config, st *store.Store, metrics *opsmetrics.Metrics, log *slog.Logger) error {
+func addIntegrations(a *api.Config, cfg Config, st *store.Store, metrics *opsmetrics.Metrics, log *slog.Logger) error {
 	signups := st
 	rev, err := signup.NewAdmin(signups, log)
 	if err != nil {

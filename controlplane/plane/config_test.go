@@ -39,7 +39,7 @@ func freeAddr(t *testing.T) string {
 
 // testConfig is a runnable configuration on free loopback ports with a fresh signing key;
 // it returns the public key too.
-func testConfig(t *testing.T) (config, ed25519.PublicKey) {
+func testConfig(t *testing.T) (Config, ed25519.PublicKey) {
 	t.Helper()
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	pemKey, _, err := snapshot.MarshalKeyPair(priv)
@@ -50,7 +50,7 @@ func testConfig(t *testing.T) (config, ed25519.PublicKey) {
 	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return config{listen: freeAddr(t), databaseURL: pgtest.NewDatabase(t), adminToken: testAdminToken, nodeTokens: testNodeToken,
+	return Config{listen: freeAddr(t), databaseURL: pgtest.NewDatabase(t), adminToken: testAdminToken, nodeTokens: testNodeToken,
 		retentionDays: 90, maxConns: 4,
 		link: linkConfig{adminListen: freeAddr(t), signingKeyFile: keyFile, reissue: time.Hour}}, pub
 }

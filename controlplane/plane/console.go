@@ -20,8 +20,8 @@ type consoleConfig struct {
 
 func (c *consoleConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.disable, "disable-console", false, "do not serve the operator console (/console/ on the admin listener)")
-	fs.BoolVar(&c.insecureCookies, "console-insecure-cookies", false, "leave Secure off the console's cookies (only for plain HTTP on a host other than localhost)")
-	fs.StringVar(&c.testBoxURL, "test-box-url", "", "base URL of a data plane the console's test box sends requests to, with the first of --node-tokens (empty: no test box)")
+	fs.BoolVar(&c.insecureCookies, "console-insecure-cookies", false, "leave Secure off the console's cookies (plain HTTP off localhost only)")
+	fs.StringVar(&c.testBoxURL, "test-box-url", "", "base URL of the data plane the console's test box sends to (empty: no test box)")
 }
 
 // testBox returns the test-box client, or nil when no data plane is configured.

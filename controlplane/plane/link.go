@@ -32,15 +32,15 @@ func (l *linkConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.adminListen, "admin-listen", "127.0.0.1:8082", "address of the admin API's own listener (keep it on loopback or a private network)")
 	fs.StringVar(&l.adminTokenFile, "admin-token-file", "", "file holding the admin API token (instead of --admin-token)")
 	fs.StringVar(&l.nodeTokensFile, "node-tokens-file", "", "file holding the node tokens, one per line (instead of --node-tokens)")
-	fs.StringVar(&l.signingKeyFile, "snapshot-signing-key-file", "", "ed25519 private key signing snapshots (PEM PKCS #8, or a 32-byte seed as hex/base64; `gatewayctl snapshot keygen` writes one) (required)")
-	fs.DurationVar(&l.reissue, "snapshot-reissue-interval", time.Hour, "re-sign the current snapshot with a fresh issue time this often (keep it well under the nodes' --snapshot-max-age)")
-	fs.StringVar(&l.tlsCert, "tls-cert-file", "", "PEM certificate of the node-facing listener (enables TLS with --tls-key-file; re-read when it changes)")
+	fs.StringVar(&l.signingKeyFile, "snapshot-signing-key-file", "", "ed25519 private key signing snapshots, PEM or 32-byte seed (required)")
+	fs.DurationVar(&l.reissue, "snapshot-reissue-interval", time.Hour, "re-sign the current snapshot this often (well under the nodes' --snapshot-max-age)")
+	fs.StringVar(&l.tlsCert, "tls-cert-file", "", "PEM certificate of the node-facing listener (TLS with --tls-key-file; re-read on change)")
 	fs.StringVar(&l.tlsKey, "tls-key-file", "", "PEM private key of the node-facing listener")
 	fs.StringVar(&l.tlsClientCAFile, "tls-client-ca-file", "", "PEM CA bundle; when set, nodes must present a client certificate it signed (mTLS)")
 }
 
 // resolve reads the token files into c and checks what the link needs.
-func (l *linkConfig) resolve(c *config) error {
+func (l *linkConfig) resolve(c *Config) error {
 	var err error
 	if c.adminToken, err = oneOf("admin token", "--admin-token", c.adminToken, "--admin-token-file", l.adminTokenFile); err != nil {
 		return err

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 	"github.com/sekgate/gateway/internal/tlsfiles"
+	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 

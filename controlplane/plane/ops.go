@@ -19,7 +19,7 @@ import (
 type opsConfig struct{ listen string }
 
 func (o *opsConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.listen, "ops-listen", "", "address of the private ops listener: Prometheus /metrics, /livez, /readyz and the Go profiler under /debug/pprof/ (keep it on loopback or a private network); empty: off")
+	fs.StringVar(&o.listen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
 }
 
 // opsServer is the running ops listener; a nil *opsServer (listener off) does nothing.

@@ -23,7 +23,7 @@ import (
 
 // plane is the control plane's parts, built by run's steps in order and closed in reverse.
 type plane struct {
-	cfg     config
+	cfg     Config
 	log     *slog.Logger
 	metrics *opsmetrics.Metrics
 

@@ -24,49 +24,57 @@ import (
 	"github.com/sekgate/gateway/internal/version"
 )
 
-type options struct {
-	listen, controlPlaneURL, nodeToken, nodeID, dataDir, logLevel, docsURL, opsListen string
-	snapshotWait, batchInterval                                                       time.Duration
-	// The usage spool (dataplane/meter): records per batch and the fsync grouping window.
-	batchSize   int
-	fsyncWindow time.Duration
-	// Routing, failover, upstream and limits settings (issue 5).
-	upstream        proxy.Config
-	breaker         routing.HealthConfig
-	maxAttempts     int
-	requestTimeout  time.Duration
-	limitShareNodes int
-	// Public edge (issue 12).
-	edge           server.Config
-	trustedProxies string
-	// Link to the control plane (issue 12): signatures, max age, TLS, token file.
-	link linkOptions
-	// Graceful shutdown (issue 14, shutdown.go).
-	shutdown shutdownOptions
-	// Where the node runs (issue 14, region.go).
-	region     regionOptions
-	regionURLs map[string]string
-	// Access log and tracing (issue 15, observe.go).
-	observe observeOptions
+// Config is the data plane's settings: each is a flag (docs/configuration.md), also read from
+// GATEWAY_<NAME> and from the --config file.
+type Config struct {
+	listen          string               // public listen address
+	controlPlaneURL string               // control plane base URL
+	nodeToken       string               // token authenticating the node to the control plane
+	nodeID          string               // name of this node (default: the host name)
+	dataDir         string               // last-known-good snapshot and usage spool
+	logLevel        string               // debug, info, warn or error
+	docsURL         string               // public reference GET /docs redirects to
+	opsListen       string               // private metrics and probes listener (empty: off)
+	snapshotWait    time.Duration        // long-poll wait for snapshot changes
+	batchInterval   time.Duration        // longest wait before a usage batch is sent
+	batchSize       int                  // most usage records per batch
+	fsyncWindow     time.Duration        // spool fsync grouping window (0: at once)
+	upstream        proxy.Config         // upstream pool and timeouts
+	breaker         routing.HealthConfig // per-route circuit breakers
+	maxAttempts     int                  // routes one request tries before its first byte
+	requestTimeout  time.Duration        // total deadline of one request
+	limitShareNodes int                  // nodes sharing the deployment's limits
+	edge            server.Config        // public edge: timeouts and connection caps
+	trustedProxies  string               // CIDRs whose X-Forwarded-For names the client
+	link            linkOptions          // control-plane link: signatures, TLS, token file
+	shutdown        shutdownOptions      // graceful shutdown steps
+	region          regionOptions        // where the node runs
+	regionURLs      map[string]string    // per residency policy, the region's base URL
+	observe         observeOptions       // access log and tracing
 }
 
-func parseFlags(args []string) (options, error) {
-	var o options
-	host, _ := os.Hostname()
+// FlagSet returns the data plane's settings as flags with their defaults, unparsed (for
+// the configuration reference).
+func FlagSet() *flag.FlagSet {
+	var o Config
+	return flagSet(&o)
+}
+
+func flagSet(o *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "public listen address")
 	fs.StringVar(&o.controlPlaneURL, "control-plane-url", "http://127.0.0.1:8081", "control plane base URL")
-	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane, at least 32 bytes (or --node-token-file)")
-	fs.StringVar(&o.nodeID, "node-id", host, "name of this node")
+	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane, ≥ 32 bytes (or --node-token-file)")
+	fs.StringVar(&o.nodeID, "node-id", "", "name of this node (default: the host name)")
 	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for GET /metrics (Prometheus) and GET /readyz; empty: off")
-	fs.StringVar(&o.docsURL, "docs-url", "", "public reference that GET /docs redirects to and 501 answers link (default: this gateway's /openapi.json)")
+	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
+	fs.StringVar(&o.docsURL, "docs-url", "", "public reference GET /docs redirects to (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	fs.IntVar(&o.batchSize, "usage-batch-size", meter.DefaultBatchSize, "most usage records per batch sent to the control plane (1 to 10000)")
-	fs.DurationVar(&o.fsyncWindow, "spool-fsync-window", meter.DefaultFsyncWindow, "how long written usage records wait to be fsynced together; bounds what a power loss can take (a process crash takes nothing); 0: fsync at once")
-	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "number of data-plane nodes sharing the deployment's rate and concurrency limits; each node enforces 1/N of every limit (1: each node the full limit)")
+	fs.DurationVar(&o.fsyncWindow, "spool-fsync-window", meter.DefaultFsyncWindow, "how long spooled usage records wait to be fsynced together (0: at once)")
+	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "nodes sharing the deployment's limits; each enforces 1/N of every limit")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 3, "routes one request tries before its first byte reaches the client")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Minute, "total deadline of one request, failover and streaming included")
 	fs.IntVar(&o.upstream.MaxConnsPerUpstream, "upstream-max-conns", 1024, "connections per upstream (a route's max_conns overrides)")
@@ -76,24 +84,32 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.upstream.TotalTimeout, "upstream-total-timeout", 10*time.Minute, "one upstream exchange, streams included (route total_timeout_ms overrides)")
 	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
 	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
-	fs.DurationVar(&o.edge.HeaderTimeout, "header-timeout", 10*time.Second, "longest time to receive a request's line and headers (from the connection's accept or the request's first byte)")
-	fs.DurationVar(&o.edge.BodyIdleTimeout, "body-idle-timeout", 10*time.Second, "longest wait for request body bytes (and for a body of up to 8 KiB, or a longer one's first byte, after its headers)")
-	fs.IntVar(&o.edge.MinBodyRate, "min-body-rate", 4096, "lowest average request-body rate in bytes/s once a body takes longer than --body-idle-timeout (negative: off)")
+	fs.DurationVar(&o.edge.HeaderTimeout, "header-timeout", 10*time.Second, "longest time to receive a request's line and headers")
+	fs.DurationVar(&o.edge.BodyIdleTimeout, "body-idle-timeout", 10*time.Second, "longest wait for request body bytes")
+	fs.IntVar(&o.edge.MinBodyRate, "min-body-rate", 4096, "lowest request-body rate in bytes/s past --body-idle-timeout (negative: off)")
 	fs.DurationVar(&o.edge.IdleTimeout, "keepalive-timeout", 60*time.Second, "longest idle time of a keep-alive client connection between requests")
-	fs.DurationVar(&o.edge.WriteTimeout, "write-timeout", 30*time.Second, "longest wait of one write to a client (answers and each stream flush): a client that stops reading is cut and its upstream request cancelled")
+	fs.DurationVar(&o.edge.WriteTimeout, "write-timeout", 30*time.Second, "longest wait of one write to a client; a client that stops reading is cut")
 	fs.IntVar(&o.edge.MaxHeaderBytes, "max-header-bytes", 8192, "largest request line plus headers; larger requests get 431")
 	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
-	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open client connections per client address (IPv4 address or IPv6 /64; trusted proxies exempt); more are answered 429 and closed (negative: no cap)")
-	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies in front of the node whose X-Forwarded-For names the client (default none: the TCP peer is the client)")
+	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open connections per client address before authentication (negative: no cap)")
+	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client")
 	o.link.register(fs)
 	o.shutdown.register(fs)
 	o.region.register(fs)
 	o.observe.register(fs)
-	if err := flagenv.Parse(fs, args, "GATEWAY_", nil); err != nil {
+	return fs
+}
+
+func parseFlags(args []string) (Config, error) {
+	var o Config
+	if err := flagenv.Parse(flagSet(&o), args, "GATEWAY_", nil); err != nil {
 		return o, err
 	}
 	if err := o.link.validate(&o); err != nil {
 		return o, err
+	}
+	if o.nodeID == "" {
+		o.nodeID, _ = os.Hostname()
 	}
 	if o.nodeID == "" {
 		o.nodeID = "dataplane"
@@ -149,6 +165,9 @@ func Main(args []string) {
 		return
 	}
 	o, err := parseFlags(args)
+	if flagenv.Done(err) {
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dataplane:", err)
 		os.Exit(2)
@@ -156,7 +175,7 @@ func Main(args []string) {
 	daemon.Run("dataplane", o.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
 }
 
-func run(ctx context.Context, o options, log *slog.Logger) error {
+func run(ctx context.Context, o Config, log *slog.Logger) error {
 	n := &node{o: o, log: log, store: &index.Store{}, tel: telemetry.New()}
 	defer n.close()
 	for _, step := range []func() error{n.openLink, n.openMeter, n.openSync, n.newServer} {

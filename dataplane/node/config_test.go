@@ -163,3 +163,26 @@ func TestSpoolFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/dataplane.yaml"
+	body := "node-token: " + testNodeToken + "\ninsecure-unsigned-snapshots: true\nlisten: 127.0.0.1:18080\n" +
+		"max-conns: 42\ntrusted-proxies: [10.0.0.0/8, 192.0.2.1]\nregion-urls:\n  se: https://se.example\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"--config", file, "--max-conns", "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.listen != "127.0.0.1:18080" || o.edge.MaxConns != 7 || o.edge.TrustedProxies.Len() != 2 || o.regionURLs["se"] != "https://se.example" {
+		t.Errorf("from file: listen %q max-conns %d proxies %d region-urls %v", o.listen, o.edge.MaxConns, o.edge.TrustedProxies.Len(), o.regionURLs)
+	}
+	if err := os.WriteFile(file, []byte(body+"max-con: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseFlags([]string{"--config", file}); err == nil || !strings.Contains(err.Error(), `"max-con"`) {
+		t.Errorf("unknown key: %v", err)
+	}
+}

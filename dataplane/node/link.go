@@ -33,18 +33,18 @@ type linkOptions struct {
 }
 
 func (l *linkOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.publicKeyFile, "snapshot-public-key-file", "", "the control plane's ed25519 snapshot public key (PEM, or 32 bytes hex/base64); required unless --insecure-unsigned-snapshots")
-	fs.BoolVar(&l.insecureUnsigned, "insecure-unsigned-snapshots", false, "accept snapshots without verifying their signature (insecure: anyone on the path or with write access to the data dir can change keys, routes and prices)")
-	fs.DurationVar(&l.maxAge, "snapshot-max-age", syncclient.DefaultMaxAge, "oldest disk snapshot (by its signed issue time) the node serves while the control plane has not answered; 0: no limit")
+	fs.StringVar(&l.publicKeyFile, "snapshot-public-key-file", "", "the control plane's ed25519 snapshot public key (PEM or 32 bytes hex/base64)")
+	fs.BoolVar(&l.insecureUnsigned, "insecure-unsigned-snapshots", false, "accept snapshots without verifying their signature (insecure)")
+	fs.DurationVar(&l.maxAge, "snapshot-max-age", syncclient.DefaultMaxAge, "oldest disk snapshot served while the control plane has not answered (0: no limit)")
 	fs.StringVar(&l.nodeTokenFile, "node-token-file", "", "file holding this node's token (instead of --node-token)")
 	fs.StringVar(&l.caFile, "control-plane-ca-file", "", "PEM CA bundle that signed the control plane's certificate (default: the system roots)")
 	fs.StringVar(&l.certFile, "tls-client-cert-file", "", "PEM client certificate of this node for mTLS (re-read when it changes)")
 	fs.StringVar(&l.keyFile, "tls-client-key-file", "", "PEM private key of --tls-client-cert-file")
-	fs.BoolVar(&l.insecureCP, "insecure-control-plane", false, "allow a plain-http control plane URL on a non-loopback address (tokens, usage and snapshots in clear)")
+	fs.BoolVar(&l.insecureCP, "insecure-control-plane", false, "allow a plain-http control plane URL off loopback (tokens in clear)")
 }
 
 // validate checks the options and reads the node token file into o.
-func (l *linkOptions) validate(o *options) error {
+func (l *linkOptions) validate(o *Config) error {
 	if l.nodeTokenFile != "" {
 		if o.nodeToken != "" {
 			return errors.New("give --node-token or --node-token-file, not both")

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 	"github.com/sekgate/gateway/internal/tlsfiles"
+	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"

@@ -26,7 +26,7 @@ import (
 
 // node is a data-plane node's parts, built by run's steps in order and closed in reverse.
 type node struct {
-	o     options
+	o     Config
 	log   *slog.Logger
 	store *index.Store
 	tel   *telemetry.Metrics

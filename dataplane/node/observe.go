@@ -23,7 +23,7 @@ func (o *observeOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.accessLog, "access-log", "stderr", "where the access log goes, one line per inference request: stderr, stdout or off")
 	fs.StringVar(&o.accessLogFormat, "access-log-format", "json", "access log lines: json (production) or text (local)")
 	fs.Float64Var(&o.accessLogSample, "access-log-sample", 1, "share of successful requests logged, 0 to 1 (failures and refusals are always logged)")
-	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces URL of an OpenTelemetry collector, e.g. http://127.0.0.1:4318/v1/traces (empty: tracing off)")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OTLP/HTTP traces URL of an OpenTelemetry collector (empty: tracing off)")
 	fs.Float64Var(&o.traceSampleRatio, "trace-sample-ratio", 0.1, "share of requests traced, 0 to 1 (a client's sampled traceparent is always continued)")
 }
 

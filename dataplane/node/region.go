@@ -16,9 +16,9 @@ type regionOptions struct {
 }
 
 func (r *regionOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.region, "region", "", "operator's name for where this node runs (e.g. se-sto: lower-case letters, digits, '-'), recorded as node_region in every request record's routing (empty: not recorded)")
-	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 code of the country this node runs in (e.g. SE); accounts whose residency policy does not admit it get 403 residency_unsatisfiable (empty: every account admitted)")
-	fs.StringVar(&r.regionURLs, "region-urls", "", "comma-separated policy=base URL of the region serving each residency policy (se=https://se.example.com,eu=...), named in this node's residency refusals; overrides, per policy, the control plane's --region-urls that the snapshot carries (empty: the control plane's)")
+	fs.StringVar(&r.region, "region", "", "name of where this node runs (e.g. se-sto), recorded as node_region (empty: none)")
+	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 country this node runs in (empty: every account admitted)")
+	fs.StringVar(&r.regionURLs, "region-urls", "", "policy=base URL pairs named in residency refusals (empty: the control plane's)")
 }
 
 // validate checks --country and --region before anything starts.

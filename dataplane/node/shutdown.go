@@ -18,9 +18,9 @@ type shutdownOptions struct {
 }
 
 func (s *shutdownOptions) register(fs *flag.FlagSet) {
-	fs.DurationVar(&s.delay, "shutdown-delay", 5*time.Second, "after SIGTERM: how long the node answers 503 on /readyz while still serving, so load balancers stop sending it requests (SIGINT skips the delay)")
-	fs.DurationVar(&s.drainTimeout, "drain-timeout", 10*time.Minute, "then: how long open requests and streams may run to their end after the listener closes; streams still open then end with an error event and are recorded as cancelled")
-	fs.DurationVar(&s.flushTimeout, "shutdown-flush-timeout", 15*time.Second, "then: how long to wait for the control plane to confirm the spooled usage; what it has not confirmed stays in the spool for the next start")
+	fs.DurationVar(&s.delay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long /readyz answers 503 while the node still serves")
+	fs.DurationVar(&s.drainTimeout, "drain-timeout", 10*time.Minute, "then how long open requests and streams may run to their end")
+	fs.DurationVar(&s.flushTimeout, "shutdown-flush-timeout", 15*time.Second, "then how long to wait for the control plane to confirm spooled usage")
 }
 
 // total is the longest a shutdown after SIGTERM can take, which an orchestrator's grace

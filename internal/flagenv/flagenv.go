@@ -1,11 +1,14 @@
-// Package flagenv lets every command-line flag also be set by an environment variable:
-// flag --some-name reads PREFIX_SOME_NAME when it is not given on the command line. It also
-// parses the list values the commands' flags share (PositiveInts).
+// Package flagenv loads a command's settings, each defined once as a flag, from three
+// sources: an optional YAML file (--config, keys are flag names, unknown keys are errors),
+// then the environment (flag --some-name reads PREFIX_SOME_NAME), then the command line,
+// each winning over the one before. --print-config shows the result with secrets
+// redacted. It also parses the list values the commands' flags share (PositiveInts).
 package flagenv
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -16,13 +19,22 @@ func Name(prefix, name string) string {
 	return prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// Parse parses args into fs, then sets every flag that was not on the command line from
-// its environment variable, if set (lookup is os.LookupEnv when nil). A flag on the command
-// line wins; a bad value in the environment is an error naming the variable.
+// Parse adds --config and --print-config to fs, parses args into it, then sets every flag
+// that was not on the command line from its environment variable, if set (lookup is
+// os.LookupEnv when nil), and every flag set by neither from the --config file, if any. A
+// flag on the command line wins; a bad value is an error naming its source. With
+// --print-config it writes the effective settings to standard output and returns
+// ErrPrintedConfig.
 func Parse(fs *flag.FlagSet, args []string, prefix string, lookup func(string) (string, bool)) error {
+	return ParseTo(os.Stdout, fs, args, prefix, lookup)
+}
+
+// ParseTo is Parse writing --print-config's output to w.
+func ParseTo(w io.Writer, fs *flag.FlagSet, args []string, prefix string, lookup func(string) (string, bool)) error {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	file, print := Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,9 +50,24 @@ func Parse(fs *flag.FlagSet, args []string, prefix string, lookup func(string) (
 			if e := fs.Set(f.Name, v); e != nil {
 				err = fmt.Errorf("%s=%q: %w", env, v, e)
 			}
+			given[f.Name] = true
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if *file != "" {
+		if err := applyFile(fs, *file, given); err != nil {
+			return err
+		}
+	}
+	if *print {
+		if err := Print(w, fs); err != nil {
+			return err
+		}
+		return ErrPrintedConfig
+	}
+	return nil
 }
 
 // PositiveInts parses a flag's comma-separated list of positive integers ("1,4,16"), the
