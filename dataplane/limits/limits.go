@@ -37,6 +37,12 @@ type Config struct {
 	// ShareNodes is the number of data-plane nodes sharing the deployment's limits; each
 	// node enforces 1/ShareNodes of every limit. Default 1 (each node the full limit).
 	ShareNodes int
+	// DefaultMaxConcurrent bounds the requests in flight of an account that has no limits of
+	// its own when the snapshot's default limits set no concurrency either: one customer's
+	// burst then cannot take every upstream slot (default 256, shared by ShareNodes like any
+	// limit; negative: no such bound). Connections that presented a valid key are not
+	// counted per client address (dataplane/edge), so this is what bounds them.
+	DefaultMaxConcurrent int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -85,8 +91,14 @@ func New(cfg Config) *Limiter {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.DefaultMaxConcurrent == 0 {
+		cfg.DefaultMaxConcurrent = DefaultMaxConcurrent
+	}
 	return &Limiter{cfg: cfg, keys: make(map[string]*entry), accounts: make(map[string]*entry)}
 }
+
+// DefaultMaxConcurrent is Config.DefaultMaxConcurrent's default.
+const DefaultMaxConcurrent = 256
 
 // ShareNodes returns the configured share divisor.
 func (l *Limiter) ShareNodes() int { return l.cfg.ShareNodes }
@@ -134,6 +146,13 @@ func (l *Limiter) Acquire(keyID string, keyLimits *snapshot.Limits, acctID strin
 	kl, al := keyLimits, acctLimits
 	if al == nil {
 		al = defaults
+		if l.cfg.DefaultMaxConcurrent > 0 && (al == nil || al.MaxConcurrent <= 0) {
+			d := snapshot.Limits{MaxConcurrent: l.cfg.DefaultMaxConcurrent}
+			if al != nil {
+				d.RequestsPerSecond, d.Burst = al.RequestsPerSecond, al.Burst
+			}
+			al = &d
+		}
 	}
 	var t Ticket
 	if kl != nil && !unlimited(kl) {

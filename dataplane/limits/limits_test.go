@@ -249,3 +249,39 @@ func TestRetain(t *testing.T) {
 		t.Fatalf("kept state lost: %+v", d)
 	}
 }
+
+// TestDefaultMaxConcurrent: an account without limits of its own, under snapshot defaults
+// without a concurrency bound, gets the node's default bound; the snapshot's defaults and
+// the account's own limits win over it, and a negative default turns it off.
+func TestDefaultMaxConcurrent(t *testing.T) {
+	fill := func(l *Limiter, acct, defaults *snapshot.Limits) int {
+		n := 0
+		for ; n < 1000; n++ {
+			if _, d := l.Acquire("k", nil, "a", acct, defaults); d.Reason != OK {
+				break
+			}
+		}
+		return n
+	}
+	cases := []struct {
+		name           string
+		cfg            Config
+		acct, defaults *snapshot.Limits
+		want           int
+	}{
+		{"node default", Config{}, nil, &snapshot.Limits{}, DefaultMaxConcurrent},
+		{"node default, nil defaults", Config{}, nil, nil, DefaultMaxConcurrent},
+		{"node default beside a default rate", Config{}, nil, lim(1e6, 1e6, 0), DefaultMaxConcurrent},
+		{"shared by two nodes", Config{ShareNodes: 2}, nil, nil, DefaultMaxConcurrent / 2},
+		{"set default", Config{DefaultMaxConcurrent: 7}, nil, nil, 7},
+		{"snapshot default", Config{}, nil, lim(0, 0, 5), 5},
+		{"account's own, unlimited", Config{}, &snapshot.Limits{}, nil, 1000},
+		{"account's own", Config{}, lim(0, 0, 600), nil, 600},
+		{"off", Config{DefaultMaxConcurrent: -1}, nil, nil, 1000},
+	}
+	for _, c := range cases {
+		if got := fill(New(c.cfg), c.acct, c.defaults); got != c.want {
+			t.Errorf("%s: %d admitted at once, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -92,6 +92,7 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.IntVar(&o.edge.MaxHeaderBytes, "max-header-bytes", 8192, "largest request line plus headers; larger requests get 431")
 	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
 	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open connections per client address before authentication (negative: no cap)")
+	fs.IntVar(&o.edge.MaxConnsPerAccount, "max-conns-per-account", 1000, "open connections per account once they presented a valid key (negative: no cap)")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client")
 	o.link.register(fs)
 	o.shutdown.register(fs)

@@ -64,7 +64,32 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 	if checkResidency && !p.acct.Satisfiable {
 		return p, errResidency
 	}
+	if c, ok := ctx.Conn().(connAuthenticator); ok {
+		c.Authenticate(p.acct.ID)
+	}
 	return p, nil
+}
+
+// connAuthenticator is the listener's connection (dataplane/edge): told of a valid key, it
+// stops counting against its address's cap and counts against the account's.
+type connAuthenticator interface{ Authenticate(account string) }
+
+// presentsKey reports whether the request carries a key of the current snapshot (without
+// the checks authenticate makes after finding it): such a request behind a trusted proxy
+// is the account's, bounded by its limits, not a stranger counted per client address.
+func (s *Server) presentsKey(ctx *fasthttp.RequestCtx) bool {
+	idx := s.cfg.Store.Load()
+	if idx == nil {
+		return false
+	}
+	secret := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	if len(secret) > len(bearerPrefix) && asciiEqualFold(secret[:len(bearerPrefix)], bearerPrefix) {
+		secret = bytes.TrimSpace(secret[len(bearerPrefix):])
+	} else {
+		secret = bytes.TrimSpace(ctx.Request.Header.Peek("x-api-key"))
+	}
+	_, ok := lookupSecret(idx, secret)
+	return ok
 }
 
 // lookupSecret finds the key a secret belongs to without allocating: the secret embeds its

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
@@ -505,60 +508,46 @@ func BenchmarkBadFraming(b *testing.B) {
 }
 
 // TestProxiedClientCap: behind a trusted proxy the per-address cap applies to the client
-// X-Forwarded-For names, as requests in progress: one client at its cap is refused 429
-// while another behind the same proxy is served, and its place comes back.
+// X-Forwarded-For names, as keyless requests in progress: one client at its cap is refused
+// 429 while another behind the same proxy is served, its requests with a valid key are the
+// account's and served, and its place comes back.
 func TestProxiedClientCap(t *testing.T) {
 	p, err := edge.ParseProxies("127.0.0.0/8")
 	if err != nil {
 		t.Fatal(err)
 	}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
 	g := startGateway(t, func(c *Config) {
 		c.TrustedProxies = p
 		c.MaxConnsPerAddr = 1
-		c.BodyIdleTimeout = time.Second
-		c.MinBodyRate = 1
-	})
-	// Client A holds its one place with a body that drips a byte every 200 ms (so a loaded
-	// machine cannot end it early), then stops arriving.
-	slow, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	fmt.Fprintf(slow, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.5\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\n%s",
-		g.Keys.SE, strings.Repeat("a", 9000))
-	stopDrip := make(chan struct{})
-	dripDone := make(chan struct{})
-	go func() {
-		defer close(dripDone)
-		for {
-			select {
-			case <-stopDrip:
-				return
-			case <-time.After(200 * time.Millisecond):
-				if _, err := slow.Write([]byte("a")); err != nil {
-					return
-				}
-			}
+		c.Register = func(r *router.Router) {
+			r.GET("/test/hold", func(ctx *fasthttp.RequestCtx) {
+				entered <- struct{}{}
+				<-release
+			})
 		}
-	}()
-	req := func(xff string) result {
-		return g.do(t, "GET", "/v1/models", g.Keys.SE, "", "X-Forwarded-For", xff)
+	})
+	// Client A holds its one place with a keyless request that waits.
+	held := make(chan result, 1)
+	go func() { held <- g.do(t, "GET", "/test/hold", "", "", "X-Forwarded-For", "203.0.113.5") }()
+	<-entered
+	req := func(key, xff string) result {
+		return g.do(t, "GET", "/v1/models", key, "", "X-Forwarded-For", xff)
 	}
-	if !waitFor(10*time.Second, func() bool { return req("203.0.113.5").Status == 429 }) {
-		t.Fatal("client at its cap was not refused")
+	checkEnvelope(t, req("", "203.0.113.5"), 429, "too_many_connections")
+	if r := req(g.Keys.SE, "203.0.113.5"); r.Status != 200 {
+		t.Fatalf("the client's request with a valid key: %d %s", r.Status, r.Body)
 	}
-	checkEnvelope(t, req("203.0.113.5"), 429, "too_many_connections")
-	if r := req("203.0.113.6"); r.Status != 200 {
+	if r := req(g.Keys.SE, "203.0.113.6"); r.Status != 200 {
 		t.Fatalf("another client behind the proxy: %d %s", r.Status, r.Body)
 	}
-	if r := req(""); r.Status != 200 { // the proxy's own requests are not counted per client
+	if r := req(g.Keys.SE, ""); r.Status != 200 { // the proxy's own requests are not counted per client
 		t.Fatalf("proxy without X-Forwarded-For: %d %s", r.Status, r.Body)
 	}
-	// A's body stops; it times out and its place comes back.
-	close(stopDrip)
-	<-dripDone
-	if !waitFor(10*time.Second, func() bool { return req("203.0.113.5").Status == 200 }) {
-		t.Fatal("the client's place did not come back")
+	close(release)
+	<-held
+	if r := req("", "203.0.113.5"); r.Status != 401 {
+		t.Fatalf("the client's place did not come back: %d %s", r.Status, r.Body)
 	}
 }

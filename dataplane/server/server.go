@@ -101,10 +101,19 @@ type Config struct {
 	WriteTimeout time.Duration
 	// MaxHeaderBytes bounds a request's line and headers; larger ones get 431 (default 8192).
 	MaxHeaderBytes int
-	// MaxConns caps open client connections in total; MaxConnsPerAddr per client address
-	// (IPv4 address or IPv6 /64; trusted proxies exempt). Over a cap a connection is answered
-	// 503 or 429 and closed (defaults 10000 and 100; negative: no cap).
-	MaxConns, MaxConnsPerAddr int
+	// MaxConns caps open client connections in total; MaxConnsPerAddr the connections per
+	// client address (IPv4 address or IPv6 /64; trusted proxies exempt) that have not yet
+	// presented a valid key. Over a cap a connection is answered 503 or 429 and closed
+	// (defaults 10000 and 100; negative: no cap). A connection whose request authenticated
+	// counts against its account instead: MaxConnsPerAccount (default 1000; negative: no
+	// cap), and the account's request limits (limits.Limiter).
+	MaxConns, MaxConnsPerAddr, MaxConnsPerAccount int
+	// AddrWait is how long a new connection over MaxConnsPerAddr waits, unread, for a place
+	// of its address (another of its connections authenticating or closing) before it is
+	// refused, so that a client opening many connections at once is served once its first
+	// ones authenticate (default 2s; negative: refused at once). At most 10 times
+	// MaxConnsPerAddr wait per address.
+	AddrWait time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client (default none:
 	// the TCP peer is the client).
 	TrustedProxies *edge.Proxies
@@ -173,6 +182,8 @@ func New(cfg Config) (*Server, error) {
 	defInt(&cfg.MaxHeaderBytes, 8192)
 	defInt(&cfg.MaxConns, 10000)
 	defInt(&cfg.MaxConnsPerAddr, 100)
+	defInt(&cfg.MaxConnsPerAccount, 1000)
+	defDur(&cfg.AddrWait, 2*time.Second)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 256 * 1024
 	}
@@ -262,6 +273,8 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(s.Listener(ln
 func (s *Server) Listener(ln net.Listener) *edge.Listener {
 	return edge.NewListener(ln, edge.ListenerConfig{
 		MaxConns: max(s.cfg.MaxConns, 0), MaxConnsPerAddr: max(s.cfg.MaxConnsPerAddr, 0),
+		MaxConnsPerAccount: max(s.cfg.MaxConnsPerAccount, 0),
+		AddrWait:           max(s.cfg.AddrWait, 0), MaxWaitingPerAddr: 10 * max(s.cfg.MaxConnsPerAddr, 0),
 		Trusted: s.cfg.TrustedProxies, WriteTimeout: s.cfg.WriteTimeout,
 		RefuseTotal:   edge.Response(503, "Service Unavailable", errTooManyConns.JSON(false), "Retry-After", "1"),
 		RefusePerAddr: edge.Response(429, "Too Many Requests", errTooManyAddrConns.JSON(false), "Retry-After", "1"),
@@ -325,7 +338,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if s.proxied != nil {
-		if key, ok := s.proxiedClient(ctx); ok {
+		if key, ok := s.proxiedClient(ctx); ok && !s.presentsKey(ctx) {
 			if !s.proxied.Acquire(key) {
 				writeError(ctx, errTooManyAddrRequests)
 				if bodyLeft(ctx) {
