@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -325,6 +326,28 @@ func (s *server) nodeAuth(h http.HandlerFunc) http.Handler {
 			writeError(w, httpjson.ErrInvalidNodeToken)
 			return
 		}
+		w.Header().Set(internalapi.HeaderProtocol, cpProtocol)
+		v, err := internalapi.ParseProtocol(r.Header.Get(internalapi.HeaderProtocol))
+		if err != nil {
+			writeError(w, invalid(internalapi.HeaderProtocol, "%s", err.Error()))
+			return
+		}
+		if !internalapi.NodeProtocolSupported(v) {
+			writeError(w, apierror.New(http.StatusUpgradeRequired, apierror.TypeInvalidRequest, apierror.CodeProtocolUnsupported,
+				fmt.Sprintf("This control plane serves nodes of internal protocol %d to %d; this node speaks %d. %s",
+					internalapi.MinProtocolVersion, internalapi.ProtocolVersion, v, upgradeAdvice(v))))
+			return
+		}
 		h(w, r)
 	})
+}
+
+// cpProtocol is this build's internal API version as sent on every answer to a node.
+var cpProtocol = strconv.Itoa(internalapi.ProtocolVersion)
+
+func upgradeAdvice(v int) string {
+	if v > internalapi.ProtocolVersion {
+		return "Upgrade the control plane first (docs/upgrades.md)."
+	}
+	return "Upgrade the node (docs/upgrades.md)."
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/testbox"
 )
 
-// consoleConfig holds the operator console's flags (issue 18).
+// consoleConfig holds the operator console's flags.
 type consoleConfig struct {
 	disable         bool
 	insecureCookies bool

@@ -18,8 +18,8 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// linkConfig holds the settings of the link to the nodes and of the admin surface
-// (issue 12): the admin listener, token files, snapshot signing and TLS.
+// linkConfig holds the settings of the link to the nodes and of the admin surface:
+// the admin listener, token files, snapshot signing and TLS.
 type linkConfig struct {
 	adminListen                      string
 	adminTokenFile, nodeTokensFile   string

@@ -15,7 +15,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/store"
 )
 
-// opsConfig is the private ops listener's setting (issue 15).
+// opsConfig is the private ops listener's setting.
 type opsConfig struct{ listen string }
 
 func (o *opsConfig) register(fs *flag.FlagSet) {

@@ -87,7 +87,11 @@ func (c *Client) URL(path string) string { return c.base + path }
 func (c *Client) Authorize(h http.Header) {
 	h.Set("Authorization", "Bearer "+c.cfg.NodeToken)
 	h.Set(internalapi.HeaderNodeID, c.cfg.NodeID)
+	h.Set(internalapi.HeaderProtocol, nodeProtocol)
 }
+
+// nodeProtocol is this build's internal API version as sent on every request.
+var nodeProtocol = strconv.Itoa(internalapi.ProtocolVersion)
 
 // HTTPClient returns a client on the link's transport whose requests time out after
 // timeout (0: none); a long poll's timeout must exceed the wait it asks for.

@@ -20,7 +20,7 @@ import (
 )
 
 // linkOptions are the settings of the link to the control plane: snapshot signatures,
-// the disk snapshot's maximum age, TLS and the node token file (issue 12).
+// the disk snapshot's maximum age, TLS and the node token file.
 type linkOptions struct {
 	publicKeyFile    string
 	insecureUnsigned bool

@@ -9,7 +9,7 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// regionOptions is where the node runs (issue 14): accounts whose residency policy does not
+// regionOptions is where the node runs: accounts whose residency policy does not
 // admit its country are refused, pointed at the region that serves them.
 type regionOptions struct {
 	region, country, regionURLs string

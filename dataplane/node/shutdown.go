@@ -10,7 +10,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/opsapi"
 )
 
-// shutdownOptions is how a node leaves (issue 14): on SIGTERM it reports not ready and keeps
+// shutdownOptions is how a node leaves: on SIGTERM it reports not ready and keeps
 // serving for delay, then stops accepting and lets requests and streams end within
 // drainTimeout, then waits up to flushTimeout for the control plane to confirm its spool.
 type shutdownOptions struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The operator console (issue 18) driven in headless Chromium against the running stack:
+// The operator console driven in headless Chromium against the running stack:
 // log in, create an account and a key (the secret shown once), credit, a test-box request
 // recorded with key_id null and charged, revoke the key and see the data plane refuse it,
 // approve a signup, a viewer who cannot change anything, and the audit log of it all.

@@ -45,7 +45,7 @@ type edgeCase struct {
 	status int
 }
 
-// TestHostileEdge (interface: Errors, Limits; issue 12): hostile framing, path tricks,
+// TestHostileEdge (interface: Errors, Limits): hostile framing, path tricks,
 // mixed and duplicate credentials and bodies at and past each endpoint's limit, in raw
 // HTTP/1.1 against the running data plane. Each gets exactly one answer, the interface's
 // JSON error with its status; a request pipelined behind bad framing is never answered;

@@ -124,7 +124,7 @@ func hostileValues() []hostileCase {
 	}
 }
 
-// TestHostileValues (interface: Errors; issue 12): every hostile value is answered with the
+// TestHostileValues (interface: Errors): every hostile value is answered with the
 // interface's JSON error, 400, naming the param; nothing reaches the simulator or the
 // ledger. Not parallel, so that the simulator's request counter sees only this test.
 func TestHostileValues(t *testing.T) {

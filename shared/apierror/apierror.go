@@ -56,9 +56,10 @@ const (
 	CodeRequestTimeout       = "request_timeout"
 	CodeHeadersTooLarge      = "request_header_fields_too_large"
 	CodeTooManyConnections   = "too_many_connections"
-	CodeRoleInsufficient     = "role_insufficient"   // the operator's role does not allow the action
-	CodeLoginRateLimited     = "login_rate_limited"  // too many operator logins
-	CodeInvalidCredentials   = "invalid_credentials" // unknown operator or wrong password
+	CodeRoleInsufficient     = "role_insufficient"    // the operator's role does not allow the action
+	CodeLoginRateLimited     = "login_rate_limited"   // too many operator logins
+	CodeInvalidCredentials   = "invalid_credentials"  // unknown operator or wrong password
+	CodeProtocolUnsupported  = "protocol_unsupported" // a node speaks an internal protocol version the control plane does not serve
 )
 
 // Error is one gateway error: the HTTP status and the envelope's fields.
