@@ -118,6 +118,9 @@ func (c *Catalog) Validate() error {
 		if m.OutputOrePerMillion < 0 {
 			return invalid(p+".output_ore_per_million_tokens", "must not be negative")
 		}
+		if !snapshot.KnownRouting(m.Routing) {
+			return invalid(p+".routing", "unknown routing %q; known: scored, weighted, least_load, affinity", m.Routing)
+		}
 		for j := range m.Routes {
 			r := &m.Routes[j]
 			rp := fmt.Sprintf("%s.routes[%d]", p, j)

@@ -148,6 +148,10 @@ func checkRecord(r *usage.Record, now time.Time, retention time.Duration) (code,
 		if !okText(rt.Policy, maxTextLen) || !okText(rt.NodeRegion, maxTextLen) || len(rt.Attempts) > maxAttempts {
 			return RejectInvalid, "routing policy or node region too long, or too many attempts"
 		}
+		if !okText(rt.Balancer, maxTextLen) || !okText(rt.Reason, maxTextLen) || rt.ServerQueue < 0 || rt.InFlight < 0 ||
+			rt.QueuedMS < 0 || rt.QueuedMS > MaxRecordDurationMS {
+			return RejectInvalid, "routing balancer or reason too long, or a negative queue, in-flight count or queue time"
+		}
 		for _, a := range rt.Attempts {
 			if !okText(a.Route, maxTextLen) || !okText(a.Provider, maxTextLen) || !okText(a.Region, maxTextLen) ||
 				!okText(a.Error, maxTextLen) || a.Status < 0 || a.Status > 999 || a.DurationMS < 0 || a.DurationMS > MaxRecordDurationMS {

@@ -85,6 +85,8 @@ type Route struct {
 	// so the request path finds them with one atomic load instead of a map lookup. An
 	// owner checks that a memo is its own: two of them may share a snapshot (tests).
 	BreakerMemo, UpstreamMemo atomic.Value
+	// LoadMemo holds the route's load state (dataplane/loadstat), stored once the same way.
+	LoadMemo atomic.Value
 }
 
 func (r *Route) parseBaseURL() error {

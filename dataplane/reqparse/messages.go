@@ -52,6 +52,12 @@ func parseMessages(obj *topObject, countTokens bool) (Request, *apierror.Error) 
 		return r, err
 	}
 	r.PromptBytes += sys
+	if kindOf(f[msSystem]) == kString || kindOf(f[msSystem]) == kArray {
+		r.Prefix = spanIn(obj.s, f[msSystem])
+	}
+	if r.Prefix.Len == 0 {
+		r.Prefix = spanIn(obj.s, firstElement(f[msMessages]))
+	}
 	if countTokens {
 		err = onlyFalse("stream", f[msStream], "token counting does not stream")
 	} else {

@@ -7,7 +7,7 @@ import (
 const storeWhy = "the service is stateless and stores nothing"
 
 var chatKeys = withExt([]string{"model", "messages", "store", "stream", "stream_options", "max_tokens",
-	"max_completion_tokens", "n", "stop", "temperature", "top_p", "seed", "tools", "response_format"})
+	"max_completion_tokens", "n", "stop", "temperature", "top_p", "seed", "tools", "response_format", "prompt_cache_key"})
 
 const (
 	chModel = iota
@@ -24,6 +24,7 @@ const (
 	chSeed
 	chTools
 	chResponseFormat
+	chPromptCacheKey
 	chNumKeys
 )
 
@@ -40,6 +41,10 @@ func parseChat(obj *topObject) (Request, *apierror.Error) {
 	if r.PromptBytes, err = r.chatMessages(f[chMessages]); err != nil {
 		return r, err
 	}
+	if err = optString("prompt_cache_key", f[chPromptCacheKey]); err != nil {
+		return r, err
+	}
+	r.Prefix, r.CacheKey = spanIn(obj.s, leadingMessages(f[chMessages])), stringSpan(obj.s, f[chPromptCacheKey])
 	if err = r.topExtensions(f[chNumKeys:]); err != nil {
 		return r, err
 	}
@@ -167,6 +172,7 @@ func parseCompletions(obj *topObject) (Request, *apierror.Error) {
 	switch kindOf(f[coPrompt]) {
 	case kString:
 		r.PromptBytes = textLen(f[coPrompt])
+		r.Prefix = spanIn(obj.s, f[coPrompt])
 	case kAbsent, kNull:
 		return r, bad("prompt", "prompt is required")
 	default:

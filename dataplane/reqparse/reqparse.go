@@ -91,6 +91,12 @@ type Request struct {
 	// routes allowing every one of them may serve the request.
 	ExtensionMask uint32
 	Extensions    []Extension
+	// Prefix locates the prompt's stable start in the body, at most MaxPrefixBytes, from
+	// which routing takes the request's prefix key: the leading system messages (or the
+	// first message), Messages-style system (or first message), Responses instructions
+	// (or first input item), the completions prompt. CacheKey locates the client's
+	// prompt_cache_key (chat, Responses), which replaces it.
+	Prefix, CacheKey Span
 }
 
 // PromptBytesPerToken is the divisor of the prompt-size estimate. It is deliberately high

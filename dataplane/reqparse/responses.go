@@ -8,7 +8,7 @@ import (
 
 var responsesKeys = withExt([]string{"model", "input", "instructions", "max_output_tokens", "stream",
 	"store", "background", "previous_response_id", "conversation", "tools", "temperature",
-	"top_p", "prompt"})
+	"top_p", "prompt", "prompt_cache_key"})
 
 const (
 	rsModel = iota
@@ -24,6 +24,7 @@ const (
 	rsTemperature
 	rsTopP
 	rsPrompt
+	rsPromptCacheKey
 	rsNumKeys
 )
 
@@ -49,6 +50,13 @@ func parseResponses(obj *topObject) (Request, *apierror.Error) {
 		return r, err
 	}
 	r.PromptBytes += textLen(f[rsInstructions])
+	if err = optString("prompt_cache_key", f[rsPromptCacheKey]); err != nil {
+		return r, err
+	}
+	r.Prefix, r.CacheKey = stringSpan(obj.s, f[rsInstructions]), stringSpan(obj.s, f[rsPromptCacheKey])
+	if r.Prefix.Len == 0 {
+		r.Prefix = spanIn(obj.s, firstElement(f[rsInput]))
+	}
 	if r.MaxTokens, err = optIntRange("max_output_tokens", f[rsMaxOutputTokens], 1, MaxCount); err != nil {
 		return r, err
 	}

@@ -2,8 +2,10 @@
 // (the account's residency policy, the protocol) is decided by the node's
 // index (index.Model.Candidates); routing never adds a route, it only orders and skips:
 //
-//   - Selector.Plan orders candidates for failover: lowest priority value first, then a
-//     weighted random order among routes of equal priority.
+//   - Selector.Order orders candidates for failover: lowest priority value first, then
+//     among routes of equal priority by the model's routing policy (balance.go; the
+//     default scores prefix affinity against load). Selector.Plan is the plain weighted
+//     random order.
 //   - Health keeps a circuit breaker per upstream route (route ID + base URL, so state
 //     survives snapshot swaps): after repeated failures the route is skipped for a while,
 //     then half-open probes (real requests, one at a time) decide whether it is back. A
@@ -12,15 +14,68 @@
 package routing
 
 import (
+	"math"
 	"math/rand/v2"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/loadstat"
 )
 
-// Selector picks routes. The zero value uses math/rand/v2's global generator.
+// Selector picks routes. The zero value orders by weighted random with math/rand/v2's
+// global generator; with Loads set it orders by each model's routing policy (Order).
 type Selector struct {
 	// IntN, when set, replaces the random source (tests).
 	IntN func(n int) int
+	// Loads is the node's load state per route; nil: every policy but affinity falls back
+	// to weighted random.
+	Loads *loadstat.Registry
+	// Weights are the scored policy's (default DefaultWeights).
+	Weights *Weights
+	// Epsilon is the affinity policy's load bound: the preferred replica is passed over
+	// when its load would exceed (1+Epsilon) of its group's average (default 0.25).
+	Epsilon float64
+	// WarmFor is how long a prefix key counts as known after this node last routed it
+	// (default 5m): only a known key earns the scored policy's affinity bonus.
+	WarmFor time.Duration
+	warm    warmTable
+}
+
+func (s *Selector) weights() *Weights {
+	if s.Weights != nil {
+		return s.Weights
+	}
+	return &DefaultWeights
+}
+
+func (s *Selector) epsilon() float64 {
+	if s.Epsilon > 0 {
+		return s.Epsilon
+	}
+	return 0.25
+}
+
+func (s *Selector) warmFor() time.Duration {
+	if s.WarmFor > 0 {
+		return s.WarmFor
+	}
+	return 5 * time.Minute
+}
+
+func (s *Selector) idHash(r *index.Route) uint64 {
+	if s.Loads != nil {
+		return s.Loads.For(r).IDHash
+	}
+	return xxhash.Sum64String(r.ID)
+}
+
+func (s *Selector) rand64() uint64 {
+	if s != nil && s.IntN != nil {
+		return uint64(s.IntN(math.MaxInt))
+	}
+	return rand.Uint64()
 }
 
 func (s *Selector) intN(n int) int {
@@ -51,14 +106,18 @@ func (s *Selector) Plan(dst, cands []index.Candidate) []index.Candidate {
 		cands = cands[len(group):]
 		start := len(dst)
 		dst = append(dst, group...)
-		rest := dst[start:]
-		for len(rest) > 1 {
-			i := s.weighted(rest)
-			rest[0], rest[i] = rest[i], rest[0]
-			rest = rest[1:]
-		}
+		s.shuffle(dst[start:])
 	}
 	return dst
+}
+
+// shuffle puts group in a weighted random order.
+func (s *Selector) shuffle(group []index.Candidate) {
+	for len(group) > 1 {
+		i := s.weighted(group)
+		group[0], group[i] = group[i], group[0]
+		group = group[1:]
+	}
 }
 
 // firstGroup returns the leading run of cands with equal priority.

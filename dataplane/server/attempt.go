@@ -12,6 +12,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -53,6 +54,9 @@ type upstreamCall struct {
 	// prompt's tokens, charged when a started stream ends before the provider reported usage.
 	bounds         tokens.Bounds
 	promptEstimate int64
+	// key is the request's prefix key (routing.PrefixKey), hasKey whether it has one.
+	key    uint64
+	hasKey bool
 }
 
 // upstreamBody returns the body of an attempt on cand.
@@ -106,6 +110,8 @@ type exchange struct {
 	// took is the last attempt's wait on its upstream (until the answer, a stream's first
 	// event or the failure); negative when the attempt called no upstream.
 	took time.Duration
+	// load is the committed route's load state, counted off at end (nil: none kept).
+	load *loadstat.Route
 }
 
 var exchangePool = sync.Pool{New: func() any { return &exchange{} }}
@@ -194,7 +200,10 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
 	}
-	plan := s.cfg.Selector.Plan(ex.plan[:0], c.cands)
+	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{
+		Key: c.key, HasKey: c.hasKey, Mode: routing.ModeOf(c.m.Routing), Now: c.start.UnixNano()})
+	rt := &ex.box.routing
+	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	// Deadlines are the network's (fasthttp compares them with the wall clock); the
 	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
@@ -210,10 +219,12 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		}
 		var o outcome
 		ex.took = -1
+		ld := s.routeLoad(cand.Route)
 		err := s.cfg.Health.Do(cand.Route, func() error {
 			o = s.attempt(ctx, ex, c, cand, deadline)
 			return o.health
 		})
+		ex.countLoad(ld, o.ok && err == nil, c.stream)
 		if err == routing.ErrOpen {
 			continue // breaker open: not tried
 		}
@@ -401,6 +412,9 @@ func (ex *exchange) end(status int, result string) {
 	}
 	ex.call.Done()
 	ex.ticket.Release()
+	if ex.load != nil {
+		ex.endLoad()
+	}
 	ex.s.record(ex.box, ex.m, ex.bounds, ex.start, status, result)
 	*ex = exchange{watch: ex.watch} // keep the watch's timer and state
 	exchangePool.Put(ex)

@@ -10,6 +10,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
+	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/tracing"
@@ -175,6 +176,9 @@ func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []inde
 	}
 	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs).WithChoices(max(1, req.Choices))
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
+	if routing.ModeOf(m.Routing) != routing.ModeWeighted {
+		c.key, c.hasKey = routing.PrefixKey(m.ID, req.CacheKey.In(body), req.Prefix.In(body))
+	}
 	return c
 }
 

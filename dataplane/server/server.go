@@ -24,6 +24,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
@@ -54,7 +55,8 @@ type Config struct {
 	Tracer *tracing.Tracer
 	// Pool forwards to upstreams (default: proxy.NewPool with defaults).
 	Pool *proxy.Pool
-	// Selector orders eligible routes: priority, then weighted random (default: math/rand).
+	// Selector orders eligible routes: priority, then each model's routing policy (default:
+	// a Selector with a fresh load registry; without Loads, weighted random).
 	Selector *routing.Selector
 	// Health holds the per-route circuit breakers (default: routing.NewHealth defaults:
 	// open after 5 consecutive failures or half of >= 20 attempts in 30s, probe after 10s).
@@ -172,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Pool = proxy.NewPool(proxy.Config{})
 	}
 	if cfg.Selector == nil {
-		cfg.Selector = &routing.Selector{}
+		cfg.Selector = &routing.Selector{Loads: loadstat.NewRegistry()}
 	}
 	defDur(&cfg.HeaderTimeout, 10*time.Second)
 	defDur(&cfg.BodyIdleTimeout, 10*time.Second)

@@ -129,6 +129,9 @@ func (r *Route) Validate() error {
 			return fieldErr(fmt.Sprintf("protocols[%d]", i), "unknown endpoint %q", p)
 		}
 	}
+	if err := CheckMetricsURL(r.MetricsURL); err != nil {
+		return fieldErr("metrics_url", "%v", err)
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -139,4 +142,49 @@ func (r *Route) Validate() error {
 		}
 	}
 	return nil
+}
+
+// MetricsOff is the metrics_url that turns reading a route's metrics off.
+const MetricsOff = "off"
+
+// CheckMetricsURL checks a route's metrics_url: empty (the default endpoint), "off", or an
+// http or https URL without userinfo or fragment.
+func CheckMetricsURL(raw string) error {
+	if raw == "" || raw == MetricsOff {
+		return nil
+	}
+	if len(raw) > 2048 {
+		return errors.New("metrics_url is longer than 2048 bytes")
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("metrics_url %q does not parse", raw)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("metrics_url %q: scheme must be http or https (or the value off)", raw)
+	case u.Hostname() == "":
+		return fmt.Errorf("metrics_url %q has no host", raw)
+	case u.User != nil:
+		return fmt.Errorf("metrics_url %q must not carry userinfo", raw)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("metrics_url %q must not carry a fragment", raw)
+	}
+	return nil
+}
+
+// Routing policies of a model (Model.Routing); empty means RoutingScored.
+const (
+	RoutingScored    = "scored"
+	RoutingWeighted  = "weighted"
+	RoutingLeastLoad = "least_load"
+	RoutingAffinity  = "affinity"
+)
+
+// KnownRouting reports whether p is a model's routing policy (or empty: the default).
+func KnownRouting(p string) bool {
+	switch p {
+	case "", RoutingScored, RoutingWeighted, RoutingLeastLoad, RoutingAffinity:
+		return true
+	}
+	return false
 }

@@ -112,6 +112,9 @@ type Model struct {
 	// Prices in integer öre per million tokens.
 	InputOrePerMillion  int64 `json:"input_ore_per_million_tokens"`
 	OutputOrePerMillion int64 `json:"output_ore_per_million_tokens"`
+	// Routing names how nodes order the model's eligible routes (docs/routing.md): scored
+	// (the default when empty), weighted, least_load or affinity.
+	Routing string `json:"routing,omitempty"`
 }
 
 // Route is one way to serve a model: an upstream at a location speaking some protocols.
@@ -154,6 +157,10 @@ type Route struct {
 	// accepts. Empty by default: requests using any of them are refused unless one of their
 	// eligible routes allows every extension they use.
 	AllowExtensions []string `json:"allow_extensions,omitempty"`
+	// MetricsURL is the upstream's Prometheus metrics endpoint, which nodes read for its
+	// load while they send it requests; empty means the base URL's scheme and host with
+	// path /metrics, "off" turns reading off.
+	MetricsURL string `json:"metrics_url,omitempty"`
 }
 
 // Balance is an account's balance in micro-SEK.

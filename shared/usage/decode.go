@@ -140,6 +140,16 @@ func fastRouting(val gjson.Result, r *Record) bool {
 			bit, ok = 8, plainBool(v, &rt.UsageEstimated)
 		case `"attempts"`:
 			bit, ok = 16, fastAttempts(v, rt)
+		case `"balancer"`:
+			bit, ok = 32, plainString(v, &rt.Balancer)
+		case `"reason"`:
+			bit, ok = 64, plainString(v, &rt.Reason)
+		case `"server_queue"`:
+			bit, ok = 128, plainInt(v, &rt.ServerQueue)
+		case `"in_flight"`:
+			bit, ok = 256, plainInt(v, &rt.InFlight)
+		case `"queued_ms"`:
+			bit, ok = 512, plainInt(v, &rt.QueuedMS)
 		}
 		return bit, ok
 	})

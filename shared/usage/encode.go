@@ -73,6 +73,23 @@ func (rt *Routing) AppendJSON(dst []byte) []byte {
 	if rt.UsageEstimated {
 		dst = append(dst, `,"usage_estimated":true`...)
 	}
+	if rt.Balancer != "" {
+		dst = append(dst, `,"balancer":`...)
+		dst = jsonenc.AppendString(dst, rt.Balancer)
+	}
+	if rt.Reason != "" {
+		dst = append(dst, `,"reason":`...)
+		dst = jsonenc.AppendString(dst, rt.Reason)
+	}
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{`,"server_queue":`, rt.ServerQueue}, {`,"in_flight":`, rt.InFlight}, {`,"queued_ms":`, rt.QueuedMS}} {
+		if f.v != 0 {
+			dst = append(dst, f.name...)
+			dst = strconv.AppendInt(dst, f.v, 10)
+		}
+	}
 	dst = append(dst, `,"attempts":`...)
 	if rt.Attempts == nil {
 		dst = append(dst, "null"...)

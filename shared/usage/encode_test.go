@@ -22,6 +22,8 @@ func sampleRecords() []Record {
 				{Route: "b", Provider: "q", Region: "s", Status: 200, DurationMS: 4}}}},
 		{RequestID: odd, TS: ts.In(time.FixedZone("CET", 3600)), KeyID: &odd, Model: "<&>", Routing: &Routing{}},
 		{RequestID: "neg", PriceMicroSEK: -5, Status: 499, Routing: &Routing{Attempts: []Attempt{}}},
+		{RequestID: "bal", Routing: &Routing{Policy: "eu", Balancer: "scored", Reason: "affinity", ServerQueue: 3,
+			InFlight: 2, QueuedMS: 40, Attempts: []Attempt{{Route: "a", Status: 200}}}},
 	}
 }
 

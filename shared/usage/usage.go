@@ -52,8 +52,21 @@ type Routing struct {
 	Translated bool   `json:"translated,omitempty"` // served through chat completions
 	// UsageEstimated: the provider reported no usage for part of what was charged (a stream
 	// cut short, or a node interrupted mid-stream), so those tokens are the node's estimate.
-	UsageEstimated bool      `json:"usage_estimated,omitempty"`
-	Attempts       []Attempt `json:"attempts"`
+	UsageEstimated bool `json:"usage_estimated,omitempty"`
+	// Balancer is the model's routing policy that ordered the routes (scored, weighted,
+	// least_load, affinity) and Reason why the first route tried came first (affinity:
+	// the replica the prompt's prefix prefers; load: another, less loaded one; weighted: a
+	// weighted random draw; only: it was the only one).
+	Balancer string `json:"balancer,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// ServerQueue is the waiting queue the first route's server reported at dispatch
+	// (omitted when zero or when no fresh report was held); InFlight the node's own
+	// requests at that route then; QueuedMS the time the request waited in the node's fair
+	// queue because every eligible route was saturated.
+	ServerQueue int64     `json:"server_queue,omitempty"`
+	InFlight    int64     `json:"in_flight,omitempty"`
+	QueuedMS    int64     `json:"queued_ms,omitempty"`
+	Attempts    []Attempt `json:"attempts"`
 }
 
 // Attempt is one try at one route.

@@ -1,0 +1,219 @@
+// Package loadstat keeps what a node knows of each upstream route's load: its own requests
+// in flight there, moving averages of time to first token and time per output token, and
+// the latest load the model server itself reported on its metrics endpoint (dataplane/scrape
+// fills it). Everything on the request path is an atomic: no lock, no allocation.
+//
+// State is kept per route ID and base URL (like the circuit breakers), so it survives
+// snapshot swaps while a route whose address changed starts fresh; the request path finds
+// a route's state through the route's LoadMemo with one atomic load.
+package loadstat
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/sekgate/gateway/dataplane/index"
+)
+
+// ewmaShift sets the moving averages' weight of a new sample to 1/2^ewmaShift (1/8).
+const ewmaShift = 3
+
+// Route is the load state of one upstream route.
+type Route struct {
+	// ID is the route's ID; IDHash its xxhash, which rendezvous hashing mixes with a
+	// request's key (the same on every node).
+	ID     string
+	IDHash uint64
+	// MetricsURL is the route's metrics endpoint ("" when scraping is off).
+	MetricsURL string
+
+	inFlight atomic.Int64
+	ttft     atomic.Int64 // moving average, ns; 0 before the first sample
+	tpot     atomic.Int64 // moving average, ns per output token
+	lastUsed atomic.Int64 // unix ns of the last dispatch
+	// Server-reported load (scrape): requests waiting and running, KV-cache use in
+	// parts per million, and when it was read (unix ns; 0: never).
+	srvWaiting, srvRunning, srvKV, srvAt atomic.Int64
+	scrapeFails                          atomic.Int64
+}
+
+// Start counts a request dispatched to the route at now (unix ns); Done must follow.
+func (r *Route) Start(now int64) {
+	r.inFlight.Add(1)
+	r.lastUsed.Store(now)
+}
+
+// Done counts a request off the route.
+func (r *Route) Done() { r.inFlight.Add(-1) }
+
+// InFlight is this node's number of requests at the route.
+func (r *Route) InFlight() int64 { return r.inFlight.Load() }
+
+// LastUsed is when this node last dispatched a request to the route (unix ns; 0: never).
+func (r *Route) LastUsed() int64 { return r.lastUsed.Load() }
+
+// ObserveTTFT adds a time-to-first-token sample.
+func (r *Route) ObserveTTFT(d time.Duration) { ewma(&r.ttft, int64(d)) }
+
+// ObserveTPOT adds a time-per-output-token sample.
+func (r *Route) ObserveTPOT(d time.Duration) { ewma(&r.tpot, int64(d)) }
+
+// TTFT and TPOT are the moving averages (0 before the first sample).
+func (r *Route) TTFT() time.Duration { return time.Duration(r.ttft.Load()) }
+func (r *Route) TPOT() time.Duration { return time.Duration(r.tpot.Load()) }
+
+func ewma(v *atomic.Int64, x int64) {
+	if x <= 0 {
+		x = 1
+	}
+	for {
+		old := v.Load()
+		n := x
+		if old != 0 {
+			n = old + (x-old)>>ewmaShift
+		}
+		if v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// Report is the load a model server reported.
+type Report struct {
+	Waiting, Running int64
+	// KV is the KV-cache use from 0 to 1 (-1: not reported).
+	KV float64
+}
+
+// SetServer stores a server's report read at now (unix ns).
+func (r *Route) SetServer(rep Report, now int64) {
+	r.srvWaiting.Store(rep.Waiting)
+	r.srvRunning.Store(rep.Running)
+	kv := int64(-1)
+	if rep.KV >= 0 {
+		kv = int64(rep.KV * 1e6)
+	}
+	r.srvKV.Store(kv)
+	r.srvAt.Store(now)
+	r.scrapeFails.Store(0)
+}
+
+// ScrapeFailed counts a failed read of the route's metrics (the report already held fades
+// with age).
+func (r *Route) ScrapeFailed() { r.scrapeFails.Add(1) }
+
+// View is a route's load as the scorer sees it at one instant.
+type View struct {
+	// InFlight is this node's own count.
+	InFlight int64
+	// Waiting and Running are the server's counts weighed by Fresh; KV its cache use
+	// (0 to 1) weighed likewise. Fresh is 1 for a recent report and fades to 0 as it ages
+	// (see Registry.FreshFor), so a stale signal gives way to the node's own count.
+	Waiting, Running, KV, Fresh float64
+}
+
+// View returns the route's load at now (unix ns) with reports fresh for fresh and faded
+// over as long again.
+func (r *Route) View(now int64, fresh time.Duration) View {
+	v := View{InFlight: r.inFlight.Load()}
+	at := r.srvAt.Load()
+	if at == 0 {
+		return v
+	}
+	age := now - at
+	switch {
+	case age <= int64(fresh):
+		v.Fresh = 1
+	case age >= 2*int64(fresh):
+		return v
+	default:
+		v.Fresh = float64(2*int64(fresh)-age) / float64(fresh)
+	}
+	v.Waiting = v.Fresh * float64(r.srvWaiting.Load())
+	v.Running = v.Fresh * float64(r.srvRunning.Load())
+	if kv := r.srvKV.Load(); kv > 0 {
+		v.KV = v.Fresh * float64(kv) / 1e6
+	}
+	return v
+}
+
+// Load is a route's requests at the server as this node sees them: the server's waiting
+// plus running (weighed by freshness), or this node's own in-flight count when that is
+// larger (a report is up to one scrape interval old; the node's own count is not).
+func (v View) Load() float64 {
+	return max(v.Waiting+v.Running, float64(v.InFlight))
+}
+
+// Registry holds the load state of every route a node has seen. The zero value is not
+// usable; see NewRegistry.
+type Registry struct {
+	// FreshFor is how long a server report counts in full (default 750ms, three scrape
+	// intervals); it then fades out over as long again.
+	FreshFor time.Duration
+	mu       sync.Mutex
+	byKey    map[key]*Route
+}
+
+type key struct{ id, baseURL, metricsURL string }
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{FreshFor: 750 * time.Millisecond, byKey: make(map[key]*Route)}
+}
+
+// memo is what a route's LoadMemo holds: the state and its owner (two registries may share
+// a snapshot in tests).
+type memo struct {
+	owner *Registry
+	r     *Route
+}
+
+// For returns route r's state, creating it on first use.
+func (g *Registry) For(r *index.Route) *Route {
+	if m, ok := r.LoadMemo.Load().(memo); ok && m.owner == g {
+		return m.r
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := key{r.ID, r.BaseURL, MetricsURL(r)}
+	s := g.byKey[k]
+	if s == nil {
+		s = &Route{ID: r.ID, IDHash: xxhash.Sum64String(r.ID), MetricsURL: k.metricsURL}
+		g.byKey[k] = s
+	}
+	r.LoadMemo.Store(memo{owner: g, r: s})
+	return s
+}
+
+// Each calls fn with every route's state (the scraper, metrics).
+func (g *Registry) Each(fn func(*Route)) {
+	g.mu.Lock()
+	all := make([]*Route, 0, len(g.byKey))
+	for _, r := range g.byKey {
+		all = append(all, r)
+	}
+	g.mu.Unlock()
+	for _, r := range all {
+		fn(r)
+	}
+}
+
+// MetricsURL is the metrics endpoint of route r: its metrics_url; by default the
+// server's /metrics (the base URL's scheme and host); "" when the route turns it off
+// (metrics_url "off").
+func MetricsURL(r *index.Route) string {
+	switch r.MetricsURL {
+	case "off":
+		return ""
+	case "":
+		scheme := "http://"
+		if r.UpstreamTLS {
+			scheme = "https://"
+		}
+		return scheme + r.UpstreamHost + "/metrics"
+	}
+	return r.MetricsURL
+}

@@ -1,0 +1,96 @@
+package loadstat
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+func route(id, base, metrics string) *index.Route {
+	b, _ := snapshot.ParseBaseURL(base)
+	return &index.Route{Route: snapshot.Route{ID: id, BaseURL: base, MetricsURL: metrics}, UpstreamHost: b.Host, UpstreamTLS: b.TLS}
+}
+
+func TestInFlightConcurrent(t *testing.T) {
+	g := NewRegistry()
+	r := g.For(route("a", "http://10.0.0.1:8000/v1", ""))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				r.Start(1)
+				r.Done()
+			}
+		}()
+	}
+	r.Start(1)
+	wg.Wait()
+	if n := r.InFlight(); n != 1 {
+		t.Fatalf("in flight %d, want 1", n)
+	}
+}
+
+func TestStateSurvivesSnapshotSwap(t *testing.T) {
+	g := NewRegistry()
+	a := g.For(route("a", "http://h:1/v1", ""))
+	a.Start(1)
+	if b := g.For(route("a", "http://h:1/v1", "")); b != a {
+		t.Fatal("same route in a new snapshot got new state")
+	}
+	if c := g.For(route("a", "http://h:2/v1", "")); c == a {
+		t.Fatal("a moved route kept its old state")
+	}
+}
+
+func TestMovingAverages(t *testing.T) {
+	var r Route
+	r.ObserveTTFT(800 * time.Millisecond)
+	if r.TTFT() != 800*time.Millisecond {
+		t.Fatalf("first sample: %v", r.TTFT())
+	}
+	for range 60 {
+		r.ObserveTTFT(40 * time.Millisecond)
+	}
+	if d := r.TTFT(); d < 39*time.Millisecond || d > 45*time.Millisecond {
+		t.Fatalf("after 60 samples of 40ms: %v", d)
+	}
+}
+
+func TestViewFades(t *testing.T) {
+	var r Route
+	r.Start(0)
+	fresh := 100 * time.Millisecond
+	if v := r.View(0, fresh); v.Fresh != 0 || v.Load() != 1 {
+		t.Fatalf("no report: %+v", v)
+	}
+	at := int64(time.Second)
+	r.SetServer(Report{Waiting: 6, Running: 4, KV: 0.5}, at)
+	for _, tc := range []struct {
+		age        time.Duration
+		fresh      float64
+		load, wait float64
+	}{{0, 1, 10, 6}, {fresh, 1, 10, 6}, {fresh * 3 / 2, 0.5, 5, 3}, {2 * fresh, 0, 1, 0}, {time.Hour, 0, 1, 0}} {
+		v := r.View(at+int64(tc.age), fresh)
+		if v.Fresh != tc.fresh || v.Load() != tc.load || v.Waiting != tc.wait {
+			t.Errorf("age %v: %+v load %v, want fresh %v load %v waiting %v", tc.age, v, v.Load(), tc.fresh, tc.load, tc.wait)
+		}
+	}
+}
+
+func TestMetricsURL(t *testing.T) {
+	for _, tc := range []struct{ base, metrics, want string }{
+		{"http://10.0.0.5:8000/v1", "", "http://10.0.0.5:8000/metrics"},
+		{"https://vllm.example/v1", "", "https://vllm.example/metrics"},
+		{"http://h:1/v1", "off", ""},
+		{"http://h:1/v1", "http://h:9/prom", "http://h:9/prom"},
+	} {
+		if got := MetricsURL(route("x", tc.base, tc.metrics)); got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.base, tc.metrics, got, tc.want)
+		}
+	}
+}

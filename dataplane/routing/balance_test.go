@@ -1,0 +1,196 @@
+package routing
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/loadstat"
+)
+
+func fourRoutes() []index.Candidate {
+	return []index.Candidate{cand("r1", 0, 1), cand("r2", 0, 1), cand("r3", 0, 1), cand("r4", 0, 1), cand("backup", 1, 1)}
+}
+
+func order(s *Selector, cands []index.Candidate, req Request) ([]string, Decision) {
+	plan, d := s.Order(nil, cands, req)
+	ids := make([]string, len(plan))
+	for i, c := range plan {
+		ids[i] = c.Route.ID
+	}
+	return ids, d
+}
+
+var t0 = time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC).UnixNano()
+
+// Two nodes (separate selectors, registries and route objects) order a key's routes alike.
+func TestAffinityAgreesAcrossNodes(t *testing.T) {
+	for _, mode := range []Mode{ModeScored, ModeAffinity, ModeLeastLoad} {
+		a := &Selector{Loads: loadstat.NewRegistry()}
+		b := &Selector{Loads: loadstat.NewRegistry()}
+		ca, cb := fourRoutes(), fourRoutes()
+		for k := range 50 {
+			key, _ := PrefixKey("m", nil, []byte(fmt.Sprintf("tenant-%d system prompt", k)))
+			req := Request{Key: key, HasKey: true, Mode: mode, Now: t0}
+			oa, _ := order(a, ca, req)
+			ob, _ := order(b, cb, req)
+			if fmt.Sprint(oa) != fmt.Sprint(ob) {
+				t.Fatalf("%v key %d: node a %v, node b %v", mode, k, oa, ob)
+			}
+			if oa[4] != "backup" {
+				t.Fatalf("%v: lower priority route not last: %v", mode, oa)
+			}
+		}
+	}
+}
+
+// Rendezvous shares keys among routes in proportion to their weights.
+func TestRendezvousHonoursWeights(t *testing.T) {
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	cands := []index.Candidate{cand("a", 0, 1), cand("b", 0, 3), cand("zero", 0, 0)}
+	counts := map[string]int{}
+	for k := range 8000 {
+		key, _ := PrefixKey("m", []byte(fmt.Sprint(k)), nil)
+		ids, _ := order(s, cands, Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0})
+		counts[ids[0]]++
+		if ids[2] != "zero" {
+			t.Fatalf("weight-0 route not last: %v", ids)
+		}
+	}
+	if r := float64(counts["b"]) / float64(counts["a"]); r < 2.6 || r > 3.4 {
+		t.Fatalf("shares %v: b/a = %.2f, want about 3", counts, r)
+	}
+}
+
+func loadUp(s *Selector, c index.Candidate, n int) {
+	for range n {
+		s.Loads.For(c.Route).Start(t0)
+	}
+}
+
+// Affinity with bounded load passes over a preferred replica that is far above average.
+func TestAffinityBoundedLoad(t *testing.T) {
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	cands := fourRoutes()
+	key, _ := PrefixKey("m", nil, []byte("system"))
+	req := Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0}
+	ids, d := order(s, cands, req)
+	if d.Reason != ReasonAffinity {
+		t.Fatalf("idle: reason %q", d.Reason)
+	}
+	preferred := ids[0]
+	var pc index.Candidate
+	for _, c := range cands {
+		if c.Route.ID == preferred {
+			pc = c
+		}
+	}
+	loadUp(s, pc, 2) // average with the request (3/4) rounds up to 1: 2+1 > 1.25
+	ids2, d2 := order(s, cands, req)
+	if ids2[0] == preferred || d2.Reason != ReasonLoad || ids2[0] != ids[1] {
+		t.Fatalf("loaded preferred %s: got %v (%s), want the next in key order %s", preferred, ids2, d2.Reason, ids[1])
+	}
+}
+
+// The scored policy keeps a known key on its replica against small load differences and
+// moves it for large ones; a new key goes by load alone.
+func TestScoredAffinityAgainstLoad(t *testing.T) {
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	cands := fourRoutes()
+	key, _ := PrefixKey("m", nil, []byte("tenant system prompt"))
+	req := Request{Key: key, HasKey: true, Mode: ModeScored, Now: t0}
+	ids, d := order(s, cands, req) // first sight: ties keep the key's order
+	if d.Reason != ReasonLoad {
+		t.Fatalf("new key: reason %q, want load", d.Reason)
+	}
+	byID := map[string]index.Candidate{}
+	for _, c := range cands {
+		byID[c.Route.ID] = c
+	}
+	loadUp(s, byID[ids[0]], 2)
+	again, d := order(s, cands, req)
+	if again[0] != ids[0] || d.Reason != ReasonAffinity || d.InFlight != 2 {
+		t.Fatalf("known key, preferred 2 ahead: %v %+v", again, d)
+	}
+	loadUp(s, byID[ids[0]], 2)
+	moved, d := order(s, cands, req)
+	if moved[0] == ids[0] || d.Reason != ReasonLoad {
+		t.Fatalf("preferred 4 ahead: %v %+v", moved, d)
+	}
+	// A fresh server report of a long queue moves it too.
+	s2 := &Selector{Loads: loadstat.NewRegistry()}
+	order(s2, cands, req)
+	s2.Loads.For(byID[ids[0]].Route).SetServer(loadstat.Report{Waiting: 3, Running: 4, KV: 0.5}, t0)
+	moved2, d2 := order(s2, cands, req)
+	if moved2[0] == ids[0] {
+		t.Fatalf("server queue 3 ignored: %v", moved2)
+	}
+	if d2.Waiting != -1 {
+		t.Fatalf("waiting seen at the chosen route %d, want -1 (no report)", d2.Waiting)
+	}
+	// The report fades: far later it no longer counts.
+	late := req
+	late.Now = t0 + int64(10*time.Second)
+	if back, _ := order(s2, cands, late); back[0] != ids[0] {
+		t.Fatalf("stale report still counted: %v", back)
+	}
+}
+
+// Least load ignores the key.
+func TestLeastLoad(t *testing.T) {
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	cands := fourRoutes()
+	loadUp(s, cands[0], 3)
+	loadUp(s, cands[1], 1)
+	loadUp(s, cands[3], 2)
+	ids, d := order(s, cands, Request{Mode: ModeLeastLoad, Now: t0})
+	if ids[0] != "r3" || ids[1] != "r2" || ids[2] != "r4" || ids[3] != "r1" || d.Reason != ReasonLoad {
+		t.Fatalf("least load order %v (%s)", ids, d.Reason)
+	}
+}
+
+func TestModeOf(t *testing.T) {
+	for name, want := range map[string]Mode{"": ModeScored, "scored": ModeScored, "weighted": ModeWeighted,
+		"least_load": ModeLeastLoad, "affinity": ModeAffinity, "future": ModeScored} {
+		if got := ModeOf(name); got != want {
+			t.Errorf("ModeOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func benchSetup() (*Selector, []index.Candidate, []byte) {
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	cands := fourRoutes()
+	prefix := make([]byte, 4096)
+	for i := range prefix {
+		prefix[i] = byte('a' + i%26)
+	}
+	return s, cands, prefix
+}
+
+// The routing decision (prefix key over a full 4 KiB prefix, then ordering) allocates
+// nothing.
+func TestOrderAllocatesNothing(t *testing.T) {
+	s, cands, prefix := benchSetup()
+	var dst [8]index.Candidate
+	for _, mode := range []Mode{ModeScored, ModeAffinity, ModeLeastLoad, ModeWeighted} {
+		allocs := testing.AllocsPerRun(200, func() {
+			key, ok := PrefixKey("model", nil, prefix)
+			s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, Mode: mode, Now: t0})
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per decision", mode, allocs)
+		}
+	}
+}
+
+func BenchmarkDecision(b *testing.B) {
+	s, cands, prefix := benchSetup()
+	var dst [8]index.Candidate
+	b.ReportAllocs()
+	for b.Loop() {
+		key, ok := PrefixKey("model", nil, prefix)
+		s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, Mode: ModeScored, Now: t0})
+	}
+}
