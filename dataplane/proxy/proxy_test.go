@@ -120,7 +120,7 @@ func TestNextValidatesEvents(t *testing.T) {
 		prompt     int64
 		reportedIn bool
 	}{
-		{"chat ok", index.EPChat, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 5, 2, false, true, 0, false},
+		{"chat ok", index.EPChat, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n", 4, 2, false, true, 0, false}, // the keep-alive dropped
 		{"chat garbage", index.EPChat, "data: {\"choices\":[]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: not json\n\ndata: [DONE]\n\n", 2, 1, true, false, 0, false},
 		{"chat truncated json", index.EPChat, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"\n\n", 0, 0, true, false, 0, false},
 		{"completions", index.EPCompletions, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n", 3, 2, false, true, 0, false},

@@ -10,8 +10,10 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/sse"
@@ -30,6 +32,20 @@ var (
 	// possible (tokens.Bounds).
 	ErrInvalidUsage = errors.New("proxy: upstream usage out of bounds")
 )
+
+// ReportedError is an error the upstream reported inside its 200 stream (a chat event with
+// an error member, llama.cpp server's "error:" line, a Messages-style error event), in the
+// server's own words. The stream ends there.
+type ReportedError struct{ Info dialect.Error }
+
+func (e *ReportedError) Error() string { return "proxy: upstream reported an error: " + e.Info.Message }
+
+// Reported returns the error the upstream reported inside its stream, if err is one.
+func Reported(err error) (*ReportedError, bool) {
+	var r *ReportedError
+	ok := errors.As(err, &r)
+	return r, ok
+}
 
 // IsInvalid reports whether err says the upstream broke the protocol (an invalid event or
 // impossible usage), as opposed to a transport failure.
@@ -78,6 +94,12 @@ type StreamOptions struct {
 	// ends the stream with ErrInvalidUsage. The zero value checks only that counts are
 	// counts.
 	Bounds tokens.Bounds
+	// StripRunningUsage removes the usage member from chat chunks that carry choices: the
+	// running usage the gateway asked for (continuous_usage_stats) on behalf of a client
+	// that did not ask for it. The final usage-only chunk is left to DropUsageOnly.
+	StripRunningUsage bool
+	// Dialect is the upstream server's (nil: dialect.Default).
+	Dialect *dialect.Dialect
 }
 
 // Stream reads one upstream server-sent event stream for a relay. Every event of a JSON
@@ -94,7 +116,8 @@ type Stream struct {
 	pendingErr  error
 	msgs        tokens.Messages
 	chatEvents  int64
-	lastDelta   bool // the event inspected last carries generated output
+	lastDelta   bool   // the event inspected last carries generated output
+	rewritten   []byte // an event rewritten by inspect (running usage stripped), reused
 	timer       *time.Timer
 	timedOut    atomic.Bool
 	Result      StreamResult
@@ -129,7 +152,7 @@ func (s *Stream) Peek() error {
 		return s.upstreamErr(err)
 	}
 	s.pending, s.hasPending = ev, true
-	s.pendingSend, s.pendingErr = s.inspect(ev)
+	s.pendingSend, s.pendingErr = s.inspect(&s.pending)
 	return s.pendingErr
 }
 
@@ -153,7 +176,7 @@ func (s *Stream) Next() (sse.Event, error) {
 			s.Result.Err = s.upstreamErr(err)
 			return sse.Event{}, s.Result.Err
 		}
-		send, err := s.inspect(ev)
+		send, err := s.inspect(&ev)
 		if err != nil {
 			s.Result.Err = err
 			return sse.Event{}, err
@@ -182,10 +205,15 @@ func (s *Stream) upstreamErr(err error) error {
 
 // inspect checks ev, reads usage and terminal signals from it, and reports whether to
 // relay it. An error means the upstream broke its protocol: the stream must end.
-func (s *Stream) inspect(ev sse.Event) (bool, error) {
+func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 	s.lastDelta = false
 	if len(ev.Data) == 0 {
-		return true, nil // a comment (keep-alive) or an empty data field: nothing to check
+		if ev.Error != nil {
+			return false, lineError(ev.Error)
+		}
+		// A comment (keep-alive) or an empty data field (sent by relays in front of
+		// servers): dropped, as SDKs fail on an empty data field.
+		return false, nil
 	}
 	switch s.e {
 	case index.EPChat, index.EPCompletions:
@@ -197,7 +225,12 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		if !ok {
 			return false, ErrInvalidEvent
 		}
-		s.lastDelta = s.isDelta(ev)
+		if bytes.Contains(ev.Data, errorKey) {
+			if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
+				return false, eventError(ev.Data)
+			}
+		}
+		s.lastDelta = s.isDelta(*ev)
 		s.chatEvents++
 		if !usage.IsObject() {
 			return true, nil
@@ -209,6 +242,9 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		}
 		if s.opt.DropUsageOnly && noChoices {
 			return false, nil
+		}
+		if s.opt.StripRunningUsage && !noChoices {
+			s.stripUsage(ev)
 		}
 	case index.EPMessages:
 		if !validEvent(ev.Data) {
@@ -229,6 +265,8 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		case sse.ContentBlockDelta:
 			s.lastDelta = true
 			return true, nil
+		case "error":
+			return false, eventError(ev.Data)
 		default:
 			return true, nil
 		}
@@ -241,7 +279,7 @@ func (s *Stream) inspect(ev sse.Event) (bool, error) {
 		if !validEvent(ev.Data) {
 			return false, ErrInvalidEvent
 		}
-		s.lastDelta = s.isDelta(ev)
+		s.lastDelta = s.isDelta(*ev)
 		switch name := string(ev.Name); name {
 		case sse.ResponseCompleted, sse.ResponseFailed, sse.ResponseIncomplete:
 			if bu, ok := tokens.FromResponses(gjson.GetBytes(ev.Data, "response.usage")); ok {
@@ -395,7 +433,40 @@ func emptyArray(a []byte) bool {
 	return true
 }
 
-var usageKey = []byte(`"usage"`)
+var (
+	usageKey = []byte(`"usage"`)
+	errorKey = []byte(`"error"`)
+)
+
+// eventError is the error a stream event (valid JSON with an error member) reports.
+func eventError(data []byte) *ReportedError {
+	e, ok := dialect.ReadError(data)
+	if !ok || e.Message == "" {
+		e.Message = "the provider reported an error without a message"
+	}
+	return &ReportedError{Info: e}
+}
+
+// lineError is the error of llama.cpp server's "error: {...}" line.
+func lineError(v []byte) *ReportedError {
+	b := make([]byte, 0, len(v)+10)
+	b = append(append(append(b, `{"error":`...), v...), '}')
+	return eventError(b)
+}
+
+// stripUsage replaces ev's usage member with nothing, in a buffer of the stream's; ev's
+// Raw then points there (a chat event has one data line: Raw is "data: " + Data).
+func (s *Stream) stripUsage(ev *sse.Event) {
+	d, err := sjson.DeleteBytes(ev.Data, "usage")
+	if err != nil {
+		return
+	}
+	b := append(s.rewritten[:0], "data: "...)
+	b = append(b, d...)
+	b = append(b, "\n\n"...)
+	s.rewritten = b
+	ev.Raw, ev.Data = b, b[len("data: "):len(b)-2]
+}
 
 // chatEventSlow is chatEvent after validation, reading the event with gjson.
 func chatEventSlow(data []byte) (usage gjson.Result, noChoices, ok bool) {

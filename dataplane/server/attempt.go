@@ -317,7 +317,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	status := uresp.StatusCode()
 	att.Status = status
 	if status != fasthttp.StatusOK {
-		aerr, result := upstreamStatusError(status, uresp)
+		aerr, result, refusal := upstreamStatusError(status, uresp)
 		_ = uresp.CloseBodyStream()
 		fasthttp.ReleaseResponse(uresp)
 		// 5xx counts against the route's breaker. 429 does not: the provider is alive and
@@ -326,12 +326,13 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		// into a 503). A 4xx refusal of the input is the client's error: the route is fine.
 		var health error
 		switch {
+		case refusal:
 		case status >= 500:
 			health = routing.ErrRouteFailed
 		case status == 429:
 			health = routing.ErrNeutral
 		}
-		return outcome{retry: retryableStatus(status), aerr: aerr, result: result, health: health}
+		return outcome{retry: retryableStatus(status) && !refusal, aerr: aerr, result: result, health: health}
 	}
 	if !c.stream {
 		// A 200 must be a JSON body whose usage is possible for this request: anything else
@@ -370,8 +371,11 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	}
 	st := proxy.OpenStream(uresp, ue, proxy.StreamOptions{
 		DropUsageOnly: c.stream && !c.includeUsage && !cand.Translate && ue == c.e,
-		Total:         time.Until(dl),
-		Bounds:        c.bounds,
+		StripRunningUsage: !cand.Translate && ue == c.e && cand.Route.ContinuousUsageStats &&
+			(ue == index.EPChat || ue == index.EPCompletions) && !clientAskedRunningUsage(c.raw),
+		Total:   time.Until(dl),
+		Bounds:  c.bounds,
+		Dialect: routeDialect(cand.Route),
 	})
 	if err := st.Peek(); err != nil {
 		st.Close()
@@ -381,6 +385,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		if ex.call.Cancelled() {
 			att.Error = proxy.FailCancelled
 			return outcome{health: routing.ErrNeutral}
+		}
+		if re, ok := proxy.Reported(err); ok {
+			return reportedOutcome(re.Info) // the server's error as its first event
 		}
 		if proxy.IsInvalid(err) {
 			att.Error = proxy.FailInvalid

@@ -8,7 +8,7 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-// Drain events in each client protocol, as streamErrorEvent's.
+// Drain events in each client protocol, as streamEndEvent's.
 var (
 	drainErrChat      = []byte("data: " + string(errShuttingDown.JSON(false)) + "\n\n")
 	drainErrMessages  = []byte("event: error\ndata: " + string(errShuttingDown.JSON(true)) + "\n\n")
@@ -93,6 +93,7 @@ func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
 		if _, err := w.Write(drainEvent(proto.client)); err == nil {
 			_ = w.Flush()
 		}
+		rel.ended = true
 	}
 	ex.endStream(w, proto.client, rel)
 }

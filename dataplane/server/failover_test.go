@@ -197,8 +197,8 @@ func TestResidencyNeverCrossed(t *testing.T) {
 	}
 }
 
-// TestNoFailoverAfterFirstByte: a stream that breaks after its first events ends without
-// its terminal event; the request is not moved to the healthy route.
+// TestNoFailoverAfterFirstByte: a stream that breaks after its first events ends with an
+// error event instead of its terminal event; the request is not moved to the healthy route.
 func TestNoFailoverAfterFirstByte(t *testing.T) {
 	breaking := startSim(t, "breaking", simulator.Knobs{FailAfterEvents: 3})
 	good := startSim(t, "good", simulator.Knobs{})
@@ -208,7 +208,8 @@ func TestNoFailoverAfterFirstByte(t *testing.T) {
 	if r.Status != 200 || r.Header.Get("X-Service-Provider") != "breaking" {
 		t.Fatalf("%d %v", r.Status, r.Header)
 	}
-	if strings.Contains(r.Body, "[DONE]") || strings.Count(r.Body, "data: ") != 3 {
+	if strings.Contains(r.Body, "[DONE]") || strings.Count(r.Body, "data: ") != 4 ||
+		!strings.HasSuffix(r.Body, "data: "+string(streamCutError)+"\n\n") {
 		t.Fatalf("broken stream relayed as %q", r.Body)
 	}
 	rec := g.record(t, 1)

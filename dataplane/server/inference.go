@@ -4,9 +4,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
@@ -227,7 +227,7 @@ func streamResult(r *proxy.StreamResult, rel relayed, cancelled bool) string {
 	switch {
 	case rel.gone || cancelled:
 		return usage.ResultCancelled
-	case proxy.IsInvalid(r.Err):
+	case proxy.IsInvalid(r.Err) || isReported(r.Err):
 		return usage.ResultUpstreamError
 	case errors.Is(r.Err, proxy.ErrStreamTimeout) || proxy.Classify(r.Err) == proxy.FailTimeout:
 		return usage.ResultTimeout
@@ -281,38 +281,33 @@ func transportError(class string) *apierror.Error {
 	return errProviderTransport
 }
 
-// upstreamStatusError maps a non-200 upstream answer to the gateway's error.
-func upstreamStatusError(status int, resp *fasthttp.Response) (*apierror.Error, string) {
+// upstreamStatusError maps a non-200 upstream answer to the gateway's error, with the
+// server's message read from its body in any server's shape (dialect.ReadError). refusal
+// says the provider refused the input (400, 413, 422, or a context overflow whatever the
+// status): the client's error, which every route would give, so it is never failed over.
+func upstreamStatusError(status int, resp *fasthttp.Response) (aerr *apierror.Error, result string, refusal bool) {
+	var (
+		info  dialect.Error
+		known bool
+	)
+	if status != 429 && status != 503 && status != 504 {
+		info, known = dialect.ReadError(errorBody(resp))
+	}
 	switch {
+	case status == 400 || status == 422 || status == 413 || known && info.Overflow:
+		return providerRefusal(status, info, known), usage.ResultRejected, true
 	case status == 429:
 		ra := proxy.RetryAfter(resp)
 		if ra > 0 {
-			return errProviderRateLimited.WithRetryAfter(ra), usage.ResultRateLimited
+			return errProviderRateLimited.WithRetryAfter(ra), usage.ResultRateLimited, false
 		}
-		return errProviderRateLimited, usage.ResultRateLimited
+		return errProviderRateLimited, usage.ResultRateLimited, false
 	case status == 503:
-		return errProviderUnavailable.WithRetryAfter(max(proxy.RetryAfter(resp), 1)), usage.ResultUpstreamError
+		return errProviderUnavailable.WithRetryAfter(max(proxy.RetryAfter(resp), 1)), usage.ResultUpstreamError, false
 	case status == 504:
-		return errProviderTimeout, usage.ResultTimeout
-	case status == 400 || status == 422 || status == 413:
-		// The provider refused the input (e.g. context window exceeded): the client's error.
-		msg := "the provider refused the request"
-		if !resp.StreamBody || resp.BodyStream() == nil {
-			b := resp.Body()
-			for _, path := range []string{"error.message", "message", "detail"} {
-				if v := gjson.GetBytes(b, path); v.Type == gjson.String && v.Str != "" {
-					msg = "the provider refused the request: " + truncate(v.Str, 500)
-					break
-				}
-			}
-		}
-		st := 400
-		if status == 413 {
-			st = 413
-		}
-		return apierror.New(st, apierror.TypeInvalidRequest, apierror.CodeProviderRejected, msg), usage.ResultRejected
+		return errProviderTimeout, usage.ResultTimeout, false
 	}
-	return errProviderFailed, usage.ResultUpstreamError
+	return providerFailure(info, known), usage.ResultUpstreamError, false
 }
 
 func truncate(s string, n int) string {

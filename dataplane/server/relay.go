@@ -31,6 +31,11 @@ type relayed struct {
 	// err is why the client's stream could not be completed although the upstream's
 	// could (a translator refusing a chunk, a translated response ending incomplete).
 	err error
+	// ended is set once the client received an event that ends its stream other than the
+	// successful last one (a translated response.incomplete, the drain's error event).
+	ended bool
+	// tr is a translated stream's translator, which writes the client's error event.
+	tr streamTranslator
 }
 
 // relayStream answers with the committed stream of ex (its first event already read),
@@ -107,6 +112,8 @@ func (errWriter) Write([]byte) (int, error) { return 0, errClientGone }
 type streamTranslator interface {
 	Feed(chunk []byte) error
 	Finish() error
+	// Fail ends the client's stream with its protocol's error event carrying msg.
+	Fail(msg string) error
 }
 
 // clientWriter writes events to the client, one flush per event, and keeps count.
@@ -168,6 +175,7 @@ func (p protocol) relay(w *bufio.Writer, st *proxy.Stream) relayed {
 	} else {
 		tr = translate.NewChatToMessagesStream(p.model, cw.event)
 	}
+	cw.r.tr = tr
 	return p.relayLoop(cw, st, tr)
 }
 
@@ -194,6 +202,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 				// response.incomplete (output limit, content filter) ends the stream
 				// properly but is a failure signal of the protocol, as on native routes.
 				cw.r.err = errResponseNotCompleted
+				cw.r.ended = true
 				return cw.r
 			}
 		case ev.Data == nil:

@@ -8,31 +8,9 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
-
-// Error events in each client protocol, built once: chat and text completions get a data
-// line with the interface's error envelope (as OpenAI-style servers send), Messages-style
-// an error event, Responses-style an error event with type, code and message.
-var (
-	streamErrChat      = []byte("data: " + string(errStreamInvalid.JSON(false)) + "\n\n")
-	streamErrMessages  = []byte("event: error\ndata: " + string(errStreamInvalid.JSON(true)) + "\n\n")
-	streamErrResponses = []byte(`event: error` + "\n" + `data: {"type":"error","code":"` + apierror.CodeProviderError +
-		`","message":"` + errStreamInvalid.Message + `","param":null}` + "\n\n")
-)
-
-// streamErrorEvent is the error event that ends a stream of client endpoint e.
-func streamErrorEvent(e index.Endpoint) []byte {
-	switch e {
-	case index.EPMessages:
-		return streamErrMessages
-	case index.EPResponses:
-		return streamErrResponses
-	}
-	return streamErrChat
-}
 
 // writeStart hands the meter the start entry of the committed stream, before its 200 and
 // X-Request-Id reach the client: the record the request gets if the node dies while the
@@ -76,12 +54,18 @@ func (ex *exchange) writeStart() {
 func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
 	r := &ex.stream.Result
 	result := streamResult(r, rel, ex.cancelled())
-	if proxy.IsInvalid(r.Err) {
-		if !rel.gone {
-			if _, err := w.Write(streamErrorEvent(client)); err == nil {
-				_ = w.Flush()
-			}
+	// Every stream that did not complete ends with its protocol's error event (unless the
+	// client went away, or received a terminal event already: the upstream's own on a
+	// same-protocol stream, a translated response.incomplete, the drain's error).
+	if !rel.done && !rel.gone && !rel.ended && !ex.cancelled() && !(r.Ended && rel.tr == nil) {
+		msg := streamEndMessage(r, rel)
+		if rel.tr != nil {
+			_ = rel.tr.Fail(msg)
+		} else if _, err := w.Write(streamEndEvent(client, msg)); err == nil {
+			_ = w.Flush()
 		}
+	}
+	if proxy.IsInvalid(r.Err) {
 		if n := len(ex.box.routing.Attempts); n > 0 {
 			ex.box.routing.Attempts[n-1].Error = proxy.FailInvalid
 		}
@@ -90,14 +74,20 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		}
 	}
 	rec := &ex.box.rec
-	rec.PromptTokens, rec.CompletionTokens = r.PromptTokens, r.CompletionTokens
-	if !r.PromptReported {
-		rec.PromptTokens = ex.promptEstimate
-		ex.box.routing.UsageEstimated = true
-	}
-	if !r.OutputReported {
-		rec.CompletionTokens = min(rel.deltas, ex.bounds.Output)
-		ex.box.routing.UsageEstimated = true
+	if result == usage.ResultOK || result == usage.ResultCancelled {
+		rec.PromptTokens, rec.CompletionTokens = r.PromptTokens, r.CompletionTokens
+		if !r.PromptReported {
+			rec.PromptTokens = ex.promptEstimate
+			ex.box.routing.UsageEstimated = true
+		}
+		if !r.OutputReported {
+			rec.CompletionTokens = min(rel.deltas, ex.bounds.Output)
+			ex.box.routing.UsageEstimated = true
+		}
+	} else {
+		var est bool
+		rec.PromptTokens, rec.CompletionTokens, est = streamCharge(r, rel.deltas, ex.promptEstimate, ex.bounds)
+		ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || est
 	}
 	// The record first, then the upstream: closing a stream that ended cleanly reads the
 	// end of the upstream's body so its connection can be reused (proxy.Stream.Close), which

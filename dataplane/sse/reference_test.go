@@ -26,12 +26,16 @@ func (r *refReader) Next() (Event, error) {
 	r.raw = r.raw[:0]
 	r.data = r.data[:0]
 	r.dataSet = false
-	var name []byte
-	nameStart, nameEnd := -1, -1
+	nameStart, nameEnd, errStart, errEnd := -1, -1, -1, -1
 	for {
 		lineStart := len(r.raw)
 		if err := r.readLine(); err != nil {
 			if err == io.EOF {
+				if n := len(r.raw); n > 0 && r.raw[n-1] == '\n' && lineStart == n {
+					// A complete last event without its blank line: accepted.
+					r.raw = append(r.raw, '\n')
+					return r.finish(nameStart, nameEnd, errStart, errEnd), nil
+				}
 				if len(r.raw) > 0 {
 					return Event{}, ErrTruncated
 				}
@@ -51,18 +55,7 @@ func (r *refReader) Next() (Event, error) {
 				r.raw = r.raw[:0]
 				continue
 			}
-			ev := Event{Raw: r.raw}
-			if r.dataSet {
-				ev.Data = r.data
-				if ev.Data == nil {
-					ev.Data = []byte{}
-				}
-			}
-			if nameStart >= 0 {
-				name = r.raw[nameStart:nameEnd]
-				ev.Name = name
-			}
-			return ev, nil
+			return r.finish(nameStart, nameEnd, errStart, errEnd), nil
 		}
 		if line[0] == ':' {
 			continue
@@ -84,8 +77,29 @@ func (r *refReader) Next() (Event, error) {
 		case "event":
 			off := lineStart + (len(line) - len(value))
 			nameStart, nameEnd = off, off+len(value)
+		case "error":
+			off := lineStart + (len(line) - len(value))
+			errStart, errEnd = off, off+len(value)
 		}
 	}
+}
+
+// finish is the event read into r.raw.
+func (r *refReader) finish(nameStart, nameEnd, errStart, errEnd int) Event {
+	ev := Event{Raw: r.raw}
+	if r.dataSet {
+		ev.Data = r.data
+		if ev.Data == nil {
+			ev.Data = []byte{}
+		}
+	}
+	if nameStart >= 0 {
+		ev.Name = r.raw[nameStart:nameEnd]
+	}
+	if errStart >= 0 {
+		ev.Error = r.raw[errStart:errEnd]
+	}
+	return ev
 }
 
 // readLine appends one line including its LF to r.raw.
@@ -123,6 +137,8 @@ func FuzzReaderMatchesReference(f *testing.F) {
 	f.Add([]byte("data: x"), uint16(1024))
 	f.Add([]byte("data: xxxxxxxxxxxxxxxxxx\ndata: y\n\n"), uint16(20))
 	f.Add([]byte("\n\n\n"), uint16(1024))
+	f.Add([]byte("data: {}\n\nerror: {\"code\":500}\n\n"), uint16(1024))
+	f.Add([]byte("data: [DONE]\r\n"), uint16(1024))
 	f.Fuzz(func(t *testing.T, in []byte, max uint16) {
 		m := int(max)%4096 + 1
 		// Whole events in the buffer (read in place), and events arriving in pieces
@@ -142,7 +158,7 @@ func FuzzReaderMatchesReference(f *testing.F) {
 				if err != nil {
 					break
 				}
-				if !bytes.Equal(e.Raw, re.Raw) || !bytes.Equal(e.Data, re.Data) || (e.Data == nil) != (re.Data == nil) ||
+				if !bytes.Equal(e.Raw, re.Raw) || !bytes.Equal(e.Data, re.Data) || !bytes.Equal(e.Error, re.Error) || (e.Data == nil) != (re.Data == nil) ||
 					!bytes.Equal(e.Name, re.Name) || (e.Name == nil) != (re.Name == nil) {
 					t.Fatalf("event {%q %q %q}, reference {%q %q %q}", e.Raw, e.Data, e.Name, re.Raw, re.Data, re.Name)
 				}

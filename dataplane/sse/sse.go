@@ -32,6 +32,10 @@ type Event struct {
 	Data []byte
 	// Name is the value of the event field, if any.
 	Name []byte
+	// Error is the value of an "error" field, if any: not a field of the standard (which
+	// ignores it), but how llama.cpp server reports a failure inside a 200 stream
+	// ("error: {...}").
+	Error []byte
 }
 
 // Reader reads events from a stream.
@@ -60,7 +64,9 @@ func (r *Reader) Reset(src io.Reader) {
 
 // Next reads the next event. Blocks of only comments are events too (with nil Data), so
 // keep-alive comments can be relayed. At the end of the stream Next returns io.EOF, or
-// ErrTruncated when a partial event was pending (the standard discards it).
+// ErrTruncated when a partial event was pending (the standard discards it). A last event
+// whose lines are complete but which lacks its blank line is accepted (servers and relays
+// that close the connection right after "data: [DONE]\n"); its Raw gets the blank line.
 //
 // An event that is whole in the reader's buffer (the usual case: upstreams write an event
 // at a time) is returned in place, uncopied; one that is not is assembled line by line.
@@ -80,6 +86,10 @@ func (r *Reader) Next() (Event, error) {
 		lineStart := len(r.raw)
 		if err := r.readLine(); err != nil {
 			if err == io.EOF {
+				if n := len(r.raw); n > 0 && r.raw[n-1] == '\n' && lineStart == n {
+					r.raw = append(r.raw, '\n')
+					return r.event(r.raw, &st), nil
+				}
 				if len(r.raw) > 0 {
 					return Event{}, ErrTruncated
 				}
@@ -127,6 +137,8 @@ func (r *Reader) whole(buf []byte, f *fields) (start, end int) {
 type fields struct {
 	nameStart, nameEnd int // the event field's value; nameEnd 0 when there is none
 	hasName            bool
+	errStart, errEnd   int // the error field's value
+	hasErr             bool
 	// The value of the first data line: as long as it is the only one, it is Data,
 	// uncopied; a second one copies it into the reader's data buffer.
 	dataStart, dataEnd, dataLines int
@@ -136,6 +148,8 @@ type fields struct {
 func (f *fields) rebase(off int) *fields {
 	f.nameStart -= off
 	f.nameEnd -= off
+	f.errStart -= off
+	f.errEnd -= off
 	f.dataStart -= off
 	f.dataEnd -= off
 	return f
@@ -177,6 +191,8 @@ func (r *Reader) field(buf []byte, lineStart int, line []byte, f *fields) {
 		r.data = append(r.data, value...)
 	case "event":
 		f.nameStart, f.nameEnd, f.hasName = off, off+len(value), true
+	case "error":
+		f.errStart, f.errEnd, f.hasErr = off, off+len(value), true
 	}
 }
 
@@ -191,6 +207,9 @@ func (r *Reader) event(raw []byte, f *fields) Event {
 	}
 	if f.hasName {
 		ev.Name = raw[f.nameStart:f.nameEnd]
+	}
+	if f.hasErr {
+		ev.Error = raw[f.errStart:f.errEnd:f.errEnd]
 	}
 	return ev
 }

@@ -44,7 +44,11 @@ func TestReader(t *testing.T) {
 		{"comment only", ": keep-alive\n\n", []ev{{": keep-alive\n\n", "", "", false}}, nil},
 		{"comment inside event does not split data", "data: {\"a\":\n: ping\ndata: 1}\n\n", []ev{{"data: {\"a\":\n: ping\ndata: 1}\n\n", "{\"a\":\n1}", "", true}}, nil},
 		{"leading blank lines skipped", "\n\r\ndata: x\n\n", []ev{{"data: x\n\n", "x", "", true}}, nil},
-		{"truncated", "data: x\n", nil, ErrTruncated},
+		{"last event without its blank line", "data: x\n", []ev{{"data: x\n\n", "x", "", true}}, nil},
+		{"done without blank line after an event", "data: {}\n\ndata: [DONE]\r\n", []ev{{"data: {}\n\n", "{}", "", true},
+			{"data: [DONE]\r\n\n", "[DONE]", "", true}}, nil},
+		{"empty data frame", "data: \n\n", []ev{{"data: \n\n", "", "", true}}, nil},
+		{"truncated", "data: x\ndata: y", nil, ErrTruncated},
 		{"truncated mid line", "data: x", nil, ErrTruncated},
 		{"empty", "", nil, nil},
 	}

@@ -84,7 +84,13 @@ func feedChoice(c choiceMembers, sink deltaSink) (finish, stop string, ok bool, 
 			return "", "", false, err
 		}
 	}
+	if !c.toolCalls.IsArray() {
+		c.toolCalls = gjson.Result{} // null (SGLang sends "tool_calls": null) is absent
+	}
 	c.toolCalls.ForEach(func(k, tc gjson.Result) bool {
+		if !tc.IsObject() {
+			return true
+		}
 		idx := int(k.Int())
 		if i := tc.Get("index"); i.Type == gjson.Number {
 			idx = int(i.Int())

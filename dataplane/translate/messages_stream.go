@@ -2,6 +2,8 @@ package translate
 
 import (
 	"fmt"
+
+	"github.com/tidwall/gjson"
 	"strconv"
 	"strings"
 
@@ -34,6 +36,7 @@ type ChatToMessagesStream struct {
 	started  bool
 	finished bool
 	failed   bool
+	errSent  bool // the error event was written
 	id       string
 	next     int                 // index of the next content block
 	open     int                 // index of the open block, -1 when none
@@ -84,12 +87,11 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 	}
 	m := readChunk(root)
 	if e := m.err; given(e) {
-		s.failed = true
 		msg := e.Get("message").Str
-		if msg == "" {
-			msg = "upstream error"
+		if e.Type == gjson.String {
+			msg = e.Str
 		}
-		if err := s.emit("error", evError{Type: "error", Error: errBody{Type: "api_error", Message: msg}}); err != nil {
+		if err := s.Fail(msg); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
@@ -107,6 +109,19 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 		s.failed = true
 	}
 	return err
+}
+
+// Fail ends the stream with an error event carrying msg (the upstream reported an error,
+// its stream broke, or a chunk could not be translated); after Finish it does nothing.
+func (s *ChatToMessagesStream) Fail(msg string) error {
+	if s.finished || s.errSent {
+		return nil
+	}
+	s.failed, s.errSent = true, true
+	if msg == "" {
+		msg = "upstream error"
+	}
+	return s.emit("error", evError{Type: "error", Error: errBody{Type: "api_error", Message: msg}})
 }
 
 func (s *ChatToMessagesStream) start(upstreamID string) error {

@@ -37,6 +37,7 @@ type ChatToResponsesStream struct {
 	started  bool
 	finished bool
 	failed   bool
+	errSent  bool // response.failed was written
 	suffix   string
 	created  int64
 	items    []*respItem
@@ -99,7 +100,14 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 	}
 	m := readChunk(root)
 	if e := m.err; given(e) {
-		return s.fail(e.Get("message").Str)
+		msg := e.Get("message").Str
+		if e.Type == gjson.String {
+			msg = e.Str
+		}
+		if err := s.Fail(msg); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
 	}
 	if err := s.start(root); err != nil {
 		return err
@@ -118,8 +126,13 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 	return err
 }
 
-func (s *ChatToResponsesStream) fail(msg string) error {
-	s.failed = true
+// Fail ends the stream with response.failed carrying msg (the upstream reported an error,
+// its stream broke, or a chunk could not be translated); after Finish it does nothing.
+func (s *ChatToResponsesStream) Fail(msg string) error {
+	if s.finished || s.errSent {
+		return nil
+	}
+	s.failed, s.errSent = true, true
 	if msg == "" {
 		msg = "upstream error"
 	}
@@ -128,10 +141,7 @@ func (s *ChatToResponsesStream) fail(msg string) error {
 	}
 	r := s.response("failed", nil)
 	r.Error = map[string]string{"code": "server_error", "message": msg}
-	if err := s.emit(sse.ResponseFailed, evResponse{Type: sse.ResponseFailed, SequenceNumber: s.seq, Response: r}); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: error in stream: %s", ErrUpstream, msg)
+	return s.emit(sse.ResponseFailed, evResponse{Type: sse.ResponseFailed, SequenceNumber: s.seq, Response: r})
 }
 
 // response renders the response object in its current state.

@@ -179,6 +179,7 @@ type catalogFile struct {
 			CredentialsRef     string   `yaml:"credentials_ref"`
 			Protocols          []string `yaml:"protocols"`
 			Translate          bool     `yaml:"translate"`
+			Server             string   `yaml:"server"` // see shared/snapshot.Route
 			Region             string   `yaml:"region"`
 			Country            string   `yaml:"country"`
 			Priority           int      `yaml:"priority"`

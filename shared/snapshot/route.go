@@ -124,6 +124,9 @@ func (r *Route) Validate() error {
 	if _, err := ParseCredentialsRef(r.CredentialsRef); err != nil {
 		return fieldErr("credentials_ref", "%v", err)
 	}
+	if !KnownServer(r.Server) {
+		return fieldErr("server", "unknown server %q: want one of %s", r.Server, strings.Join(Servers, ", "))
+	}
 	for i, p := range r.Protocols {
 		if !KnownEndpoint(p) {
 			return fieldErr(fmt.Sprintf("protocols[%d]", i), "unknown endpoint %q", p)
@@ -185,6 +188,22 @@ func KnownRouting(p string) bool {
 	switch p {
 	case "", RoutingScored, RoutingWeighted, RoutingLeastLoad, RoutingAffinity:
 		return true
+	}
+	return false
+}
+
+// Servers are the values of a route's server field (dataplane/dialect has a table for each).
+var Servers = []string{"openai", "vllm", "sglang", "llamacpp", "tgi", "ollama"}
+
+// KnownServer reports whether s is a valid server field ("" is openai).
+func KnownServer(s string) bool {
+	if s == "" {
+		return true
+	}
+	for _, v := range Servers {
+		if v == s {
+			return true
+		}
 	}
 	return false
 }

@@ -133,6 +133,10 @@ type Route struct {
 	// Translate allows serving Messages-style and Responses-style requests through the
 	// upstream's chat completions protocol.
 	Translate bool `json:"translate"`
+	// Server names the upstream's server family (one of Servers: vllm, sglang, llamacpp,
+	// tgi, ollama, openai; empty means openai): where it puts reasoning and stop strings,
+	// how it reports errors inside a stream (dataplane/dialect).
+	Server string `json:"server,omitempty"`
 	// ContinuousUsageStats: the upstream reports running usage in every stream chunk when
 	// asked (vLLM's stream_options.continuous_usage_stats). The node then asks for it and
 	// charges a stream cut short from the last running usage instead of an estimate.

@@ -1,0 +1,136 @@
+// Package dialect describes how each model server speaks the chat completions protocol:
+// where it puts a model's reasoning, how it names the stop string that ended an answer, how
+// it reports an error (in a body and inside a 200 stream), and whether usage must be asked
+// for. The relay (dataplane/proxy), the translators (dataplane/translate) and the edge
+// (dataplane/server) read these tables instead of branching on server names.
+//
+// Every table reads JSON null as absent: SGLang sends "tool_calls": null,
+// "reasoning_content": null and "usage": null in every chunk.
+package dialect
+
+// Server names a model server family, as a route's "server" field does.
+type Server uint8
+
+// The servers a route can name. OpenAI is the default: the plain OpenAI protocol, read
+// leniently (every field any server uses is understood).
+const (
+	OpenAI Server = iota
+	VLLM
+	SGLang
+	LlamaCpp
+	TGI
+	Ollama
+	numServers
+)
+
+// Names are the route field's values, by Server.
+var names = [numServers]string{"openai", "vllm", "sglang", "llamacpp", "tgi", "ollama"}
+
+// Names returns every valid value of a route's server field.
+func Names() []string { return append([]string(nil), names[:]...) }
+
+// String is the route field's value.
+func (s Server) String() string {
+	if s < numServers {
+		return names[s]
+	}
+	return "openai"
+}
+
+// Parse reads a route's server field; "" is OpenAI.
+func Parse(name string) (Server, bool) {
+	if name == "" {
+		return OpenAI, true
+	}
+	for i, n := range names {
+		if n == name {
+			return Server(i), true
+		}
+	}
+	return OpenAI, false
+}
+
+// Thinking is how a server is asked to think (or not).
+type Thinking uint8
+
+const (
+	// ThinkNone: the server has no switch; the request is sent unchanged.
+	ThinkNone Thinking = iota
+	// ThinkTemplateKwargs: chat_template_kwargs.enable_thinking (vLLM, SGLang, llama.cpp:
+	// Qwen3 and DeepSeek templates read it).
+	ThinkTemplateKwargs
+	// ThinkEffort: reasoning_effort low/medium/high (OpenAI, Ollama's OpenAI layer).
+	ThinkEffort
+)
+
+// Dialect is one server's table.
+type Dialect struct {
+	Server Server
+	// Reasoning lists the members of a chat message or delta that carry the model's
+	// reasoning, in the order they are read; the first is the one the server writes.
+	Reasoning []string
+	// StopString lists the members of a chat choice that name the matched stop string
+	// (vLLM's stop_reason, SGLang's matched_stop). A number there is a stop token, not a
+	// sequence.
+	StopString []string
+	// StopSequenceFinish is a finish_reason value that itself says a stop sequence matched
+	// (TGI's "stop_sequence"); "" when the server has none.
+	StopSequenceFinish string
+	// ErrorLine: the server reports an error inside a 200 stream as an "error:" line rather
+	// than a data event (llama.cpp server builds of 2025).
+	ErrorLine bool
+	// UsageOnRequest: a stream reports usage only when stream_options.include_usage asks.
+	UsageOnRequest bool
+	// RunningUsage: the server can report running usage in every chunk
+	// (stream_options.continuous_usage_stats).
+	RunningUsage bool
+	// Thinking is how the server is asked to think.
+	Thinking Thinking
+	// EndsWithDone: a stream ends with "data: [DONE]" (every OpenAI-compatible server).
+	EndsWithDone bool
+}
+
+// The tables. Sources (facts, per server):
+//   - vLLM: vllm/entrypoints/openai/protocol.py (DeltaMessage.reasoning, before 0.17
+//     reasoning_content; ChatCompletionResponseStreamChoice.stop_reason; ErrorResponse;
+//     StreamOptions.continuous_usage_stats), vllm/entrypoints/openai/serving_chat.py (the
+//     in-stream "data: {error}" then [DONE]).
+//   - SGLang: python/sglang/srt/entrypoints/openai/protocol.py (DeltaMessage
+//     reasoning_content and tool_calls serialised as null, matched_stop, ErrorResponse with
+//     object "error"), serving_chat.py (in-stream error then [DONE]).
+//   - llama.cpp: tools/server/server.cpp (reasoning_content, server_sent_event(sink,
+//     "error", ...) writing an "error: {...}" line, exceed_context_size_error with n_ctx).
+//   - TGI: router/src/lib.rs (ErrorEvent {error: {message, http_status_code}}, finish
+//     reason stop_sequence), router/src/server.rs (streams end after the error event).
+//   - Ollama: openai/openai.go (reasoning, ErrorResponse with code null, a stream ending
+//     without [DONE] when generation fails).
+var tables = [numServers]Dialect{
+	OpenAI: {Server: OpenAI, Reasoning: []string{"reasoning_content", "reasoning"}, StopString: []string{"stop_reason", "matched_stop"},
+		StopSequenceFinish: "stop_sequence", ErrorLine: true, UsageOnRequest: true, Thinking: ThinkEffort, EndsWithDone: true},
+	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, StopString: []string{"stop_reason"},
+		UsageOnRequest: true, RunningUsage: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
+	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, StopString: []string{"matched_stop"},
+		UsageOnRequest: true, RunningUsage: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
+	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ErrorLine: true,
+		UsageOnRequest: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
+	TGI: {Server: TGI, StopSequenceFinish: "stop_sequence", UsageOnRequest: true, EndsWithDone: true},
+	Ollama: {Server: Ollama, Reasoning: []string{"reasoning"}, UsageOnRequest: true, Thinking: ThinkEffort,
+		EndsWithDone: true},
+}
+
+// For returns server s's table (OpenAI's for an unknown value).
+func For(s Server) *Dialect {
+	if s >= numServers {
+		s = OpenAI
+	}
+	return &tables[s]
+}
+
+// Of returns the table of a route's server field ("" or unknown: OpenAI).
+func Of(name string) *Dialect {
+	s, _ := Parse(name)
+	return For(s)
+}
+
+// Default is the OpenAI table.
+func Default() *Dialect { return &tables[OpenAI] }

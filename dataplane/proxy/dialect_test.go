@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/tokens"
+)
+
+// TestStreamReportedErrors: each server's way of reporting an error inside a 200 stream
+// ends the stream with a ReportedError carrying the server's message and status, after the
+// events before it; [DONE] after the error is not read.
+func TestStreamReportedErrors(t *testing.T) {
+	chunk := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"
+	cases := []struct {
+		name, in, msg string
+		status        int
+		overflow      bool
+	}{
+		{"vllm", chunk + "data: {\"error\":{\"object\":\"error\",\"message\":\"boom\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}\n\ndata: [DONE]\n\n", "boom", 400, false},
+		{"sglang", chunk + "data: {\"object\":\"error\",\"error\":{\"message\":\"oom\",\"type\":\"InternalServerError\",\"code\":500}}\n\ndata: [DONE]\n\n", "oom", 500, false},
+		{"tgi", chunk + "data:{\"error\":{\"message\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`\",\"http_status_code\":422}}\n\n", "Input validation error", 422, true},
+		{"tgi old", chunk + "data:{\"error\":\"Request failed during generation: CUDA OOM\",\"error_type\":\"generation\"}\n\n", "CUDA OOM", 0, false},
+		{"llamacpp", chunk + "error: {\"code\":500,\"message\":\"slot unavailable\",\"type\":\"server_error\"}\n\n", "slot unavailable", 500, false},
+		{"ollama", chunk + "data: {\"error\":{\"message\":\"model runner stopped\",\"type\":\"api_error\",\"param\":null,\"code\":null}}\n\n", "model runner stopped", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var resp fasthttp.Response
+			resp.SetBodyString(c.in)
+			st := OpenStream(&resp, index.EPChat, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
+			events, deltas := readAll(st)
+			st.Close()
+			re, ok := Reported(st.Result.Err)
+			if !ok || events != 1 || deltas != 0 || st.Result.Ended {
+				t.Fatalf("%+v events %d deltas %d", st.Result, events, deltas)
+			}
+			if !strings.Contains(re.Info.Message, c.msg) || re.Info.Status != c.status || re.Info.Overflow != c.overflow {
+				t.Errorf("reported %+v", re.Info)
+			}
+		})
+	}
+}
+
+// TestStreamNulls: SGLang's null members and empty keep-alive frames are not events to
+// relay or errors.
+func TestStreamNulls(t *testing.T) {
+	in := "data: \n\n: ping\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":null,\"tool_calls\":null}}],\"usage\":null}\n\n" +
+		"data: {\"error\":null,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\",\"tool_calls\":null},\"finish_reason\":\"stop\",\"matched_stop\":null}],\"usage\":null}\n\n" +
+		"data: [DONE]"
+	var resp fasthttp.Response
+	resp.SetBodyString(in + "\n")
+	st := OpenStream(&resp, index.EPChat, StreamOptions{})
+	events, _ := readAll(st)
+	st.Close()
+	if events != 3 || !st.Result.Ended || st.Result.Err != nil || st.Result.PromptReported {
+		t.Fatalf("%+v events %d", st.Result, events)
+	}
+}
+
+// TestStripRunningUsage: the running usage the gateway asked for leaves the chunks that
+// carry choices; it is still read for billing.
+func TestStripRunningUsage(t *testing.T) {
+	in := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n" +
+		"data: [DONE]\n\n"
+	var resp fasthttp.Response
+	resp.SetBodyString(in)
+	st := OpenStream(&resp, index.EPChat, StreamOptions{StripRunningUsage: true, Bounds: tokens.NewBounds(100, 10, 1)})
+	var raws []string
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, string(ev.Raw))
+		if st.Result.Ended {
+			break
+		}
+	}
+	st.Close()
+	want := []string{"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n", "data: [DONE]\n\n"}
+	if strings.Join(raws, "|") != strings.Join(want, "|") || st.Result.CompletionTokens != 2 {
+		t.Fatalf("%q %+v", raws, st.Result)
+	}
+}
