@@ -37,7 +37,14 @@ type Config struct {
 	// request onto a connection the upstream is closing.
 	MaxIdleConnDuration time.Duration
 	// MaxResponseBodySize bounds buffered (non-streaming) upstream bodies; default 64 MiB.
+	// They are read in blocks that never grow past it (bodyread.go); a longer answer fails
+	// and its connection is closed.
 	MaxResponseBodySize int
+	// MaxBufferedBytes bounds the bytes all non-streaming upstream bodies being read hold at
+	// once on this node: a read that would pass it fails like a body over its limit, so
+	// that many endless answers at once cannot take the node's memory (default 64 MiB;
+	// negative: no bound).
+	MaxBufferedBytes int
 	// UserAgent sent upstream; default "sekgate-gateway".
 	UserAgent string
 	// Getenv resolves "env:NAME" credential references; default os.Getenv.
@@ -66,6 +73,9 @@ func (c *Config) fill() {
 	if c.MaxResponseBodySize <= 0 {
 		c.MaxResponseBodySize = 64 << 20
 	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = 64 << 20
+	}
 	if c.UserAgent == "" {
 		c.UserAgent = "sekgate-gateway"
 	}
@@ -81,12 +91,14 @@ type Pool struct {
 	// mu guards m; the request path finds a route's Upstream in its UpstreamMemo.
 	mu sync.Mutex
 	m  map[upstreamKey]*Upstream
+	// buffered is the node's budget for non-streaming bodies being read.
+	buffered bodyBudget
 }
 
 // NewPool returns a Pool.
 func NewPool(cfg Config) *Pool {
 	cfg.fill()
-	return &Pool{cfg: cfg, m: make(map[upstreamKey]*Upstream)}
+	return &Pool{cfg: cfg, m: make(map[upstreamKey]*Upstream), buffered: bodyBudget{max: int64(max(cfg.MaxBufferedBytes, 0))}}
 }
 
 type upstreamKey struct {

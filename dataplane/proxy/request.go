@@ -80,8 +80,13 @@ func (u *Upstream) Do(req *fasthttp.Request, resp *fasthttp.Response, stream boo
 		call.hook = bodyHook{call: call, resp: resp, body: body}
 		req.SetBodyStream(&call.hook, len(body))
 	}
-	resp.StreamBody = stream
+	// A buffered answer is fetched as a stream too and read here in bounded blocks
+	// (bodyread.go): fasthttp's own buffering grows by doubling up to its limit.
+	resp.StreamBody = true
 	err := u.hc.DoDeadline(req, resp, deadline)
+	if err == nil && !stream {
+		err = readBody(resp, u.pool.cfg.MaxResponseBodySize, &u.pool.buffered)
+	}
 	if err != nil && call != nil && call.Cancelled() {
 		return ErrCancelled
 	}
