@@ -108,6 +108,13 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, idx int,
 		writeError(w, status, errorType(status), "simulated error "+strconv.Itoa(status)+" from "+s.cfg.Name, messagesStyle)
 		return
 	}
+	if s.eng != nil {
+		a, ok := s.engineAdmit(c)
+		if !ok {
+			return
+		}
+		defer s.eng.release(a)
+	}
 	h(w, r, c)
 }
 

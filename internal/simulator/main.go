@@ -46,6 +46,11 @@ func runMain(args []string) error {
 	fs.IntVar(&cfg.Knobs.RetryAfterS, "retry-after", 0, "Retry-After seconds on injected errors (0 = none)")
 	fs.IntVar(&cfg.Knobs.OutputTokens, "output-tokens", 16, "generated answer length in tokens")
 	fs.IntVar(&cfg.Knobs.FailAfterEvents, "fail-after-events", 0, "break streams after this many events (0 = never)")
+	fs.IntVar(&cfg.Engine.Slots, "engine-slots", 0, "vLLM-like engine: requests running at once (0 = engine off)")
+	fs.DurationVar(&cfg.Engine.Overhead, "engine-overhead", 0, "vLLM-like engine: fixed part of the time to first token")
+	fs.DurationVar(&cfg.Engine.PrefillPerToken, "engine-prefill-per-token", 0, "vLLM-like engine: prefill time per uncached prompt token")
+	fs.DurationVar(&cfg.Engine.PerOutputToken, "engine-per-output-token", 0, "vLLM-like engine: time per output token")
+	fs.IntVar(&cfg.Engine.CacheBlocks, "engine-cache-blocks", 8192, "vLLM-like engine: prefix cache capacity in 16-token blocks")
 	if err := flagenv.Parse(fs, args, "GATEWAY_SIM_", nil); err != nil {
 		if flagenv.Done(err) {
 			return nil

@@ -47,6 +47,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock for "created" fields (default time.Now).
 	Now func() time.Time
+	// Engine, with Slots set, schedules requests like a vLLM replica (engine.go); the
+	// zero value answers at once.
+	Engine EngineConfig
 }
 
 // DefaultModels are listed by GET /v1/models when Config.Models is empty.
@@ -62,6 +65,7 @@ type Server struct {
 	stats      counters
 	idSeq      atomic.Uint64
 	modelsJSON []byte
+	eng        *engine // nil: no engine
 
 	mu   sync.Mutex
 	ln   net.Listener
@@ -87,6 +91,9 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg}
+	if cfg.Engine.Slots > 0 {
+		s.eng = newEngine(cfg.Engine)
+	}
 	s.SetKnobs(cfg.Knobs)
 	s.modelsJSON = s.buildModelsJSON()
 	return s
@@ -199,6 +206,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case p == "/sim/config":
 		s.serveConfig(w, r)
+		return
+	case p == "/metrics":
+		s.serveMetrics(w, r)
 		return
 	}
 	idx, h := s.route(p)
