@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: docs all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
+.PHONY: docs test-needs test-short all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
 
 all: build
 
@@ -29,7 +29,7 @@ run-fleet: build
 
 ## test: every test, including real-Postgres control-plane tests and the import boundary,
 ## then the planes' packages again under the race detector.
-test: vet check-imports
+test: test-needs vet check-imports
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -race -count=1 -timeout 12m ./dataplane/... ./controlplane/... ./shared/...
 
@@ -42,6 +42,16 @@ images:
 ## for the README.
 console-screenshots:
 	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run TestConsole_Browser ./deploy/conformance/
+
+## test-needs: one line naming what make test needs that this machine lacks (.ci/run installs it).
+test-needs:
+	@deploy/local/test-needs.sh
+
+## test-short: the inner loop: the packages whose tests start no process (no Postgres, no
+## binaries, no browser), in about two minutes.
+SHORT_PKGS = $$($(GO) list ./dataplane/... ./shared/... ./internal/... ./controlplane/... | grep -v -E '/(internal/(chaos|benchingest|benchrun|harness|proc|gatewayctl)|controlplane/(adminclient|api|store|payments|signup|retention|console|opsmetrics|plane|testbox|pgtest|publish))$$')
+test-short: vet
+	$(GO) test -count=1 -timeout 5m $(SHORT_PKGS)
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -18,6 +18,8 @@ import (
 // (autovacuum's work, done at once so it is counted); and a whole day at once (DropRecordDay:
 // the day's partition dropped), for the records left.
 type RetentionResult struct {
+	// Present is how many records the table held when the measurement began.
+	Present          int64   `json:"present"`
 	Deleted          int64   `json:"deleted"`
 	DeletePGPer1000  float64 `json:"delete_pg_cpu_s_per_1000"`
 	VacuumPGPer1000  float64 `json:"vacuum_pg_cpu_s_per_1000"`
@@ -44,7 +46,7 @@ func retention(ctx context.Context, s *stack, limit int64) (RetentionResult, err
 		return RetentionResult{}, fmt.Errorf("count records: %w", err)
 	}
 	limit = min(limit, total/2)
-	var res RetentionResult
+	res := RetentionResult{Present: total}
 	cutoff := time.Now().Add(time.Hour) // every record is older
 	pg0 := proc.TreeCPUSeconds(s.pgPID)
 	start := time.Now()

@@ -376,7 +376,7 @@ models:
 func TestCatalogFilesInRepo(t *testing.T) {
 	for _, name := range []string{"catalog.demo.yaml", "catalog.example.yaml"} {
 		t.Run(name, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join("..", "..", "..", "configs", name))
+			src, err := os.ReadFile(filepath.Join("..", "..", "configs", name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,7 +391,7 @@ func TestCatalogFilesInRepo(t *testing.T) {
 // models list.
 func FuzzCatalogJSON(f *testing.F) {
 	for _, name := range []string{"catalog.demo.yaml", "catalog.example.yaml"} {
-		if b, err := os.ReadFile(filepath.Join("..", "..", "..", "configs", name)); err == nil {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "configs", name)); err == nil {
 			f.Add(b)
 		}
 	}

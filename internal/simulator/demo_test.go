@@ -12,7 +12,7 @@ import (
 // The demo catalogue that `make run` loads points every route at this simulator's default
 // address, and the simulator lists every demo model.
 func TestDemoCatalogServedBySimulator(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "..", "..", "configs", "catalog.demo.yaml"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "configs", "catalog.demo.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
