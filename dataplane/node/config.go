@@ -82,7 +82,7 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.DurationVar(&o.upstream.FirstByteTimeout, "upstream-first-byte-timeout", 60*time.Second, "wait for a stream's first response byte (route first_byte_timeout_ms overrides)")
 	fs.DurationVar(&o.upstream.IdleTimeout, "upstream-idle-timeout", 60*time.Second, "longest silence between stream chunks (route idle_timeout_ms overrides)")
 	fs.DurationVar(&o.upstream.TotalTimeout, "upstream-total-timeout", 10*time.Minute, "one upstream exchange, streams included (route total_timeout_ms overrides)")
-	fs.IntVar(&o.upstream.MaxBufferedBytes, "upstream-buffer-budget", 64<<20, "bytes all non-streaming upstream answers being read may hold at once; past it an answer fails 502 (negative: no bound)")
+	fs.IntVar(&o.upstream.MaxBufferedBytes, "upstream-buffer-budget", 64<<20, "bytes all buffered upstream answers may hold at once; past it one fails 502 (negative: off)")
 	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
 	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
 	fs.DurationVar(&o.edge.HeaderTimeout, "header-timeout", 10*time.Second, "longest time to receive a request's line and headers")
