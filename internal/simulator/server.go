@@ -211,6 +211,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveMetrics(w, r)
 		return
 	}
+	if d, rest, ok := dialectPath(p); ok {
+		s.serveDialect(w, r, d, rest) // a real server's dialect (dialect.go)
+		return
+	}
 	idx, h := s.route(p)
 	s.stats.count(idx)
 	if h == nil {
