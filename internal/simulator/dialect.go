@@ -64,8 +64,10 @@ const (
 var DialectToolFragments = []string{`{"city"`, `: "Stock`, `holm"}`}
 
 // DialectReasoning and DialectText are what a dialect simulator generates for prompt.
-func DialectReasoning(prompt string) string { return GenerateText("think "+prompt, DialectReasoningWords) }
-func DialectText(prompt string) string      { return GenerateText(prompt, DialectTextWords) }
+func DialectReasoning(prompt string) string {
+	return GenerateText("think "+prompt, DialectReasoningWords)
+}
+func DialectText(prompt string) string { return GenerateText(prompt, DialectTextWords) }
 
 // scenarioOf reads "scenario:NAME" from a prompt.
 func scenarioOf(prompt string) string {
