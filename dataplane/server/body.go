@@ -206,8 +206,8 @@ func bodyLeft(ctx *fasthttp.RequestCtx) bool {
 	return cl == -1 || cl > prefetchMax
 }
 
-// badFraming reports a request whose raw header block has both Content-Length and
-// Transfer-Encoding (RFC 9112 section 6.1: the framing cannot be trusted; fasthttp would
+// badFraming reports a request whose raw header block has a Transfer-Encoding other than
+// chunked, both Content-Length and Transfer-Encoding (RFC 9112 section 6.1: the framing cannot be trusted; fasthttp would
 // serve it by Transfer-Encoding and keep the connection), or a header line folded onto the
 // one before (obsolete line folding, which fasthttp joins; RFC 9112 section 5.2 allows
 // refusing it, and a proxy in front may read it otherwise). Two Content-Length headers are
@@ -231,10 +231,24 @@ func badFraming(raw []byte) bool {
 		case 'c':
 			cl = cl || hasKey(line, "content-length")
 		case 't':
-			te = te || hasKey(line, "transfer-encoding")
+			if hasKey(line, "transfer-encoding") {
+				if !chunkedValue(line) {
+					return true
+				}
+				te = true
+			}
 		}
 	}
 	return cl && te
+}
+
+// chunkedValue reports whether a Transfer-Encoding header line's value is exactly chunked
+// (any case): any other coding (identity, gzip, a list) is refused, as the interface says,
+// since fasthttp reads identity without a length as an empty body and keeps the
+// connection, so what follows would be served as the next request.
+func chunkedValue(line []byte) bool {
+	v := line[bytes.IndexByte(line, ':')+1:]
+	return asciiEqualFold(bytes.TrimSpace(v), []byte("chunked"))
 }
 
 // hasKey reports whether header line starts with key (any case) followed by optional

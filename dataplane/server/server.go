@@ -334,7 +334,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if s.oversizedN.Load() > 0 && ctx.Request.Header.ContentLength() > bodyLimit(ctx.Request.Header.RequestURI()) {
 		s.takeOversized(&ctx.Request.Header) // headerReceived's entry: the body's first byte had arrived
 	}
-	if cl := ctx.Request.Header.ContentLength(); cl != -2 && badFraming(ctx.Request.Header.RawHeaders()) {
+	if badFraming(ctx.Request.Header.RawHeaders()) { // a length of -2 may be Transfer-Encoding: identity
 		ctx.SetConnectionClose()
 		writeError(ctx, errFraming)
 		return
