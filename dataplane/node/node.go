@@ -13,10 +13,12 @@ import (
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/dataplane/syncclient"
 	"github.com/sekgate/gateway/dataplane/telemetry"
@@ -37,6 +39,7 @@ type node struct {
 	health  *breakerReport
 	syncer  *syncclient.Client
 	srv     *server.Server
+	scraper *scrape.Scraper // the model servers' reported load
 
 	closers []func()
 }
@@ -159,6 +162,8 @@ func (n *node) newServer() error {
 	n.health.set(cfg.Health)
 	n.tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = n.limiter
+	cfg.Selector = &routing.Selector{Loads: loadstat.NewRegistry()}
+	n.scraper = scrape.New(scrape.Config{Loads: cfg.Selector.Loads, Logger: n.log})
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.Link, cfg.NodeToken, cfg.DocsURL, cfg.Logger = n.link, o.nodeToken, o.docsURL, n.log
@@ -184,6 +189,7 @@ func (n *node) serve(ctx context.Context) error {
 	go func() { syncDone <- n.syncer.Run(bg) }()
 	meterDone := make(chan error, 1)
 	go func() { meterDone <- n.meter.Run(bg) }()
+	go n.scraper.Run(bg)
 	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- n.srv.Serve(ln) }()

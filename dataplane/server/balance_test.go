@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/internal/simulator"
@@ -159,4 +160,18 @@ func replicaOf(t *testing.T, body string) string {
 	}
 	rest := body[i+len(`"id":"chatcmpl-`):]
 	return rest[:strings.IndexByte(rest, '-')]
+}
+
+// The record names the server queue the node saw at dispatch (a server's fresh report).
+func TestRecordShowsServerQueue(t *testing.T) {
+	sim := startSim(t, "only", simulator.Knobs{})
+	g := startSimGateway(t, []snapshot.Route{chatRoute("only", "sim", sim.BaseURL(), "SE", 0, 1)})
+	g.Srv.cfg.Selector.Loads.For(g.route(t, "only")).SetServer(loadstat.Report{Waiting: 5, Running: 4, KV: 0.5}, time.Now().UnixNano())
+	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 {
+		t.Fatalf("status %d", r.Status)
+	}
+	rt := g.record(t, 1).Routing
+	if rt.ServerQueue != 5 || rt.Reason != "only" || rt.Balancer != "scored" {
+		t.Fatalf("routing %+v", rt)
+	}
 }

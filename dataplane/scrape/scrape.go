@@ -1,0 +1,242 @@
+// Package scrape reads the load model servers report on their Prometheus metrics endpoints
+// into the node's load state (dataplane/loadstat): requests waiting and running and
+// KV-cache use, under the metric names of vLLM, SGLang, llama.cpp server and TGI. A route
+// is read every Interval while this node sends it requests (it was used within Idle), and
+// only then. A read that fails or times out changes nothing but a counter: the report
+// already held fades with age (loadstat.View) and the route keeps serving.
+package scrape
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/sekgate/gateway/dataplane/loadstat"
+)
+
+// Config configures a Scraper. Zero fields take the defaults noted.
+type Config struct {
+	// Loads is the node's load state (required).
+	Loads *loadstat.Registry
+	// Interval between reads of one route's metrics (default 200ms).
+	Interval time.Duration
+	// Idle stops reading a route this node has not sent a request for this long
+	// (default 30s).
+	Idle time.Duration
+	// Timeout bounds one read (default: Interval).
+	Timeout time.Duration
+	// MaxBytes bounds a metrics page read (default 1 MiB; the rest is ignored).
+	MaxBytes int64
+	// Client makes the requests (default: a client with its own transport).
+	Client *http.Client
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Scraper reads the routes' metrics; see Run.
+type Scraper struct {
+	cfg     Config
+	mu      sync.Mutex
+	targets map[*loadstat.Route]*target
+	// Reads and Failures count reads made and failed (metrics, tests).
+	Reads, Failures atomic.Int64
+}
+
+// target is one route's reading state.
+type target struct {
+	busy atomic.Bool
+	buf  bytes.Buffer
+}
+
+// New returns a Scraper with cfg's defaults filled.
+func New(cfg Config) *Scraper {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 200 * time.Millisecond
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = 30 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = cfg.Interval
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 1 << 20
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Scraper{cfg: cfg, targets: make(map[*loadstat.Route]*target)}
+}
+
+// Run reads every route in use each Interval until ctx ends. Reads of different routes
+// run in parallel; a route whose last read is still running is skipped.
+func (s *Scraper) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.Tick(ctx)
+	}
+}
+
+// Tick starts one read of every route in use (Run calls it each Interval).
+func (s *Scraper) Tick(ctx context.Context) {
+	now := s.cfg.Now().UnixNano()
+	s.cfg.Loads.Each(func(r *loadstat.Route) {
+		if r.MetricsURL == "" || now-r.LastUsed() > int64(s.cfg.Idle) {
+			return
+		}
+		tg := s.target(r)
+		if !tg.busy.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			defer tg.busy.Store(false)
+			s.read(ctx, r, tg)
+		}()
+	})
+}
+
+func (s *Scraper) target(r *loadstat.Route) *target {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tg := s.targets[r]
+	if tg == nil {
+		tg = &target{}
+		s.targets[r] = tg
+	}
+	return tg
+}
+
+// read reads route r's metrics once into its load state.
+func (s *Scraper) read(ctx context.Context, r *loadstat.Route, tg *target) {
+	s.Reads.Add(1)
+	rep, err := s.fetch(ctx, r.MetricsURL, &tg.buf)
+	if err != nil {
+		s.Failures.Add(1)
+		r.ScrapeFailed()
+		if s.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
+			s.cfg.Logger.Debug("route metrics unreadable", "route", r.ID, "err", err)
+		}
+		return
+	}
+	r.SetServer(rep, s.cfg.Now().UnixNano())
+}
+
+// errNoLoad: the page has none of the known load metrics.
+var errNoLoad = errors.New("no known load metric on the page")
+
+func (s *Scraper) fetch(ctx context.Context, url string, buf *bytes.Buffer) (loadstat.Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return loadstat.Report{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return loadstat.Report{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return loadstat.Report{}, fmt.Errorf("scrape %s: status %d", url, resp.StatusCode)
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, s.cfg.MaxBytes)); err != nil {
+		return loadstat.Report{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	return Parse(buf.Bytes())
+}
+
+// Parse reads the load metrics of a Prometheus text page (prometheus/common/expfmt's
+// parser): the page's waiting and running requests, each summed over its series (several
+// models on one server), and its KV-cache use (the largest series). It fails when the page
+// does not parse or has none of the known metrics. The parser builds the page's metric
+// families, a few allocations per read; reads are a few per second per route in use, off
+// the request path.
+func Parse(page []byte) (loadstat.Report, error) {
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		return loadstat.Report{}, fmt.Errorf("metrics page: %w", err)
+	}
+	rep := loadstat.Report{KV: -1}
+	found := false
+	for name, f := range fams {
+		kind, ok := known[name]
+		if !ok {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			if v != v || v < 0 { // NaN, nonsense
+				continue
+			}
+			found = true
+			switch kind {
+			case waiting:
+				rep.Waiting += int64(v + 0.5)
+			case running:
+				rep.Running += int64(v + 0.5)
+			case kvUse: // one cache per server; vLLM versions in transition report both names
+				rep.KV = max(rep.KV, min(v, 1))
+			}
+		}
+	}
+	if !found {
+		return loadstat.Report{}, errNoLoad
+	}
+	return rep, nil
+}
+
+type metricKind uint8
+
+const (
+	waiting metricKind = iota
+	running
+	kvUse
+)
+
+// known maps the servers' load metrics to what they measure:
+//   - vLLM (vllm/v1/metrics/loggers.py; gpu_cache_usage_perc before v0.10):
+//     vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc;
+//   - SGLang (python/sglang/srt/metrics/collector.py): sglang:num_queue_reqs,
+//     sglang:num_running_reqs, sglang:token_usage;
+//   - llama.cpp server (tools/server/server.cpp, --metrics): llamacpp:requests_deferred,
+//     llamacpp:requests_processing;
+//   - TGI (router/src/infer/mod.rs, queue.rs): tgi_queue_size, tgi_batch_current_size.
+var known = map[string]metricKind{
+	"vllm:num_requests_waiting":    waiting,
+	"vllm:num_requests_running":    running,
+	"vllm:kv_cache_usage_perc":     kvUse,
+	"vllm:gpu_cache_usage_perc":    kvUse,
+	"sglang:num_queue_reqs":        waiting,
+	"sglang:num_running_reqs":      running,
+	"sglang:token_usage":           kvUse,
+	"llamacpp:requests_deferred":   waiting,
+	"llamacpp:requests_processing": running,
+	"tgi_queue_size":               waiting,
+	"tgi_batch_current_size":       running,
+}
