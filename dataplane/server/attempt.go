@@ -133,17 +133,6 @@ type outcome struct {
 	health error           // for the route's breaker: nil, routing.ErrRouteFailed or ErrNeutral
 }
 
-// retryable failure classes: before the first byte reaches the client, these move the
-// request to the next eligible route.
-func retryableClass(class string) bool {
-	switch class {
-	case proxy.FailConnect, proxy.FailTimeout, proxy.FailTransport, proxy.FailOverload,
-		proxy.FailConfig, proxy.FailInvalid:
-		return true
-	}
-	return false
-}
-
 // retryableStatus: upstream statuses that move the request to the next route.
 func retryableStatus(status int) bool {
 	switch status {
@@ -151,14 +140,6 @@ func retryableStatus(status int) bool {
 		return true
 	}
 	return false
-}
-
-func classHealth(class string) error {
-	switch class {
-	case proxy.FailOverload, proxy.FailConfig, proxy.FailCancelled:
-		return routing.ErrNeutral
-	}
-	return routing.ErrRouteFailed
 }
 
 // runAttempts applies the account's and key's limits, then tries the eligible routes in order
@@ -312,7 +293,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
 			s.log.Debug("upstream attempt failed", "request_id", ex.box.rec.RequestID, "route", r.ID, "class", class, "err", err)
 		}
-		return outcome{retry: retryableClass(class), aerr: transportError(class), result: resultOf(class), health: classHealth(class)}
+		return failureOf(class).outcome()
 	}
 	status := uresp.StatusCode()
 	att.Status = status
@@ -352,7 +333,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		if !valid {
 			fasthttp.ReleaseResponse(uresp)
 			att.Error = proxy.FailInvalid
-			return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
+			return failureOf(proxy.FailInvalid).outcome()
 		}
 		if !reported {
 			// No usage in the answer: charge what was delivered, estimated (see endStream).
@@ -391,14 +372,14 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		}
 		if proxy.IsInvalid(err) {
 			att.Error = proxy.FailInvalid
-			return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
+			return failureOf(proxy.FailInvalid).outcome()
 		}
 		class := proxy.FailTransport
 		if errors.Is(err, proxy.ErrStreamTimeout) || proxy.Classify(err) == proxy.FailTimeout {
 			class = proxy.FailTimeout
 		}
 		att.Error = class
-		return outcome{retry: true, aerr: transportError(class), result: resultOf(class), health: routing.ErrRouteFailed}
+		return failureOf(class).outcome()
 	}
 	ex.took = s.now().Sub(t0)
 	att.DurationMS = ex.took.Milliseconds()

@@ -15,7 +15,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
-	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -244,13 +243,8 @@ func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start t
 	rec.Status = status
 	rec.Result = result
 	rec.PromptTokens, rec.CompletionTokens, _ = b.Check(rec.PromptTokens, rec.CompletionTokens)
-	out := rec.CompletionTokens
-	if rec.Endpoint == index.EPEmbeddings.Path() {
-		out = 0 // embeddings bill input tokens only
-		rec.CompletionTokens = 0
-	}
-	promptPrice := money.TokenPrice(rec.PromptTokens, m.InputOrePerMillion)
-	rec.PriceMicroSEK = money.AddSat(promptPrice, money.TokenPrice(out, m.OutputOrePerMillion)) // money.Price, its sides kept
+	var promptPrice int64
+	rec.CompletionTokens, rec.PriceMicroSEK, promptPrice = priceOf(m, rec.Endpoint, rec.PromptTokens, rec.CompletionTokens)
 	d := s.now().Sub(start)
 	rec.DurationMS = d.Milliseconds()
 	s.observe(box, d, promptPrice) // metrics, access log
@@ -259,26 +253,6 @@ func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start t
 		return
 	}
 	s.cfg.Meter.Record(rec)
-}
-
-func resultOf(class string) string {
-	switch class {
-	case proxy.FailTimeout:
-		return usage.ResultTimeout
-	case proxy.FailOverload, proxy.FailConfig:
-		return usage.ResultNoRoute
-	}
-	return usage.ResultUpstreamError
-}
-
-func transportError(class string) *apierror.Error {
-	switch class {
-	case proxy.FailTimeout:
-		return errProviderTimeout
-	case proxy.FailOverload, proxy.FailConfig:
-		return errNoRoute
-	}
-	return errProviderTransport
 }
 
 // upstreamStatusError maps a non-200 upstream answer to the gateway's error, with the

@@ -8,7 +8,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
-	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -30,7 +29,7 @@ func (ex *exchange) writeStart() {
 		st.CompletionTokens = r.CompletionTokens
 	}
 	st.PromptTokens, st.CompletionTokens, _ = ex.bounds.Check(st.PromptTokens, st.CompletionTokens)
-	st.PriceMicroSEK = money.Price(st.PromptTokens, st.CompletionTokens, ex.m.InputOrePerMillion, ex.m.OutputOrePerMillion)
+	st.CompletionTokens, st.PriceMicroSEK, _ = priceOf(ex.m, st.Endpoint, st.PromptTokens, st.CompletionTokens)
 	st.Routing = &ex.startRouting
 	ex.s.cfg.Meter.Start(st)
 }

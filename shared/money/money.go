@@ -53,7 +53,14 @@ func TokenPrice(tokens, orePerMillion int64) int64 {
 // Price is the price of one request: input and output tokens at their own rates, each
 // rounded up separately, then added (saturating).
 func Price(inputTokens, outputTokens, inputOrePerMillion, outputOrePerMillion int64) int64 {
-	return AddSat(TokenPrice(inputTokens, inputOrePerMillion), TokenPrice(outputTokens, outputOrePerMillion))
+	total, _ := PriceParts(inputTokens, outputTokens, inputOrePerMillion, outputOrePerMillion)
+	return total
+}
+
+// PriceParts is Price with its input side as well (what metrics count as prompt spend).
+func PriceParts(inputTokens, outputTokens, inputOrePerMillion, outputOrePerMillion int64) (total, input int64) {
+	input = TokenPrice(inputTokens, inputOrePerMillion)
+	return AddSat(input, TokenPrice(outputTokens, outputOrePerMillion)), input
 }
 
 // AddSat adds two amounts, saturating at the int64 bounds instead of wrapping.
