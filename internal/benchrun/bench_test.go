@@ -136,17 +136,11 @@ func TestCompareAndEvaluate(t *testing.T) {
 	if met != 4 { // the three 2,000/s checks and the data plane alone's
 		t.Fatalf("checks %+v", r.Checks)
 	}
-	var alone, awake *Check
+	var alone *Check
 	for i := range r.Checks {
 		if strings.Contains(r.Checks[i].Target, "data plane alone") {
 			alone = &r.Checks[i]
 		}
-		if strings.Contains(r.Checks[i].Target, "runtime setting") {
-			awake = &r.Checks[i]
-		}
-	}
-	if awake == nil || awake.Met != nil || !strings.HasPrefix(awake.Got, "1.56× (0.100 vs 0.064 CPU-s per 1,000; the bare proxy as it ships 0.080)") {
-		t.Fatalf("against the bare proxy given the runtime setting: %+v", awake)
 	}
 	if alone == nil || alone.Met == nil || !*alone.Met || !strings.Contains(alone.Got, "+0.300 ms (with them ingesting +0.600 ms); CPU 1.20×") {
 		t.Fatalf("data plane alone: %+v", alone)

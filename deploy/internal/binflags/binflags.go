@@ -43,6 +43,16 @@ func Flags(names ...string) (map[string]map[string]bool, error) {
 	return all, nil
 }
 
+// RuntimeEnv reports whether env is one of the Go runtime's own settings, which the
+// deployment files set beside the binaries' flags (docs/configuration.md).
+func RuntimeEnv(env string) bool {
+	switch env {
+	case "GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS":
+		return true
+	}
+	return false
+}
+
 // EnvFlag maps GATEWAY_SOME_NAME to some-name (internal/flagenv's rule, reversed); ok is
 // false for a variable without the prefix.
 func EnvFlag(env string) (flag string, ok bool) {
