@@ -62,7 +62,7 @@ func TestSnapshotLongPoll(t *testing.T) {
 	if res.status != 200 || res.snap.Version <= s1.Version {
 		t.Fatalf("woken poll: %d", res.status)
 	}
-	if lag := res.at.Sub(changed); lag > time.Second {
+	if lag := res.at.Sub(changed); lag > 5*time.Second { // the poll waits 8 s: sooner means woken, with room for a busy machine
 		t.Fatalf("change reached the node after %v", lag)
 	}
 	found := false
@@ -155,7 +155,7 @@ func TestUsageAndBalanceWatch(t *testing.T) {
 		t.Fatalf("usage reply %d %+v", status, rep)
 	}
 	u := <-woken
-	if time.Since(start) > 2*time.Second || len(u.Balances) != 1 || u.Balances[0].MicroSEK != 10*money.MicroPerSEK-3000 || u.Seq != rep.BalanceSeq {
+	if time.Since(start) > 6*time.Second || len(u.Balances) != 1 || u.Balances[0].MicroSEK != 10*money.MicroPerSEK-3000 || u.Seq != rep.BalanceSeq {
 		t.Fatalf("watch %+v after %v (reply seq %d)", u, time.Since(start), rep.BalanceSeq)
 	}
 	wg.Wait()
