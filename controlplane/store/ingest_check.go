@@ -17,9 +17,9 @@ import (
 // (kept in rejected_records with the reason, never charged) and the rest of its batch
 // applies.
 const (
-	// MaxRecordTokens bounds each token count of one record: ten million, several times
-	// the largest context window any model offers.
-	MaxRecordTokens int64 = 10_000_000
+	// MaxRecordTokens bounds each token count of one record (usage.MaxRecordTokens, which
+	// nodes keep to as well).
+	MaxRecordTokens = usage.MaxRecordTokens
 	// MaxRecordPriceMicroSEK bounds the price of one record: 1,000,000 SEK.
 	MaxRecordPriceMicroSEK int64 = 1_000_000_000_000
 	// MaxRecordDurationMS bounds a record's duration: 30 days.

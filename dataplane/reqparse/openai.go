@@ -64,7 +64,9 @@ func parseChat(obj *topObject) (Request, *apierror.Error) {
 	if err != nil {
 		return r, err
 	}
-	if mct > 0 {
+	if mct > 0 && (r.MaxTokens == 0 || mct < r.MaxTokens) {
+		// One bound: the smaller of the two. Servers read one or the other (llama.cpp's never
+		// reads max_completion_tokens); the forwarded body gets both set to it.
 		r.MaxTokens = mct
 	}
 	if r.Choices, err = optIntRange("n", f[chN], 1, MaxChatChoices); err != nil {

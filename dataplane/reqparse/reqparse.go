@@ -70,8 +70,8 @@ type Request struct {
 	Stream   bool
 	// IncludeUsage reports stream_options.include_usage (chat and completions).
 	IncludeUsage bool
-	// MaxTokens is the output limit the client set (max_tokens, max_completion_tokens or
-	// max_output_tokens), else 0.
+	// MaxTokens is the output limit the client set (max_tokens, max_completion_tokens — the
+	// smaller when both are set — or max_output_tokens), else 0.
 	MaxTokens int64
 	// Choices is the number of completions a chat request asks for (n), else 0 (one).
 	Choices int64

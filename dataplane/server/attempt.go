@@ -54,6 +54,9 @@ type upstreamCall struct {
 	// prompt's tokens, charged when a started stream ends before the provider reported usage.
 	bounds         tokens.Bounds
 	promptEstimate int64
+	// lengthBound is the output bound per choice that every length field of a forwarded
+	// body is brought within (proxy.BoundLengths; 0: no edit).
+	lengthBound int64
 	// key is the request's prefix key (routing.PrefixKey), hasKey whether it has one.
 	key    uint64
 	hasKey bool
@@ -69,6 +72,9 @@ func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Err
 	usageOpt := c.stream && (c.e == index.EPChat || c.e == index.EPCompletions)
 	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage,
 		usageOpt && cand.Route.ContinuousUsageStats)
+	if err == nil {
+		out, err = proxy.BoundLengths(out, c.lengthBound)
+	}
 	if err != nil {
 		return nil, errBodyEdit
 	}
@@ -326,8 +332,15 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		reported := false
 		if valid {
 			u, reported = tokens.FromBody(ue, rb, &members)
+			in, out := u.InputTokens, u.OutputTokens
 			var inBound bool
-			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(u.InputTokens, u.OutputTokens)
+			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(in, out)
+			if !inBound && !u.Invalid && in >= 0 && in <= c.bounds.Prompt && out > c.bounds.Output && out <= usage.MaxRecordTokens {
+				// Output past the bound: the server generated it (a length field of its own),
+				// so it is charged as reported, up to what the answer holds (outbound.go).
+				u.OutputTokens, inBound = overBoundOutput(out, c.bounds.Output, tokens.EstimateOutput(ue, rb)), true
+				ex.bounds.Output = u.OutputTokens // the record's bound (inference.go's record)
+			}
 			valid = inBound && !u.Invalid
 		}
 		if !valid {

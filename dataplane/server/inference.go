@@ -147,6 +147,10 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 				writeError(ctx, cerr)
 				return
 			}
+			if berr := recordBoundError(&req, m.ContextTokens); berr != nil {
+				writeError(ctx, berr)
+				return
+			}
 		}
 		// Remote media and provider extensions narrow the routes to those that allow them.
 		cands, verr := valueCandidates(m.Candidates(p.acct.Residency, e), &req)
@@ -173,7 +177,11 @@ func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []inde
 	if e == index.EPEmbeddings || e == index.EPSystemOne {
 		inputs = req.InputCount // embedded or answered one by one, each within the window
 	}
-	c.bounds = tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs).WithChoices(max(1, req.Choices))
+	perChoice := tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs)
+	c.bounds = perChoice.WithChoices(max(1, req.Choices))
+	if generates(e) {
+		c.lengthBound = perChoice.Output
+	}
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
 	if routing.ModeOf(m.Routing) != routing.ModeWeighted {
 		c.key, c.hasKey = routing.PrefixKey(m.ID, req.CacheKey.In(body), req.Prefix.In(body))

@@ -45,7 +45,8 @@ func maxPrice(maxOut int64) int64 {
 }
 
 // TestImpossibleUsageIsInvalidAnswer: a non-streaming answer whose usage is impossible for
-// the request (not a count, beyond the window or the output limit), or whose body or
+// the request (not a count, beyond the window, beyond what one record may hold; output
+// beyond the output limit is charged instead: TestOutputBoundHoldsOnEveryServer), or whose body or
 // content type is not JSON, is an invalid answer: the next route answers; with none left
 // the client gets 502 and nothing is charged. (Before: the int64 maximum was priced.)
 func TestImpossibleUsageIsInvalidAnswer(t *testing.T) {
@@ -55,7 +56,7 @@ func TestImpossibleUsageIsInvalidAnswer(t *testing.T) {
 		{"negative", "application/json", answerWithUsage(`{"prompt_tokens":-5,"completion_tokens":2}`)},
 		{"float", "application/json", answerWithUsage(`{"prompt_tokens":5.5,"completion_tokens":2}`)},
 		{"string", "application/json", answerWithUsage(`{"prompt_tokens":"5","completion_tokens":2}`)},
-		{"over max_tokens", "application/json", answerWithUsage(`{"prompt_tokens":5,"completion_tokens":5}`)},
+		{"over a record's bound", "application/json", answerWithUsage(`{"prompt_tokens":5,"completion_tokens":10000001}`)},
 		{"prompt over window", "application/json", answerWithUsage(`{"prompt_tokens":8193,"completion_tokens":1}`)},
 		{"html content type", "text/html", answerWithUsage(`{"prompt_tokens":5,"completion_tokens":2}`)},
 		{"not json", "application/json", `<html>502 Bad Gateway</html>`},
@@ -265,12 +266,13 @@ func TestProviderCutChargedFromRunningUsage(t *testing.T) {
 }
 
 // TestUsageBoundCountsChoices: a request for n completions may use the output limit n
-// times; beyond that its usage is impossible.
+// times; beyond that it is charged up to what its answer holds (here the bound: the text is
+// two letters).
 func TestUsageBoundCountsChoices(t *testing.T) {
 	for _, c := range []struct {
-		out    int64
-		status int
-	}{{12, 200}, {13, 502}} {
+		out, charged int64
+		status       int
+	}{{12, 12, 200}, {13, 12, 200}} {
 		bad := hostile(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, answerWithUsage(fmt.Sprintf(`{"prompt_tokens":5,"completion_tokens":%d}`, c.out)))
@@ -278,7 +280,7 @@ func TestUsageBoundCountsChoices(t *testing.T) {
 		g := startSimGateway(t, []snapshot.Route{chatRoute("rt-a", "a", bad, "SE", 1, 1)})
 		r := g.post(t, g.Keys.SE, `{"model":"llama8b","messages":[{"role":"user","content":"Hej"}],"max_tokens":4,"n":3}`)
 		rec := g.record(t, 1)
-		if r.Status != c.status || (c.status == 200 && rec.CompletionTokens != c.out) {
+		if r.Status != c.status || (c.status == 200 && rec.CompletionTokens != c.charged) {
 			t.Fatalf("n=3, max_tokens=4, %d output tokens: %d %s %+v", c.out, r.Status, r.Body, rec)
 		}
 	}

@@ -20,6 +20,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/shared/usage"
 )
 
 // DefaultWindow is the context window assumed for a model whose catalogue entry has no
@@ -97,6 +99,9 @@ func NewBounds(window, maxOutput int64, inputs int) Bounds {
 			b.Prompt = window * int64(inputs)
 		}
 	}
+	// A record holds at most usage.MaxRecordTokens of each (the control plane refuses more);
+	// a prompt within the body limit never comes near it.
+	b.Prompt = min(b.Prompt, usage.MaxRecordTokens)
 	return b
 }
 

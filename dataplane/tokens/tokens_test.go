@@ -9,6 +9,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/reqparse"
+	"github.com/sekgate/gateway/shared/usage"
 )
 
 func TestCount(t *testing.T) {
@@ -75,8 +76,11 @@ func TestBounds(t *testing.T) {
 	if b := NewBounds(0, 0, 0).WithChoices(math.MaxInt64); b.Output != math.MaxInt64 {
 		t.Errorf("choices overflow: %+v", b)
 	}
-	if b := NewBounds(math.MaxInt64/2, 0, 3); b.Prompt != math.MaxInt64 {
-		t.Errorf("inputs overflow: %d", b.Prompt)
+	if b := NewBounds(math.MaxInt64/2, 0, 3); b.Prompt != usage.MaxRecordTokens {
+		t.Errorf("inputs overflow: %d, want the record's bound", b.Prompt)
+	}
+	if b := NewBounds(8192, 0, 2048); b.Prompt != usage.MaxRecordTokens {
+		t.Errorf("2048 inputs of 8192: prompt bound %d, want the record's bound", b.Prompt)
 	}
 }
 

@@ -23,6 +23,12 @@ const (
 	ResultInterrupted = "interrupted"
 )
 
+// MaxRecordTokens bounds each token count of one record: ten million, several times the
+// largest context window any model offers. The control plane refuses a record over it
+// (never charged), so a node refuses requests whose output bound could pass it and clamps
+// what it records to it: nothing served goes unrecorded.
+const MaxRecordTokens int64 = 10_000_000
+
 // Record is one request's execution metadata. It never holds prompt or answer content.
 type Record struct {
 	RequestID        string    `json:"request_id"`
