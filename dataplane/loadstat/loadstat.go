@@ -37,7 +37,10 @@ type Route struct {
 	// Server-reported load (scrape): requests waiting and running, KV-cache use in
 	// parts per million, and when it was read (unix ns; 0: never).
 	srvWaiting, srvRunning, srvKV, srvAt atomic.Int64
-	scrapeFails                          atomic.Int64
+	// srvInFlight is this node's in-flight count when the report was read; slots the
+	// server's capacity as last seen (its running count while requests waited), 0 unknown.
+	srvInFlight, slots atomic.Int64
+	scrapeFails        atomic.Int64
 }
 
 // Start counts a request dispatched to the route at now (unix ns); Done must follow.
@@ -97,6 +100,10 @@ func (r *Route) SetServer(rep Report, now int64) {
 		kv = int64(rep.KV * 1e6)
 	}
 	r.srvKV.Store(kv)
+	r.srvInFlight.Store(r.inFlight.Load())
+	if rep.Waiting > 0 && rep.Running > 0 {
+		r.slots.Store(rep.Running)
+	}
 	r.srvAt.Store(now)
 	r.scrapeFails.Store(0)
 }
@@ -113,6 +120,10 @@ type View struct {
 	// (0 to 1) weighed likewise. Fresh is 1 for a recent report and fades to 0 as it ages
 	// (see Registry.FreshFor), so a stale signal gives way to the node's own count.
 	Waiting, Running, KV, Fresh float64
+	// Queue estimates the server's waiting queue now: the report's, moved by this node's
+	// own dispatches and completions since, against the server's capacity once known
+	// (weighed by Fresh like the report).
+	Queue float64
 }
 
 // View returns the route's load at now (unix ns) with reports fresh for fresh and faded
@@ -132,8 +143,14 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	default:
 		v.Fresh = float64(2*int64(fresh)-age) / float64(fresh)
 	}
-	v.Waiting = v.Fresh * float64(r.srvWaiting.Load())
-	v.Running = v.Fresh * float64(r.srvRunning.Load())
+	w, run := r.srvWaiting.Load(), r.srvRunning.Load()
+	v.Waiting = v.Fresh * float64(w)
+	v.Running = v.Fresh * float64(run)
+	q := w
+	if slots := r.slots.Load(); slots > 0 {
+		q = max(0, w+run+v.InFlight-r.srvInFlight.Load()-slots)
+	}
+	v.Queue = v.Fresh * float64(q)
 	if kv := r.srvKV.Load(); kv > 0 {
 		v.KV = v.Fresh * float64(kv) / 1e6
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/cplink"
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -40,6 +41,7 @@ type node struct {
 	syncer  *syncclient.Client
 	srv     *server.Server
 	scraper *scrape.Scraper // the model servers' reported load
+	fairq   *fairq.Queue    // requests held while every route is saturated
 
 	closers []func()
 }
@@ -164,6 +166,9 @@ func (n *node) newServer() error {
 	cfg.Limiter = n.limiter
 	cfg.Selector = &routing.Selector{Loads: loadstat.NewRegistry()}
 	n.scraper = scrape.New(scrape.Config{Loads: cfg.Selector.Loads, Logger: n.log})
+	n.fairq = fairq.New(fairq.Config{})
+	n.tel.Registry().MustRegister(n.fairq.Collectors()...)
+	cfg.FairQueue = n.fairq
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.Link, cfg.NodeToken, cfg.DocsURL, cfg.Logger = n.link, o.nodeToken, o.docsURL, n.log
@@ -190,6 +195,7 @@ func (n *node) serve(ctx context.Context) error {
 	meterDone := make(chan error, 1)
 	go func() { meterDone <- n.meter.Run(bg) }()
 	go n.scraper.Run(bg)
+	go n.fairq.Run(bg)
 	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- n.srv.Serve(ln) }()

@@ -59,7 +59,7 @@ const (
 //
 // where load is the requests at the server (its reported waiting plus running, or this
 // node's own in-flight count when larger or when no fresh report is held), waiting the
-// server's reported waiting queue, kv_use its KV-cache use from 0 to 1, and the affinity
+// server's waiting queue (its report moved by this node's dispatches since), kv_use its KV-cache use from 0 to 1, and the affinity
 // terms apply only to a key this node has seen within WarmFor (a prefix no replica can hold
 // yet goes by load alone). The lowest cost goes first; ties keep the key's order.
 type Weights struct {
@@ -183,13 +183,13 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 		return ReasonAffinity
 	case ModeLeastLoad:
 		for i := range group {
-			cost[i] = views[i].Load() + views[i].Waiting + s.weights().KV*views[i].KV
+			cost[i] = views[i].Load() + views[i].Queue + s.weights().KV*views[i].KV
 		}
 	default:
 		w := s.weights()
 		for i := range group {
 			v := views[i]
-			cost[i] = v.Load() + w.Queue*v.Waiting + w.KV*v.KV
+			cost[i] = v.Load() + w.Queue*v.Queue + w.KV*v.KV
 		}
 		if warm {
 			cost[0] -= w.Affinity
@@ -284,4 +284,34 @@ func (t *warmTable) mark(key uint64, now int64) {
 	i := key % warmSlots
 	t.keys[i].Store(key)
 	t.at[i].Store(now)
+}
+
+// Saturation is when a route counts as full: its server's estimated waiting queue is at
+// least Queue requests or its KV-cache use at least KV, by a report at least half fresh.
+type Saturation struct {
+	Queue float64
+	KV    float64
+}
+
+// DefaultSaturation: a queue of two (the next two requests already wait for a slot) or a
+// KV cache 95 % full.
+var DefaultSaturation = Saturation{Queue: 2, KV: 0.95}
+
+// Saturated reports whether every candidate is full (fair queueing holds the request then).
+// Without a server report a route never counts as full.
+func (s *Selector) Saturated(cands []index.Candidate, now int64) bool {
+	if s.Loads == nil || len(cands) == 0 {
+		return false
+	}
+	sat := s.Saturation
+	if sat == nil {
+		sat = &DefaultSaturation
+	}
+	for _, c := range cands {
+		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
+		if v.Fresh < 0.5 || v.Queue < sat.Queue*v.Fresh && v.KV < sat.KV*v.Fresh {
+			return false
+		}
+	}
+	return true
 }

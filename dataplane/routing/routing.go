@@ -40,7 +40,9 @@ type Selector struct {
 	// WarmFor is how long a prefix key counts as known after this node last routed it
 	// (default 5m): only a known key earns the scored policy's affinity bonus.
 	WarmFor time.Duration
-	warm    warmTable
+	// Saturation says when a route is full (default DefaultSaturation).
+	Saturation *Saturation
+	warm       warmTable
 }
 
 func (s *Selector) weights() *Weights {

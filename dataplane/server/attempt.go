@@ -176,6 +176,11 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		writeError(ctx, errUnsupportedProtocol)
 		return nil
 	}
+	queued, ok := s.fairQueue(ctx, c)
+	if !ok {
+		t.Release()
+		return nil
+	}
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
 	ex.box = &ex.boxStore
@@ -191,6 +196,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		Key: c.key, HasKey: c.hasKey, Mode: routing.ModeOf(c.m.Routing), Now: c.start.UnixNano()})
 	rt := &ex.box.routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
+	rt.QueuedMS = queued.Milliseconds()
 	// Deadlines are the network's (fasthttp compares them with the wall clock); the
 	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)

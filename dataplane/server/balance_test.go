@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/memmeter"
@@ -173,5 +175,41 @@ func TestRecordShowsServerQueue(t *testing.T) {
 	rt := g.record(t, 1).Routing
 	if rt.ServerQueue != 5 || rt.Reason != "only" || rt.Balancer != "scored" {
 		t.Fatalf("routing %+v", rt)
+	}
+}
+
+// While every route is saturated, requests wait in the fair queue; past its bound they get
+// 429 with Retry-After; once a route has room the held request goes and its record says
+// it queued.
+func TestFairQueueHoldsWhileSaturated(t *testing.T) {
+	sim := startSim(t, "only", simulator.Knobs{})
+	fq := fairq.New(fairq.Config{MaxWait: time.Minute, AccountDepth: 1, Poll: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go fq.Run(ctx)
+	g := startSimGateway(t, []snapshot.Route{chatRoute("only", "sim", sim.BaseURL(), "SE", 0, 1)},
+		func(c *Config) { c.FairQueue = fq })
+	loads := g.Srv.cfg.Selector.Loads
+	loads.FreshFor = time.Hour
+	ld := loads.For(g.route(t, "only"))
+	ld.SetServer(loadstat.Report{Waiting: 5, Running: 4}, time.Now().UnixNano())
+
+	held := make(chan result, 1)
+	go func() { held <- g.post(t, g.Keys.SE, chatPlainReq) }()
+	if !waitFor(10*time.Second, fq.Busy) {
+		t.Fatal("request not held")
+	}
+	// The account's queue (depth 1) is full: the next is refused at once.
+	r := g.post(t, g.Keys.SE, chatPlainReq)
+	if r.Status != 429 || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "at capacity") {
+		t.Fatalf("refusal: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	ld.SetServer(loadstat.Report{Waiting: 0, Running: 3}, time.Now().UnixNano())
+	if r := <-held; r.Status != 200 {
+		t.Fatalf("held request: %d %s", r.Status, r.Body)
+	}
+	rec := g.record(t, 1)
+	if rec.Status != 200 || g.Meter.Count() != 1 {
+		t.Fatalf("records: %d, first %+v", g.Meter.Count(), rec)
 	}
 }

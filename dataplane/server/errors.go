@@ -157,3 +157,8 @@ func fixed(e *apierror.Error) *apierror.Error {
 	cachedEnvelopes[e] = [2][]byte{e.JSON(false), e.JSON(true)}
 	return e
 }
+
+// errSaturated refuses a request the fair queue cannot hold (its Retry-After is set per
+// refusal).
+var errSaturated = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeProviderRateLimited,
+	"every model server that can serve this request is at capacity; retry after the indicated delay"))

@@ -3,7 +3,12 @@ package server
 import (
 	"time"
 
+	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/fairq"
+
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 )
 
@@ -40,6 +45,9 @@ func (ex *exchange) endLoad() {
 	ld := ex.load
 	ex.load = nil
 	ld.Done()
+	if fq := ex.s.cfg.FairQueue; fq != nil && fq.Busy() {
+		fq.Kick() // one out, one in
+	}
 	rec := &ex.box.rec
 	if ex.stream != nil && ex.box.ttft > 0 && rec.CompletionTokens > 1 {
 		rest := ex.s.now().Sub(ex.start) - ex.box.ttft
@@ -48,3 +56,38 @@ func (ex *exchange) endLoad() {
 		}
 	}
 }
+
+// fairQueue holds a request in the node's fair queue while every eligible route is
+// saturated (or others wait already) and reports how long it waited; false when the
+// request was refused (answered here with 429 and Retry-After, not recorded: nothing was
+// routed).
+func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Duration, bool) {
+	fq := s.cfg.FairQueue
+	if fq == nil || !fq.Busy() && !s.cfg.Selector.Saturated(c.cands, s.now().UnixNano()) {
+		return 0, true
+	}
+	class := "standard"
+	if c.p.acct.Limits != nil {
+		class = "limited"
+	}
+	// A separate object, not a closure over c: c stays on its caller's stack.
+	chk := &roomCheck{s: s, cands: c.cands}
+	d, err := fq.Wait(ctx, c.p.acct.ID, 1, class, chk.room)
+	if err != nil {
+		if err == fairq.ErrFull || err == fairq.ErrTimeout {
+			writeError(ctx, errSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter())))
+		} else {
+			writeError(ctx, errNoRoute)
+		}
+		return d, false
+	}
+	return d, true
+}
+
+// roomCheck tells the fair queue whether a held request's routes have room.
+type roomCheck struct {
+	s     *Server
+	cands []index.Candidate
+}
+
+func (r *roomCheck) room() bool { return !r.s.cfg.Selector.Saturated(r.cands, r.s.now().UnixNano()) }

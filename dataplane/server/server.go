@@ -22,6 +22,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -58,6 +59,9 @@ type Config struct {
 	// Selector orders eligible routes: priority, then each model's routing policy (default:
 	// a Selector with a fresh load registry; without Loads, weighted random).
 	Selector *routing.Selector
+	// FairQueue, when set, holds requests while every eligible route is saturated, in
+	// per-account turns (dataplane/fairq); nil: requests go to the servers' own queues.
+	FairQueue *fairq.Queue
 	// Health holds the per-route circuit breakers (default: routing.NewHealth defaults:
 	// open after 5 consecutive failures or half of >= 20 attempts in 30s, probe after 10s).
 	Health *routing.Health
