@@ -69,6 +69,10 @@ type Dialect struct {
 	// Reasoning lists the members of a chat message or delta that carry the model's
 	// reasoning, in the order they are read; the first is the one the server writes.
 	Reasoning []string
+	// ReplayReasoning is the member of an assistant message that carries a replayed turn's
+	// reasoning back to the server's chat template ("" when the server reads none: the
+	// reasoning is dropped).
+	ReplayReasoning string
 	// StopString lists the members of a chat choice that name the matched stop string
 	// (vLLM's stop_reason, SGLang's matched_stop). A number there is a stop token, not a
 	// sequence.
@@ -107,14 +111,14 @@ type Dialect struct {
 var tables = [numServers]Dialect{
 	OpenAI: {Server: OpenAI, Reasoning: []string{"reasoning_content", "reasoning"}, StopString: []string{"stop_reason", "matched_stop"},
 		StopSequenceFinish: "stop_sequence", ErrorLine: true, UsageOnRequest: true, Thinking: ThinkEffort, EndsWithDone: true},
-	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, StopString: []string{"stop_reason"},
+	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, ReplayReasoning: "reasoning", StopString: []string{"stop_reason"},
 		UsageOnRequest: true, RunningUsage: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
-	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, StopString: []string{"matched_stop"},
+	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content", StopString: []string{"matched_stop"},
 		UsageOnRequest: true, RunningUsage: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
-	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ErrorLine: true,
+	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content", ErrorLine: true,
 		UsageOnRequest: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
 	TGI: {Server: TGI, StopSequenceFinish: "stop_sequence", UsageOnRequest: true, EndsWithDone: true},
-	Ollama: {Server: Ollama, Reasoning: []string{"reasoning"}, UsageOnRequest: true, Thinking: ThinkEffort,
+	Ollama: {Server: Ollama, Reasoning: []string{"reasoning"}, ReplayReasoning: "reasoning", UsageOnRequest: true, Thinking: ThinkEffort,
 		EndsWithDone: true},
 }
 

@@ -100,6 +100,9 @@ type StreamOptions struct {
 	StripRunningUsage bool
 	// Dialect is the upstream server's (nil: dialect.Default).
 	Dialect *dialect.Dialect
+	// MirrorReasoning gives each chat chunk's reasoning both names (MirrorReasoning), for
+	// a chat client the stream passes to.
+	MirrorReasoning bool
 }
 
 // Stream reads one upstream server-sent event stream for a relay. Every event of a JSON
@@ -233,6 +236,11 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		s.lastDelta = s.isDelta(*ev)
 		s.chatEvents++
 		if !usage.IsObject() {
+			if s.opt.MirrorReasoning {
+				if d, ok := MirrorReasoning(ev.Data, "delta"); ok {
+					s.rewrite(ev, d)
+				}
+			}
 			return true, nil
 		}
 		if bu, ok := tokens.FromChat(usage); ok {
@@ -245,6 +253,11 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		}
 		if s.opt.StripRunningUsage && !noChoices {
 			s.stripUsage(ev)
+		}
+		if s.opt.MirrorReasoning {
+			if d, ok := MirrorReasoning(ev.Data, "delta"); ok {
+				s.rewrite(ev, d)
+			}
 		}
 	case index.EPMessages:
 		if !validEvent(ev.Data) {
@@ -454,13 +467,18 @@ func lineError(v []byte) *ReportedError {
 	return eventError(b)
 }
 
-// stripUsage replaces ev's usage member with nothing, in a buffer of the stream's; ev's
-// Raw then points there (a chat event has one data line: Raw is "data: " + Data).
+// stripUsage removes ev's usage member.
 func (s *Stream) stripUsage(ev *sse.Event) {
 	d, err := sjson.DeleteBytes(ev.Data, "usage")
 	if err != nil {
 		return
 	}
+	s.rewrite(ev, d)
+}
+
+// rewrite makes d ev's data, in a buffer of the stream's; ev's Raw then points there (a
+// chat event is relayed as one data line).
+func (s *Stream) rewrite(ev *sse.Event, d []byte) {
 	b := append(s.rewritten[:0], "data: "...)
 	b = append(b, d...)
 	b = append(b, "\n\n"...)

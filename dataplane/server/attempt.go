@@ -373,9 +373,10 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		DropUsageOnly: c.stream && !c.includeUsage && !cand.Translate && ue == c.e,
 		StripRunningUsage: !cand.Translate && ue == c.e && cand.Route.ContinuousUsageStats &&
 			(ue == index.EPChat || ue == index.EPCompletions) && !clientAskedRunningUsage(c.raw),
-		Total:   time.Until(dl),
-		Bounds:  c.bounds,
-		Dialect: routeDialect(cand.Route),
+		Total:           time.Until(dl),
+		Bounds:          c.bounds,
+		Dialect:         routeDialect(cand.Route),
+		MirrorReasoning: !cand.Translate && ue == index.EPChat && len(routeDialect(cand.Route).Reasoning) > 0,
 	})
 	if err := st.Peek(); err != nil {
 		st.Close()

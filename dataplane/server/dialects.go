@@ -13,6 +13,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/tokens"
+	"github.com/sekgate/gateway/dataplane/translate"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/jsonenc"
 	"github.com/sekgate/gateway/shared/usage"
@@ -149,3 +150,18 @@ func routeDialect(r *index.Route) *dialect.Dialect { return dialect.Of(r.Server)
 
 // isReported reports whether err is an error the server reported inside its stream.
 func isReported(err error) bool { _, ok := proxy.Reported(err); return ok }
+
+// translateOptions are the options of a request translated onto route r: r's dialect and
+// the request's stop sequences (Messages-style stop_sequences).
+func translateOptions(c *upstreamCall, r *index.Route) translate.Options {
+	o := translate.Options{Dialect: routeDialect(r)}
+	if c.e == index.EPMessages {
+		gjson.GetBytes(c.raw, "stop_sequences").ForEach(func(_, v gjson.Result) bool {
+			if v.Type == gjson.String {
+				o.Stops = append(o.Stops, v.Str)
+			}
+			return true
+		})
+	}
+	return o
+}

@@ -203,6 +203,9 @@ func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		return
 	}
 	rb := ex.resp.Body()
+	if c.e == index.EPChat {
+		rb, _ = proxy.MirrorReasoning(rb, "message") // both names: clients read either
+	}
 	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentTypeBytes(ex.resp.Header.ContentType())

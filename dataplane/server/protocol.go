@@ -40,6 +40,9 @@ type protocol struct {
 	translate bool
 	// model is the model name the client sent; translated answers carry it.
 	model string
+	// opt are a translated answer's options: the answering route's dialect, the request's
+	// stop sequences.
+	opt translate.Options
 }
 
 // servesOwnProtocol reports whether endpoint e is served by serveProtocol rather than the
@@ -58,6 +61,9 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		return
 	}
 	proto := protocol{client: c.e, translate: ex.cand.Translate, model: c.sentModel}
+	if proto.translate {
+		proto.opt = translateOptions(c, ex.cand.Route)
+	}
 	if c.stream {
 		relayStream(ctx, ex, proto)
 		return
@@ -96,6 +102,7 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 	var last struct {
 		model      string
 		continuous bool
+		server     string
 		body       []byte
 	}
 	return func(cand index.Candidate) ([]byte, *apierror.Error) {
@@ -108,7 +115,7 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 			return out, nil
 		}
 		continuous := c.stream && r.ContinuousUsageStats
-		if last.body != nil && last.model == r.UpstreamModel && last.continuous == continuous {
+		if last.body != nil && last.model == r.UpstreamModel && last.continuous == continuous && last.server == r.Server {
 			return last.body, nil
 		}
 		var (
@@ -117,9 +124,9 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 		)
 		switch c.e {
 		case index.EPMessages:
-			out, err = translate.MessagesToChat(c.raw, r.UpstreamModel)
+			out, err = translate.MessagesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: routeDialect(r)})
 		case index.EPResponses:
-			out, err = translate.ResponsesToChat(c.raw, r.UpstreamModel)
+			out, err = translate.ResponsesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: routeDialect(r)})
 		default:
 			return nil, errUnsupportedProtocol
 		}
@@ -131,7 +138,7 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 				return nil, errBodyEdit
 			}
 		}
-		last.model, last.continuous, last.body = r.UpstreamModel, continuous, out
+		last.model, last.continuous, last.server, last.body = r.UpstreamModel, continuous, r.Server, out
 		return out, nil
 	}
 }
@@ -154,9 +161,9 @@ func (p protocol) answer(rb []byte) (out []byte, ok bool) {
 	var err error
 	switch p.client {
 	case index.EPMessages:
-		out, _, err = translate.ChatToMessagesResponse(rb, p.model)
+		out, _, err = translate.ChatToMessagesResponseWith(rb, p.model, p.opt)
 	case index.EPResponses:
-		out, _, err = translate.ChatToResponsesResponse(rb, p.model)
+		out, _, err = translate.ChatToResponsesResponseWith(rb, p.model, p.opt)
 	default:
 		return nil, false
 	}

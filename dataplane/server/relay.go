@@ -171,9 +171,9 @@ func (p protocol) relay(w *bufio.Writer, st *proxy.Stream) relayed {
 	cw := &clientWriter{w: w}
 	var tr streamTranslator
 	if p.client == index.EPResponses {
-		tr = translate.NewChatToResponsesStream(p.model, cw.event)
+		tr = translate.NewChatToResponsesStream(p.model, cw.event).Configure(p.opt)
 	} else {
-		tr = translate.NewChatToMessagesStream(p.model, cw.event)
+		tr = translate.NewChatToMessagesStream(p.model, cw.event).Configure(p.opt)
 	}
 	cw.r.tr = tr
 	return p.relayLoop(cw, st, tr)

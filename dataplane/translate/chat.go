@@ -3,6 +3,8 @@ package translate
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/sekgate/gateway/dataplane/dialect"
 )
 
 // The chat completions request the translators produce. Only fields every target server
@@ -23,6 +25,10 @@ type chatRequest struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat    any             `json:"response_format,omitempty"`
 	User              string          `json:"user,omitempty"`
+	// ChatTemplateKwargs carries enable_thinking to servers whose chat templates read it
+	// (vLLM, SGLang, llama.cpp); ReasoningEffort is the OpenAI-style switch.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+	ReasoningEffort    string         `json:"reasoning_effort,omitempty"`
 }
 
 type streamOptions struct {
@@ -35,6 +41,47 @@ type chatMessage struct {
 	Content    any            `json:"content"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+	// A replayed assistant turn's reasoning, under the member the server reads
+	// (setReasoning).
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Reasoning        string `json:"reasoning,omitempty"`
+}
+
+// setReasoning puts a replayed turn's reasoning under the dialect's member (dropped when
+// the server has none).
+func (m *chatMessage) setReasoning(o *Options, text string) {
+	switch o.dialect().ReplayReasoning {
+	case "reasoning":
+		m.Reasoning += text
+	case "reasoning_content":
+		m.ReasoningContent += text
+	}
+}
+
+// thinkingSwitch asks the server to think or not, as its dialect understands: on and
+// effort low, medium or high ("" for none given).
+func (o *Options) thinkingSwitch(out *chatRequest, on bool, effort string) {
+	switch o.dialect().Thinking {
+	case dialect.ThinkTemplateKwargs:
+		out.ChatTemplateKwargs = map[string]any{"enable_thinking": on}
+	case dialect.ThinkEffort:
+		if on && effort != "" {
+			out.ReasoningEffort = effort
+		}
+	}
+}
+
+// budgetEffort maps a thinking budget in tokens onto low, medium or high.
+func budgetEffort(budget int64) string {
+	switch {
+	case budget <= 0:
+		return ""
+	case budget < 4096:
+		return "low"
+	case budget < 16384:
+		return "medium"
+	}
+	return "high"
 }
 
 type chatTextPart struct {

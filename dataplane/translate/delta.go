@@ -6,10 +6,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// deltaSink is what a streaming translator does with one chat choice's delta. The strings
-// point into the chunk (parseChunk): text and args are written out at once, and a sink
+// deltaSink is what a streaming translator does with one chat choice's delta: its
+// reasoning, its text, its tool-call fragments. The strings point into the chunk
+// (parseChunk): reasoning, text and args are written out at once, and a sink
 // that keeps args for later clones them; id and name come cloned.
 type deltaSink interface {
+	reasoning(t string) error
 	text(t string) error
 	toolDelta(idx int, id, name, args string) error
 }
@@ -37,9 +39,12 @@ func readChunk(root gjson.Result) (m chunkMembers) {
 
 // choiceMembers are the members of a streamed chat choice the translators read, and of its
 // delta, found in one pass each.
-type choiceMembers struct{ index, finish, stop, content, toolCalls gjson.Result }
+type choiceMembers struct {
+	index, finish, content, toolCalls gjson.Result
+	stop, reasoning                   string // the dialect's stop-string and reasoning members
+}
 
-func readChoice(c gjson.Result) (m choiceMembers) {
+func readChoice(c gjson.Result, o *Options) (m choiceMembers) {
 	var delta gjson.Result
 	c.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
@@ -49,11 +54,12 @@ func readChoice(c gjson.Result) (m choiceMembers) {
 			first(&delta, v)
 		case "finish_reason":
 			first(&m.finish, v)
-		case "stop_reason":
-			first(&m.stop, v)
 		}
 		return true
 	})
+	if m.finish.Type == gjson.String {
+		m.stop = o.stopString(c)
+	}
 	if delta.IsObject() {
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
@@ -64,6 +70,7 @@ func readChoice(c gjson.Result) (m choiceMembers) {
 			}
 			return true
 		})
+		m.reasoning = o.reasoningOf(delta)
 	}
 	return m
 }
@@ -79,6 +86,11 @@ func first(r *gjson.Result, v gjson.Result) {
 // to sink, and returns its finish_reason and stop_reason when it has a finish_reason (ok).
 // A tool call's index is its "index" field, else its position in the delta.
 func feedChoice(c choiceMembers, sink deltaSink) (finish, stop string, ok bool, err error) {
+	if c.reasoning != "" {
+		if err := sink.reasoning(c.reasoning); err != nil {
+			return "", "", false, err
+		}
+	}
 	if t := c.content; t.Type == gjson.String && t.Str != "" {
 		if err := sink.text(t.Str); err != nil {
 			return "", "", false, err
@@ -103,17 +115,20 @@ func feedChoice(c choiceMembers, sink deltaSink) (finish, stop string, ok bool, 
 		return "", "", false, err
 	}
 	if f := c.finish; f.Type == gjson.String {
-		return strings.Clone(f.Str), strings.Clone(stringOnly(c.stop)), true, nil
+		return strings.Clone(f.Str), strings.Clone(c.stop), true, nil
 	}
 	return "", "", false, nil
 }
 
 // firstChoice calls choice with each element of choices whose index is 0 (only the first
 // choice is translated), stopping at the first error.
-func firstChoice(choices gjson.Result, choice func(choiceMembers) error) error {
+func firstChoice(choices gjson.Result, o *Options, choice func(choiceMembers) error) error {
 	var err error
+	if !choices.IsArray() {
+		return nil // absent or null
+	}
 	choices.ForEach(func(_, c gjson.Result) bool {
-		m := readChoice(c)
+		m := readChoice(c, o)
 		if m.index.Int() != 0 {
 			return true
 		}

@@ -17,7 +17,8 @@ import (
 //     become text) become the message content: a plain string when it is a single text
 //     block, else an array of parts.
 //   - Assistant text blocks are concatenated; tool_use blocks become tool_calls whose
-//     arguments are the JSON text of input. Thinking blocks are dropped.
+//     arguments are the JSON text of input. Thinking blocks become the turn's reasoning
+//     (MessagesToChatWith; redacted_thinking is dropped).
 //   - tool_result blocks become role "tool" messages (tool_call_id = tool_use_id), placed
 //     before the rest of the user message since chat requires them right after the
 //     assistant's tool calls. Their text blocks are joined; images in them move to the user
@@ -29,6 +30,14 @@ import (
 //     metadata.user_id becomes user; stream adds stream_options.include_usage so the
 //     gateway can bill. Other fields (thinking, service_tier, ...) are dropped.
 func MessagesToChat(body []byte, upstreamModel string) ([]byte, error) {
+	return MessagesToChatWith(body, upstreamModel, Options{})
+}
+
+// MessagesToChatWith is MessagesToChat for the server opt names: thinking {type: enabled,
+// budget_tokens} (or disabled) becomes the server's thinking switch
+// (chat_template_kwargs.enable_thinking, or reasoning_effort from the budget), and the
+// thinking blocks of replayed assistant turns become their reasoning member.
+func MessagesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte, error) {
 	root, ok := parseObject(body)
 	if !ok {
 		return nil, ErrInvalidRequest
@@ -49,8 +58,14 @@ func MessagesToChat(body []byte, upstreamModel string) ([]byte, error) {
 		out.Messages = append(out.Messages, chatMessage{Role: "system", Content: strings.Join(texts, "\n")})
 	}
 
+	switch th := root.Get("thinking"); th.Get("type").Str {
+	case "enabled":
+		opt.thinkingSwitch(&out, true, budgetEffort(th.Get("budget_tokens").Int()))
+	case "disabled":
+		opt.thinkingSwitch(&out, false, "")
+	}
 	for i, m := range root.Get("messages").Array() {
-		msgs, err := messageToChat(m)
+		msgs, err := messageToChat(m, &opt)
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}
@@ -106,14 +121,14 @@ func MessagesToChat(body []byte, upstreamModel string) ([]byte, error) {
 }
 
 // messageToChat translates one Messages-style message into one or more chat messages.
-func messageToChat(m gjson.Result) ([]chatMessage, error) {
+func messageToChat(m gjson.Result, opt *Options) ([]chatMessage, error) {
 	role := m.Get("role").Str
 	content := m.Get("content")
 	if content.Type == gjson.String {
 		return []chatMessage{{Role: role, Content: content.Str}}, nil
 	}
 	if role == "assistant" {
-		return assistantToChat(content)
+		return assistantToChat(content, opt)
 	}
 	var (
 		tools []chatMessage
@@ -150,10 +165,11 @@ func messageToChat(m gjson.Result) ([]chatMessage, error) {
 	return tools, nil
 }
 
-func assistantToChat(content gjson.Result) ([]chatMessage, error) {
+func assistantToChat(content gjson.Result, opt *Options) ([]chatMessage, error) {
 	var (
-		text  strings.Builder
-		calls []chatToolCall
+		text     strings.Builder
+		calls    []chatToolCall
+		thinking strings.Builder
 	)
 	for j, b := range content.Array() {
 		switch typ := b.Get("type").Str; typ {
@@ -166,12 +182,15 @@ func assistantToChat(content gjson.Result) ([]chatMessage, error) {
 			}
 			calls = append(calls, chatToolCall{ID: b.Get("id").Str, Type: "function",
 				Function: chatFunction{Name: b.Get("name").Str, Arguments: compact(args)}})
-		case "thinking", "redacted_thinking":
+		case "thinking":
+			thinking.WriteString(b.Get("thinking").Str)
+		case "redacted_thinking":
 		default:
 			return nil, fmt.Errorf("content[%d]: %w: assistant block type %q", j, ErrUnsupported, typ)
 		}
 	}
 	msg := chatMessage{Role: "assistant", ToolCalls: calls}
+	msg.setReasoning(opt, thinking.String())
 	if text.Len() > 0 || len(calls) == 0 {
 		msg.Content = text.String()
 	}
@@ -254,6 +273,12 @@ type anthropicText struct {
 	Text string `json:"text"`
 }
 
+type anthropicThinking struct {
+	Type      string `json:"type"` // thinking
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
 type anthropicToolUse struct {
 	Type  string          `json:"type"` // tool_use
 	ID    string          `json:"id"`
@@ -286,6 +311,13 @@ func messagesStop(r stopReason) string {
 // ends a tool-calling answer with stop), content_filter → refusal. The ID is "msg_" plus
 // the upstream ID's suffix. The returned Usage is what to bill.
 func ChatToMessagesResponse(chatResp []byte, model string) ([]byte, Usage, error) {
+	return ChatToMessagesResponseWith(chatResp, model, Options{})
+}
+
+// ChatToMessagesResponseWith is ChatToMessagesResponse for the server opt names: its
+// reasoning member becomes a thinking block before the text, and its stop-string member
+// or stop-sequence finish a stop_sequence.
+func ChatToMessagesResponseWith(chatResp []byte, model string, opt Options) ([]byte, Usage, error) {
 	root, ok := parseObject(chatResp)
 	if !ok {
 		return nil, Usage{}, fmt.Errorf("%w: chat completion is not a JSON object", ErrUpstream)
@@ -298,10 +330,13 @@ func ChatToMessagesResponse(chatResp []byte, model string) ([]byte, Usage, error
 	msg := choice.Get("message")
 	out := anthropicMessage{ID: "msg_" + idSuffix(root.Get("id").Str), Type: "message", Role: "assistant",
 		Model: model, Content: []any{}, Usage: anthropicUsage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}}
+	if r := opt.reasoningOf(msg); r != "" {
+		out.Content = append(out.Content, anthropicThinking{Type: "thinking", Thinking: r, Signature: signText(r)})
+	}
 	if text := messageText(msg.Get("content")); text != "" {
 		out.Content = append(out.Content, anthropicText{Type: "text", Text: text})
 	}
-	calls := msg.Get("tool_calls").Array()
+	calls := msg.Get("tool_calls").Array() // null: none
 	for i, tc := range calls {
 		input, err := toolInput(tc.Get("function.arguments").Str)
 		if err != nil {
@@ -314,12 +349,11 @@ func ChatToMessagesResponse(chatResp []byte, model string) ([]byte, Usage, error
 		out.Content = append(out.Content, anthropicToolUse{Type: "tool_use", ID: id,
 			Name: tc.Get("function.name").Str, Input: input})
 	}
-	seq := choice.Get("stop_reason")
-	kind := classifyFinish(choice.Get("finish_reason").Str, stringOnly(seq), len(calls) > 0)
+	kind, seq := opt.stopKind(choice.Get("finish_reason").Str, opt.stopString(choice), len(calls) > 0)
 	reason := messagesStop(kind)
 	out.StopReason = &reason
-	if kind == stopSequence {
-		out.StopSequence = &seq.Str
+	if kind == stopSequence && seq != "" {
+		out.StopSequence = &seq
 	}
 	b, err := marshal(out)
 	return b, usage, err

@@ -26,7 +26,9 @@ import (
 // call's name is known (fragments arriving earlier are held) and closed when another block
 // starts, as Messages-style streams never interleave blocks. A fragment for a call whose
 // block is already closed is an ErrUpstream error rather than being merged into another
-// call. Reasoning deltas (reasoning_content) are dropped; only choice 0 is translated.
+// call. Reasoning deltas (the dialect's reasoning member) become a thinking block before
+// the text: content_block_start type thinking, thinking_delta events, then a
+// signature_delta before its content_block_stop. Only choice 0 is translated.
 //
 // Not safe for concurrent use.
 type ChatToMessagesStream struct {
@@ -40,7 +42,10 @@ type ChatToMessagesStream struct {
 	id       string
 	next     int                 // index of the next content block
 	open     int                 // index of the open block, -1 when none
-	openTool *streamTool         // tool call in the open block, nil for text
+	openTool *streamTool         // tool call in the open block, nil for text or thinking
+	thinking bool                // the open block is a thinking block
+	sig      signature           // of the open thinking block
+	opt      Options
 	tools    map[int]*streamTool // current call per chat tool index
 	order    []*streamTool       // every call, by first appearance
 	finish   string
@@ -66,6 +71,9 @@ func NewChatToMessagesStream(model string, w func(event, data []byte) error) *Ch
 
 // Usage returns the usage reported so far (zero until the upstream's usage chunk).
 func (s *ChatToMessagesStream) Usage() Usage { return s.usage }
+
+// Configure sets the translation's options (before the first Feed).
+func (s *ChatToMessagesStream) Configure(o Options) *ChatToMessagesStream { s.opt = o; return s }
 
 func (s *ChatToMessagesStream) emit(event string, v any) error {
 	b, err := marshal(v)
@@ -104,7 +112,7 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 	if u, ok := usageFromChat(m.usage); ok {
 		s.usage = u
 	}
-	err := firstChoice(m.choices, s.choice)
+	err := firstChoice(m.choices, &s.opt, s.choice)
 	if err != nil {
 		s.failed = true
 	}
@@ -142,8 +150,24 @@ func (s *ChatToMessagesStream) choice(c choiceMembers) error {
 	return err
 }
 
+func (s *ChatToMessagesStream) reasoning(t string) error {
+	if s.open < 0 || !s.thinking {
+		if err := s.closeOpen(); err != nil {
+			return err
+		}
+		s.open, s.openTool, s.thinking = s.next, nil, true
+		s.next++
+		if err := s.emit("content_block_start", evBlockStart{Type: "content_block_start", Index: s.open,
+			ContentBlock: anthropicThinking{Type: "thinking", Thinking: "", Signature: ""}}); err != nil {
+			return err
+		}
+	}
+	s.sig.write(t)
+	return s.emitDelta("thinking_delta", "thinking", t)
+}
+
 func (s *ChatToMessagesStream) text(t string) error {
-	if s.open < 0 || s.openTool != nil {
+	if s.open < 0 || s.openTool != nil || s.thinking {
 		if err := s.closeOpen(); err != nil {
 			return err
 		}
@@ -247,8 +271,13 @@ func (s *ChatToMessagesStream) closeOpen() error {
 	if s.openTool != nil {
 		s.openTool.closed = true
 	}
+	if s.thinking {
+		if err := s.emitDelta("signature_delta", "signature", s.sig.sum()); err != nil {
+			return err
+		}
+	}
 	i := s.open
-	s.open, s.openTool = -1, nil
+	s.open, s.openTool, s.thinking = -1, nil, false
 	return s.emit("content_block_stop", evBlockStop{Type: "content_block_stop", Index: i})
 }
 
@@ -276,11 +305,11 @@ func (s *ChatToMessagesStream) Finish() error {
 		return err
 	}
 	s.finished = true
-	kind := classifyFinish(s.finish, s.seq, len(s.order) > 0)
+	kind, named := s.opt.stopKind(s.finish, s.seq, len(s.order) > 0)
 	reason := messagesStop(kind)
 	var seq *string
-	if kind == stopSequence {
-		seq = &s.seq
+	if kind == stopSequence && named != "" {
+		seq = &named
 	}
 	if err := s.emit(sse.MessageDelta, evMessageDelta{Type: sse.MessageDelta,
 		Delta: messageDelta{StopReason: reason, StopSequence: seq},

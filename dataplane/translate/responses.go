@@ -22,13 +22,22 @@ import (
 //   - function_call items become tool_calls of an assistant message (consecutive calls, and
 //     a call right after an assistant message, share that message); function_call_output
 //     items become role "tool" messages (output string, or its text parts joined).
-//   - reasoning items are dropped; any other item type is ErrUnsupported.
+//   - reasoning items become the reasoning of the assistant turn they begin
+//     (ResponsesToChatWith; dropped for a server without a reasoning member); any other
+//     item type is ErrUnsupported.
 //   - max_output_tokens becomes max_tokens; temperature, top_p, parallel_tool_calls and
 //     user carry over; function tools become chat function tools; tool_choice
 //     auto/none/required and {type: function, name} carry over; text.format json_schema and
 //     json_object become response_format; stream adds stream_options.include_usage.
 //     Other fields (metadata, reasoning, truncation, ...) are dropped.
 func ResponsesToChat(body []byte, upstreamModel string) ([]byte, error) {
+	return ResponsesToChatWith(body, upstreamModel, Options{})
+}
+
+// ResponsesToChatWith is ResponsesToChat for the server opt names: reasoning.effort
+// becomes the server's thinking switch ("none" turns thinking off), and replayed
+// reasoning items become the next assistant turn's reasoning member.
+func ResponsesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte, error) {
 	root, ok := parseObject(body)
 	if !ok {
 		return nil, ErrInvalidRequest
@@ -43,7 +52,7 @@ func ResponsesToChat(body []byte, upstreamModel string) ([]byte, error) {
 	case in.IsArray():
 		var err error
 		in.ForEach(func(k, item gjson.Result) bool {
-			out.Messages, err = itemToChat(out.Messages, item)
+			out.Messages, err = itemToChat(out.Messages, item, &opt)
 			if err != nil {
 				err = fmt.Errorf("input[%d]: %w", k.Int(), err)
 			}
@@ -52,6 +61,9 @@ func ResponsesToChat(body []byte, upstreamModel string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if e := root.Get("reasoning.effort"); e.Type == gjson.String {
+		opt.thinkingSwitch(&out, e.Str != "none", e.Str)
 	}
 	if n := root.Get("max_output_tokens"); n.Type == gjson.Number {
 		out.MaxTokens = n.Int()
@@ -119,7 +131,7 @@ func ResponsesToChat(body []byte, upstreamModel string) ([]byte, error) {
 }
 
 // itemToChat appends the chat form of one Responses input item to msgs.
-func itemToChat(msgs []chatMessage, item gjson.Result) ([]chatMessage, error) {
+func itemToChat(msgs []chatMessage, item gjson.Result, opt *Options) ([]chatMessage, error) {
 	typ := item.Get("type").Str
 	if typ == "" && item.Get("role").Exists() {
 		typ = "message"
@@ -142,6 +154,10 @@ func itemToChat(msgs []chatMessage, item gjson.Result) ([]chatMessage, error) {
 			text, ok := joinText(parts, "")
 			if !ok {
 				return nil, fmt.Errorf("%w: images in %s messages", ErrUnsupported, role)
+			}
+			if n := len(msgs); role == "assistant" && n > 0 && reasoningOnly(msgs[n-1]) {
+				msgs[n-1].Content = text // the turn a replayed reasoning item began
+				return msgs, nil
 			}
 			return append(msgs, chatMessage{Role: role, Content: text}), nil
 		}
@@ -178,7 +194,21 @@ func itemToChat(msgs []chatMessage, item gjson.Result) ([]chatMessage, error) {
 		msg.Content = text
 		return append(msgs, msg), nil
 	case "reasoning":
-		return msgs, nil
+		var text strings.Builder
+		for _, part := range []string{"content", "summary"} {
+			item.Get(part).ForEach(func(_, p gjson.Result) bool {
+				text.WriteString(p.Get("text").Str)
+				return true
+			})
+			if text.Len() > 0 {
+				break
+			}
+		}
+		msg := chatMessage{Role: "assistant"}
+		if msg.setReasoning(opt, text.String()); msg.Reasoning == "" && msg.ReasoningContent == "" {
+			return msgs, nil
+		}
+		return append(msgs, msg), nil
 	}
 	return nil, fmt.Errorf("%w: input item type %q", ErrUnsupported, typ)
 }
@@ -259,6 +289,21 @@ type outputText struct {
 	Annotations []any  `json:"annotations"`
 }
 
+// reasoningItem is a reasoning output item in the form open-weight reasoning takes in the
+// Responses protocol: the reasoning text as reasoning_text content, no summary.
+type reasoningItem struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"` // reasoning
+	Summary []any           `json:"summary"`
+	Content []reasoningText `json:"content"`
+	Status  string          `json:"status,omitempty"`
+}
+
+type reasoningText struct {
+	Type string `json:"type"` // reasoning_text
+	Text string `json:"text"`
+}
+
 type functionCallItem struct {
 	ID        string `json:"id"`
 	Type      string `json:"type"` // function_call
@@ -311,6 +356,13 @@ func created(r gjson.Result) int64 {
 // max_output_tokens (content_filter likewise with reason content_filter); otherwise the
 // status is "completed". IDs are derived from the upstream ID ("resp_", "msg_", "fc_").
 func ChatToResponsesResponse(chatResp []byte, model string) ([]byte, Usage, error) {
+	return ChatToResponsesResponseWith(chatResp, model, Options{})
+}
+
+// ChatToResponsesResponseWith is ChatToResponsesResponse for the server opt names: its
+// reasoning member becomes a reasoning item before the message, and reasoning_tokens
+// come from the server's usage details.
+func ChatToResponsesResponseWith(chatResp []byte, model string, opt Options) ([]byte, Usage, error) {
 	root, ok := parseObject(chatResp)
 	if !ok {
 		return nil, Usage{}, fmt.Errorf("%w: chat completion is not a JSON object", ErrUpstream)
@@ -323,10 +375,14 @@ func ChatToResponsesResponse(chatResp []byte, model string) ([]byte, Usage, erro
 	suffix := idSuffix(root.Get("id").Str)
 	msg := choice.Get("message")
 	calls := msg.Get("tool_calls").Array()
-	kind := classifyFinish(choice.Get("finish_reason").Str, stringOnly(choice.Get("stop_reason")), len(calls) > 0)
+	kind, _ := opt.stopKind(choice.Get("finish_reason").Str, opt.stopString(choice), len(calls) > 0)
 	status, details := responseStatus(kind)
 	out := responseObject{ID: "resp_" + suffix, Object: "response", CreatedAt: created(root), Status: status,
 		IncompleteDetails: details, Model: model, Output: []any{}, Usage: responseUsageOf(usage, root.Get("usage"))}
+	if r := opt.reasoningOf(msg); r != "" {
+		out.Output = append(out.Output, reasoningItem{ID: fmt.Sprintf("rs_%s_%d", suffix, len(out.Output)), Type: "reasoning",
+			Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: r}}})
+	}
 	if text := messageText(msg.Get("content")); text != "" {
 		out.Output = append(out.Output, messageItem{ID: fmt.Sprintf("msg_%s_%d", suffix, len(out.Output)),
 			Type: "message", Status: status, Role: "assistant", Content: []outputText{newOutputText(text)}})
@@ -346,4 +402,10 @@ func ChatToResponsesResponse(chatResp []byte, model string) ([]byte, Usage, erro
 	}
 	b, err := marshal(out)
 	return b, usage, err
+}
+
+// reasoningOnly reports whether m is an assistant turn begun by a replayed reasoning item
+// (reasoning, no content or calls yet).
+func reasoningOnly(m chatMessage) bool {
+	return m.Role == "assistant" && m.Content == nil && len(m.ToolCalls) == 0 && (m.Reasoning != "" || m.ReasoningContent != "")
 }

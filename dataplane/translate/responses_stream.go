@@ -49,11 +49,14 @@ type ChatToResponsesStream struct {
 	usage    Usage
 	cached   int64
 	reason   int64
+	thought  int64 // reasoning deltas received (reasoning_tokens when the server reports none)
+	opt      Options
 	out      []byte // the data of the last delta event, reused
 }
 
 type respItem struct {
 	call   bool
+	think  bool // a reasoning item
 	id     string
 	callID string
 	name   string
@@ -78,6 +81,9 @@ func NewChatToResponsesStream(model string, w func(event, data []byte) error) *C
 
 // Usage returns the usage reported so far (zero until the upstream's usage chunk).
 func (s *ChatToResponsesStream) Usage() Usage { return s.usage }
+
+// Configure sets the translation's options (before the first Feed).
+func (s *ChatToResponsesStream) Configure(o Options) *ChatToResponsesStream { s.opt = o; return s }
 
 func (s *ChatToResponsesStream) emit(event string, v any) error {
 	b, err := marshal(v)
@@ -119,7 +125,7 @@ func (s *ChatToResponsesStream) Feed(chunk []byte) error {
 			s.reason = detailCount(u.Get("completion_tokens_details.reasoning_tokens"))
 		}
 	}
-	err := firstChoice(m.choices, s.choice)
+	err := firstChoice(m.choices, &s.opt, s.choice)
 	if err != nil {
 		s.failed = true
 	}
@@ -152,13 +158,24 @@ func (s *ChatToResponsesStream) response(status string, details *incompleteDetai
 		r.Output = append(r.Output, it.render())
 	}
 	if status != "in_progress" {
+		reason := s.reason
+		if reason == 0 {
+			reason = min(s.thought, s.usage.OutputTokens)
+		}
 		r.Usage = &responseUsage{InputTokens: s.usage.InputTokens, InputTokensDetails: cachedTokens{s.cached},
-			OutputTokens: s.usage.OutputTokens, OutputTokensDetails: reasoningTokensObj{s.reason}, TotalTokens: s.usage.Total()}
+			OutputTokens: s.usage.OutputTokens, OutputTokensDetails: reasoningTokensObj{reason}, TotalTokens: s.usage.Total()}
 	}
 	return r
 }
 
 func (it *respItem) render() any {
+	if it.think {
+		content := []reasoningText{}
+		if it.status != "in_progress" {
+			content = append(content, reasoningText{Type: "reasoning_text", Text: it.buf.String()})
+		}
+		return reasoningItem{ID: it.id, Type: "reasoning", Summary: []any{}, Content: content, Status: it.status}
+	}
 	if it.call {
 		return functionCallItem{ID: it.id, Type: "function_call", Status: it.status, CallID: it.callID,
 			Name: it.name, Arguments: it.buf.String()}
@@ -191,8 +208,44 @@ func (s *ChatToResponsesStream) choice(c choiceMembers) error {
 	return err
 }
 
+func (s *ChatToResponsesStream) reasoning(t string) error {
+	if s.open < 0 || !s.items[s.open].think {
+		if err := s.closeOpen("completed"); err != nil {
+			return err
+		}
+		n := len(s.items)
+		it := &respItem{think: true, id: "rs_" + s.suffix + "_" + strconv.Itoa(n), status: "in_progress"}
+		s.items = append(s.items, it)
+		s.open = n
+		if err := s.emit("response.output_item.added", evItem{Type: "response.output_item.added",
+			SequenceNumber: s.seq, OutputIndex: n, Item: it.render()}); err != nil {
+			return err
+		}
+	}
+	it := s.items[s.open]
+	it.buf.WriteString(t)
+	s.thought++
+	return s.emitReasoningDelta(it.id, t)
+}
+
+// emitReasoningDelta writes a response.reasoning_text.delta of the open item.
+func (s *ChatToResponsesStream) emitReasoningDelta(item, d string) error {
+	b := append(s.out[:0], `{"type":"response.reasoning_text.delta","sequence_number":`...)
+	b = strconv.AppendInt(b, s.seq, 10)
+	b = append(b, `,"item_id":`...)
+	b = jsonenc.AppendString(b, item)
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(s.open), 10)
+	b = append(b, `,"content_index":0,"delta":`...)
+	b = jsonenc.AppendString(b, d)
+	b = append(b, '}')
+	s.out = b
+	s.seq++
+	return s.w(reasoningTextDelta, b)
+}
+
 func (s *ChatToResponsesStream) text(t string) error {
-	if s.open < 0 || s.items[s.open].call {
+	if s.open < 0 || s.items[s.open].call || s.items[s.open].think {
 		if err := s.closeOpen("completed"); err != nil {
 			return err
 		}
@@ -218,6 +271,9 @@ func (s *ChatToResponsesStream) text(t string) error {
 var (
 	outputTextDelta = []byte("response.output_text.delta")
 	argumentsDelta  = []byte("response.function_call_arguments.delta")
+	// reasoningTextDelta carries reasoning text (the Responses protocol's open-weight
+	// reasoning form, as gpt-oss servers stream it).
+	reasoningTextDelta = []byte("response.reasoning_text.delta")
 )
 
 // emitDelta writes a response.output_text.delta (text) or
@@ -324,6 +380,15 @@ func (s *ChatToResponsesStream) closeOpen(status string) error {
 	n := s.open
 	it := s.items[n]
 	s.open = -1
+	if it.think {
+		it.status = "completed"
+		if err := s.emit("response.reasoning_text.done", evReasoningDone{Type: "response.reasoning_text.done", SequenceNumber: s.seq,
+			ItemID: it.id, OutputIndex: n, Text: it.buf.String()}); err != nil {
+			return err
+		}
+		return s.emit("response.output_item.done", evItem{Type: "response.output_item.done", SequenceNumber: s.seq,
+			OutputIndex: n, Item: it.render()})
+	}
 	if it.call {
 		for _, st := range s.order {
 			if st.item == n {
@@ -378,7 +443,7 @@ func (s *ChatToResponsesStream) Finish() error {
 			}
 		}
 	}
-	kind := classifyFinish(s.finish, s.stopSeq, len(s.order) > 0)
+	kind, _ := s.opt.stopKind(s.finish, s.stopSeq, len(s.order) > 0)
 	status, details := responseStatus(kind)
 	if err := s.closeOpen(status); err != nil {
 		return err
@@ -436,6 +501,14 @@ type (
 		ItemID         string `json:"item_id"`
 		OutputIndex    int    `json:"output_index"`
 		Delta          string `json:"delta"`
+	}
+	evReasoningDone struct {
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Text           string `json:"text"`
 	}
 	evArgsDone struct {
 		Type           string `json:"type"`

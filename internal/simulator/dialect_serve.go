@@ -313,8 +313,10 @@ func (c *dialectCall) stream(w http.ResponseWriter) {
 		}
 		return rc.Flush() == nil
 	}
+	held := "" // frames held back to go out in one write with the next
 	for i, e := range events {
-		frame := c.sp.dataPrefix + string(e) + eol + eol
+		frame := held + c.sp.dataPrefix + string(e) + eol + eol
+		held = ""
 		switch {
 		case c.scenario == ScenarioSSE && i == 1:
 			// One event in two writes, then an empty data frame (as relays send).
@@ -323,13 +325,15 @@ func (c *dialectCall) stream(w http.ResponseWriter) {
 				return
 			}
 		case c.scenario == ScenarioSSE && i == 2 && i+1 < len(events):
-			// Two events in one write.
-			events[i+1] = append([]byte(frame+c.sp.dataPrefix), events[i+1]...)
+			held = frame // two events in one write
 		default:
 			if !write(frame) {
 				return
 			}
 		}
+	}
+	if held != "" && !write(held) {
+		return
 	}
 	switch c.scenario {
 	case ScenarioError:
