@@ -40,11 +40,11 @@ type ChatToMessagesStream struct {
 	failed   bool
 	errSent  bool // the error event was written
 	id       string
-	next     int                 // index of the next content block
-	open     int                 // index of the open block, -1 when none
-	openTool *streamTool         // tool call in the open block, nil for text or thinking
-	thinking bool                // the open block is a thinking block
-	sig      signature           // of the open thinking block
+	next     int         // index of the next content block
+	open     int         // index of the open block, -1 when none
+	openTool *streamTool // tool call in the open block, nil for text or thinking
+	thinking bool        // the open block is a thinking block
+	sig      signature   // of the open thinking block
 	opt      Options
 	tools    map[int]*streamTool // current call per chat tool index
 	order    []*streamTool       // every call, by first appearance
