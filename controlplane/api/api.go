@@ -63,6 +63,8 @@ type Config struct {
 	MaxWait time.Duration
 	// UsageWindow is the period of usage_30d (default 30 days).
 	UsageWindow int
+	// ServiceLimits bound /v1/service/* per key and per account (defaults in ServiceLimits).
+	ServiceLimits ServiceLimits
 	// Optional handlers of forwarded paths owned by other packages; nil leaves the path
 	// answering 404. They run behind the node-token check.
 	Topup   http.Handler // POST /v1/service/topup (account in X-Gateway-Account-Id)
@@ -87,6 +89,7 @@ type server struct {
 	nodeDigests [][sha256.Size]byte
 	spool       spoolReports
 	logins      loginLimiter
+	service     *serviceLimiter
 }
 
 // surface is one listener's handler: the shared server and its own routes.
@@ -136,7 +139,8 @@ func New(cfg Config) (*Handlers, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, adminDigest: sha256.Sum256([]byte(cfg.AdminToken))}
+	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, adminDigest: sha256.Sum256([]byte(cfg.AdminToken)),
+		service: newServiceLimiter(cfg.ServiceLimits)}
 	for _, t := range tokens {
 		s.nodeDigests = append(s.nodeDigests, sha256.Sum256([]byte(t)))
 	}
@@ -204,11 +208,11 @@ func (s *server) nodeRoutes(mux *http.ServeMux) {
 	node("POST "+internalapi.PathUsage, s.postUsage)
 	node("GET "+internalapi.PathBalances, s.getBalances)
 
-	node("GET /v1/service/account", s.serviceAccount)
-	node("GET /v1/service/requests", s.serviceRequests)
-	node("GET /v1/service/requests/{id}", s.serviceRequest)
+	node("GET /v1/service/account", s.limited(serviceRead, s.serviceAccount))
+	node("GET /v1/service/requests", s.limited(serviceRead, s.serviceRequests))
+	node("GET /v1/service/requests/{id}", s.limited(serviceRead, s.serviceRequest))
 	if s.cfg.Topup != nil {
-		node("POST /v1/service/topup", s.cfg.Topup.ServeHTTP)
+		node("POST /v1/service/topup", s.limited(serviceTopup, s.cfg.Topup.ServeHTTP))
 	}
 	if s.cfg.Signup != nil {
 		node("/v1/service/signup", s.cfg.Signup.ServeHTTP)

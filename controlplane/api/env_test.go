@@ -43,6 +43,12 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the API's config changed by opt.
+func newEnvWith(t *testing.T, opt func(*api.Config)) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, _ := storetest.Open(t, store.Config{Logger: quiet(), MaxConns: 8})
 	pub, err := publish.New(publish.Config{Store: st, Logger: quiet(), Debounce: 20 * time.Millisecond, Signer: signingKey})
@@ -51,8 +57,12 @@ func newEnv(t *testing.T) *env {
 	}
 	done := make(chan struct{})
 	go func() { pub.Run(ctx); close(done) }()
-	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"other-node-token-0123456789abcdef", nodeToken},
-		Logger: quiet(), MaxWait: 10 * time.Second})
+	cfg := api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{"other-node-token-0123456789abcdef", nodeToken},
+		Logger: quiet(), MaxWait: 10 * time.Second}
+	if opt != nil {
+		opt(&cfg)
+	}
+	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
