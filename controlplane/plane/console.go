@@ -1,7 +1,9 @@
 package plane
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/console"
 	"github.com/sekgate/gateway/controlplane/testbox"
+	"github.com/sekgate/gateway/shared/internalapi"
 )
 
 // consoleConfig holds the operator console's flags.
@@ -16,12 +19,14 @@ type consoleConfig struct {
 	disable         bool
 	insecureCookies bool
 	testBoxURL      string
+	testBoxToken    string
 }
 
 func (c *consoleConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.disable, "disable-console", false, "do not serve the operator console (/console/ on the admin listener)")
 	fs.BoolVar(&c.insecureCookies, "console-insecure-cookies", false, "leave Secure off the console's cookies (plain HTTP off localhost only)")
-	fs.StringVar(&c.testBoxURL, "test-box-url", "", "base URL of the data plane the console's test box sends to (empty: no test box)")
+	fs.StringVar(&c.testBoxURL, "test-box-url", "", "base URL of a data plane's --test-box-listen, https or loopback http (empty: no test box)")
+	fs.StringVar(&c.testBoxToken, "test-box-token", "", "the test box's own token, the data plane's --test-box-token (not a node token)")
 }
 
 // testBox returns the test-box client, or nil when no data plane is configured.
@@ -29,8 +34,16 @@ func (c *consoleConfig) testBox(nodeTokens string) (api.TestBox, error) {
 	if c.testBoxURL == "" {
 		return nil, nil
 	}
-	tok, _, _ := strings.Cut(nodeTokens, ",")
-	return testbox.New(testbox.Config{URL: c.testBoxURL, NodeToken: strings.TrimSpace(tok)})
+	tok := strings.TrimSpace(c.testBoxToken)
+	if len(tok) < internalapi.MinTokenBytes {
+		return nil, fmt.Errorf("--test-box-url needs --test-box-token of at least %d bytes", internalapi.MinTokenBytes)
+	}
+	for _, n := range strings.Split(nodeTokens, ",") {
+		if strings.TrimSpace(n) == tok {
+			return nil, errors.New("--test-box-token must not be a node token")
+		}
+	}
+	return testbox.New(testbox.Config{URL: c.testBoxURL, Token: tok})
 }
 
 // handler serves the console under /console/ beside the admin API.

@@ -1,7 +1,8 @@
-// Package testbox sends the console's test-box requests to a data plane: a chat
-// completion on behalf of an account, authenticated with a node token and naming the
-// account in X-Gateway-Test-Box-Account. The data plane serves, records (key_id null) and
-// charges it like any other request of the account.
+// Package testbox sends the console's test-box requests to a data plane's private test-box
+// listener: a chat completion on behalf of an account, authenticated with the test box's
+// own token (never a node token) and naming the account in X-Gateway-Test-Box-Account. The
+// data plane serves, records (key_id null) and charges it like any other request of the
+// account.
 package testbox
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -22,10 +24,12 @@ import (
 
 // Config configures a Client.
 type Config struct {
-	// URL is the data plane's base URL (its public listener), e.g. https://se.gateway.example. Required.
+	// URL is the base URL of the data plane's test-box listener (--test-box-listen there):
+	// https, or plain http only to a loopback address, since the token goes with every
+	// request. Required.
 	URL string
-	// NodeToken is a node token the data plane at URL accepts as its own. Required.
-	NodeToken string
+	// Token is the test box's own token, the data plane's --test-box-token. Required.
+	Token string
 	// HTTP is the client (default: one with a 2-minute timeout).
 	HTTP *http.Client
 }
@@ -41,8 +45,11 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("testbox: URL %q is not an http(s) URL", cfg.URL)
 	}
-	if cfg.NodeToken == "" {
-		return nil, errors.New("testbox: a node token is required")
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("testbox: URL %q sends the test-box token in clear: use https, or http to a loopback address", cfg.URL)
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("testbox: a test-box token is required")
 	}
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
 	if cfg.HTTP == nil {
@@ -61,7 +68,7 @@ func (c *Client) Chat(ctx context.Context, accountID string, body []byte) (admin
 	if err != nil {
 		return adminapi.TestBoxResult{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.cfg.NodeToken)
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(internalapi.HeaderTestBoxAccount, accountID)
 	res, err := c.cfg.HTTP.Do(req)
@@ -77,4 +84,13 @@ func (c *Client) Chat(ctx context.Context, accountID string, body []byte) (admin
 		b, _ = json.Marshal(string(b))
 	}
 	return adminapi.TestBoxResult{Status: res.StatusCode, RequestID: res.Header.Get(internalapi.HeaderRequestID), Body: b}, nil
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }

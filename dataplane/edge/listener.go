@@ -295,11 +295,11 @@ type conn struct {
 	// writeBy is the write deadline last set. Writes come from one goroutine at a time
 	// (the connection's), so it needs no lock.
 	writeBy time.Time
-	l      *Listener
-	key    netip.Addr
-	closed atomic.Bool
-	linger atomic.Bool
-	authed atomic.Bool
+	l       *Listener
+	key     netip.Addr
+	closed  atomic.Bool
+	linger  atomic.Bool
+	authed  atomic.Bool
 	// stranger, account and timer are guarded by l.mu.
 	stranger bool        // counted among its address's strangers
 	account  string      // counted among this account's connections

@@ -22,6 +22,7 @@ import (
 	"github.com/sekgate/gateway/internal/daemon"
 	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/internal/version"
+	"github.com/sekgate/gateway/shared/internalapi"
 )
 
 // Config is the data plane's settings: each is a flag (docs/configuration.md), also read from
@@ -35,6 +36,8 @@ type Config struct {
 	logLevel        string               // debug, info, warn or error
 	docsURL         string               // public reference GET /docs redirects to
 	opsListen       string               // private metrics and probes listener (empty: off)
+	testBoxListen   string               // private listener of the console's test box (empty: off)
+	testBoxToken    string               // the test box's own token
 	snapshotWait    time.Duration        // long-poll wait for snapshot changes
 	batchInterval   time.Duration        // longest wait before a usage batch is sent
 	batchSize       int                  // most usage records per batch
@@ -69,6 +72,8 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
+	fs.StringVar(&o.testBoxListen, "test-box-listen", "", "private address where the console's test box is served with --test-box-token (empty: off)")
+	fs.StringVar(&o.testBoxToken, "test-box-token", "", "the console test box's own token, ≥ 32 bytes, admitted only on --test-box-listen")
 	fs.StringVar(&o.docsURL, "docs-url", "", "public reference GET /docs redirects to (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
@@ -109,6 +114,12 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if err := o.link.validate(&o); err != nil {
 		return o, err
+	}
+	if (o.testBoxListen == "") != (o.testBoxToken == "") {
+		return o, errors.New("--test-box-listen and --test-box-token go together")
+	}
+	if o.testBoxToken != "" && (len(o.testBoxToken) < internalapi.MinTokenBytes || o.testBoxToken == o.nodeToken) {
+		return o, fmt.Errorf("--test-box-token must be at least %d bytes and not the node token", internalapi.MinTokenBytes)
 	}
 	if o.nodeID == "" {
 		o.nodeID, _ = os.Hostname()

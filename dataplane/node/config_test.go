@@ -48,6 +48,10 @@ func TestEdgeFlags(t *testing.T) {
 		{"--header-timeout", "0s"},
 		{"--write-timeout", "-1s"},
 		{"--max-header-bytes", "100"},
+		{"--test-box-listen", "127.0.0.1:9110"},
+		{"--test-box-token", "testbox_0123456789abcdef0123456789abcdef"},
+		{"--test-box-listen", "127.0.0.1:9110", "--test-box-token", "short"},
+		{"--test-box-listen", "127.0.0.1:9110", "--test-box-token", testNodeToken},
 	} {
 		if _, err := parseFlags(append([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}, bad...)); err == nil {
 			t.Errorf("%v accepted", bad)

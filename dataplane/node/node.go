@@ -171,7 +171,7 @@ func (n *node) newServer() error {
 	cfg.FairQueue = n.fairq
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
-	cfg.Link, cfg.NodeToken, cfg.DocsURL, cfg.Logger = n.link, o.nodeToken, o.docsURL, n.log
+	cfg.Link, cfg.TestBoxToken, cfg.DocsURL, cfg.Logger = n.link, o.testBoxToken, o.docsURL, n.log
 	n.srv, err = server.New(cfg)
 	return err
 }
@@ -199,6 +199,14 @@ func (n *node) serve(ctx context.Context) error {
 	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- n.srv.Serve(ln) }()
+	if o.testBoxListen != "" {
+		tln, err := net.Listen("tcp", o.testBoxListen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", o.testBoxListen, err)
+		}
+		go func() { _ = n.srv.ServeTestBox(tln) }() // closed by the server's shutdown
+		log.Info("test-box listener", "addr", tln.Addr().String())
+	}
 	if o.opsListen != "" {
 		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(n.tel.Registry(), storeVersion{n.store}, drain, log), ReadHeaderTimeout: 5 * time.Second}
 		go func() {

@@ -85,7 +85,7 @@ func TestStrictFraming(t *testing.T) {
 		{"identity without a length", hdr + "Transfer-Encoding: identity\r\n\r\n" + body + next, 400},
 		{"identity get", "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + g.Keys.SE + "\r\nTransfer-Encoding: Identity\r\n\r\n" + next, 400},
 		{"chunked list", hdr + "Transfer-Encoding: gzip, chunked\r\n\r\n" + chunk + next, 400},
-				{"folded header", hdr + "X-A: b\r\n folded\r\nContent-Length: 13\r\n\r\n" + body + next, 400},
+		{"folded header", hdr + "X-A: b\r\n folded\r\nContent-Length: 13\r\n\r\n" + body + next, 400},
 		{"1 MiB header", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20) + "\r\n\r\n" + next, 431},
 	}
 	for _, c := range cases {

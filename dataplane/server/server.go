@@ -84,8 +84,9 @@ type Config struct {
 	// which /v1/service/* and /v1/stripe/webhook are forwarded; without it those paths
 	// answer 503.
 	Link *cplink.Client
-	// NodeToken is the node's token, which the console's test box presents (testbox.go).
-	NodeToken string
+	// TestBoxToken is the console test box's own token (not the node token), admitted only
+	// on the private listener of ServeTestBox (testbox.go); empty: no test box.
+	TestBoxToken string
 	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
 	// endpoint_not_supported errors (default: this gateway's /openapi.json).
 	DocsURL string

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"net/http"
 	"testing"
 
@@ -10,31 +11,45 @@ import (
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
-// A console test-box request: admitted only with this node's own token and an account the
-// snapshot holds, served and recorded like any request of the account, with no key ID.
+// A console test-box request: admitted only with the test-box token, on the private
+// test-box listener, for an account the snapshot holds; served and recorded like any
+// request of the account, with no key ID. The node token is never a credential here, and
+// the test-box token is refused on the public listener.
 func TestTestBox(t *testing.T) {
-	const nodeToken = "node-token-0123456789abcdef0123456789"
-	g := startGateway(t, func(c *Config) { c.NodeToken = nodeToken })
+	const (
+		nodeToken    = "node-token-0123456789abcdef0123456789"
+		testBoxToken = "test-box-token-0123456789abcdef01234"
+	)
+	g := startGateway(t, func(c *Config) { c.TestBoxToken = testBoxToken })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Srv.ServeTestBox(ln)
+	private := &gateway{URL: "http://" + ln.Addr().String(), Meter: g.Meter}
 	hdr := internalapi.HeaderTestBoxAccount
 	tests := []struct {
 		name, key, account string
+		gw                 *gateway
 		status             int
 	}{
-		{"another token", "not-the-node-token-0123456789abcdef", fixture.AcctSE, http.StatusUnauthorized},
-		{"a customer key", g.Keys.EU, fixture.AcctSE, http.StatusOK}, // the header is ignored: the key's own account
-		{"unknown account", nodeToken, "acct_00000000000000ff", http.StatusUnauthorized},
-		{"node token without the header", nodeToken, "", http.StatusUnauthorized},
-		{"suspended account", nodeToken, fixture.AcctSuspended, http.StatusForbidden},
-		{"test box", nodeToken, fixture.AcctSE, http.StatusOK},
+		{"another token", "not-the-test-box-token-0123456789abcdef", fixture.AcctSE, private, http.StatusUnauthorized},
+		{"the node token", nodeToken, fixture.AcctSE, private, http.StatusUnauthorized},
+		{"the test-box token on the public listener", testBoxToken, fixture.AcctSE, g, http.StatusUnauthorized},
+		{"a customer key", g.Keys.EU, fixture.AcctSE, private, http.StatusOK}, // the header is ignored: the key's own account
+		{"unknown account", testBoxToken, "acct_00000000000000ff", private, http.StatusUnauthorized},
+		{"test-box token without the header", testBoxToken, "", private, http.StatusUnauthorized},
+		{"suspended account", testBoxToken, fixture.AcctSuspended, private, http.StatusForbidden},
+		{"test box", testBoxToken, fixture.AcctSE, private, http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(g.Meter.Records())
 			var r result
 			if tt.account == "" {
-				r = g.do(t, "POST", "/v1/chat/completions", tt.key, chatBody)
+				r = tt.gw.do(t, "POST", "/v1/chat/completions", tt.key, chatBody)
 			} else {
-				r = g.do(t, "POST", "/v1/chat/completions", tt.key, chatBody, hdr, tt.account)
+				r = tt.gw.do(t, "POST", "/v1/chat/completions", tt.key, chatBody, hdr, tt.account)
 			}
 			if r.Status != tt.status {
 				t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Body)
@@ -50,7 +65,7 @@ func TestTestBox(t *testing.T) {
 			if rec.RequestID != r.Header.Get("X-Request-Id") || gjson.Get(r.Body, "choices.0.message.content").Str == "" {
 				t.Fatalf("record %+v for %s", rec, r.Body)
 			}
-			if tt.key == nodeToken {
+			if tt.key == testBoxToken {
 				if rec.KeyID != nil || rec.AccountID != tt.account || rec.PriceMicroSEK <= 0 {
 					t.Fatalf("test-box record %+v: want key_id null, account %s, a price", rec, tt.account)
 				}

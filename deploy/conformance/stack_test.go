@@ -145,6 +145,8 @@ func startStack() (_ *Stack, err error) {
 	adminAddr, _ := freeAddr()
 	dpAddr, _ := freeAddr()
 	deadAddr, _ := freeAddr() // nothing listens here: connections are refused
+	testBoxAddr, _ := freeAddr()
+	const testBoxToken = "testbox_conformance_0123456789abcdef"
 	s.SimURL, s.BrokenURL, s.CPURL, s.AdminURL, s.DataURL = "http://"+simAddr, "http://"+brokenAddr, "http://"+cpAddr, "http://"+adminAddr, "http://"+dpAddr
 
 	if err := s.spawn("simulator", "simulator", nil, harness.SimulatorArgs(simAddr, "sim")...); err != nil {
@@ -161,12 +163,13 @@ func startStack() (_ *Stack, err error) {
 			"--stripe-secret-key", "sk_test_conformance", "--stripe-api-base", s.PayURL,
 			"--stripe-webhook-secret", s.WebhookKey,
 			"--topup-success-url", "https://site.invalid/paid", "--topup-cancel-url", "https://site.invalid/cancelled",
-			"--test-box-url", s.DataURL)...); err != nil {
+			"--test-box-url", "http://"+testBoxAddr, "--test-box-token", testBoxToken)...); err != nil {
 		return nil, err
 	}
 	if err := s.spawn("dataplane", "dataplane", []string{"GATEWAY_NODE_TOKEN=" + s.NodeToken},
 		harness.DataPlane{Listen: dpAddr, ControlPlaneURL: s.CPURL, PublicKeyFile: s.PublicKey, NodeID: "conformance-1",
-			DataDir: filepath.Join(dir, "node")}.Args("--docs-url", s.DocsURL, "--snapshot-wait", "10s", "--usage-batch-interval", "50ms")...); err != nil {
+			DataDir: filepath.Join(dir, "node")}.Args("--docs-url", s.DocsURL, "--snapshot-wait", "10s", "--usage-batch-interval", "50ms",
+			"--test-box-listen", testBoxAddr, "--test-box-token", testBoxToken)...); err != nil {
 		return nil, err
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)

@@ -104,6 +104,10 @@ secrets() {
     WEBHOOK_SECRET="whsec_$(rnd)"
     echo "WEBHOOK_SECRET=$WEBHOOK_SECRET" >>"$f"
   fi
+  if [ -z "${TEST_BOX_TOKEN:-}" ]; then
+    TEST_BOX_TOKEN="testbox_$(rnd)"
+    echo "TEST_BOX_TOKEN=$TEST_BOX_TOKEN" >>"$f"
+  fi
   ( umask 077
     printf '%s\n' "$ADMIN_TOKEN" >"$DATA/admin.token"
     printf '%s\n' "$NODE_TOKEN" >"$DATA/node.tokens"

@@ -13,6 +13,7 @@
 #   GATEWAY_PAY_HTTPS_PORT (12112) stripe-mock's HTTPS listener (loopback only; unused)
 #   GATEWAY_OPS_PORT  (9108)  data plane's private /metrics and /readyz
 #   GATEWAY_CP_OPS_PORT (9109) control plane's private /metrics, /livez and /readyz
+#   GATEWAY_TEST_BOX_PORT (9110) data plane's private test-box listener (the console's)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,6 +29,7 @@ PAY_PORT=${GATEWAY_PAY_PORT:-12111}
 PAY_HTTPS_PORT=${GATEWAY_PAY_HTTPS_PORT:-12112}
 OPS_PORT=${GATEWAY_OPS_PORT:-9108}
 CP_OPS_PORT=${GATEWAY_CP_OPS_PORT:-9109}
+TB_PORT=${GATEWAY_TEST_BOX_PORT:-9110}
 CATALOG=${GATEWAY_CATALOG:-configs/catalog.demo.yaml}
 
 TAG=run
@@ -58,8 +60,11 @@ GATEWAY_TOPUP_SUCCESS_URL="http://127.0.0.1:$DP_PORT/docs?topup=done" \
 GATEWAY_TOPUP_CANCEL_URL="http://127.0.0.1:$DP_PORT/docs?topup=cancelled" \
 GATEWAY_SIGNUP_CONFIRM_URL="http://127.0.0.1:$DP_PORT/docs?signup=received" \
 GATEWAY_SIGNUP_ERROR_URL="http://127.0.0.1:$DP_PORT/docs?signup=error" \
-  controlplane "$PG_PORT" "$CP_PORT" "$ADMIN_PORT" "$CP_OPS_PORT" --test-box-url "http://127.0.0.1:$DP_PORT"
-dataplane dataplane local-1 "$DATA/node" "$DP_PORT" "$OPS_PORT" "$CP_PORT" --access-log-format text
+GATEWAY_TEST_BOX_TOKEN="$TEST_BOX_TOKEN" \
+  controlplane "$PG_PORT" "$CP_PORT" "$ADMIN_PORT" "$CP_OPS_PORT" --test-box-url "http://127.0.0.1:$TB_PORT"
+GATEWAY_TEST_BOX_TOKEN="$TEST_BOX_TOKEN" \
+  dataplane dataplane local-1 "$DATA/node" "$DP_PORT" "$OPS_PORT" "$CP_PORT" --access-log-format text \
+  --test-box-listen "127.0.0.1:$TB_PORT"
 
 wait_for "http://127.0.0.1:$SIM_PORT/healthz" simulator
 wait_for "http://127.0.0.1:$CP_PORT/healthz" "control plane"
