@@ -19,13 +19,13 @@ build:
 
 ## run: local Postgres under .data/, control plane, data plane, simulator and a demo account.
 run: build
-	@BIN=$(BIN) deploy/local/run.sh
+	@exec env BIN=$(BIN) deploy/local/run.sh
 
 ## run-fleet: a fleet on one host: Postgres and the control plane under .data/fleet/, data
 ## planes se-sto (SE), eu-fra (DE) and us-any (US), a simulator per region, a demo account
 ## per residency; .data/fleet.env lists each region's base URL. Ports differ from make run's.
 run-fleet: build
-	@BIN=$(BIN) deploy/local/run-fleet.sh
+	@exec env BIN=$(BIN) deploy/local/run-fleet.sh
 
 ## test: every test, including real-Postgres control-plane tests and the import boundary,
 ## then the planes' packages again under the race detector.

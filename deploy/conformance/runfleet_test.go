@@ -103,6 +103,15 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 			t.Errorf("%s = %q, want http://127.0.0.1:%s", k, vars[k], want)
 		}
 	}
+	// The console is up with an operator to log in as, and its URL is in the env file.
+	if want := "http://127.0.0.1:" + ports["ADMIN"] + "/console/"; vars["GATEWAY_CONSOLE_URL"] != want {
+		t.Errorf("GATEWAY_CONSOLE_URL = %q, want %q", vars["GATEWAY_CONSOLE_URL"], want)
+	}
+	ops := exec.Command(filepath.Join(binDir, "gatewayctl"), "--json", "operators", "list")
+	ops.Env = append(proc.ChildEnv(), "GATEWAY_ADMIN_URL="+vars["GATEWAY_ADMIN_URL"], "GATEWAY_ADMIN_TOKEN="+vars["GATEWAY_ADMIN_TOKEN"])
+	if b, err := ops.CombinedOutput(); err != nil || !strings.Contains(string(b), `"demo"`) {
+		t.Errorf("no console operator demo: %v %s", err, b)
+	}
 	chat := func(base, key string) (int, string) {
 		body, _ := json.Marshal(chatReq("llama-3.1-8b-instruct"))
 		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))

@@ -13,20 +13,41 @@ pids=()
 
 log() { printf '[%s] %s\n' "$TAG" "$*"; }
 
-# start NAME CMD...: runs CMD in the background with its output in $DATA/logs/NAME.log.
+# start NAME CMD...: runs CMD in the background with its output appended to
+# $DATA/logs/NAME.log, after a line that marks the start.
 start() {
   local name=$1
   shift
-  "$@" >"$DATA/logs/$name.log" 2>&1 &
+  printf '\n===== %s started %s =====\n' "$name" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$DATA/logs/$name.log"
+  # In a session of its own, so a Ctrl-C reaches only this script, which stops everything
+  # in order (stop_all) and exits quietly, rather than every process at once.
+  setsid "$@" >>"$DATA/logs/$name.log" 2>&1 &
   pids+=($!)
 }
 
-# stop_all ends every process start began, then Postgres.
+# console_operator: the console's operator demo (admin role) with a password kept in
+# $DATA/secrets.env as CONSOLE_PASSWORD, made once; needs GATEWAY_ADMIN_URL and _TOKEN.
+console_operator() {
+  if [ -z "${CONSOLE_PASSWORD:-}" ]; then
+    CONSOLE_PASSWORD="console_$(head -c12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    ( umask 077; echo "CONSOLE_PASSWORD=$CONSOLE_PASSWORD" >>"$DATA/secrets.env" )
+  fi
+  if ! ctl --json operators list | grep -q '"name": *"demo"'; then
+    printf '%s\n' "$CONSOLE_PASSWORD" | ctl operators create demo --role admin >/dev/null
+  fi
+}
+
+# stop_all ends every process start began, the last started first, then Postgres.
 stop_all() {
   trap - INT TERM EXIT
   log "stopping"
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  # The last started first: data planes hand their spooled usage to the control plane
+  # before it stops.
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[$i]}" 2>/dev/null || true
+    wait "${pids[$i]}" 2>/dev/null || true
+  done
   if [ -n "${PGDATA:-}" ]; then as_pg "$pg_bin/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true; fi
   log "stopped"
 }

@@ -76,6 +76,7 @@ load_catalog configs/catalog.fleet.yaml \
 demo_account demo-se "Demo Sverige AB" se
 demo_account demo-eu "Demo Europa GmbH" eu
 demo_account demo-any "Demo Anywhere Inc" any
+console_operator
 
 mkdir -p "$(dirname "$FLEET_ENV")"
 ( umask 077
@@ -89,6 +90,7 @@ GATEWAY_FLEET_EU_KEY=$(cat "$DATA/demo-eu.key")
 GATEWAY_FLEET_ANY_KEY=$(cat "$DATA/demo-any.key")
 GATEWAY_ADMIN_URL=http://127.0.0.1:$ADMIN_PORT
 GATEWAY_ADMIN_TOKEN=$ADMIN_TOKEN
+GATEWAY_CONSOLE_URL=http://127.0.0.1:$ADMIN_PORT/console/
 ENV
 )
 
@@ -110,7 +112,8 @@ An se account is served in Stockholm and refused in the US:
 
 Nodes, their regions, applied snapshot versions and spool ages: $BIN/gatewayctl nodes list
 (with GATEWAY_ADMIN_URL and GATEWAY_ADMIN_TOKEN from $FLEET_ENV).
-Logs: $DATA/logs/. Press Ctrl-C to stop everything.
+Console: http://127.0.0.1:$ADMIN_PORT/console/ (operator demo, password CONSOLE_PASSWORD in $DATA/secrets.env).
+Logs: $DATA/logs/ (appended per start). Press Ctrl-C to stop everything.
 MSG
 
 supervise

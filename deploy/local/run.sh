@@ -39,10 +39,6 @@ TAG=run
 on_exit_stop_all
 postgres "$PG_PORT"
 secrets
-if [ -z "${CONSOLE_PASSWORD:-}" ]; then
-  CONSOLE_PASSWORD="console_$(head -c12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-  echo "CONSOLE_PASSWORD=$CONSOLE_PASSWORD" >>"$DATA/secrets.env"
-fi
 
 # --- Processes ----------------------------------------------------------------------------
 log "starting provider simulator on 127.0.0.1:$SIM_PORT"
@@ -78,9 +74,7 @@ demo_account demo "Demo AB" se
 acct=$(cat "$DATA/demo.account")
 key=$(cat "$DATA/demo.key")
 # An operator for the console (admin role), made once with the admin token.
-if ! ctl --json operators list | grep -q '"name": *"demo"'; then
-  printf '%s\n' "$CONSOLE_PASSWORD" | ctl operators create demo --role admin >/dev/null
-fi
+console_operator
 
 cat >"$DATA/demo.env" <<ENV
 GATEWAY_BASE_URL=http://127.0.0.1:$DP_PORT
@@ -110,7 +104,7 @@ Try:
 Console: http://127.0.0.1:$ADMIN_PORT/console/ (operator demo, password CONSOLE_PASSWORD in $DATA/secrets.env).
 Metrics: http://127.0.0.1:$OPS_PORT/metrics (data plane: spool depth and age, snapshot version),
          http://127.0.0.1:$CP_OPS_PORT/metrics (control plane: ingest, nodes, snapshots, payments, pool).
-Logs: $DATA/logs/. Press Ctrl-C to stop everything.
+Logs: $DATA/logs/ (appended per start). Press Ctrl-C to stop everything.
 MSG
 
 # Stay in the foreground; stop everything if any process dies.
