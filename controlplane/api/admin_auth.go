@@ -2,13 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/httpjson"
@@ -90,6 +89,9 @@ func (s *server) guard(pattern string, h http.HandlerFunc) http.Handler {
 		id, aerr := s.identify(r)
 		if aerr != nil {
 			writeError(w, aerr)
+			if _, presented := bearer(r); presented && aerr.Status == http.StatusUnauthorized {
+				s.auditFailure(r, pattern, aerr.Status, map[string]string{"credential": "invalid"})
+			}
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
@@ -107,30 +109,48 @@ func (s *server) guard(pattern string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-// loginLimiter allows a few login attempts per client address and per operator name.
-type loginLimiter struct {
-	mu  sync.Mutex
-	lim map[string]*rate.Limiter
+// Login attempts: 10 at once, then 10 a minute, per client address and per operator name,
+// in a table of at most loginKeys keys (buckets: the least recently used key makes room,
+// nothing is ever cleared at once). A name's bucket is consulted only when the address
+// has a token, so refused attempts add no names.
+const (
+	loginBurst = 10
+	loginKeys  = 20_000
+)
+
+func newLoginLimiter() *buckets { return newBuckets(loginKeys, 1.0/6, loginBurst) }
+
+// Failed authentications (bad logins, bad admin tokens) go to the audit log at most
+// failAuditBurst at once and failAuditPerMinute a minute per client address, and
+// failAuditAllPerMinute a minute in all, so a flood cannot grow the append-only log
+// without bound; the rest is only logged.
+const (
+	failAuditBurst        = 5
+	failAuditPerMinute    = 5
+	failAuditAllPerMinute = 120
+)
+
+func newFailAuditLimiter() *buckets {
+	return newBuckets(loginKeys, failAuditPerMinute/60.0, failAuditBurst)
 }
 
-func (l *loginLimiter) allow(keys ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lim == nil || len(l.lim) > 10000 {
-		l.lim = map[string]*rate.Limiter{} // forget everyone at once: bounded memory
+// auditFailure appends a failed authentication to the audit log (within the limits
+// above): actor "anonymous", the action, the client address as target, the status.
+func (s *server) auditFailure(r *http.Request, action string, status int, detail map[string]string) {
+	addr := signup.RateKey(r.RemoteAddr)
+	if ok, _ := s.failAll.allow(s.now(), "all"); !ok {
+		s.log.Warn("failed authentication not audited (limit)", "action", action, "client", r.RemoteAddr)
+		return
 	}
-	ok := true
-	for _, k := range keys {
-		lim := l.lim[k]
-		if lim == nil {
-			lim = rate.NewLimiter(rate.Every(6*time.Second), 10) // 10 at once, then 10 a minute
-			l.lim[k] = lim
-		}
-		if !lim.Allow() {
-			ok = false
-		}
+	if ok, _ := s.failAudit.allow(s.now(), "addr:"+addr); !ok {
+		s.log.Warn("failed authentication not audited (limit)", "action", action, "client", r.RemoteAddr)
+		return
 	}
-	return ok
+	req, _ := json.Marshal(detail)
+	e := store.AuditEntry{Actor: "anonymous", Action: action, Target: "client:" + addr, Status: status, Request: req}
+	if _, err := s.cfg.Store.AppendAudit(context.WithoutCancel(r.Context()), e); err != nil {
+		s.log.Error("audit log write failed", "action", action, "err", err)
+	}
 }
 
 func toSessionJSON(token string, sess store.Session) adminapi.Session {
@@ -150,9 +170,10 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if len(name) > 64 { // no operator name is longer; the limiter's keys stay small
 		name = name[:64]
 	}
-	if !s.logins.allow("addr:"+signup.RateKey(r.RemoteAddr), "name:"+name) {
-		w.Header().Set("Retry-After", "60")
+	if ok, wait := s.logins.allow(s.now(), "addr:"+signup.RateKey(r.RemoteAddr), "name:"+name); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((wait+time.Second-1)/time.Second))))
 		writeError(w, httpjson.ErrLoginRateLimited)
+		s.auditFailure(r, "POST /admin/v1/sessions", http.StatusTooManyRequests, map[string]string{"name": name})
 		return
 	}
 	o, err := s.cfg.Store.GetOperator(r.Context(), in.Name)
@@ -164,6 +185,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if !password.Check(o.PasswordHash, in.Password) || o.Disabled {
 		s.log.Warn("operator login refused", "name", in.Name, "client", r.RemoteAddr)
 		writeError(w, httpjson.ErrInvalidCredentials)
+		s.auditFailure(r, "POST /admin/v1/sessions", http.StatusUnauthorized, map[string]string{"name": name})
 		return
 	}
 	tok, sess, err := s.cfg.Store.CreateSession(r.Context(), o.Name, SessionTTL)

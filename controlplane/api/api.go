@@ -88,7 +88,9 @@ type server struct {
 	adminDigest [sha256.Size]byte
 	nodeDigests [][sha256.Size]byte
 	spool       spoolReports
-	logins      loginLimiter
+	logins      *buckets // login attempts per address and name (admin_auth.go)
+	failAudit   *buckets // audit rows of failed authentications per address
+	failAll     *buckets // and in all
 	service     *serviceLimiter
 }
 
@@ -140,7 +142,8 @@ func New(cfg Config) (*Handlers, error) {
 		cfg.Now = time.Now
 	}
 	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, adminDigest: sha256.Sum256([]byte(cfg.AdminToken)),
-		service: newServiceLimiter(cfg.ServiceLimits)}
+		service: newServiceLimiter(cfg.ServiceLimits), logins: newLoginLimiter(), failAudit: newFailAuditLimiter(),
+		failAll: newBuckets(1, failAuditAllPerMinute/60.0, failAuditAllPerMinute)}
 	for _, t := range tokens {
 		s.nodeDigests = append(s.nodeDigests, sha256.Sum256([]byte(t)))
 	}
