@@ -138,7 +138,7 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		keep = req.Stream && len(*bb) > 0
 		m, ok := resolve(p, req.Model)
 		if !ok {
-			writeError(ctx, errModelNotFound)
+			writeError(ctx, modelNotFound(p, req.Model))
 			return
 		}
 		if generates(e) {
@@ -321,7 +321,7 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if _, ok := resolve(p, req.Model); !ok {
-		writeError(ctx, errModelNotFound)
+		writeError(ctx, modelNotFound(p, req.Model))
 		return
 	}
 	writeError(ctx, errNoTokenCounting)

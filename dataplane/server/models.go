@@ -101,7 +101,7 @@ func (s *Server) getModel(ctx *fasthttp.RequestCtx) {
 		_, ok = p.acct.VisibleModel(m.ID)
 	}
 	if !ok {
-		writeError(ctx, errModelNotFound)
+		writeError(ctx, modelNotFound(p, name))
 		return
 	}
 	writeJSON(ctx, 200, renderModel(m, p.acct.Residency))
