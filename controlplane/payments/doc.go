@@ -64,8 +64,10 @@
 // transaction of the checkout event that names the intent.
 // charge.refunded carries the charge's refunded total so far: payment_refunds keeps the
 // total already debited per charge, and only the difference is debited (reference
-// refund:<charge>:<total>), capped at the session's amount, so repeated, reordered and
-// partial refund events debit exactly what was refunded. charge.dispute.created is
+// refund:<charge>:<total>), capped at what the session has left to refund across all of
+// its charges (the session's row is locked while a refund applies), so repeated,
+// reordered and partial refund events debit exactly what was refunded, and the charges of
+// one payment intent together never more than the session credited. charge.dispute.created is
 // recorded in payment_disputes (once per dispute) and sets the account's suspended flag:
 // nodes refuse its keys (403 account_suspended) until an operator lifts it
 // (gatewayctl accounts unsuspend); the disputed amount is not debited (the operator

@@ -136,12 +136,23 @@ func replayPending(ctx context.Context, tx *store.PaymentTx, sess Session, pi st
 	return len(pending), nil
 }
 
+// applyRefund debits what a charge's refunded total adds, within what the checkout
+// session has left to refund across all of its charges (a payment intent may have several
+// charges: each refund event names one, and together they never debit more than the session
+// credited).
 func applyRefund(ctx context.Context, tx *store.PaymentTx, ev ChargeEvent, sess Session, res *ApplyResult) (Outcome, error) {
-	total := min(max(ev.RefundedOre, 0), sess.AmountOre)
+	sessionRefunded, err := tx.LockSessionRefunds(ctx, sess.ID)
+	if err != nil {
+		return "", err
+	}
 	prev, err := tx.LockRefund(ctx, ev.ChargeID, sess.ID, sess.AccountID)
 	if err != nil {
 		return "", err
 	}
+	total := min(max(ev.RefundedOre, 0), sess.AmountOre)
+	// The session's room: its amount less what its charges have had debited (this one's
+	// prev included).
+	total = min(total, prev+max(sess.AmountOre-sessionRefunded, 0))
 	if total <= prev {
 		return OutcomeAlreadyRefunded, nil
 	}

@@ -209,6 +209,20 @@ func (p *PaymentTx) InsertCredit(ctx context.Context, sessionID, accountID, even
 	return tag.RowsAffected() == 1, nil
 }
 
+// LockSessionRefunds locks a checkout session's row and returns the refunded total already
+// debited across all of its charges, so refunds of the session's charges apply one at a
+// time and together stay within the session's amount. Call it before LockRefund.
+func (p *PaymentTx) LockSessionRefunds(ctx context.Context, sessionID string) (refundedOre int64, err error) {
+	if _, err := p.tx.Exec(ctx, `SELECT 1 FROM checkout_sessions WHERE id = $1 FOR UPDATE`, sessionID); err != nil {
+		return 0, fmt.Errorf("lock session %s: %w", sessionID, err)
+	}
+	if err := p.tx.QueryRow(ctx, `SELECT COALESCE(sum(refunded_ore), 0) FROM payment_refunds WHERE checkout_session_id = $1`,
+		sessionID).Scan(&refundedOre); err != nil {
+		return 0, fmt.Errorf("read refunds of session %s: %w", sessionID, err)
+	}
+	return refundedOre, nil
+}
+
 // LockRefund locks the refund record of a charge, creating it at zero, and returns the
 // refunded total already debited.
 func (p *PaymentTx) LockRefund(ctx context.Context, chargeID, sessionID, accountID string) (refundedOre int64, err error) {
