@@ -37,7 +37,7 @@ func TestReadError(t *testing.T) {
 		{"sglang", `{"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}`,
 			Error{Status: 400, Message: "The input (5000 tokens) is longer than the model's context length (4096 tokens).", Type: "BadRequestError", Overflow: true}},
 		{"llamacpp", `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`,
-			Error{Status: 400, Message: "the request exceeds the available context size, try increasing it", Type: "exceed_context_size_error", Overflow: true}},
+			Error{Status: 400, Message: "the request exceeds the available context size, try increasing it (prompt 5000 tokens, context window 4096 tokens)", Type: "exceed_context_size_error", Overflow: true}},
 		{"tgi", `{"error":"Input validation error: ` + "`inputs`" + ` must have less than 4096 tokens. Given: 5000","error_type":"validation"}`,
 			Error{Message: "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000", Type: "validation"}},
 		{"tgi stream", `{"error":{"message":"Request failed during generation","http_status_code":422}}`,

@@ -54,6 +54,14 @@ func ReadError(b []byte) (Error, bool) {
 		if s := status(errv.Get("http_status_code")); s != 0 {
 			e.Status = s
 		}
+		if nctx := errv.Get("n_ctx"); nctx.Type == gjson.Number && e.Message != "" {
+			// llama.cpp names the window beside its message.
+			if np := errv.Get("n_prompt_tokens"); np.Type == gjson.Number {
+				e.Message += " (prompt " + np.Raw + " tokens, context window " + nctx.Raw + " tokens)"
+			} else {
+				e.Message += " (context window " + nctx.Raw + " tokens)"
+			}
+		}
 		code := str(errv.Get("code")) // OpenAI's string codes (context_length_exceeded)
 		if e.Type == "" {
 			e.Type = code

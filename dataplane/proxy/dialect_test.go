@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
@@ -88,4 +89,37 @@ func TestStripRunningUsage(t *testing.T) {
 	if strings.Join(raws, "|") != strings.Join(want, "|") || st.Result.CompletionTokens != 2 {
 		t.Fatalf("%q %+v", raws, st.Result)
 	}
+}
+
+// TestMirrorReasoning: the other name is added where one is given, per choice.
+func TestMirrorReasoning(t *testing.T) {
+	cases := []struct{ in, member, want string }{
+		{`{"choices":[{"index":0,"delta":{"reasoning":"a"}}]}`, "delta", `{"choices":[{"index":0,"delta":{"reasoning":"a","reasoning_content":"a"}}]}`},
+		{`{"choices":[{"delta":{"reasoning_content":"b","reasoning":null}}]}`, "delta", `{"choices":[{"delta":{"reasoning_content":"b","reasoning":"b"}}]}`},
+		{`{"choices":[{"message":{"content":"x","reasoning_content":null}}]}`, "message", ``},
+		{`{"choices":[{"delta":{"reasoning":"a","reasoning_content":"c"}}]}`, "delta", ``},
+	}
+	for _, c := range cases {
+		got, ok := MirrorReasoning([]byte(c.in), c.member)
+		if ok != (c.want != "") || ok && string(got) != c.want {
+			t.Errorf("%s: %s %v", c.in, got, ok)
+		}
+	}
+}
+
+// FuzzMirrorReasoning: any chunk is read without panic; a changed chunk stays valid JSON.
+func FuzzMirrorReasoning(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"reasoning":"a"}}]}`))
+	f.Add([]byte(`{"choices":[{"message":{"reasoning_content":"a"}},{"message":{"reasoning":"b"}}]}`))
+	f.Add([]byte(`{"choices":null,"reasoning":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !gjson.ValidBytes(b) {
+			return
+		}
+		for _, m := range []string{"delta", "message"} {
+			if out, ok := MirrorReasoning(b, m); ok && !gjson.ValidBytes(out) {
+				t.Fatalf("%s -> invalid %s", b, out)
+			}
+		}
+	})
 }

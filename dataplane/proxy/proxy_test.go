@@ -180,11 +180,14 @@ func FuzzRelay(f *testing.F) {
 	f.Add("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1e999}}\n\ndata: [DONE]\n\n", uint8(0))
 	f.Add("event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":-4}}}\n\n", uint8(2))
 	f.Add("event: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":\"1\"}}}\n\n", uint8(3))
+	f.Add("data: {\"choices\":[{\"delta\":{\"reasoning\":\"a\"}}],\"usage\":{\"prompt_tokens\":1}}\n\ndata:{\"error\":{\"message\":\"m\",\"http_status_code\":422}}\n\n", uint8(4))
+	f.Add("data: \n\n: c\r\n\r\nerror: {\"code\":500,\"message\":\"x\"}\n", uint8(4))
 	f.Fuzz(func(t *testing.T, in string, e uint8) {
 		ep := []index.Endpoint{index.EPChat, index.EPCompletions, index.EPMessages, index.EPResponses}[int(e)%4]
 		var resp fasthttp.Response
 		resp.SetBodyString(in)
-		st := OpenStream(&resp, ep, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1)})
+		st := OpenStream(&resp, ep, StreamOptions{Bounds: tokens.NewBounds(100, 10, 1),
+			StripRunningUsage: e&4 != 0, MirrorReasoning: e&8 != 0})
 		readAll(st)
 		st.Close()
 		r := st.Result

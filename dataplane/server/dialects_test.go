@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +182,36 @@ func hasReasoning(d string) bool { return d != simulator.DialectTGI && d != simu
 // only stop sequence).
 func namesStop(d string) bool {
 	return d == simulator.DialectVLLM || d == simulator.DialectSGLang || d == simulator.DialectTGI
+}
+
+// TestOverflowNeverFailsOver: a prompt over the context window is refused by every route,
+// so the first route's refusal (here TGI's, inside a 200 stream, and vLLM's 400) is the
+// client's 400 with the server's words; the next route is not tried.
+func TestOverflowNeverFailsOver(t *testing.T) {
+	for _, d := range []string{simulator.DialectTGI, simulator.DialectVLLM, simulator.DialectLlamaCpp} {
+		t.Run(d, func(t *testing.T) {
+			first := startSim(t, "first", simulator.Knobs{})
+			next := startSim(t, "next", simulator.Knobs{})
+			r1 := chatRoute("a", "first", first.DialectBaseURL(d), "SE", 0, 1)
+			r1.Server = d
+			g := startSimGateway(t, []snapshot.Route{r1, chatRoute("b", "next", next.DialectBaseURL(d), "SE", 1, 1)})
+			for i, body := range []string{
+				`{"model":"llama8b","messages":[{"role":"user","content":"hej scenario:overflow"}],"stream":true}`,
+				`{"model":"llama8b","messages":[{"role":"user","content":"hej scenario:overflow"}]}`,
+			} {
+				r := g.post(t, g.Keys.SE, body)
+				if r.Status != 400 || !strings.Contains(r.Body, `"code":"provider_rejected"`) ||
+					!strings.Contains(r.Body, "the provider refused the request: ") || !strings.Contains(r.Body, "4096") {
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+				rec := g.record(t, i+1)
+				if rec.Result != usage.ResultRejected || rec.Status != 400 || rec.PriceMicroSEK != 0 || len(rec.Routing.Attempts) != 1 {
+					t.Errorf("record %+v", rec)
+				}
+			}
+			if n := next.Stats().Requests; n != 0 {
+				t.Errorf("failed over to the next route (%d requests)", n)
+			}
+		})
+	}
 }
