@@ -11,7 +11,7 @@ import (
 
 func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Accounts", Nav: "accounts", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	in := r.URL.Query()
 	q := url.Values{"limit": {"100"}, "q": {strings.TrimSpace(in.Get("q"))}}
 	if a := in.Get("after"); a != "" {
@@ -38,10 +38,10 @@ func (c *Console) createAccount(w http.ResponseWriter, r *http.Request, s *sessi
 	st, msg := c.api(r, s, http.MethodPost, "/admin/v1/accounts",
 		adminapi.CreateAccountRequest{Customer: r.PostFormValue("customer"), Residency: r.PostFormValue("residency")}, &a)
 	if st != http.StatusCreated {
-		failed(w, r, "/console/accounts", msg)
+		c.failed(w, r, "/console/accounts", msg)
 		return
 	}
-	done(w, r, "/console/accounts/"+url.PathEscape(a.ID), "Account created.")
+	c.done(w, r, "/console/accounts/"+url.PathEscape(a.ID), "Account created.")
 }
 
 // accountView is the account page's data.
@@ -90,7 +90,7 @@ func (c *Console) accountPage(w http.ResponseWriter, r *http.Request, s *session
 
 func (c *Console) showAccount(w http.ResponseWriter, r *http.Request, s *session, id string, extra func(*accountView, *page)) {
 	p := page{Title: "Account", Nav: "accounts", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	v, ok := c.loadAccount(r, s, id, &p)
 	if !ok {
 		c.render(w, http.StatusNotFound, "message", p)
@@ -123,7 +123,7 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 		notice = "Residency changed."
 	case "credit":
 		if strings.TrimSpace(f("reason")) == "" {
-			failed(w, r, back, "A credit needs a reason.")
+			c.failed(w, r, back, "A credit needs a reason.")
 			return
 		}
 		var cr adminapi.Credit
@@ -146,7 +146,7 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 		if d := f("expires_in_days"); d != "" {
 			n, ok := atoi(d)
 			if !ok {
-				failed(w, r, back, "Expiry must be a whole number of days.")
+				c.failed(w, r, back, "Expiry must be a whole number of days.")
 				return
 			}
 			req.ExpiresInDays = n
@@ -176,10 +176,10 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 		return
 	}
 	if st < 200 || st >= 300 {
-		failed(w, r, back, msg)
+		c.failed(w, r, back, msg)
 		return
 	}
-	done(w, r, back, notice)
+	c.done(w, r, back, notice)
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {
@@ -187,8 +187,8 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) 
 	st, msg := c.api(r, s, http.MethodPost, "/admin/v1/keys/"+url.PathEscape(r.PathValue("id"))+"/revoke", nil, &k)
 	back := "/console/accounts/" + url.PathEscape(r.PostFormValue("account"))
 	if st != http.StatusOK {
-		failed(w, r, back, msg)
+		c.failed(w, r, back, msg)
 		return
 	}
-	done(w, r, "/console/accounts/"+url.PathEscape(k.AccountID), "Key "+k.ID+" revoked.")
+	c.done(w, r, "/console/accounts/"+url.PathEscape(k.AccountID), "Key "+k.ID+" revoked.")
 }

@@ -49,7 +49,7 @@ func (c *Console) loadBreakers(r *http.Request, s *session, v *catalogueView) {
 
 func (c *Console) cataloguePage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Catalogue", Nav: "catalogue", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	var v catalogueView
 	var l adminapi.List[adminapi.Model]
 	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &l); st != http.StatusOK {
@@ -116,15 +116,15 @@ func (c *Console) catalogueApply(w http.ResponseWriter, r *http.Request, s *sess
 	var res adminapi.CatalogResult
 	body := json.RawMessage(r.PostFormValue("catalogue"))
 	if !json.Valid(body) {
-		failed(w, r, "/console/catalogue", "The previewed catalogue was lost; load the file again.")
+		c.failed(w, r, "/console/catalogue", "The previewed catalogue was lost; load the file again.")
 		return
 	}
 	st, msg := c.api(r, s, http.MethodPut, "/admin/v1/catalog", body, &res)
 	if st != http.StatusOK {
-		failed(w, r, "/console/catalogue", msg)
+		c.failed(w, r, "/console/catalogue", msg)
 		return
 	}
-	done(w, r, "/console/catalogue", "Catalogue loaded: "+strconv.Itoa(res.Models)+" models, "+strconv.Itoa(res.Routes)+" routes.")
+	c.done(w, r, "/console/catalogue", "Catalogue loaded: "+strconv.Itoa(res.Models)+" models, "+strconv.Itoa(res.Routes)+" routes.")
 }
 
 func diffCatalogue(current []adminapi.Model, next *catalog.Catalog) *catalogueDiff {

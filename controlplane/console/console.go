@@ -20,6 +20,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,9 +30,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 )
@@ -302,34 +303,56 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, p page)
 	_, _ = w.Write(buf.Bytes())
 }
 
-// done sends the browser back to a page with a notice (POST, redirect, GET). Notices are
-// fixed texts and IDs, never secrets.
-func done(w http.ResponseWriter, r *http.Request, to, notice string) {
-	u, _ := url.Parse(to)
-	q := u.Query()
-	q.Set("notice", notice)
-	u.RawQuery = q.Encode()
-	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+// done sends the browser back to a page with a notice (POST, redirect, GET); failed with an
+// error. The text goes in a short-lived cookie only this server sets (flashCookie), never
+// in the URL: a link cannot make a console page show text of its choosing.
+func (c *Console) done(w http.ResponseWriter, r *http.Request, to, notice string) {
+	c.redirectFlash(w, r, to, 'n', notice)
 }
 
-func failed(w http.ResponseWriter, r *http.Request, to, msg string) {
-	u, _ := url.Parse(to)
-	q := u.Query()
-	q.Set("error", msg)
-	u.RawQuery = q.Encode()
-	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+func (c *Console) failed(w http.ResponseWriter, r *http.Request, to, msg string) {
+	c.redirectFlash(w, r, to, 'e', msg)
 }
 
-func flash(r *http.Request, p *page) {
-	p.Notice = r.URL.Query().Get("notice")
-	p.Error = r.URL.Query().Get("error")
+// flashCookie carries the next page's notice or error; maxFlash bounds its text.
+const (
+	flashCookie = "console_flash"
+	maxFlash    = 1000
+)
+
+func (c *Console) redirectFlash(w http.ResponseWriter, r *http.Request, to string, kind byte, text string) {
+	if len(text) > maxFlash {
+		text = text[:maxFlash]
+	}
+	c.setCookie(w, flashCookie, base64.RawURLEncoding.EncodeToString(append([]byte{kind}, text...)), time.Minute)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// flash moves the notice or error of the last redirect onto p, and clears it. The query
+// string's error and notice are not read.
+func (c *Console) flash(w http.ResponseWriter, r *http.Request, p *page) {
+	ck, err := r.Cookie(flashCookie)
+	if err != nil {
+		return
+	}
+	c.clearCookie(w, flashCookie)
+	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || len(b) < 2 || len(b) > maxFlash+1 || !utf8.Valid(b[1:]) {
+		return
+	}
+	switch b[0] {
+	case 'n':
+		p.Notice = string(b[1:])
+	case 'e':
+		p.Error = string(b[1:])
+	}
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	tok := randomToken()
 	c.setCookie(w, loginCookie, tok, 30*time.Minute)
 	p := page{Title: "Log in", CSRF: tok}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	c.render(w, http.StatusOK, "login", p)
 }
 
@@ -337,14 +360,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	ck, err := r.Cookie(loginCookie)
 	if err != nil || r.ParseForm() != nil || subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(ck.Value)) != 1 {
-		failed(w, r, "/console/login", "The login form expired; try again.")
+		c.failed(w, r, "/console/login", "The login form expired; try again.")
 		return
 	}
 	var s adminapi.Session
 	st, msg := c.api(r, nil, http.MethodPost, "/admin/v1/sessions",
 		adminapi.LoginRequest{Name: r.PostFormValue("name"), Password: r.PostFormValue("password")}, &s)
 	if st != http.StatusCreated {
-		failed(w, r, "/console/login", msg)
+		c.failed(w, r, "/console/login", msg)
 		return
 	}
 	c.clearCookie(w, loginCookie)

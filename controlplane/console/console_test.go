@@ -73,6 +73,18 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) (*http.Respon
 	return res, string(b)
 }
 
+// followed follows a redirect with c and returns where it went and the page there, whose
+// notice or error the redirect's cookie carries (never the URL).
+func followed(t *testing.T, c *http.Client, base string, res *http.Response) (string, string) {
+	t.Helper()
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || strings.Contains(loc, "?") {
+		t.Fatalf("answer %d to %q, want a redirect without a query", res.StatusCode, loc)
+	}
+	_, page := get(t, c, base+loc)
+	return loc, html.UnescapeString(page)
+}
+
 var csrfRe = regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`)
 
 func csrfOf(t *testing.T, page string) string {
@@ -132,13 +144,17 @@ func TestConsoleProtection(t *testing.T) {
 	}
 	// A login form without its CSRF token is refused.
 	res, _ = post(t, c, srv.URL+"/console/login", url.Values{"name": {"alice"}, "password": {"alice's long password"}})
-	if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/console/login?error=") {
+	if loc, page := followed(t, c, srv.URL, res); loc != "/console/login" || !strings.Contains(page, "The login form expired") {
 		t.Fatalf("login without CSRF: %d %s", res.StatusCode, loc)
+	}
+	// The text of a link's error or notice is never shown.
+	if _, page := get(t, c, srv.URL+"/console/login?error=Call+0700+now&notice=Your+account+is+locked"); strings.Contains(page, "0700") || strings.Contains(page, "locked") {
+		t.Fatal("a console page shows free text from its URL")
 	}
 	// A wrong password: back to the form with the API's message.
 	_, page = get(t, c, srv.URL+"/console/login")
 	res, _ = post(t, c, srv.URL+"/console/login", url.Values{"csrf": {csrfOf(t, page)}, "name": {"alice"}, "password": {"wrong password!!"}})
-	if loc := res.Header.Get("Location"); !strings.Contains(loc, "error=Unknown+operator") {
+	if loc, page := followed(t, c, srv.URL, res); !strings.Contains(page, "Unknown operator") {
 		t.Fatalf("wrong password: %s", loc)
 	}
 
@@ -161,7 +177,7 @@ func TestConsoleProtection(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/accounts/acct_") {
 		t.Fatalf("create account: %d %s", res.StatusCode, loc)
 	}
-	acct := strings.TrimPrefix(loc[:strings.IndexByte(loc, '?')], "/console/accounts/")
+	acct := strings.TrimPrefix(loc, "/console/accounts/")
 	audit, err := st.ListAudit(context.Background(), store.AuditQuery{Target: acct, Limit: 10})
 	if err != nil || len(audit) != 1 || audit[0].Actor != "operator:alice" || audit[0].Action != "POST /admin/v1/accounts" {
 		t.Fatalf("audit of the console's change: %+v %v", audit, err)
@@ -236,11 +252,11 @@ func TestConsoleCatalogueLoad(t *testing.T) {
 	applied := html.UnescapeString(body[1])
 	// The operator's apply is refused by the API.
 	res, _ = post(t, op, srv.URL+"/console/catalogue/apply", url.Values{"csrf": {opCSRF}, "catalogue": {applied}})
-	if loc := res.Header.Get("Location"); !strings.Contains(loc, "admin+role") {
+	if loc, page := followed(t, op, srv.URL, res); !strings.Contains(page, "admin role") {
 		t.Fatalf("operator apply: %d %s", res.StatusCode, loc)
 	}
 	res, _ = post(t, adm, srv.URL+"/console/catalogue/apply", url.Values{"csrf": {csrf}, "catalogue": {applied}})
-	if loc := res.Header.Get("Location"); !strings.Contains(loc, "notice=Catalogue+loaded") {
+	if loc, page := followed(t, adm, srv.URL, res); !strings.Contains(page, "Catalogue loaded") {
 		t.Fatalf("admin apply: %d %s", res.StatusCode, loc)
 	}
 	models, err := st.ListModels(context.Background())

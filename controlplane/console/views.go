@@ -47,7 +47,7 @@ func answerText(body json.RawMessage) string {
 
 func (c *Console) signupsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Signups", Nav: "signups", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	status := r.URL.Query().Get("status")
 	if status == "" {
 		status = "pending"
@@ -88,15 +88,15 @@ func (c *Console) signupAction(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	if st != http.StatusOK {
-		failed(w, r, "/console/signups", msg)
+		c.failed(w, r, "/console/signups", msg)
 		return
 	}
-	done(w, r, "/console/signups", notice)
+	c.done(w, r, "/console/signups", notice)
 }
 
 func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Nodes", Nav: "nodes", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	var l adminapi.List[adminapi.Node]
 	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/nodes", nil, &l); st != http.StatusOK {
 		p.Error = msg
@@ -116,7 +116,7 @@ var recordFilters = []string{"account_id", "key_id", "model", "result", "from", 
 
 func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Request records", Nav: "records", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	in := r.URL.Query()
 	q := listQuery(in, recordFilters...)
 	var rp adminapi.RecordPage
@@ -139,7 +139,7 @@ func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session
 
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Audit log", Nav: "audit", Session: s}
-	flash(r, &p)
+	c.flash(w, r, &p)
 	in := r.URL.Query()
 	q := listQuery(in, "target", "actor", "before")
 	var ap adminapi.AuditPage

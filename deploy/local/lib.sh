@@ -13,6 +13,12 @@ pids=()
 
 log() { printf '[%s] %s\n' "$TAG" "$*"; }
 
+# write_private FILE: writes stdin to FILE readable by its owner only (mode 0600), an
+# existing FILE included (a plain redirect keeps an existing file's mode).
+write_private() {
+  ( umask 077; : >"$1"; chmod 600 "$1"; cat >"$1" )
+}
+
 # start NAME CMD...: runs CMD in the background with its output appended to
 # $DATA/logs/NAME.log, after a line that marks the start.
 start() {

@@ -76,7 +76,8 @@ key=$(cat "$DATA/demo.key")
 # An operator for the console (admin role), made once with the admin token.
 console_operator
 
-cat >"$DATA/demo.env" <<ENV
+# The admin token, webhook secret and API key: readable by the owner only.
+write_private "$DATA/demo.env" <<ENV
 GATEWAY_BASE_URL=http://127.0.0.1:$DP_PORT
 GATEWAY_API_KEY=$key
 GATEWAY_ACCOUNT_ID=$acct
