@@ -24,6 +24,7 @@ type app struct {
 	adminURL string
 	token    string
 	jsonOut  bool
+	csvOut   bool
 	out      io.Writer
 	errOut   io.Writer
 	getenv   func(string) string
@@ -55,7 +56,7 @@ func (a *app) root() *cobra.Command {
 models an account may use, the model catalogue and routes, data-plane nodes and snapshots.
 
 The admin API address and token come from --admin-url / GATEWAY_ADMIN_URL (default ` + DefaultAdminURL + `)
-and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --json is given.`,
+and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --json (or, for listings, --csv) is given.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get().String(),
@@ -69,8 +70,10 @@ and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --jso
 	pf.StringVar(&a.adminURL, "admin-url", url, "control plane admin API address (env GATEWAY_ADMIN_URL)")
 	pf.StringVar(&a.token, "admin-token", "", "admin API token (env GATEWAY_ADMIN_TOKEN)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print the API's JSON instead of tables")
+	pf.BoolVar(&a.csvOut, "csv", false, "print records, usage and ledger listings as CSV")
 	root.AddCommand(a.accountsCmd(), a.creditCmd(), a.keysCmd(), a.modelsCmd(), a.routesCmd(),
-		a.catalogCmd(), a.nodesCmd(), a.snapshotCmd(), a.signupsCmd(), a.auditCmd(), a.operatorsCmd(), a.adjustCmd())
+		a.catalogCmd(), a.nodesCmd(), a.snapshotCmd(), a.signupsCmd(), a.auditCmd(), a.operatorsCmd(), a.adjustCmd(),
+		a.recordsCmd(), a.usageCmd(), a.ledgerCmd())
 	return root
 }
 

@@ -1,0 +1,127 @@
+package gatewayctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/api/apitest"
+	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/usage"
+)
+
+// gatewayctl records, usage and ledger against the real control plane on real Postgres,
+// after a node delivered two records of an account: tables, --json and --csv agree with
+// what was recorded and charged.
+func TestRecordsUsageLedgerAgainstControlPlane(t *testing.T) {
+	const tok = "adm_cli_reads_0123456789abcdef0123456789"
+	h, _ := apitest.New(t, tok)
+	admin, node := httptest.NewServer(h.Admin), httptest.NewServer(h.Node)
+	t.Cleanup(admin.Close)
+	t.Cleanup(node.Close)
+	ctl := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		env := map[string]string{"GATEWAY_ADMIN_URL": admin.URL, "GATEWAY_ADMIN_TOKEN": tok}
+		a := &app{out: &out, errOut: &errOut, getenv: func(k string) string { return env[k] }}
+		root := a.root()
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("gatewayctl %s: %v %s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String()
+	}
+	ctl("catalog", "load", filepath.Join("..", "..", "configs", "catalog.demo.yaml"))
+	var acct struct{ ID string }
+	if err := json.Unmarshal([]byte(ctl("--json", "accounts", "create", "--customer", "Reads AB", "--residency", "se")), &acct); err != nil {
+		t.Fatal(err)
+	}
+	ctl("credit", acct.ID, "100", "--note", "Invoice 2026-11")
+	var key struct{ ID string }
+	if err := json.Unmarshal([]byte(ctl("--json", "keys", "create", acct.ID, "--name", "ci")), &key); err != nil {
+		t.Fatal(err)
+	}
+	// A node delivers two records: 1,000 + 500 tokens ok, and 200 + 0 upstream_error.
+	now := time.Now().UTC()
+	price := money.Price(1000, 500, 100, 200)
+	recs := []usage.Record{
+		{RequestID: "req_reads_ok", TS: now, AccountID: acct.ID, KeyID: &key.ID, Model: "llama-3.1-8b-instruct", Endpoint: "/v1/chat/completions",
+			Status: 200, Result: usage.ResultOK, PromptTokens: 1000, CompletionTokens: 500, PriceMicroSEK: price},
+		{RequestID: "req_reads_err", TS: now, AccountID: acct.ID, KeyID: &key.ID, Model: "llama-3.1-8b-instruct", Endpoint: "/v1/chat/completions",
+			Status: 502, Result: usage.ResultUpstreamError, PromptTokens: 200, PriceMicroSEK: money.Price(200, 0, 100, 200)},
+	}
+	body, _ := json.Marshal(usage.Batch{NodeID: "node-reads", BatchID: "b-reads", Records: recs})
+	req, _ := http.NewRequest("POST", node.URL+internalapi.PathUsage, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+apitest.NodeToken)
+	req.Header.Set(internalapi.HeaderNodeID, "node-reads")
+	res, err := node.Client().Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("usage batch: %v %v", err, res)
+	}
+	res.Body.Close()
+	total := recs[0].PriceMicroSEK + recs[1].PriceMicroSEK
+
+	out := ctl("records", "--account", acct.ID)
+	for _, want := range []string{"req_reads_ok", "req_reads_err", "upstream_error", key.ID, "2 records, " + money.FormatSEK(total) + " SEK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("records lacks %q:\n%s", want, out)
+		}
+	}
+	if out := ctl("records", "--account", acct.ID, "--result", "upstream_error"); strings.Contains(out, "req_reads_ok") || !strings.Contains(out, "req_reads_err") {
+		t.Errorf("records --result:\n%s", out)
+	}
+	var page struct{ Data []usage.Record }
+	if err := json.Unmarshal([]byte(ctl("--json", "records", "--account", acct.ID, "--since", "1h")), &page); err != nil || len(page.Data) != 2 {
+		t.Fatalf("records --json: %v %+v", err, page)
+	}
+	rows, err := csv.NewReader(strings.NewReader(ctl("--csv", "records", "--account", acct.ID))).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][0] != "Time (UTC)" || rows[0][10] != "Price SEK" {
+		t.Fatalf("records --csv: %v %q", err, rows)
+	}
+	for _, r := range rows[1:] {
+		if r[1] == "req_reads_ok" && (r[8] != "1000" || r[9] != "500" || r[10] != money.FormatSEK(price)) {
+			t.Errorf("csv row %q", r)
+		}
+	}
+
+	out = ctl("usage", acct.ID, "--days", "2")
+	if !strings.Contains(out, "llama-3.1-8b-instruct") || !strings.Contains(out, "last 2 days: "+money.FormatSEK(total)+" SEK") {
+		t.Errorf("usage:\n%s", out)
+	}
+	rows, err = csv.NewReader(strings.NewReader(ctl("--csv", "usage", acct.ID))).ReadAll()
+	if err != nil || len(rows) != 2 || rows[1][2] != "2" || rows[1][3] != "1200" || rows[1][4] != "500" {
+		t.Errorf("usage --csv: %v %q", err, rows)
+	}
+
+	t.Log(ctl("records", "--account", acct.ID))
+	t.Log(ctl("usage", acct.ID))
+	out = ctl("ledger", acct.ID)
+	t.Log(out)
+	for _, want := range []string{"credit", "100.00", "Invoice 2026-11", "debit", "-" + money.FormatSEK(total)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ledger lacks %q:\n%s", want, out)
+		}
+	}
+	rows, err = csv.NewReader(strings.NewReader(ctl("--csv", "ledger", acct.ID))).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][3] != "Amount SEK" {
+		t.Errorf("ledger --csv: %v %q", err, rows)
+	}
+}
+
+func TestCSVCell(t *testing.T) {
+	for in, want := range map[string]string{"=SUM(A1)": "'=SUM(A1)", "+1": "'+1", "@x": "'@x", "-12.50": "-12.50", "-x": "'-x", "ok": "ok", "": ""} {
+		if got := csvCell(in); got != want {
+			t.Errorf("csvCell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
