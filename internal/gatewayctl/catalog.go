@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 func (a *app) modelsCmd() *cobra.Command {
@@ -113,7 +118,69 @@ func (a *app) routesCmd() *cobra.Command {
 				"Remote media", "Extensions", "Base URL"}, rows)
 		},
 	}
-	return group("routes", "Inspect routes", listCmd)
+	return group("routes", "Inspect routes; probe a route's server", listCmd, a.probeCmd())
+}
+
+func (a *app) probeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "probe ROUTE_ID",
+		Short: "Send a few tiny requests straight to a route's server and report its dialect",
+		Long: `Probe a route's server directly (not through the gateway): its model list and context window,
+a chat answer whole and streamed (with and without include_usage), a tool call, and a prompt
+over the window. It prints the server it looks like (vllm, sglang, llamacpp, tgi, ollama,
+openai) and how it reports usage, reasoning and errors, and warns where the catalogue
+disagrees (server, model name, context_tokens, protocols). The route's credential is read
+from the environment variable its credentials_ref names.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, _, err := c.ListRoutes(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list routes: %w", err)
+			}
+			i := slices.IndexFunc(l.Data, func(r adminapi.Route) bool { return r.ID == args[0] })
+			if i < 0 {
+				return fmt.Errorf("no route %q", args[0])
+			}
+			r := l.Data[i]
+			var window int64
+			if ms, _, err := c.ListModels(cmd.Context()); err == nil {
+				for _, m := range ms.Data {
+					if m.ID == r.Model {
+						window = m.ContextTokens
+					}
+				}
+			}
+			env, err := snapshot.ParseCredentialsRef(r.CredentialsRef)
+			if err != nil {
+				return err
+			}
+			token := ""
+			if env != "" {
+				if token = a.getenv(env); token == "" {
+					fmt.Fprintf(a.errOut, "gatewayctl: %s is not set: probing without a credential\n", env)
+				}
+			}
+			p, err := ProbeRoute(cmd.Context(), &http.Client{Timeout: probeTimeout}, r, token, window)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				b, _ := json.Marshal(p)
+				return a.printJSON(b)
+			}
+			if err := a.details(probeLines(p)...); err != nil {
+				return err
+			}
+			for _, w := range p.Warnings {
+				fmt.Fprintln(a.out, "warning:", clean(w))
+			}
+			return nil
+		},
+	}
 }
 
 func (a *app) catalogCmd() *cobra.Command {

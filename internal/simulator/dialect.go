@@ -12,7 +12,9 @@ import (
 // carried over, no code.
 //
 // What an answer holds is chosen by the last user message: a word "scenario:NAME" picks
-// one of the Scenario* values (plain text otherwise).
+// one of the Scenario* values (plain text otherwise). A prompt over DialectContext tokens is
+// refused as an overflow, and a request with tools and tool_choice "required" gets a tool
+// call, as the servers do.
 
 // Dialect names, as in the path prefix (and a route's server field).
 const (

@@ -49,7 +49,16 @@ func (s *Server) serveDialect(w http.ResponseWriter, r *http.Request, d, path st
 func (s *Server) dialectModels(w http.ResponseWriter, d string) {
 	var data []json.RawMessage
 	for _, m := range s.cfg.Models {
-		kv := []any{"id", m, "object", "model", "created", 0, "owned_by", d}
+		owner := d
+		switch d {
+		case DialectTGI:
+			owner = m // TGI names the model as its owner
+		case DialectOllama:
+			owner = "library"
+		case DialectOpenAI:
+			owner = "system"
+		}
+		kv := []any{"id", m, "object", "model", "created", 0, "owned_by", owner}
 		switch d {
 		case DialectVLLM, DialectSGLang:
 			kv = append(kv, "max_model_len", DialectContext)
@@ -114,6 +123,12 @@ func (s *Server) dialectChat(w http.ResponseWriter, r *http.Request, d string) {
 		return true
 	})
 	c.scenario = scenarioOf(last)
+	switch {
+	case c.prompt > DialectContext:
+		c.scenario = ScenarioOverflow
+	case req.Get("tool_choice").Str == "required" && req.Get("tools.0").Exists():
+		c.scenario = ScenarioTool
+	}
 	switch st := req.Get("stop"); {
 	case st.Type == gjson.String:
 		c.stop = st.Str
