@@ -123,3 +123,24 @@ func FuzzMirrorReasoning(f *testing.F) {
 		}
 	})
 }
+
+// TestNativeErrorEvents: the error events of the Messages and Responses protocols end a
+// native stream as the server's reported error.
+func TestNativeErrorEvents(t *testing.T) {
+	for _, c := range []struct {
+		e  index.Endpoint
+		in string
+	}{
+		{index.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":3}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"},
+		{index.EPResponses, "event: response.created\ndata: {}\n\nevent: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"busy\",\"param\":null}\n\n"},
+	} {
+		var resp fasthttp.Response
+		resp.SetBodyString(c.in)
+		st := OpenStream(&resp, c.e, StreamOptions{})
+		events, _ := readAll(st)
+		st.Close()
+		if re, ok := Reported(st.Result.Err); !ok || re.Info.Message != "busy" || events != 1 {
+			t.Errorf("%v: %+v events %d", c.e, st.Result, events)
+		}
+	}
+}

@@ -294,6 +294,13 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		}
 		s.lastDelta = s.isDelta(*ev)
 		switch name := string(ev.Name); name {
+		case "error":
+			// The Responses protocol's error event: {"type":"error","code":..,"message":..}.
+			e := eventError(ev.Data)
+			if m := gjson.GetBytes(ev.Data, "message"); m.Type == gjson.String && m.Str != "" {
+				e.Info.Message = m.Str
+			}
+			return false, e
 		case sse.ResponseCompleted, sse.ResponseFailed, sse.ResponseIncomplete:
 			if bu, ok := tokens.FromResponses(gjson.GetBytes(ev.Data, "response.usage")); ok {
 				if err := s.setUsage(bu, true, true); err != nil {
