@@ -80,6 +80,24 @@ func (m *Meter) Record(rec *usage.Record) {
 	m.mu.Unlock()
 }
 
+// Hold takes amount from the account's spendable balance when it covers it.
+func (m *Meter) Hold(accountID string, amount int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.balances[accountID]-m.spent[accountID] < amount {
+		return false
+	}
+	m.spent[accountID] += amount
+	return true
+}
+
+// Release gives back what Hold took.
+func (m *Meter) Release(accountID string, amount int64) {
+	m.mu.Lock()
+	m.spent[accountID] -= amount
+	m.mu.Unlock()
+}
+
 // Spendable is the seeded balance minus the spend recorded since.
 func (m *Meter) Spendable(accountID string) int64 {
 	m.mu.Lock()

@@ -67,6 +67,20 @@ func (b *balances) spendable(id string) int64 {
 	return a.balance - a.unconfirmed - a.awaitAmt
 }
 
+// hold takes amt from the account's spendable balance when it covers amt, as spend not yet
+// confirmed; release gives it back.
+func (b *balances) hold(id string, amt int64) bool {
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	a := sh.accts[id]
+	if a == nil || a.balance-a.unconfirmed-a.awaitAmt < amt {
+		return false
+	}
+	a.unconfirmed += amt
+	return true
+}
+
 func (b *balances) addUnconfirmed(id string, amt int64) {
 	sh := b.shard(id)
 	sh.mu.Lock()

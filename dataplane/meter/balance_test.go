@@ -151,3 +151,24 @@ func TestOverspendBound(t *testing.T) {
 		})
 	}
 }
+
+// TestHold: a hold is taken only when the spendable balance covers it, counts as spend
+// until released, and a release gives it back whole.
+func TestHold(t *testing.T) {
+	b := newBalances()
+	if b.hold("a", 1) {
+		t.Fatal("held on an account without a known balance")
+	}
+	b.apply([]snapshot.Balance{{AccountID: "a", MicroSEK: 1000}}, 1, true)
+	if !b.hold("a", 600) || b.spendable("a") != 400 {
+		t.Fatalf("first hold: spendable %d", b.spendable("a"))
+	}
+	if b.hold("a", 600) {
+		t.Fatal("a hold past the balance was taken")
+	}
+	b.addUnconfirmed("a", 350) // a record priced while the hold stands
+	b.addUnconfirmed("a", -600)
+	if b.spendable("a") != 650 || !b.hold("a", 650) || b.hold("a", 1) {
+		t.Fatalf("after release: spendable %d", b.spendable("a"))
+	}
+}

@@ -220,6 +220,14 @@ func (m *Meter) Spendable(accountID string) int64 {
 	return m.bal.spendable(accountID)
 }
 
+// Hold takes amount (micro-SEK) from the account's spendable balance when it covers it,
+// for a request admitted against its maximum price; Release gives it back once the
+// request's record is handed to Record.
+func (m *Meter) Hold(accountID string, amount int64) bool { return m.bal.hold(accountID, amount) }
+
+// Release gives back what Hold took.
+func (m *Meter) Release(accountID string, amount int64) { m.bal.addUnconfirmed(accountID, -amount) }
+
 // SeedBalances takes the balances of a snapshot, complete as of ledger sequence seq. An
 // account whose known balance is as new or newer keeps it.
 func (m *Meter) SeedBalances(b []snapshot.Balance, seq int64) {

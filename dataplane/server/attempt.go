@@ -102,6 +102,8 @@ type exchange struct {
 	// protocol's usage object).
 	usage  tokens.Usage
 	bounds tokens.Bounds
+	// held is the maximum price held against the balance (hold.go; 0: none).
+	held int64
 	// promptEstimate: see upstreamCall.
 	promptEstimate int64
 	call           proxy.Call
@@ -181,8 +183,13 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		t.Release()
 		return nil
 	}
+	held, ok := s.holdMaxPrice(ctx, c) // hold.go
+	if !ok {
+		t.Release()
+		return nil
+	}
 	ex := exchangePool.Get().(*exchange)
-	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
+	ex.s, ex.m, ex.start, ex.ticket, ex.held = s, c.m, c.start, t, held
 	ex.box = &ex.boxStore
 	startRecord(ex.box, ctx, c, s.cfg.Region)
 	if s.access != nil || s.tracer != nil {
@@ -424,6 +431,9 @@ func (ex *exchange) end(status int, result string) {
 		ex.endLoad()
 	}
 	ex.s.record(ex.box, ex.m, ex.bounds, ex.start, status, result)
+	if ex.held > 0 {
+		ex.s.cfg.Meter.(Holder).Release(ex.box.rec.AccountID, ex.held) // after the record's price counts
+	}
 	*ex = exchange{watch: ex.watch} // keep the watch's timer and state
 	exchangePool.Put(ex)
 }

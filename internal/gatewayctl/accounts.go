@@ -120,7 +120,7 @@ func (a *app) accountsCmd() *cobra.Command {
 		})
 
 	var acctLimits func() (json.RawMessage, error) // reads the command's flags, set below
-	setLimits := patch("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] | --clear)",
+	setLimits := patch("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] [--hold-max-price] | --clear)",
 		"Set an account's request limits (--clear: the deployment defaults apply)", 1,
 		func([]string) (adminapi.PatchAccountRequest, error) {
 			l, err := acctLimits()

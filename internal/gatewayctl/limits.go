@@ -12,20 +12,21 @@ import (
 func limitsFlags(cmd *cobra.Command) func() (json.RawMessage, error) {
 	var rps float64
 	var burst, maxConcurrent int
-	var clear bool
+	var clear, hold bool
 	cmd.Flags().Float64Var(&rps, "rps", 0, "requests per second (0: no rate limit)")
 	cmd.Flags().IntVar(&burst, "burst", 0, "requests allowed at once after a quiet period (0: one second's worth)")
 	cmd.Flags().IntVar(&maxConcurrent, "max-concurrent", 0, "requests in flight, streams included (0: no cap)")
 	cmd.Flags().BoolVar(&clear, "clear", false, "remove the limits (accounts fall back to the deployment defaults)")
+	cmd.Flags().BoolVar(&hold, "hold-max-price", false, "admit a request only when the balance covers its maximum price, held until it is priced (the balance becomes a cap on each node)")
 	return func() (json.RawMessage, error) {
-		set := cmd.Flags().Changed("rps") || cmd.Flags().Changed("burst") || cmd.Flags().Changed("max-concurrent")
+		set := cmd.Flags().Changed("rps") || cmd.Flags().Changed("burst") || cmd.Flags().Changed("max-concurrent") || cmd.Flags().Changed("hold-max-price")
 		switch {
 		case clear && set:
-			return nil, fmt.Errorf("--clear cannot be combined with --rps, --burst or --max-concurrent")
+			return nil, fmt.Errorf("--clear cannot be combined with --rps, --burst, --max-concurrent or --hold-max-price")
 		case clear:
 			return json.RawMessage("null"), nil
 		case !set:
-			return nil, fmt.Errorf("give --rps, --burst and/or --max-concurrent, or --clear")
+			return nil, fmt.Errorf("give --rps, --burst, --max-concurrent and/or --hold-max-price, or --clear")
 		case rps < 0 || burst < 0 || maxConcurrent < 0:
 			return nil, fmt.Errorf("limits must not be negative")
 		}
@@ -33,6 +34,7 @@ func limitsFlags(cmd *cobra.Command) func() (json.RawMessage, error) {
 			RPS           float64 `json:"requests_per_second,omitempty"`
 			Burst         int     `json:"burst,omitempty"`
 			MaxConcurrent int     `json:"max_concurrent,omitempty"`
-		}{rps, burst, maxConcurrent})
+			Hold          bool    `json:"hold_max_price,omitempty"`
+		}{rps, burst, maxConcurrent, hold})
 	}
 }

@@ -178,6 +178,11 @@ type Limits struct {
 	RequestsPerSecond float64 `json:"requests_per_second,omitempty"`
 	Burst             int     `json:"burst,omitempty"`
 	MaxConcurrent     int     `json:"max_concurrent,omitempty"`
+	// HoldMaxPrice (an account's limits, or the defaults) makes the balance a cap on each
+	// node: a request is admitted only when the balance the node knows, less what its
+	// requests in flight hold, covers the request's maximum price, which it holds until its
+	// record is priced. Off by default (a positive balance admits).
+	HoldMaxPrice bool `json:"hold_max_price,omitempty"`
 }
 
 // ComputeHash returns the hex SHA-256 of c's JSON encoding. Producers must emit slices in
