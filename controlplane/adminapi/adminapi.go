@@ -93,6 +93,18 @@ type Model struct {
 type CatalogResult struct {
 	Models int `json:"models"`
 	Routes int `json:"routes"`
+	// DryRun: the catalogue was checked, not loaded (PUT /admin/v1/catalog?dry_run=true).
+	DryRun bool `json:"dry_run,omitempty"`
+	// Warnings name what would keep nodes from using the catalogue's routes (a credential
+	// they lack, a server they cannot reach), as the nodes last reported.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ListedRoute is a route as GET /admin/v1/routes lists it: with the problems nodes report
+// using it (node ID to problem: credential_missing, unreachable, tls, unauthorized).
+type ListedRoute struct {
+	snapshot.Route
+	Problems map[string]string `json:"problems"`
 }
 
 // Node is a data-plane node as the control plane last saw it.
@@ -111,6 +123,12 @@ type Node struct {
 	// reported.
 	Breakers           map[string]string `json:"breakers"`
 	BreakersReportedAt *time.Time        `json:"breakers_reported_at"`
+	// RouteProblems maps the routes the node last reported it cannot use to the problem
+	// (credential_missing, unreachable, tls, unauthorized), and Credentials names the route
+	// credentials it has, at RouteHealthReportedAt; null: never reported.
+	RouteProblems         map[string]string `json:"route_problems"`
+	Credentials           []string          `json:"credentials"`
+	RouteHealthReportedAt *time.Time        `json:"route_health_reported_at"`
 }
 
 // RejectedRecord is a usage record the control plane refused, with the record as the node

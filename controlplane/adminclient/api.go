@@ -77,13 +77,18 @@ func (c *Client) ListModels(ctx context.Context) (adminapi.List[adminapi.Model],
 }
 
 // ListRoutes lists every route.
-func (c *Client) ListRoutes(ctx context.Context) (adminapi.List[adminapi.Route], json.RawMessage, error) {
-	return call[adminapi.List[adminapi.Route]](ctx, c, http.MethodGet, "/admin/v1/routes", nil)
+func (c *Client) ListRoutes(ctx context.Context) (adminapi.List[adminapi.ListedRoute], json.RawMessage, error) {
+	return call[adminapi.List[adminapi.ListedRoute]](ctx, c, http.MethodGet, "/admin/v1/routes", nil)
 }
 
-// PutCatalog upserts a catalogue given as JSON.
-func (c *Client) PutCatalog(ctx context.Context, catalog json.RawMessage) (adminapi.CatalogResult, json.RawMessage, error) {
-	return call[adminapi.CatalogResult](ctx, c, http.MethodPut, "/admin/v1/catalog", catalog)
+// PutCatalog upserts a catalogue given as JSON; with dryRun it is only checked, and the
+// answer's warnings say what would keep nodes from using its routes.
+func (c *Client) PutCatalog(ctx context.Context, catalog json.RawMessage, dryRun bool) (adminapi.CatalogResult, json.RawMessage, error) {
+	path := "/admin/v1/catalog"
+	if dryRun {
+		path += "?dry_run=true"
+	}
+	return call[adminapi.CatalogResult](ctx, c, http.MethodPut, path, catalog)
 }
 
 // ListNodes lists data-plane nodes and the snapshot version each applied.

@@ -48,7 +48,7 @@ func TestDo(t *testing.T) {
 	if err != nil || snap.Version != 3 || !json.Valid(raw) || gotAuth != "Bearer tok" || gotPath != "/admin/v1/snapshot" {
 		t.Fatalf("snapshot %+v %s %v auth %q path %q", snap, raw, err, gotAuth, gotPath)
 	}
-	res, _, err := c.PutCatalog(ctx, json.RawMessage(`{"models":[]}`))
+	res, _, err := c.PutCatalog(ctx, json.RawMessage(`{"models":[]}`), false)
 	if err != nil || res.Routes != 5 || gotBody != `{"models":[]}` {
 		t.Fatalf("catalog %+v %v body %q", res, err, gotBody)
 	}

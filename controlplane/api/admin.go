@@ -332,10 +332,19 @@ func (s *server) listRoutes(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "routes")
 		return
 	}
-	if routes == nil {
-		routes = []snapshot.Route{}
+	problems, err := s.routeProblems(r)
+	if err != nil {
+		s.storeError(w, r, err, "routes")
+		return
 	}
-	writeJSON(w, http.StatusOK, adminapi.List[snapshot.Route]{Data: routes})
+	out := adminapi.List[adminapi.ListedRoute]{Data: make([]adminapi.ListedRoute, len(routes))}
+	for i, rt := range routes {
+		out.Data[i] = adminapi.ListedRoute{Route: rt, Problems: problems[rt.ID]}
+		if out.Data[i].Problems == nil {
+			out.Data[i].Problems = map[string]string{}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
@@ -347,12 +356,25 @@ func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "catalogue")
 		return
 	}
+	warnings, err := s.catalogueWarnings(r, &c)
+	if err != nil {
+		s.storeError(w, r, err, "catalogue")
+		return
+	}
+	if r.URL.Query().Get("dry_run") == "true" { // a preview: nothing changes
+		nr := 0
+		for _, m := range c.Models {
+			nr += len(m.Routes)
+		}
+		writeJSON(w, http.StatusOK, adminapi.CatalogResult{Models: len(c.Models), Routes: nr, DryRun: true, Warnings: warnings})
+		return
+	}
 	nm, nr, err := s.cfg.Store.UpsertCatalog(r.Context(), &c)
 	if err != nil {
 		s.storeError(w, r, err, "model")
 		return
 	}
-	writeJSON(w, http.StatusOK, adminapi.CatalogResult{Models: nm, Routes: nr})
+	writeJSON(w, http.StatusOK, adminapi.CatalogResult{Models: nm, Routes: nr, Warnings: warnings})
 }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
@@ -371,6 +393,10 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := s.addBreakers(r, out.Data); err != nil {
+		s.storeError(w, r, err, "nodes")
+		return
+	}
+	if err := s.addRouteHealth(r, out.Data); err != nil {
 		s.storeError(w, r, err, "nodes")
 		return
 	}

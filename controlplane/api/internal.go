@@ -112,6 +112,7 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("record node poll", "node", node, "err", err)
 	}
 	s.reportBreakers(r, node)
+	s.reportRouteHealth(r, node)
 	if cur, _ := s.cfg.Snapshots.Current(); cur == nil {
 		writeError(w, httpjson.ErrNotReady)
 		return

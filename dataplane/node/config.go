@@ -49,6 +49,7 @@ type Config struct {
 	limitShareNodes int                  // nodes sharing the deployment's limits
 	edge            server.Config        // public edge: timeouts and connection caps
 	trustedProxies  string               // CIDRs whose X-Forwarded-For names the client
+	credentialsFile string               // route credentials file, re-read when it changes
 	link            linkOptions          // control-plane link: signatures, TLS, token file
 	shutdown        shutdownOptions      // graceful shutdown steps
 	region          regionOptions        // where the node runs
@@ -99,6 +100,7 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
 	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open connections per client address before authentication (negative: no cap)")
 	fs.IntVar(&o.edge.MaxConnsPerAccount, "max-conns-per-account", 1000, "open connections per account once they presented a valid key (negative: no cap)")
+	fs.StringVar(&o.credentialsFile, "credentials-file", "", "file of GATEWAY_CREDENTIAL_*=value lines, re-read when it changes and on SIGHUP")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client")
 	o.link.register(fs)
 	o.shutdown.register(fs)

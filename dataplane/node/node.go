@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/routecheck"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/dataplane/server"
@@ -42,6 +45,9 @@ type node struct {
 	srv     *server.Server
 	scraper *scrape.Scraper // the model servers' reported load
 	fairq   *fairq.Queue    // requests held while every route is saturated
+	pool    *proxy.Pool
+	creds   *routecheck.Credentials // route credentials: environment and --credentials-file
+	checker *routecheck.Checker     // routes this node cannot use because of their configuration
 
 	closers []func()
 }
@@ -110,16 +116,39 @@ func (n *node) openSync() error {
 		n.log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
 	}
 	n.health = &breakerReport{}
+	if n.creds, err = routecheck.NewCredentials(o.credentialsFile, nil, nil); err != nil {
+		return err
+	}
+	n.checker = routecheck.New(routecheck.Config{
+		Routes: func() []snapshot.Route {
+			if x := n.store.Load(); x != nil {
+				return x.Snapshot.Routes
+			}
+			return nil
+		},
+		Credentials:       n.creds,
+		OnProblemsChanged: func() { n.syncer.Wake() }, // the control plane learns at once
+		OnCredentialsChanged: func() {
+			if n.pool != nil {
+				n.pool.Refresh()
+			}
+		},
+		Logger: n.log,
+	})
+	n.tel.Registry().MustRegister(n.checker.Collector())
 	n.syncer, err = syncclient.New(syncclient.Config{
 		Link: n.link, DataDir: o.dataDir,
 		Store: n.store, Wait: o.snapshotWait, Logger: n.log,
 		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
-		SpoolAge:     func() time.Duration { return n.meter.Stats().OldestUnconfirmedAge },
-		Breakers:     n.health.notClosed,
-		OnApplyError: n.tel.WatchSnapshots(storeVersion{n.store}.issued, nil),
+		SpoolAge:      func() time.Duration { return n.meter.Stats().OldestUnconfirmedAge },
+		Breakers:      n.health.notClosed,
+		RouteProblems: n.checker.Problems,
+		Credentials:   n.creds.Names,
+		OnApplyError:  n.tel.WatchSnapshots(storeVersion{n.store}.issued, nil),
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			n.meter.SeedBalances(s.Balances, s.BalanceSeq)
 			n.limiter.Retain(s)
+			n.checker.Trigger()
 		},
 	})
 	if err != nil {
@@ -157,7 +186,10 @@ func (n *node) newServer() error {
 		}
 	})
 	cfg.Tracer = tracer
-	cfg.Store, cfg.Meter, cfg.Pool = n.store, n.meter, proxy.NewPool(o.upstream)
+	up := o.upstream
+	up.Getenv = n.creds.Get // route credentials, re-read without a restart (routecheck)
+	n.pool = proxy.NewPool(up)
+	cfg.Store, cfg.Meter, cfg.Pool = n.store, n.meter, n.pool
 	breaker := withLogger(o.breaker, n.log)
 	breaker.OnStateChange = n.tel.BreakerChanged
 	cfg.Health = routing.NewHealth(breaker)
@@ -195,6 +227,21 @@ func (n *node) serve(ctx context.Context) error {
 	meterDone := make(chan error, 1)
 	go func() { meterDone <- n.meter.Run(bg) }()
 	go n.scraper.Run(bg)
+	go n.checker.Run(bg)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // re-read the route credentials and check the routes
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: reading route credentials and checking routes again")
+				n.checker.Trigger()
+			}
+		}
+	}()
 	go n.fairq.Run(bg)
 	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)

@@ -91,6 +91,8 @@ type Pool struct {
 	// mu guards m; the request path finds a route's Upstream in its UpstreamMemo.
 	mu sync.Mutex
 	m  map[upstreamKey]*Upstream
+	// gen counts Refresh calls; an Upstream of an older generation is rebuilt.
+	gen atomic.Uint64
 	// buffered is the node's budget for non-streaming bodies being read.
 	buffered bodyBudget
 }
@@ -121,6 +123,17 @@ type Upstream struct {
 	total     time.Duration
 	// credentialErr is set when the route's credential reference cannot be resolved.
 	credentialErr error
+	gen           uint64 // the pool's generation it was built in (Refresh)
+}
+
+// Refresh makes the pool resolve every route's credential again on its next request (after
+// the node's credentials changed): upstreams built before are replaced as routes next use
+// them; their open connections close when idle.
+func (p *Pool) Refresh() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen.Add(1)
+	clear(p.m)
 }
 
 // ErrCredentials means a route's credential reference could not be resolved on this node.
@@ -128,7 +141,8 @@ var ErrCredentials = errors.New("proxy: upstream credential unavailable")
 
 // For returns the Upstream serving route r.
 func (p *Pool) For(r *index.Route) *Upstream {
-	if u, ok := r.UpstreamMemo.Load().(*Upstream); ok && u.pool == p {
+	gen := p.gen.Load()
+	if u, ok := r.UpstreamMemo.Load().(*Upstream); ok && u.pool == p && u.gen == gen {
 		return u
 	}
 	k := upstreamKey{
@@ -139,8 +153,9 @@ func (p *Pool) For(r *index.Route) *Upstream {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := p.m[k]
-	if u == nil {
+	if u == nil || u.gen != gen {
 		u = p.newUpstream(k)
+		u.gen = gen
 		p.m[k] = u
 	}
 	r.UpstreamMemo.Store(u)

@@ -27,8 +27,9 @@ var failures = map[string]failure{
 	proxy.FailTransport: {retry: true, health: routing.ErrRouteFailed, result: usage.ResultUpstreamError, client: errProviderTransport},
 	// Every connection to the upstream is busy: this node's limit, not the server's health.
 	proxy.FailOverload: {retry: true, health: routing.ErrNeutral, result: usage.ResultNoRoute, client: errNoRoute},
-	// The node cannot use the route (a missing credential): the operator's to fix.
-	proxy.FailConfig: {retry: true, health: routing.ErrNeutral, result: usage.ResultNoRoute, client: errNoRoute},
+	// The node cannot use the route (a missing credential): the operator's to fix, so the
+	// client is not invited to retry (dataplane/routecheck reports it to the operator).
+	proxy.FailConfig: {retry: true, health: routing.ErrNeutral, result: usage.ResultNoRoute, client: errRouteMisconfigured},
 	// 200 with a body that is not the protocol's answer.
 	proxy.FailInvalid: {retry: true, health: routing.ErrRouteFailed, result: usage.ResultUpstreamError, client: errInvalidUpstream},
 	// The client went away: nothing to retry or answer; the route is not to blame.

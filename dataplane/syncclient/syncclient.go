@@ -78,6 +78,11 @@ type Config struct {
 	// Breakers, when set, returns the routes whose circuit breaker is not closed (route ID
 	// to state), reported in every poll (internalapi.HeaderBreakers) for the console.
 	Breakers func() map[string]string
+	// RouteProblems, when set, returns the routes this node cannot use because of their
+	// configuration (route ID to problem), and Credentials the names of the route
+	// credentials it has; both are reported in every poll for the operator.
+	RouteProblems func() map[string]string
+	Credentials   func() []string
 	// MaxAge is the oldest (by signed issue time) disk snapshot the node serves while the
 	// control plane has not answered yet (default 24h; negative: no limit).
 	MaxAge time.Duration
@@ -93,8 +98,9 @@ type Client struct {
 	http    *http.Client // the link's, timing out 15 s after the long poll's wait
 	log     *slog.Logger
 
-	mu   sync.Mutex
-	held held // what is installed
+	mu         sync.Mutex
+	held       held               // what is installed
+	cancelPoll context.CancelFunc // ends the poll in progress (Wake)
 }
 
 // held describes the installed snapshot for polls and the max-age check.
@@ -136,11 +142,17 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Run(ctx context.Context) error {
 	failures := 0
 	for {
-		err := c.Poll(ctx)
+		pctx, cancel := context.WithCancel(ctx)
+		c.mu.Lock()
+		c.cancelPoll = cancel
+		c.mu.Unlock()
+		err := c.Poll(pctx)
+		woken := pctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil {
+		if err == nil || woken {
 			failures = 0
 			continue
 		}
@@ -155,6 +167,18 @@ func (c *Client) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+	}
+}
+
+// Wake ends the long poll in progress, so that the next one, which starts at once, reports
+// the node's state as it is now (a route problem found, say) rather than when the poll
+// began.
+func (c *Client) Wake() {
+	c.mu.Lock()
+	cancel := c.cancelPoll
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 }
 
@@ -188,6 +212,12 @@ func (c *Client) Poll(ctx context.Context) error {
 	}
 	if c.cfg.Breakers != nil {
 		req.Header.Set(internalapi.HeaderBreakers, internalapi.FormatBreakers(c.cfg.Breakers()))
+	}
+	if c.cfg.RouteProblems != nil {
+		req.Header.Set(internalapi.HeaderRouteProblems, internalapi.FormatRouteProblems(c.cfg.RouteProblems()))
+	}
+	if c.cfg.Credentials != nil {
+		req.Header.Set(internalapi.HeaderCredentials, internalapi.FormatCredentials(c.cfg.Credentials()))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -112,10 +113,10 @@ func (a *app) routesCmd() *cobra.Command {
 			for _, r := range l.Data {
 				rows = append(rows, []string{r.ID, r.Model, r.Provider, r.Region, r.Country,
 					strconv.Itoa(r.Priority), strconv.Itoa(r.Weight), list(r.Protocols), yesNo(r.Translate),
-					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), r.BaseURL})
+					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), r.BaseURL, health(r.Problems)})
 			}
 			return a.table([]any{"ID", "Model", "Provider", "Region", "Country", "Priority", "Weight", "Protocols", "Translate",
-				"Remote media", "Extensions", "Base URL"}, rows)
+				"Remote media", "Extensions", "Base URL", "Health"}, rows)
 		},
 	}
 	return group("routes", "Inspect routes; probe a route's server", listCmd, a.probeCmd())
@@ -141,11 +142,11 @@ from the environment variable its credentials_ref names.`,
 			if err != nil {
 				return fmt.Errorf("list routes: %w", err)
 			}
-			i := slices.IndexFunc(l.Data, func(r adminapi.Route) bool { return r.ID == args[0] })
+			i := slices.IndexFunc(l.Data, func(r adminapi.ListedRoute) bool { return r.ID == args[0] })
 			if i < 0 {
 				return fmt.Errorf("no route %q", args[0])
 			}
-			r := l.Data[i]
+			r := l.Data[i].Route
 			var window int64
 			if ms, _, err := c.ListModels(cmd.Context()); err == nil {
 				for _, m := range ms.Data {
@@ -184,6 +185,7 @@ from the environment variable its credentials_ref names.`,
 }
 
 func (a *app) catalogCmd() *cobra.Command {
+	var dryRun bool
 	load := &cobra.Command{
 		Use:   "load FILE.yaml",
 		Short: "Create or replace the models and routes of a catalogue file (- reads stdin)",
@@ -211,17 +213,29 @@ typo cannot silently drop a setting.`,
 			if err != nil {
 				return err
 			}
-			res, raw, err := c.PutCatalog(cmd.Context(), body)
+			res, raw, err := c.PutCatalog(cmd.Context(), body, dryRun)
 			if err != nil {
 				return fmt.Errorf("load catalogue %s (%d models): %w", args[0], n, err)
 			}
 			if a.jsonOut {
 				return a.printJSON(raw)
 			}
-			_, err = fmt.Fprintf(a.out, "Loaded catalogue %s: %d models, %d routes\n", clean(args[0]), res.Models, res.Routes)
-			return err
+			verb := "Loaded"
+			if dryRun {
+				verb = "Checked (nothing loaded)"
+			}
+			if _, err = fmt.Fprintf(a.out, "%s catalogue %s: %d models, %d routes\n", verb, clean(args[0]), res.Models, res.Routes); err != nil {
+				return err
+			}
+			for _, w := range res.Warnings {
+				if _, err := fmt.Fprintf(a.out, "warning: %s\n", clean(w)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
+	load.Flags().BoolVar(&dryRun, "dry-run", false, "check the file and show warnings without loading it")
 	return group("catalog", "Load model catalogues", load)
 }
 
@@ -342,4 +356,17 @@ func jsonable(v any) (any, error) {
 		return t, nil
 	}
 	return v, nil
+}
+
+// health is a route's health across nodes: "ok", or node: problem pairs, sorted.
+func health(problems map[string]string) string {
+	if len(problems) == 0 {
+		return "ok"
+	}
+	parts := make([]string, 0, len(problems))
+	for node, p := range problems {
+		parts = append(parts, node+": "+p)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }

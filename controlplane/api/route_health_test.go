@@ -1,0 +1,78 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+// A node's route problems and credential names, reported with its snapshot poll, show in
+// the node and route listings, and a catalogue naming a credential the node lacks is warned
+// about before (dry run) and when it is loaded.
+func TestRouteHealthReportedAndWarned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mustStatus(e.admin("PUT", "/admin/v1/catalog", testCatalog), 200)
+	path := "/internal/v1/snapshot?have=0&hash=" + strings.Repeat("0", 64) + "&issued=0"
+	e.mustStatus(e.do("GET", path, nodeToken, nil, map[string]string{
+		internalapi.HeaderNodeID:        "node-health",
+		internalapi.HeaderRouteProblems: "llama-se=credential_missing&embed-de=unreachable",
+		internalapi.HeaderCredentials:   "GATEWAY_CREDENTIAL_OTHER",
+	}), 200)
+
+	var nodes adminapi.List[adminapi.Node]
+	e.mustStatus(e.admin("GET", "/admin/v1/nodes", nil), 200).json(t, &nodes)
+	var n *adminapi.Node
+	for i := range nodes.Data {
+		if nodes.Data[i].NodeID == "node-health" {
+			n = &nodes.Data[i]
+		}
+	}
+	if n == nil || n.RouteProblems["llama-se"] != internalapi.ProblemCredentialMissing || n.RouteProblems["embed-de"] != internalapi.ProblemUnreachable ||
+		len(n.Credentials) != 1 || n.RouteHealthReportedAt == nil {
+		t.Fatalf("node %+v", n)
+	}
+	var routes adminapi.List[adminapi.ListedRoute]
+	e.mustStatus(e.admin("GET", "/admin/v1/routes", nil), 200).json(t, &routes)
+	seen := 0
+	for _, r := range routes.Data {
+		switch r.ID {
+		case "llama-se":
+			seen++
+			if r.Problems["node-health"] != internalapi.ProblemCredentialMissing {
+				t.Errorf("llama-se problems %v", r.Problems)
+			}
+		case "embed-de":
+			seen++
+			if r.Problems["node-health"] != internalapi.ProblemUnreachable {
+				t.Errorf("embed-de problems %v", r.Problems)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("routes %+v", routes.Data)
+	}
+
+	var res adminapi.CatalogResult
+	e.mustStatus(e.admin("PUT", "/admin/v1/catalog?dry_run=true", testCatalog), 200).json(t, &res)
+	all := strings.Join(res.Warnings, "\n")
+	if !res.DryRun || !strings.Contains(all, "route llama-se: credentials_ref env:GATEWAY_CREDENTIAL_VLLM is not set on node node-health") ||
+		!strings.Contains(all, "route embed-de: node node-health (unreachable) cannot use it now") {
+		t.Fatalf("dry run: %+v", res)
+	}
+	var loaded adminapi.CatalogResult
+	e.mustStatus(e.admin("PUT", "/admin/v1/catalog", testCatalog), 200).json(t, &loaded)
+	if loaded.DryRun || len(loaded.Warnings) != 2 {
+		t.Fatalf("load: %+v", loaded)
+	}
+	// A node that reports an unreadable value keeps its last report.
+	e.mustStatus(e.do("GET", path, nodeToken, nil, map[string]string{internalapi.HeaderNodeID: "node-health", internalapi.HeaderRouteProblems: "x=bogus"}), 200)
+	e.mustStatus(e.admin("GET", "/admin/v1/nodes", nil), 200).json(t, &nodes)
+	for _, nd := range nodes.Data {
+		if nd.NodeID == "node-health" && len(nd.RouteProblems) != 2 {
+			t.Errorf("an unreadable report replaced the last one: %v", nd.RouteProblems)
+		}
+	}
+}
