@@ -104,6 +104,8 @@ type exchange struct {
 	bounds tokens.Bounds
 	// held is the maximum price held against the balance (hold.go; 0: none).
 	held int64
+	// lengthBound is the output bound per choice (upstreamCall; 0: not a generation).
+	lengthBound int64
 	// promptEstimate: see upstreamCall.
 	promptEstimate int64
 	call           proxy.Call
@@ -195,7 +197,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	if s.access != nil || s.tracer != nil {
 		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
 	}
-	ex.bounds, ex.promptEstimate = c.bounds, c.promptEstimate
+	ex.bounds, ex.promptEstimate, ex.lengthBound = c.bounds, c.promptEstimate, c.lengthBound
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
 	}

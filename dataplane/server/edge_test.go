@@ -292,6 +292,7 @@ func TestStalledStreamConsumerCut(t *testing.T) {
 	up := startSim(t, "up", simulator.Knobs{OutputTokens: 1000000})
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", up.BaseURL(), "SE", 0, 1)},
 		func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
+	g.withWindow(t, 4_000_000) // the simulator's endless answer stays within the output bound
 	c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func newLengthServer(t *testing.T) *lengthServer {
 		}
 		if gjson.GetBytes(b, "stream").Bool() {
 			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n")
 			for range n {
 				fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tokn "},"finish_reason":null}]}`+"\n\n")
 			}
@@ -100,8 +101,8 @@ func TestOutputBoundHoldsOnEveryServer(t *testing.T) {
 		if got := strings.Count(r.Body, "tokn "); got != 1 {
 			t.Errorf("delivered %d tokens, want 1", got)
 		}
-		if rec := g.record(t, n); rec.CompletionTokens != 1 {
-			t.Errorf("charged %d output tokens, want 1", rec.CompletionTokens)
+		if rec := g.record(t, n); rec.CompletionTokens != 1 || rec.Result != usage.ResultOK {
+			t.Errorf("charged %d output tokens (%s), want 1, ok: a stream within its bound is not cut", rec.CompletionTokens, rec.Result)
 		}
 	})
 	t.Run("max_completion_tokens larger than max_tokens", func(t *testing.T) {
@@ -129,6 +130,27 @@ func TestOutputBoundHoldsOnEveryServer(t *testing.T) {
 			t.Errorf("charged %d output tokens (%s), want the 50 generated", rec.CompletionTokens, rec.Result)
 		}
 	})
+	t.Run("stream from a server that reads no length field", func(t *testing.T) {
+		r := g.post(t, g.Keys.SE, `{"model":"`+fixture.ModelChat+`",`+msgs+`,"max_tokens":5,"stream":true}`)
+		n++
+		if r.Status != 200 {
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+		// Cut past the bound, with room for events that carry no output (streamCut).
+		if got := strings.Count(r.Body, "tokn "); got < 5 || got > 5+1+4 {
+			t.Errorf("delivered %d of the 50 tokens, want the 5 of the bound and at most 5 more", got)
+		}
+		if !strings.Contains(r.Body, "past the request's output limit") || strings.Contains(r.Body, "[DONE]") {
+			t.Errorf("the stream did not end with the bound's error event: %s", r.Body)
+		}
+		rec := g.record(t, n)
+		if rec.CompletionTokens != 5 || rec.Result != usage.ResultIncomplete {
+			t.Errorf("charged %d output tokens (%s), want the 5 delivered, incomplete", rec.CompletionTokens, rec.Result)
+		}
+		if a := rec.Routing.Attempts; len(a) != 1 || a[0].Error != "" {
+			t.Errorf("attempts %+v: the cut is not the route's failure", a)
+		}
+	})
 }
 
 // TestOutputBoundWithinRecord: a request whose choices times output limit could pass what
@@ -136,19 +158,7 @@ func TestOutputBoundHoldsOnEveryServer(t *testing.T) {
 func TestOutputBoundWithinRecord(t *testing.T) {
 	ls := newLengthServer(t)
 	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "p", ls.URL+"/v1", "SE", 0, 1)})
-	s := *g.Snap
-	s.Version++
-	s.Models = append([]snapshot.Model(nil), g.Snap.Models...)
-	for i := range s.Models {
-		if s.Models[i].ID == fixture.ModelChat {
-			s.Models[i].ContextTokens = 131072
-		}
-	}
-	x, err := index.Build(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Store.Swap(x)
+	g.withWindow(t, 131072)
 	const msgs = `"messages":[{"role":"user","content":"Hej"}]`
 	r := g.post(t, g.Keys.SE, `{"model":"`+fixture.ModelChat+`",`+msgs+`,"n":128}`)
 	checkEnvelope(t, r, 400, "invalid_request_error")
@@ -163,4 +173,23 @@ func TestOutputBoundWithinRecord(t *testing.T) {
 	if g.Meter.Count() != 1 {
 		t.Errorf("%d records, want 1 (the refusal is not recorded)", g.Meter.Count())
 	}
+}
+
+// withWindow installs a copy of g's snapshot whose chat model has the given context window.
+func (g *simGateway) withWindow(t testing.TB, window int64) {
+	t.Helper()
+	s := *g.Snap
+	s.Version++
+	s.Models = append([]snapshot.Model(nil), g.Snap.Models...)
+	for i := range s.Models {
+		if s.Models[i].ID == fixture.ModelChat {
+			s.Models[i].ContextTokens = window
+		}
+	}
+	x, err := index.Build(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Store.Swap(x)
+	g.Snap = &s
 }

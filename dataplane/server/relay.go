@@ -186,6 +186,9 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 		if err != nil {
 			return cw.r // st.Result.Err holds the upstream failure
 		}
+		if p.pastBound(st, ev, &cw.r) {
+			return cw.r // outbound.go
+		}
 		switch {
 		case tr == nil:
 			if !cw.raw(ev.Raw) {
