@@ -77,3 +77,26 @@ func FuzzReadError(f *testing.F) {
 		}
 	})
 }
+
+// TestDetect: each server's signs, and none in plain OpenAI answers or in text.
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		b    string
+		want Server
+		ok   bool
+	}{
+		{`{"choices":[{"delta":{"content":"a"},"matched_stop":null}],"usage":null}`, SGLang, true},
+		{`{"choices":[{"delta":{},"finish_reason":"stop","stop_reason":null}]}`, VLLM, true},
+		{`{"choices":[],"usage":{"prompt_tokens":1},"timings":{"prompt_n":1}}`, LlamaCpp, true},
+		{`{"system_fingerprint":"b5123-2f7a6e1","choices":[]}`, LlamaCpp, true},
+		{`{"system_fingerprint":"3.3.4-native","choices":[]}`, TGI, true},
+		{`{"system_fingerprint":"fp_ollama","choices":[]}`, Ollama, true},
+		{`{"system_fingerprint":"fp_44709d6fcb","choices":[]}`, OpenAI, false},
+		{`{"choices":[{"delta":{"content":"say \"stop_reason\" and \"matched_stop\""}}]}`, OpenAI, false},
+	}
+	for _, c := range cases {
+		if s, ok := Detect([]byte(c.b)); s != c.want || ok != c.ok {
+			t.Errorf("%s: %v %v", c.b, s, ok)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/tokens"
 )
@@ -55,11 +56,14 @@ func TestStreamNulls(t *testing.T) {
 		"data: [DONE]"
 	var resp fasthttp.Response
 	resp.SetBodyString(in + "\n")
-	st := OpenStream(&resp, index.EPChat, StreamOptions{})
+	st := OpenStream(&resp, index.EPChat, StreamOptions{Detect: true})
 	events, _ := readAll(st)
 	st.Close()
 	if events != 3 || !st.Result.Ended || st.Result.Err != nil || st.Result.PromptReported {
 		t.Fatalf("%+v events %d", st.Result, events)
+	}
+	if !st.Result.ServerDetected || st.Result.Server != dialect.SGLang {
+		t.Errorf("detected %v %v", st.Result.Server, st.Result.ServerDetected) // from the chunks' matched_stop
 	}
 }
 

@@ -66,6 +66,10 @@ type StreamResult struct {
 	// completions' [DONE], Messages-style message_stop, a Responses-style response.completed,
 	// response.failed or response.incomplete (the latter two also set Err).
 	Ended bool
+	// Server is the server the stream's chunks showed, when ServerDetected
+	// (StreamOptions.Detect).
+	Server         dialect.Server
+	ServerDetected bool
 	// Err is the upstream-side error that ended the stream early (read error, oversized
 	// event, truncated stream, timeout, ErrInvalidEvent, ErrInvalidUsage, a failed or
 	// incomplete response); nil after a clean end.
@@ -103,6 +107,9 @@ type StreamOptions struct {
 	// MirrorReasoning gives each chat chunk's reasoning both names (MirrorReasoning), for
 	// a chat client the stream passes to.
 	MirrorReasoning bool
+	// Detect looks for the server the chat chunks show (dialect.Detect) until one does,
+	// for a route that names none; Result.Server holds it.
+	Detect bool
 }
 
 // Stream reads one upstream server-sent event stream for a relay. Every event of a JSON
@@ -235,6 +242,9 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		}
 		s.lastDelta = s.isDelta(*ev)
 		s.chatEvents++
+		if s.opt.Detect && !s.Result.ServerDetected {
+			s.Result.Server, s.Result.ServerDetected = dialect.Detect(ev.Data)
+		}
 		if !usage.IsObject() {
 			if s.opt.MirrorReasoning {
 				if d, ok := MirrorReasoning(ev.Data, "delta"); ok {

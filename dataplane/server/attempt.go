@@ -369,6 +369,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			u.OutputTokens = min(tokens.EstimateOutput(ue, rb), c.bounds.Output)
 			ex.box.routing.UsageEstimated = true
 		}
+		if ue == index.EPChat {
+			s.dialects.learn(r, rb)
+		}
 		ex.up, ex.resp, ex.usage = up, uresp, u
 		return outcome{ok: true}
 	}
@@ -384,8 +387,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			(ue == index.EPChat || ue == index.EPCompletions) && !clientAskedRunningUsage(c.raw),
 		Total:           time.Until(dl),
 		Bounds:          c.bounds,
-		Dialect:         routeDialect(cand.Route),
-		MirrorReasoning: !cand.Translate && ue == index.EPChat && len(routeDialect(cand.Route).Reasoning) > 0,
+		Dialect:         s.dialects.of(cand.Route),
+		MirrorReasoning: !cand.Translate && ue == index.EPChat && len(s.dialects.of(cand.Route).Reasoning) > 0,
+		Detect:          ue == index.EPChat && s.dialects.detecting(cand.Route),
 	})
 	if err := st.Peek(); err != nil {
 		st.Close()

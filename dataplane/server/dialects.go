@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -147,16 +148,58 @@ func clientAskedRunningUsage(body []byte) bool {
 	return gjson.GetBytes(body, "stream_options.continuous_usage_stats").Type == gjson.True
 }
 
-// routeDialect is the table of a route's server.
-func routeDialect(r *index.Route) *dialect.Dialect { return dialect.Of(r.Server) }
+// dialectMemo remembers the server detected from the answers of each route that names
+// none (dialect.Detect), so that later requests on it use that server's table.
+type dialectMemo struct{ m sync.Map } // memoKey -> dialect.Server
+
+type memoKey struct{ route, baseURL string }
+
+// of is the table of route r's server: the one it names, else the one detected, else
+// OpenAI's (which reads every server's members).
+func (dm *dialectMemo) of(r *index.Route) *dialect.Dialect {
+	if r.Server != "" {
+		return dialect.Of(r.Server)
+	}
+	if v, ok := dm.m.Load(memoKey{r.ID, r.BaseURL}); ok {
+		return dialect.For(v.(dialect.Server))
+	}
+	return dialect.Default()
+}
+
+// detecting reports whether route r's server is still to be detected.
+func (dm *dialectMemo) detecting(r *index.Route) bool {
+	if r.Server != "" {
+		return false
+	}
+	_, ok := dm.m.Load(memoKey{r.ID, r.BaseURL})
+	return !ok
+}
+
+// learned records the server a stream on route r showed.
+func (dm *dialectMemo) learned(r *index.Route, res *proxy.StreamResult) {
+	if r != nil && r.Server == "" && res.ServerDetected {
+		dm.m.LoadOrStore(memoKey{r.ID, r.BaseURL}, res.Server)
+	}
+}
+
+// learn detects route r's server from a whole answer b (without allocating while nothing
+// is found).
+func (dm *dialectMemo) learn(r *index.Route, b []byte) {
+	if r.Server != "" {
+		return
+	}
+	if s, ok := dialect.Detect(b); ok {
+		dm.m.LoadOrStore(memoKey{r.ID, r.BaseURL}, s)
+	}
+}
 
 // isReported reports whether err is an error the server reported inside its stream.
 func isReported(err error) bool { _, ok := proxy.Reported(err); return ok }
 
 // translateOptions are the options of a request translated onto route r: r's dialect and
 // the request's stop sequences (Messages-style stop_sequences).
-func translateOptions(c *upstreamCall, r *index.Route) translate.Options {
-	o := translate.Options{Dialect: routeDialect(r)}
+func translateOptions(c *upstreamCall, d *dialect.Dialect) translate.Options {
+	o := translate.Options{Dialect: d}
 	if c.e == index.EPMessages {
 		gjson.GetBytes(c.raw, "stop_sequences").ForEach(func(_, v gjson.Result) bool {
 			if v.Type == gjson.String {

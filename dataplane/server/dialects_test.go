@@ -215,3 +215,44 @@ func TestOverflowNeverFailsOver(t *testing.T) {
 		})
 	}
 }
+
+// TestDialectLearned: a route that names no server is read with the lenient default
+// table; once an answer shows its server (SGLang's matched_stop), later requests use that
+// server's switches: a Messages-style "thinking: disabled" then reaches SGLang as
+// chat_template_kwargs.enable_thinking false.
+func TestDialectLearned(t *testing.T) {
+	sim := startSim(t, "sg", simulator.Knobs{})
+	r := chatRoute("a", "sg", sim.DialectBaseURL(simulator.DialectSGLang), "SE", 0, 1)
+	r.Translate = true
+	g := startSimGateway(t, []snapshot.Route{r})
+	messages := func() string {
+		req, _ := http.NewRequest("POST", g.URL+"/v1/messages", strings.NewReader(`{"model":"llama8b","max_tokens":100,`+
+			`"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"hej scenario:reasoning"}]}`))
+		req.Header.Set("Authorization", "Bearer "+g.Keys.SE)
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if b := messages(); !strings.Contains(b, `"type":"thinking"`) || !strings.Contains(b, `"stop_reason":"end_turn"`) {
+		t.Fatalf("before the server is known, thinking cannot be switched off: %s", b)
+	}
+	if b := messages(); strings.Contains(b, `"type":"thinking"`) {
+		t.Fatalf("the first answer's matched_stop named SGLang; its switch was not used: %s", b)
+	}
+	// A stream's chunks teach it too.
+	g = startSimGateway(t, []snapshot.Route{r})
+	if res := g.post(t, g.Keys.SE, `{"model":"llama8b","messages":[{"role":"user","content":"hej"}],"stream":true}`); res.Status != 200 {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+	g.record(t, 1) // the stream has ended
+	if b := messages(); strings.Contains(b, `"type":"thinking"`) {
+		t.Fatalf("the stream's matched_stop named SGLang; its switch was not used: %s", b)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/translate"
@@ -58,14 +59,14 @@ func servesOwnProtocol(e index.Endpoint) bool {
 // every eligible candidate, native or translated, and answers the client in its protocol.
 // c.cands must be m.Candidates(policy, c.e), narrowed by valueCandidates; c.body is set here.
 func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
-	c.body = translatingBody(c)
+	c.body = translatingBody(c, s.dialects.of)
 	ex := s.runAttempts(ctx, c)
 	if ex == nil {
 		return
 	}
 	proto := protocol{client: c.e, translate: ex.cand.Translate, model: c.sentModel}
 	if proto.translate {
-		proto.opt = translateOptions(c, ex.cand.Route)
+		proto.opt = translateOptions(c, s.dialects.of(ex.cand.Route))
 	}
 	if c.stream {
 		relayStream(ctx, ex, proto)
@@ -99,13 +100,13 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 // translatingBody returns the per-attempt body builder of c: native candidates get the
 // client's body with the route's model name; translated ones a chat completions request,
 // built once per upstream model name.
-func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.Error) {
+func translatingBody(c *upstreamCall, dialectOf func(*index.Route) *dialect.Dialect) func(index.Candidate) ([]byte, *apierror.Error) {
 	// The last translated body, by upstream model name and whether it asks for running
 	// usage (one variable: one allocation for the closure's state).
 	var last struct {
 		model      string
 		continuous bool
-		server     string
+		server     *dialect.Dialect
 		body       []byte
 	}
 	return func(cand index.Candidate) ([]byte, *apierror.Error) {
@@ -118,7 +119,8 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 			return out, nil
 		}
 		continuous := c.stream && r.ContinuousUsageStats
-		if last.body != nil && last.model == r.UpstreamModel && last.continuous == continuous && last.server == r.Server {
+		d := dialectOf(r)
+		if last.body != nil && last.model == r.UpstreamModel && last.continuous == continuous && last.server == d {
 			return last.body, nil
 		}
 		var (
@@ -127,9 +129,9 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 		)
 		switch c.e {
 		case index.EPMessages:
-			out, err = translate.MessagesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: routeDialect(r)})
+			out, err = translate.MessagesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: d})
 		case index.EPResponses:
-			out, err = translate.ResponsesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: routeDialect(r)})
+			out, err = translate.ResponsesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: d})
 		default:
 			return nil, errUnsupportedProtocol
 		}
@@ -141,7 +143,7 @@ func translatingBody(c *upstreamCall) func(index.Candidate) ([]byte, *apierror.E
 				return nil, errBodyEdit
 			}
 		}
-		last.model, last.continuous, last.server, last.body = r.UpstreamModel, continuous, r.Server, out
+		last.model, last.continuous, last.server, last.body = r.UpstreamModel, continuous, d, out
 		return out, nil
 	}
 }

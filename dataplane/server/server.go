@@ -168,6 +168,7 @@ type Server struct {
 	proxied   *edge.Counter
 	streams   streamSet     // streams being relayed (drain.go)
 	admission nodeAdmission // accounts this node's country admits (nodecountry.go)
+	dialects  dialectMemo   // servers detected on routes that name none (dialects.go)
 }
 
 // New validates cfg and builds a Server.

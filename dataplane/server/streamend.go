@@ -53,6 +53,7 @@ func (ex *exchange) writeStart() {
 func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
 	r := &ex.stream.Result
 	result := streamResult(r, rel, ex.cancelled())
+	ex.s.dialects.learned(ex.cand.Route, r)
 	// Every stream that did not complete ends with its protocol's error event (unless the
 	// client went away, or received a terminal event already: the upstream's own on a
 	// same-protocol stream, a translated response.incomplete, the drain's error).
