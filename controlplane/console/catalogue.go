@@ -21,6 +21,9 @@ type catalogueView struct {
 	Breakers map[string]string
 	// Reported is whether any node reports its breakers.
 	Reported bool
+	// Problems is what the nodes report keeps them from using each route, by route ID:
+	// "credential_missing on node-a" (absent: usable wherever reported).
+	Problems map[string]string
 }
 
 // loadBreakers collects the nodes' breaker reports: "open on node-a, half-open on node-b".
@@ -43,6 +46,20 @@ func (c *Console) loadBreakers(r *http.Request, s *session, v *catalogueView) {
 				v.Breakers[route] += ", "
 			}
 			v.Breakers[route] += n.Breakers[route] + " on " + n.NodeID
+		}
+	}
+	v.Problems = map[string]string{}
+	for _, n := range nodes.Data {
+		routes := make([]string, 0, len(n.RouteProblems))
+		for route := range n.RouteProblems {
+			routes = append(routes, route)
+		}
+		sort.Strings(routes)
+		for _, route := range routes {
+			if v.Problems[route] != "" {
+				v.Problems[route] += ", "
+			}
+			v.Problems[route] += n.RouteProblems[route] + " on " + n.NodeID
 		}
 	}
 }
@@ -68,6 +85,9 @@ type catalogueDiff struct {
 	JSON    string // the file as the JSON the API takes
 	Entries []modelDiff
 	Changes int
+	// Warnings say what would keep nodes from using the file's routes (a credential they
+	// lack, a server they cannot reach), as the nodes last reported.
+	Warnings []string
 }
 
 type modelDiff struct {
@@ -108,6 +128,10 @@ func (c *Console) cataloguePreview(w http.ResponseWriter, r *http.Request, s *se
 		return
 	}
 	v.Diff = diffCatalogue(l.Data, cat)
+	var check adminapi.CatalogResult // what the nodes' reports say of the file's routes
+	if st, _ := c.api(r, s, http.MethodPut, "/admin/v1/catalog?dry_run=true", json.RawMessage(v.Diff.JSON), &check); st == http.StatusOK {
+		v.Diff.Warnings = check.Warnings
+	}
 	p.Data = v
 	c.render(w, http.StatusOK, "catalogue", p)
 }

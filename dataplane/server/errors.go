@@ -98,7 +98,7 @@ var (
 
 	// The control plane behind the forwarded account paths (forward.go).
 	errRouteMisconfigured = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNoRoute,
-		"this model's routes are misconfigured on this gateway (the operator has been told); retrying will not help until they are fixed"))
+		"this model's routes are misconfigured on this gateway (the operator has been told); retrying will not help until they are fixed").WithRetryAfter(300))
 	errControlPlane = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
 		"the account service is unavailable; retry shortly").WithRetryAfter(5))
 )
