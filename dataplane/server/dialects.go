@@ -101,6 +101,8 @@ func streamEndMessage(r *proxy.StreamResult, rel relayed) string {
 		return "the provider did not finish in time; the output is incomplete"
 	case errors.Is(rel.err, errOutputBound):
 		return errOutputBound.Error()
+	case r.Err == nil && errors.Is(rel.err, errOutputBound):
+		return errOutputBound.Error()
 	case r.Err == nil && rel.err != nil:
 		return "the provider's answer could not be translated; the output is incomplete"
 	}
