@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -80,8 +80,7 @@ func (s *server) limited(class int, h http.HandlerFunc) http.HandlerFunc {
 		ok, wait, undo := s.service.admit(class, s.now(), acct, key)
 		if !ok {
 			ra := max(1, int((wait+time.Second-1)/time.Second))
-			writeError(w, apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
-				"Too many requests to this path for this API key or account; retry after the indicated delay.").WithRetryAfter(ra))
+			writeError(w, httpjson.ErrServiceRateLimited.WithRetryAfter(ra))
 			return
 		}
 		if undo == nil {

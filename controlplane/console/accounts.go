@@ -85,7 +85,21 @@ func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (
 }
 
 func (c *Console) accountPage(w http.ResponseWriter, r *http.Request, s *session) {
-	c.showAccount(w, r, s, r.PathValue("id"), nil)
+	a, ok := c.takeOnce(w, r, s)
+	if !ok {
+		c.showAccount(w, r, s, r.PathValue("id"), nil)
+		return
+	}
+	c.showAccount(w, r, s, r.PathValue("id"), func(v *accountView, p *page) {
+		if a.key != nil && a.key.AccountID == v.Account.ID {
+			v.NewKey = a.key
+		}
+		if a.testBox != nil {
+			v.TestBox = a.testBox
+			v.TestAnswer = answerText(a.testBox.Body)
+		}
+		p.Notice = a.notice
+	})
 }
 
 func (c *Console) showAccount(w http.ResponseWriter, r *http.Request, s *session, id string, extra func(*accountView, *page)) {
@@ -127,11 +141,11 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 			return
 		}
 		var cr adminapi.Credit
-		st, msg = c.api(r, s, http.MethodPost, base+"/credits", adminapi.CreditRequest{AmountSEK: f("amount_sek"), Note: f("reason")}, &cr)
+		st, msg = c.api(r, s, http.MethodPost, base+"/credits", adminapi.CreditRequest{AmountSEK: normalizeAmount(f("amount_sek")), Note: f("reason")}, &cr)
 		notice = "Credited; balance " + cr.BalanceSEK + " SEK."
 	case "adjust":
 		var cr adminapi.Credit
-		st, msg = c.api(r, s, http.MethodPost, base+"/adjustments", adminapi.AdjustmentRequest{AmountSEK: f("amount_sek"), Reason: f("reason")}, &cr)
+		st, msg = c.api(r, s, http.MethodPost, base+"/adjustments", adminapi.AdjustmentRequest{AmountSEK: normalizeAmount(f("amount_sek")), Reason: f("reason")}, &cr)
 		notice = "Adjusted; balance " + cr.BalanceSEK + " SEK."
 	case "models":
 		st, msg = c.api(r, s, http.MethodPost, base+"/models", map[string][]string{"models": {f("model")}}, nil)
@@ -152,23 +166,16 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 			req.ExpiresInDays = n
 		}
 		st, msg = c.api(r, s, http.MethodPost, base+"/keys", req, &k)
-		if st == http.StatusCreated {
-			c.showAccount(w, r, s, id, func(v *accountView, p *page) {
-				v.NewKey = &k
-				p.Notice = "Key created. Copy the secret now: it is not shown again."
-			})
+		if st == http.StatusCreated { // shown once, after a redirect: a reload creates nothing
+			c.redirectOnce(w, r, s, back, onceAnswer{key: &k, notice: "Key " + k.ID + " created. Copy the secret now: it is not shown again."})
 			return
 		}
 	case "test-box":
 		var res adminapi.TestBoxResult
 		n, _ := atoi(f("max_tokens"))
 		st, msg = c.api(r, s, http.MethodPost, base+"/test-box", adminapi.TestBoxRequest{Model: f("model"), Message: f("message"), MaxTokens: n}, &res)
-		if st == http.StatusOK {
-			c.showAccount(w, r, s, id, func(v *accountView, p *page) {
-				v.TestBox = &res
-				v.TestAnswer = answerText(res.Body)
-				p.Notice = "Test-box request " + res.RequestID + " answered."
-			})
+		if st == http.StatusOK { // after a redirect: a reload sends (and charges) nothing
+			c.redirectOnce(w, r, s, back, onceAnswer{testBox: &res, notice: "Test-box request " + res.RequestID + " answered."})
 			return
 		}
 	default:

@@ -76,6 +76,7 @@ type Console struct {
 	now   func() time.Time
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	once  onceStore // answers shown once after a redirect (once.go)
 }
 
 // New validates cfg and builds the console.

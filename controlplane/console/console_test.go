@@ -182,14 +182,27 @@ func TestConsoleProtection(t *testing.T) {
 	if err != nil || len(audit) != 1 || audit[0].Actor != "operator:alice" || audit[0].Action != "POST /admin/v1/accounts" {
 		t.Fatalf("audit of the console's change: %+v %v", audit, err)
 	}
-	// A new key's secret is in the answer's page only: no redirect, nothing in a URL.
-	res, page = post(t, c, srv.URL+"/console/accounts/"+acct+"/keys", url.Values{"csrf": {csrf}, "name": {"ci"}})
-	secret := regexp.MustCompile(`<code id="secret">(sgw_[0-9a-f_]+)</code>`).FindStringSubmatch(page)
-	if res.StatusCode != http.StatusOK || secret == nil || res.Header.Get("Location") != "" {
+	// Creating a key ends with a redirect (a reload repeats nothing); the page it loads shows
+	// the secret once, and nothing of it is in a URL or a cookie.
+	res, _ = post(t, c, srv.URL+"/console/accounts/"+acct+"/keys", url.Values{"csrf": {csrf}, "name": {"ci"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/accounts/"+acct {
 		t.Fatalf("create key: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	for _, ck := range res.Cookies() {
+		if strings.Contains(ck.Value, "sgw_") {
+			t.Fatal("the secret is in a cookie")
+		}
+	}
+	_, page = get(t, c, srv.URL+"/console/accounts/"+acct)
+	secret := regexp.MustCompile(`<code id="secret">(sgw_[0-9a-f_]+)</code>`).FindStringSubmatch(page)
+	if secret == nil {
+		t.Fatalf("the secret is not shown after the redirect:\n%.2000s", page)
 	}
 	if _, again := get(t, c, srv.URL+"/console/accounts/"+acct); strings.Contains(again, secret[1]) {
 		t.Fatal("the secret is shown again")
+	}
+	if keys, err := st.ListKeys(context.Background(), acct); err != nil || len(keys) != 1 {
+		t.Fatalf("reloading created keys: %d %v", len(keys), err)
 	}
 	// Static assets are embedded.
 	if res, body := get(t, c, srv.URL+"/console/static/console.js"); res.StatusCode != 200 || !strings.Contains(body, "clipboard") {

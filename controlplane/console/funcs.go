@@ -12,6 +12,51 @@ import (
 
 func formatSEK(micro int64) string { return money.FormatSEK(micro) }
 
+// displaySEK writes micro-SEK as SEK rounded to the öre (half away from zero) with
+// thousands separators, as people read amounts: 1,250.50. The exact amount is formatSEK's.
+func displaySEK(micro int64) string {
+	neg := micro < 0
+	if neg {
+		micro = -micro
+	}
+	ore := micro / 10_000
+	if micro%10_000 >= 5_000 {
+		ore++
+	}
+	whole := strconv.FormatInt(ore/100, 10)
+	var b strings.Builder
+	if neg && ore > 0 {
+		b.WriteByte('-')
+	}
+	for i, d := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	b.WriteByte('.')
+	b.WriteString(pad2(ore % 100))
+	return b.String()
+}
+
+// normalizeAmount turns an amount as people type it into the API's exact decimal: spaces
+// (and no-break spaces) as thousands separators are dropped; a lone comma is the decimal
+// mark (1 250,50); with both marks, the last is the decimal one (1,250.50 or 1.250,50).
+func normalizeAmount(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.NewReplacer(" ", "", "\u00a0", "", "\u202f", "", "'", "").Replace(s)
+	comma, dot := strings.LastIndexByte(s, ','), strings.LastIndexByte(s, '.')
+	switch {
+	case comma >= 0 && dot >= 0 && comma > dot: // 1.250,50
+		s = strings.ReplaceAll(s[:comma], ".", "") + "." + s[comma+1:]
+	case comma >= 0 && dot >= 0: // 1,250.50
+		s = strings.ReplaceAll(s, ",", "")
+	case comma >= 0 && strings.Count(s, ",") == 1: // 1250,50
+		s = strings.Replace(s, ",", ".", 1)
+	}
+	return s
+}
+
 // oreSEK writes a price in öre as SEK with two decimals (exact: 100 öre = 1 SEK).
 func oreSEK(ore int64) string {
 	sign := ""
@@ -30,6 +75,7 @@ func pad2(n int64) string {
 
 var funcs = template.FuncMap{
 	"sek":    formatSEK,
+	"sek2":   displaySEK,
 	"oreSEK": oreSEK,
 	"ts": func(t any) string {
 		switch v := t.(type) {
@@ -37,12 +83,12 @@ var funcs = template.FuncMap{
 			if v.IsZero() {
 				return "—"
 			}
-			return v.UTC().Format("2006-01-02 15:04:05")
+			return v.UTC().Format("2006-01-02 15:04:05 UTC")
 		case *time.Time:
 			if v == nil {
 				return "—"
 			}
-			return v.UTC().Format("2006-01-02 15:04:05")
+			return v.UTC().Format("2006-01-02 15:04:05 UTC")
 		}
 		return "—"
 	},

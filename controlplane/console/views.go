@@ -152,11 +152,25 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) 
 		q.Del("limit")
 		next = "/console/audit?" + q.Encode()
 	}
+	names := map[string]string{} // account IDs to customer names, for the entries in words
+	var accts adminapi.List[adminapi.Account]
+	c.api(r, s, http.MethodGet, "/admin/v1/accounts", nil, &accts)
+	for _, a := range accts.Data {
+		names[a.ID] = a.Customer
+	}
+	type entry struct {
+		adminapi.AuditEntry
+		Words string
+	}
+	entries := make([]entry, len(ap.Data))
+	for i, e := range ap.Data {
+		entries[i] = entry{e, auditWords(e, names)}
+	}
 	p.Data = struct {
 		F       url.Values
-		Entries []adminapi.AuditEntry
+		Entries []entry
 		Next    string
-	}{in, ap.Data, next}
+	}{in, entries, next}
 	c.render(w, http.StatusOK, "audit", p)
 }
 

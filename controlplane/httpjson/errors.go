@@ -30,6 +30,10 @@ var (
 		"Too many login attempts; wait a minute.")
 	ErrInvalidCredentials = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidCredentials,
 		"Unknown operator or wrong password.")
+	// ErrServiceRateLimited: a key or account past its limit on /v1/service/* (the caller
+	// sets Retry-After).
+	ErrServiceRateLimited = apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeRateLimited,
+		"Too many requests to this path for this API key or account; retry after the indicated delay.")
 	ErrInvalidNodeToken = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidNodeToken,
 		"A valid node token is required.")
 	// ErrUnavailable: the database (or another dependency) failed; the caller may retry.

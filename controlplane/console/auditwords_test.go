@@ -1,0 +1,36 @@
+package console
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
+)
+
+func TestAuditWords(t *testing.T) {
+	names := map[string]string{"acct_1": "Nordic Fintech AB"}
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	for _, tt := range []struct {
+		e    adminapi.AuditEntry
+		want string
+	}{
+		{adminapi.AuditEntry{Actor: "operator:demo", Action: "POST /admin/v1/accounts/{id}/credits", Target: "acct_1", Status: 200,
+			Request: raw(`{"amount_sek":"1000","note":"Invoice 2026-11"}`)}, "demo credited Nordic Fintech AB 1,000.00 SEK: Invoice 2026-11"},
+		{adminapi.AuditEntry{Actor: "token", Action: "POST /admin/v1/accounts/{id}/adjustments", Target: "acct_1", Status: 200,
+			Request: raw(`{"amount_sek":"-12.5","reason":"wrong credit"}`)}, "The admin token adjusted the balance of Nordic Fintech AB by -12.50 SEK: wrong credit"},
+		{adminapi.AuditEntry{Actor: "operator:ada", Action: "PATCH /admin/v1/accounts/{id}", Target: "acct_2", Status: 200,
+			Request: raw(`{"suspended":true}`)}, "ada suspended acct_2"},
+		{adminapi.AuditEntry{Actor: "operator:ada", Action: "POST /admin/v1/accounts/{id}/keys", Target: "acct_1", Status: 201,
+			Request: raw(`{"name":"ci"}`), After: raw(`{"id":"key_0123456789ab"}`)}, "ada created the key key_0123456789ab for Nordic Fintech AB (ci)"},
+		{adminapi.AuditEntry{Actor: "operator:bo", Action: "POST /admin/v1/keys/{id}/revoke", Target: "key_0123456789ab", Status: 403},
+			"bo tried: revoked the key key_0123456789ab (refused, 403)"},
+		{adminapi.AuditEntry{Actor: "anonymous", Action: "POST /admin/v1/sessions", Target: "client:192.0.2.1", Status: 401,
+			Request: raw(`{"name":"demo"}`)}, "Failed login as demo from 192.0.2.1 (401)"},
+		{adminapi.AuditEntry{Actor: "operator:ada", Action: "POST /admin/v1/accounts", Target: "acct_3", Status: 201,
+			Request: raw(`{"customer":"Acme","residency":"eu"}`), After: raw(`{"customer":"Acme","residency":"eu"}`)}, "ada created the account Acme (residency eu)"},
+	} {
+		if got := auditWords(tt.e, names); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.e.Action, got, tt.want)
+		}
+	}
+}

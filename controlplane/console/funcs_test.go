@@ -1,0 +1,25 @@
+package console
+
+import "testing"
+
+func TestDisplaySEK(t *testing.T) {
+	for micro, want := range map[int64]string{
+		1_250_499_889: "1,250.50", 999_999_960: "1,000.00", 0: "0.00", 4_999: "0.00", 5_000: "0.01",
+		-12_500_000: "-12.50", -4_000: "0.00", 1_234_567_890_000: "1,234,567.89", 100_000_000: "100.00",
+	} {
+		if got := displaySEK(micro); got != want {
+			t.Errorf("displaySEK(%d) = %q, want %q", micro, got, want)
+		}
+	}
+}
+
+func TestNormalizeAmount(t *testing.T) {
+	for in, want := range map[string]string{
+		"1 250,50": "1250.50", "1250.50": "1250.50", "1,250.50": "1250.50", "1.250,50": "1250.50",
+		"1\u00a0250,5": "1250.5", "-12,50": "-12.50", " 100 ": "100", "1,2,3": "1,2,3",
+	} {
+		if got := normalizeAmount(in); got != want {
+			t.Errorf("normalizeAmount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
