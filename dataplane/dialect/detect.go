@@ -19,23 +19,46 @@ var (
 // build fingerprint (b1234-…), TGI's "-native" fingerprint, Ollama's fp_ollama. ok is false
 // when b shows no sign (vLLM's chunks name stop_reason only at the end).
 func Detect(b []byte) (s Server, ok bool) {
-	switch {
-	case bytes.Contains(b, signMatchedStop):
-		return SGLang, true
-	case bytes.Contains(b, signStopReason):
-		return VLLM, true
-	case bytes.Contains(b, signTimings):
-		return LlamaCpp, true
-	case bytes.Contains(b, signFingerprint):
-		fp := fingerprint(b)
-		switch {
-		case fp == "fp_ollama":
-			return Ollama, true
-		case len(fp) > len("-native") && fp[len(fp)-len("-native"):] == "-native":
-			return TGI, true
-		case llamaBuild(fp):
-			return LlamaCpp, true
+	// One pass over the keys' opening quotes (a chunk is read once per event: no search per
+	// sign).
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 || i+j+1 >= len(b) {
+			return OpenAI, false
 		}
+		k := b[i+j:]
+		switch k[1] {
+		case 'm':
+			if bytes.HasPrefix(k, signMatchedStop) {
+				return SGLang, true
+			}
+		case 's':
+			if bytes.HasPrefix(k, signStopReason) {
+				return VLLM, true
+			}
+			if bytes.HasPrefix(k, signFingerprint) {
+				if s, ok := fingerprintServer(fingerprint(k)); ok {
+					return s, true
+				}
+			}
+		case 't':
+			if bytes.HasPrefix(k, signTimings) {
+				return LlamaCpp, true
+			}
+		}
+		i += j + 1
+	}
+}
+
+// fingerprintServer names the server of a system_fingerprint.
+func fingerprintServer(fp string) (Server, bool) {
+	switch {
+	case fp == "fp_ollama":
+		return Ollama, true
+	case len(fp) > len("-native") && fp[len(fp)-len("-native"):] == "-native":
+		return TGI, true
+	case llamaBuild(fp):
+		return LlamaCpp, true
 	}
 	return OpenAI, false
 }

@@ -51,7 +51,7 @@ func TestStreamReportedErrors(t *testing.T) {
 // relay or errors.
 func TestStreamNulls(t *testing.T) {
 	in := "data: \n\n: ping\n\n" +
-		"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":null,\"tool_calls\":null}}],\"usage\":null}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":null,\"tool_calls\":null},\"matched_stop\":null}],\"usage\":null}\n\n" +
 		"data: {\"error\":null,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\",\"tool_calls\":null},\"finish_reason\":\"stop\",\"matched_stop\":null}],\"usage\":null}\n\n" +
 		"data: [DONE]"
 	var resp fasthttp.Response
@@ -99,12 +99,14 @@ func TestStripRunningUsage(t *testing.T) {
 func TestMirrorReasoning(t *testing.T) {
 	cases := []struct{ in, member, want string }{
 		{`{"choices":[{"index":0,"delta":{"reasoning":"a"}}]}`, "delta", `{"choices":[{"index":0,"delta":{"reasoning":"a","reasoning_content":"a"}}]}`},
-		{`{"choices":[{"delta":{"reasoning_content":"b","reasoning":null}}]}`, "delta", `{"choices":[{"delta":{"reasoning_content":"b","reasoning":"b"}}]}`},
+		{`{"choices":[{"delta":{"reasoning_content":"b","reasoning":null}}]}`, "delta", ``}, // a null member is left: the client reads the other
+		{`{"choices":[{"delta":{"reasoning_content":"b"}},{"delta":{"content":"x"}},{"delta":{"reasoning":"\u00e5"}}]}`, "delta",
+			`{"choices":[{"delta":{"reasoning_content":"b","reasoning":"b"}},{"delta":{"content":"x"}},{"delta":{"reasoning":"\u00e5","reasoning_content":"\u00e5"}}]}`},
 		{`{"choices":[{"message":{"content":"x","reasoning_content":null}}]}`, "message", ``},
 		{`{"choices":[{"delta":{"reasoning":"a","reasoning_content":"c"}}]}`, "delta", ``},
 	}
 	for _, c := range cases {
-		got, ok := MirrorReasoning([]byte(c.in), c.member)
+		got, ok := MirrorReasoning(nil, []byte(c.in), c.member)
 		if ok != (c.want != "") || ok && string(got) != c.want {
 			t.Errorf("%s: %s %v", c.in, got, ok)
 		}
@@ -121,7 +123,7 @@ func FuzzMirrorReasoning(f *testing.F) {
 			return
 		}
 		for _, m := range []string{"delta", "message"} {
-			if out, ok := MirrorReasoning(b, m); ok && !gjson.ValidBytes(out) {
+			if out, ok := MirrorReasoning(nil, b, m); ok && !gjson.ValidBytes(out) {
 				t.Fatalf("%s -> invalid %s", b, out)
 			}
 		}

@@ -2,10 +2,9 @@ package proxy
 
 import (
 	"bytes"
-	"strconv"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // Chat clients look for a model's reasoning under either name: vLLM (and Ollama) write
@@ -14,30 +13,78 @@ import (
 
 var reasoningKey = []byte(`"reasoning`)
 
+// maxMirrored bounds the choices of one chunk whose reasoning is mirrored.
+const maxMirrored = 16
+
 // MirrorReasoning returns a chat completion (member "message") or chunk (member "delta")
 // whose choices carry their reasoning under both names, when one of them has it and the
-// other is absent or null; ok is false when nothing changed (b is then returned as is).
-func MirrorReasoning(b []byte, member string) (out []byte, ok bool) {
-	if !bytes.Contains(b, reasoningKey) {
+// other is absent (a null one is left: a second member of its name would be a duplicate),
+// appended to dst[:0]; ok is false when nothing changed (b is then
+// returned as is). b must be valid JSON. The other name is inserted right after the given
+// one, its value the same JSON string, so the rest of b is unchanged.
+func MirrorReasoning(dst, b []byte, member string) (out []byte, ok bool) {
+	if !reasoningString(b) {
 		return b, false
 	}
-	out = b
-	gjson.GetBytes(b, "choices").ForEach(func(k, c gjson.Result) bool {
+	type insert struct {
+		at   int    // offset in b after the given member's value
+		name string // the member to add
+		raw  string // its value
+	}
+	var ins [maxMirrored]insert
+	n := 0
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(b), len(b)))
+	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
 		m := c.Get(member)
 		r, rc := m.Get("reasoning"), m.Get("reasoning_content")
-		var set, v string
 		switch {
-		case r.Type == gjson.String && r.Str != "" && (!rc.Exists() || rc.Type == gjson.Null):
-			set, v = "reasoning_content", r.Str
-		case rc.Type == gjson.String && rc.Str != "" && (!r.Exists() || r.Type == gjson.Null):
-			set, v = "reasoning", rc.Str
+		case r.Type == gjson.String && r.Str != "" && !rc.Exists() && r.Index > 0:
+			ins[n] = insert{r.Index + len(r.Raw), "reasoning_content", r.Raw}
+		case rc.Type == gjson.String && rc.Str != "" && !r.Exists() && rc.Index > 0:
+			ins[n] = insert{rc.Index + len(rc.Raw), "reasoning", rc.Raw}
 		default:
 			return true
 		}
-		if o, err := sjson.SetBytes(out, "choices."+strconv.Itoa(int(k.Int()))+"."+member+"."+set, v); err == nil {
-			out, ok = o, true
-		}
-		return true
+		n++
+		return n < maxMirrored
 	})
-	return out, ok
+	if n == 0 {
+		return b, false
+	}
+	out, prev := dst[:0], 0
+	for _, in := range ins[:n] {
+		if in.at < prev || in.at > len(b) {
+			return b, false // not in order: leave the chunk as it is
+		}
+		out = append(out, b[prev:in.at]...)
+		out = append(out, ',', '"')
+		out = append(out, in.name...)
+		out = append(out, '"', ':')
+		out = append(out, in.raw...)
+		prev = in.at
+	}
+	return append(out, b[prev:]...), true
+}
+
+// reasoningString reports whether b may have a reasoning member whose value is a string (a
+// key starting with "reasoning followed by a string value), so that chunks without one
+// (SGLang's "reasoning_content": null in every chunk) are not parsed.
+func reasoningString(b []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], reasoningKey)
+		if j < 0 {
+			return false
+		}
+		i += j + len(reasoningKey)
+		k := bytes.IndexByte(b[i:], '"') // the key's closing quote
+		if k < 0 {
+			return false
+		}
+		v := bytes.TrimLeft(b[i+k+1:], " \t\r\n")
+		if len(v) > 0 && v[0] == ':' {
+			if v = bytes.TrimLeft(v[1:], " \t\r\n"); len(v) > 0 && v[0] == '"' {
+				return true
+			}
+		}
+	}
 }

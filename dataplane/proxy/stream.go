@@ -107,8 +107,8 @@ type StreamOptions struct {
 	// MirrorReasoning gives each chat chunk's reasoning both names (MirrorReasoning), for
 	// a chat client the stream passes to.
 	MirrorReasoning bool
-	// Detect looks for the server the chat chunks show (dialect.Detect) until one does,
-	// for a route that names none; Result.Server holds it.
+	// Detect looks for the server the first chat chunk shows (dialect.Detect), for a route
+	// that names none; Result.Server holds it.
 	Detect bool
 }
 
@@ -128,6 +128,7 @@ type Stream struct {
 	chatEvents  int64
 	lastDelta   bool   // the event inspected last carries generated output
 	rewritten   []byte // an event rewritten by inspect (running usage stripped), reused
+	mirrored    []byte // a chunk with its reasoning mirrored, reused
 	timer       *time.Timer
 	timedOut    atomic.Bool
 	Result      StreamResult
@@ -242,14 +243,14 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		}
 		s.lastDelta = s.isDelta(*ev)
 		s.chatEvents++
-		if s.opt.Detect && !s.Result.ServerDetected {
+		if s.opt.Detect && s.chatEvents == 1 {
+			// The first chunk only: SGLang's nulls and the fingerprints are in every chunk;
+			// vLLM's stop_reason only in the last, and whole answers name it.
 			s.Result.Server, s.Result.ServerDetected = dialect.Detect(ev.Data)
 		}
 		if !usage.IsObject() {
 			if s.opt.MirrorReasoning {
-				if d, ok := MirrorReasoning(ev.Data, "delta"); ok {
-					s.rewrite(ev, d)
-				}
+				s.mirror(ev)
 			}
 			return true, nil
 		}
@@ -265,9 +266,7 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 			s.stripUsage(ev)
 		}
 		if s.opt.MirrorReasoning {
-			if d, ok := MirrorReasoning(ev.Data, "delta"); ok {
-				s.rewrite(ev, d)
-			}
+			s.mirror(ev)
 		}
 	case index.EPMessages:
 		if !validEvent(ev.Data) {
@@ -491,6 +490,14 @@ func (s *Stream) stripUsage(ev *sse.Event) {
 		return
 	}
 	s.rewrite(ev, d)
+}
+
+// mirror gives ev's reasoning both names (MirrorReasoning), in the stream's buffers.
+func (s *Stream) mirror(ev *sse.Event) {
+	if d, ok := MirrorReasoning(s.mirrored, ev.Data, "delta"); ok {
+		s.mirrored = d
+		s.rewrite(ev, d)
+	}
 }
 
 // rewrite makes d ev's data, in a buffer of the stream's; ev's Raw then points there (a

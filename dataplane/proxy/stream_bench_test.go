@@ -55,3 +55,40 @@ func BenchmarkStreamChat(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreamDialects reads 100-chunk chat streams as the node relays them to a chat
+// client (reasoning mirrored, the server detected): plain OpenAI chunks, SGLang's chunks
+// with their null members, and vLLM reasoning chunks (each rewritten with the other name).
+func BenchmarkStreamDialects(b *testing.B) {
+	head := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,`
+	for _, c := range []struct{ name, delta string }{
+		{"openai-bare", `"delta":{"content":"Hej"},"finish_reason":null}]}`}, // neither mirrored nor detected
+		{"openai", `"delta":{"content":"Hej"},"finish_reason":null}]}`},
+		{"sglang-nulls", `"delta":{"role":null,"content":"Hej","reasoning_content":null,"tool_calls":null},"finish_reason":null,"matched_stop":null}],"usage":null}`},
+		{"vllm-reasoning", `"delta":{"reasoning":"Hmm"},"finish_reason":null}]}`},
+	} {
+		var sb strings.Builder
+		for range 100 {
+			sb.WriteString("data: " + head + c.delta + "\n\n")
+		}
+		sb.WriteString("data: [DONE]\n\n")
+		in := []byte(sb.String())
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				var resp fasthttp.Response
+				resp.SetBodyRaw(in)
+				dialects := c.name != "openai-bare"
+				st := OpenStream(&resp, index.EPChat, StreamOptions{DropUsageOnly: true, MirrorReasoning: dialects, Detect: dialects,
+					Bounds: tokens.NewBounds(8192, 0, 1)})
+				for !st.Result.Ended {
+					if _, err := st.Next(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				st.Close()
+			}
+		})
+	}
+}
