@@ -186,11 +186,11 @@ func TestConsole_Browser(t *testing.T) {
 		chromedp.Submit(css("#enable-model")))
 	waitText("#notice", "Model enabled")
 	run("credit",
-		chromedp.SendKeys(css("#credit-amount"), "100.00"),
+		chromedp.SendKeys(css("#credit-amount"), "1 250,50"), // as a Swedish operator types it
 		chromedp.SendKeys(css("#credit-reason"), "browser test credit"),
 		chromedp.Submit(css("#credit-form")))
 	waitText("#notice", "Credited")
-	if b := text("#balance"); b != "100.00 SEK" {
+	if b := text("#balance"); b != "1,250.50 SEK" {
 		t.Fatalf("after credit: balance %q", b)
 	}
 	// Create a key: the secret is shown once, with a copy button.
@@ -209,6 +209,11 @@ func TestConsole_Browser(t *testing.T) {
 	}
 	if strings.Contains(loc, secret) {
 		t.Fatal("secret in the URL")
+	}
+	// The form ended with a redirect: reloading the page creates no second key.
+	run("reload after create key", chromedp.Reload(), chromedp.WaitVisible(css("#account-id")))
+	if keys := s.Admin(t, "GET", "/admin/v1/accounts/"+acct+"/keys", nil)["data"].([]any); len(keys) != 1 {
+		t.Fatalf("%d keys after reloading the page that created one", len(keys))
 	}
 	run("reload account", chromedp.Navigate(base+"/accounts/"+acct), chromedp.WaitVisible(css("#account-id")))
 	if exists("#secret") {
@@ -250,8 +255,8 @@ func TestConsole_Browser(t *testing.T) {
 	for _, r := range s.Admin(t, "GET", "/admin/v1/records?account_id="+acct, nil)["data"].([]any) {
 		spent += r.(map[string]any)["price_micro_sek"].(float64)
 	}
-	if bal := s.Admin(t, "GET", "/admin/v1/accounts/"+acct, nil)["balance_micro_sek"].(float64); bal != 100_000_000-spent || spent < rec["price_micro_sek"].(float64) {
-		t.Fatalf("balance %v after a 100 SEK credit and records costing %v micro-SEK", bal, spent)
+	if bal := s.Admin(t, "GET", "/admin/v1/accounts/"+acct, nil)["balance_micro_sek"].(float64); bal != 1_250_500_000-spent || spent < rec["price_micro_sek"].(float64) {
+		t.Fatalf("balance %v after a 1,250.50 SEK credit and records costing %v micro-SEK", bal, spent)
 	}
 	run("account page", chromedp.Navigate(base+"/accounts/"+acct), chromedp.WaitVisible(css("svg.chart")))
 	shot("account")
@@ -308,26 +313,31 @@ func TestConsole_Browser(t *testing.T) {
 	if !exists("p.readonly") {
 		t.Error("viewer is not told the page is read-only")
 	}
+	before := s.Admin(t, "GET", "/admin/v1/accounts/"+acct, nil)["balance_micro_sek"]
 	status := eval(`(async () => {
 		const csrf = document.querySelector("input[name=csrf]").value;
 		const r = await fetch("/console/accounts/` + acct + `/credit", {method: "POST",
 			body: new URLSearchParams({csrf, amount_sek: "5.00", reason: "viewer"})});
-		return new URL(r.url).searchParams.get("error") || "";
+		const page = new DOMParser().parseFromString(await r.text(), "text/html");
+		return (page.querySelector("#error") || {}).textContent || "";
 	})()`)
 	if !strings.Contains(status, "operator role") {
 		t.Fatalf("viewer's credit answered %q", status)
 	}
-	if bal := s.Admin(t, "GET", "/admin/v1/accounts/"+acct, nil)["balance_sek"]; bal == "105.00" {
+	if bal := s.Admin(t, "GET", "/admin/v1/accounts/"+acct, nil)["balance_micro_sek"]; bal != before {
 		t.Fatal("the viewer's credit was applied")
 	}
 
-	// The audit log shows each change, and the viewer's refused one.
+	// The audit log reads in words: each change, and the viewer's refused one; times are UTC.
 	run("audit", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(css("table.audit")))
 	shot("audit")
 	audit := text("table.audit")
-	for _, want := range []string{"POST /admin/v1/accounts", "POST /admin/v1/accounts/{id}/models", "POST /admin/v1/accounts/{id}/credits",
-		"POST /admin/v1/accounts/{id}/keys", "POST /admin/v1/accounts/{id}/test-box", "POST /admin/v1/keys/{id}/revoke",
-		"POST /admin/v1/signups/{id}/approve", "operator:console-admin", "operator:console-viewer", "403"} {
+	for _, want := range []string{"console-admin created the account Console Browser Test AB (residency se)",
+		"console-admin enabled " + modelChat + " for Console Browser Test AB",
+		"console-admin credited Console Browser Test AB 1,250.50 SEK: browser test credit",
+		"console-admin created the key " + keyID + " for Console Browser Test AB (browser)",
+		"console-admin sent a test-box request", "console-admin revoked the key " + keyID, "console-admin approved the signup",
+		"console-viewer tried: credited Console Browser Test AB 5.00 SEK: viewer (refused, 403)", "UTC"} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("audit log page lacks %q", want)
 		}
