@@ -9,7 +9,7 @@ DP_PKGS   := ./dataplane/... ./cmd/dataplane
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOBUILD   := $(GO) build -buildvcs=auto -ldflags '-X github.com/sekgate/gateway/internal/version.linkedRevision=$(REVISION)'
 
-.PHONY: docs test-needs test-short all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
+.PHONY: docs test-needs test-short all build run run-fleet test test-race vet check-imports fuzz bench bench-short bench-routing bench-ingest bench-ingest-short chaos chaos-short images clean console-screenshots
 
 all: build
 
@@ -106,6 +106,14 @@ bench-ingest-short:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ ./cmd/controlplane ./cmd/benchingest
 	$(BIN)/benchingest --short --bin $(BIN) --out $(BENCH_OUT)
+
+## bench-routing: routing policies against four vLLM-like simulator replicas behind a node,
+## the same Poisson arrivals replayed per policy, four workloads (docs/routing.md); TTFT,
+## end-to-end time, prefix-cache hits, errors and 429s in bench-results/routing.{json,md}.
+bench-routing:
+	@mkdir -p $(BIN)
+	$(GOBUILD) -o $(BIN)/ ./cmd/benchrouting
+	$(BIN)/benchrouting --out $(BENCH_OUT)
 
 ## chaos: the real binaries and Postgres under steady mixed load with a hostile upstream,
 ## through a control-plane kill, a data-plane kill, a Postgres restart and a hostile-upstream

@@ -101,8 +101,11 @@ func (r *Route) SetServer(rep Report, now int64) {
 	}
 	r.srvKV.Store(kv)
 	r.srvInFlight.Store(r.inFlight.Load())
-	if rep.Waiting > 0 && rep.Running > 0 {
-		r.slots.Store(rep.Running)
+	switch slots := r.slots.Load(); {
+	case rep.Waiting > 0 && rep.Running > 0:
+		r.slots.Store(rep.Running) // full: its capacity now
+	case rep.Running > slots:
+		r.slots.Store(rep.Running) // more than thought
 	}
 	r.srvAt.Store(now)
 	r.scrapeFails.Store(0)
@@ -124,6 +127,10 @@ type View struct {
 	// own dispatches and completions since, against the server's capacity once known
 	// (weighed by Fresh like the report).
 	Queue float64
+	// Excess is the same estimate without the floor at zero once the server's capacity
+	// is known (minus its free slots), and SlotsKnown says whether it is.
+	Excess     float64
+	SlotsKnown bool
 }
 
 // View returns the route's load at now (unix ns) with reports fresh for fresh and faded
@@ -148,9 +155,11 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	v.Running = v.Fresh * float64(run)
 	q := w
 	if slots := r.slots.Load(); slots > 0 {
-		q = max(0, w+run+v.InFlight-r.srvInFlight.Load()-slots)
+		q = w + run + v.InFlight - r.srvInFlight.Load() - slots
+		v.SlotsKnown = true
 	}
-	v.Queue = v.Fresh * float64(q)
+	v.Excess = v.Fresh * float64(q)
+	v.Queue = max(0, v.Excess)
 	if kv := r.srvKV.Load(); kv > 0 {
 		v.KV = v.Fresh * float64(kv) / 1e6
 	}

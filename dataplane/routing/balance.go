@@ -55,22 +55,30 @@ const (
 
 // Weights are the scored policy's cost terms. A route's cost is
 //
-//	load + Queue·waiting + KV·kv_use − Affinity·[first in the key's order] − Affinity/4·[second]
+//	Load·load + Queue·waiting + KV·kv_high − Affinity·[first in the key's order]
+//	  − Affinity/4·[second in the key's order]
 //
 // where load is the requests at the server (its reported waiting plus running, or this
 // node's own in-flight count when larger or when no fresh report is held), waiting the
-// server's waiting queue (its report moved by this node's dispatches since), kv_use its KV-cache use from 0 to 1, and the affinity
-// terms apply only to a key this node has seen within WarmFor (a prefix no replica can hold
-// yet goes by load alone). The lowest cost goes first; ties keep the key's order.
+// server's waiting queue (its report moved by this node's dispatches since), and kv_high
+// how far its KV-cache use is above 75 % (0 up to 75 %, 1 when full: below that the cache
+// is no constraint). The affinity terms count in full for a key this node has routed
+// within WarmFor; a key it has not seen gets a sixth of the first term only (a tie-break
+// toward the replica its next requests will prefer). The lowest cost goes first; ties keep
+// the key's order.
 type Weights struct {
-	Queue, KV, Affinity float64
+	Load, Queue, KV, Affinity float64
 }
 
-// DefaultWeights: a request waiting at a server counts twice a running one, a full KV cache
-// like two more requests, and the preferred replica keeps a known prefix until it holds
-// three requests more than another (a cache miss on a long prefix costs about a request's
-// prefill).
-var DefaultWeights = Weights{Queue: 1, KV: 2, Affinity: 3}
+// DefaultWeights: running requests cost little (a replica runs several at once without
+// slowing the first token much), a waiting one costs twice as much as running, a full KV
+// cache costs like two waiting requests, and a known prefix stays on its replica until
+// that replica has four more requests waiting, or eight more running, than another (a cache
+// miss on a long prefix costs a full prefill).
+var DefaultWeights = Weights{Load: 0.5, Queue: 1, KV: 2, Affinity: 4}
+
+// kvHigh is the part of KV-cache use above 75 %, scaled to 0..1.
+func kvHigh(kv float64) float64 { return max(0, kv-0.75) * 4 }
 
 // Request is what ordering a request's routes needs.
 type Request struct {
@@ -183,17 +191,20 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 		return ReasonAffinity
 	case ModeLeastLoad:
 		for i := range group {
-			cost[i] = views[i].Load() + views[i].Queue + s.weights().KV*views[i].KV
+			cost[i] = views[i].Load() + views[i].Queue + s.weights().KV*kvHigh(views[i].KV)
 		}
 	default:
 		w := s.weights()
 		for i := range group {
 			v := views[i]
-			cost[i] = v.Load() + w.Queue*v.Queue + w.KV*v.KV
+			cost[i] = w.Load*v.Load() + w.Queue*v.Queue + w.KV*kvHigh(v.KV)
 		}
-		if warm {
+		switch {
+		case warm:
 			cost[0] -= w.Affinity
 			cost[1] -= w.Affinity / 4
+		case req.HasKey && best:
+			cost[0] -= w.Affinity / 6
 		}
 	}
 	moved := sortBy(group, cost[:len(group)], false)
@@ -286,16 +297,19 @@ func (t *warmTable) mark(key uint64, now int64) {
 	t.at[i].Store(now)
 }
 
-// Saturation is when a route counts as full: its server's estimated waiting queue is at
-// least Queue requests or its KV-cache use at least KV, by a report at least half fresh.
+// Saturation is when a route counts as full: its server's estimated waiting queue
+// (loadstat.View.Excess, negative while slots are free) is at least Queue once its
+// capacity is known (else its reported waiting queue is at least max(Queue, 1)), or its
+// KV-cache use is at least KV, by a report at least half fresh.
 type Saturation struct {
 	Queue float64
 	KV    float64
 }
 
-// DefaultSaturation: a queue of two (the next two requests already wait for a slot) or a
-// KV cache 95 % full.
-var DefaultSaturation = Saturation{Queue: 2, KV: 0.95}
+// DefaultSaturation: no slot is free (Queue 0), or the KV cache is 95 % full. Held at the
+// node, requests go in turns the moment a slot frees; in the servers' own queues they
+// would go first come, first served.
+var DefaultSaturation = Saturation{Queue: 0, KV: 0.95}
 
 // Saturated reports whether every candidate is full (fair queueing holds the request then).
 // Without a server report a route never counts as full.
@@ -309,7 +323,16 @@ func (s *Selector) Saturated(cands []index.Candidate, now int64) bool {
 	}
 	for _, c := range cands {
 		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
-		if v.Fresh < 0.5 || v.Queue < sat.Queue*v.Fresh && v.KV < sat.KV*v.Fresh {
+		if v.Fresh < 0.5 {
+			return false
+		}
+		full := v.KV >= sat.KV*v.Fresh
+		if v.SlotsKnown {
+			full = full || v.Excess >= sat.Queue*v.Fresh
+		} else {
+			full = full || v.Waiting >= max(sat.Queue, 1)*v.Fresh
+		}
+		if !full {
 			return false
 		}
 	}

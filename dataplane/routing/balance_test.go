@@ -113,10 +113,10 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	if again[0] != ids[0] || d.Reason != ReasonAffinity || d.InFlight != 2 {
 		t.Fatalf("known key, preferred 2 ahead: %v %+v", again, d)
 	}
-	loadUp(s, byID[ids[0]], 2)
+	loadUp(s, byID[ids[0]], 6)
 	moved, d := order(s, cands, req)
 	if moved[0] == ids[0] || d.Reason != ReasonLoad {
-		t.Fatalf("preferred 4 ahead: %v %+v", moved, d)
+		t.Fatalf("preferred 8 ahead: %v %+v", moved, d)
 	}
 	// A fresh server report of a long queue moves it too.
 	s2 := &Selector{Loads: loadstat.NewRegistry()}

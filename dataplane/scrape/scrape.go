@@ -32,7 +32,7 @@ type Config struct {
 	// Idle stops reading a route this node has not sent a request for this long
 	// (default 30s).
 	Idle time.Duration
-	// Timeout bounds one read (default: Interval).
+	// Timeout bounds one read (default 1s; a route is not read again while a read runs).
 	Timeout time.Duration
 	// MaxBytes bounds a metrics page read (default 1 MiB; the rest is ignored).
 	MaxBytes int64
@@ -67,7 +67,7 @@ func New(cfg Config) *Scraper {
 		cfg.Idle = 30 * time.Second
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = cfg.Interval
+		cfg.Timeout = time.Second
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = 1 << 20

@@ -59,3 +59,13 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(b)
 }
+
+// PrefixCache returns the engine's prefix-cache queries and hits so far, in tokens (0, 0
+// without an engine).
+func (s *Server) PrefixCache() (queries, hits int64) {
+	if s.eng == nil {
+		return 0, 0
+	}
+	st := s.eng.stats()
+	return st.queries, st.hits
+}

@@ -1,0 +1,199 @@
+package benchrouting
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Policy is one way of choosing a replica: a gateway routing policy (the model's routing
+// field) or a client-side reference that sends straight to the replicas.
+type Policy struct {
+	Name    string
+	Routing string // gateway policy; "" for client-side ones
+	Client  string // "pin" (tenant i to replica i mod 4) or "fewest" (fewest requests in flight)
+}
+
+// Policies in the report's order.
+var Policies = []Policy{
+	{Name: "weighted random (before)", Routing: "weighted"},
+	{Name: "least load", Routing: "least_load"},
+	{Name: "affinity", Routing: "affinity"},
+	{Name: "scored (default)", Routing: "scored"},
+	{Name: "client: tenant pinning", Client: "pin"},
+	{Name: "client: fewest in flight", Client: "fewest"},
+}
+
+type sample struct {
+	warmup    bool // sent in the first quarter of the run: not counted
+	tenant    int
+	status    int
+	ttft, e2e time.Duration
+}
+
+// Result is one policy's figures on one workload.
+type Result struct {
+	Workload, Policy  string
+	Requests, OK      int
+	Errors, Throttled int // other failures; 429s
+	TTFTp50, TTFTp90  float64
+	TTFTp99, E2Ep50   float64 // ms
+	QuietTTFTp90      float64 // ms; the quiet tenant's, when the workload has one
+	PrefixHitRate     float64
+}
+
+var client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
+
+// runOne replays arrivals of w against p on a fresh stack.
+func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival) (Result, error) {
+	st, err := startStack(w, p.Routing, p.Client == "")
+	if err != nil {
+		return Result{}, err
+	}
+	defer st.close()
+	var inflight [4]atomic.Int64
+	samples := make([]sample, len(arrivals))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, a := range arrivals {
+		if d := time.Until(start.Add(a.at)); d > 0 {
+			select {
+			case <-ctx.Done():
+				return Result{}, ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url, key, replica := st.url, "", -1
+			switch p.Client {
+			case "":
+				key = st.keys[a.tenant]
+			case "pin":
+				replica = a.tenant % 4
+			case "fewest":
+				replica = fewest(&inflight, a.id)
+			}
+			if replica >= 0 {
+				url = st.sims[replica].BaseURL()
+				inflight[replica].Add(1)
+				defer inflight[replica].Add(-1)
+			}
+			samples[i] = send(ctx, url, key, w.body(a, model))
+			samples[i].tenant = a.tenant
+			samples[i].warmup = a.at < warmup(arrivals)
+		}()
+	}
+	wg.Wait()
+	r := summarize(w, p, samples)
+	r.PrefixHitRate = st.prefixHitRate()
+	return r, nil
+}
+
+// fewest picks the replica with the fewest requests in flight (ties from a rotating start).
+func fewest(inflight *[4]atomic.Int64, id int) int {
+	best := -1
+	for k := range 4 {
+		i := (id + k) % 4
+		if best < 0 || inflight[i].Load() < inflight[best].Load() {
+			best = i
+		}
+	}
+	return best
+}
+
+// send posts one streaming chat request and times its first event and its end.
+func send(ctx context.Context, base, key string, body []byte) sample {
+	t0 := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return sample{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return sample{}
+	}
+	defer resp.Body.Close()
+	s := sample{status: resp.StatusCode}
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body)
+		return s
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadSlice('\n')
+		if s.ttft == 0 && bytes.HasPrefix(line, []byte("data:")) {
+			s.ttft = time.Since(t0)
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.e2e = time.Since(t0)
+	if s.ttft == 0 {
+		s.status = 0 // a stream without events is a failure
+	}
+	return s
+}
+
+func summarize(w *Workload, p Policy, samples []sample) Result {
+	r := Result{Workload: w.Name, Policy: p.Name}
+	var ttft, e2e, quiet []float64
+	for _, s := range samples {
+		if s.warmup {
+			continue
+		}
+		r.Requests++
+		switch s.status {
+		case http.StatusOK:
+			r.OK++
+			ttft = append(ttft, ms(s.ttft))
+			e2e = append(e2e, ms(s.e2e))
+			if s.tenant == w.Quiet {
+				quiet = append(quiet, ms(s.ttft))
+			}
+		case http.StatusTooManyRequests:
+			r.Throttled++
+		default:
+			r.Errors++
+		}
+	}
+	r.TTFTp50, r.TTFTp90, r.TTFTp99 = pct(ttft, 50), pct(ttft, 90), pct(ttft, 99)
+	r.E2Ep50 = pct(e2e, 50)
+	if w.Quiet >= 0 {
+		r.QuietTTFTp90 = pct(quiet, 90)
+	}
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// pct is the nearest-rank percentile of v (0 for none).
+func pct(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	i := int(float64(len(v))*p/100+0.999999) - 1
+	return v[max(0, min(i, len(v)-1))]
+}
+
+// warmup is the part of a run whose requests warm the caches and are not counted: its
+// first quarter.
+func warmup(arrivals []arrival) time.Duration {
+	if len(arrivals) == 0 {
+		return 0
+	}
+	return arrivals[len(arrivals)-1].at / 4
+}
