@@ -62,10 +62,11 @@ const (
 // node's own in-flight count when larger or when no fresh report is held), waiting the
 // server's waiting queue (its report moved by this node's dispatches since), and kv_high
 // how far its KV-cache use is above 75 % (0 up to 75 %, 1 when full: below that the cache
-// is no constraint). The affinity terms count in full for a key this node has routed
-// within WarmFor; a key it has not seen gets a sixth of the first term only (a tie-break
-// toward the replica its next requests will prefer). The lowest cost goes first; ties keep
-// the key's order.
+// is no constraint). The affinity terms scale with the prefix's size (Request.PrefixBytes
+// over FullAffinityBytes, at most 1) and count for a key this node has routed within
+// WarmFor; a key it has not seen gets a sixth of the first term only (a tie-break toward
+// the replica its next requests will prefer). The lowest cost goes first; ties keep the
+// key's order.
 type Weights struct {
 	Load, Queue, KV, Affinity float64
 }
@@ -86,7 +87,11 @@ type Request struct {
 	// one (then the order among equals is weighted random).
 	Key    uint64
 	HasKey bool
-	Mode   Mode
+	// PrefixBytes is the size of the prefix the key was taken from (a client's cache key
+	// counts as FullAffinityBytes): the scored policy's affinity terms grow with it up to
+	// FullAffinityBytes, since a cache hit saves a prefill as long as the prefix.
+	PrefixBytes int
+	Mode        Mode
 	// Now is the request's arrival, unix ns.
 	Now int64
 }
@@ -99,6 +104,10 @@ type Decision struct {
 	// fresh report; InFlight this node's requests there.
 	Waiting, InFlight int64
 }
+
+// FullAffinityBytes is the prefix size from which the scored policy's affinity terms count
+// in full (about 400 tokens); a shorter prefix earns a proportional share.
+const FullAffinityBytes = 2048
 
 // maxScored bounds the routes of one priority group that are scored; a larger group is
 // ordered by weighted random.
@@ -199,12 +208,13 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 			v := views[i]
 			cost[i] = w.Load*v.Load() + w.Queue*v.Queue + w.KV*kvHigh(v.KV)
 		}
+		bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
 		switch {
 		case warm:
-			cost[0] -= w.Affinity
-			cost[1] -= w.Affinity / 4
+			cost[0] -= bonus
+			cost[1] -= bonus / 4
 		case req.HasKey && best:
-			cost[0] -= w.Affinity / 6
+			cost[0] -= bonus / 6
 		}
 	}
 	moved := sortBy(group, cost[:len(group)], false)

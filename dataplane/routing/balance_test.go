@@ -99,7 +99,7 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	s := &Selector{Loads: loadstat.NewRegistry()}
 	cands := fourRoutes()
 	key, _ := PrefixKey("m", nil, []byte("tenant system prompt"))
-	req := Request{Key: key, HasKey: true, Mode: ModeScored, Now: t0}
+	req := Request{Key: key, HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: t0}
 	ids, d := order(s, cands, req) // first sight: ties keep the key's order
 	if d.Reason != ReasonLoad {
 		t.Fatalf("new key: reason %q, want load", d.Reason)
@@ -177,7 +177,7 @@ func TestOrderAllocatesNothing(t *testing.T) {
 	for _, mode := range []Mode{ModeScored, ModeAffinity, ModeLeastLoad, ModeWeighted} {
 		allocs := testing.AllocsPerRun(200, func() {
 			key, ok := PrefixKey("model", nil, prefix)
-			s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, Mode: mode, Now: t0})
+			s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, PrefixBytes: len(prefix), Mode: mode, Now: t0})
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per decision", mode, allocs)
@@ -191,6 +191,23 @@ func BenchmarkDecision(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		key, ok := PrefixKey("model", nil, prefix)
-		s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, Mode: ModeScored, Now: t0})
+		s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, PrefixBytes: len(prefix), Mode: ModeScored, Now: t0})
+	}
+}
+
+// A short prefix earns little affinity: a small load difference moves it.
+func TestScoredShortPrefixGoesByLoad(t *testing.T) {
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	cands := fourRoutes()
+	key, _ := PrefixKey("m", nil, []byte(`{"role":"user","content":"Hej"}`))
+	req := Request{Key: key, HasKey: true, PrefixBytes: 31, Mode: ModeScored, Now: t0}
+	ids, _ := order(s, cands, req)
+	for _, c := range cands {
+		if c.Route.ID == ids[0] {
+			loadUp(s, c, 1)
+		}
+	}
+	if again, _ := order(s, cands, req); again[0] == ids[0] {
+		t.Fatalf("short prefix kept on a busier replica: %v", again)
 	}
 }

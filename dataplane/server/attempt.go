@@ -57,9 +57,11 @@ type upstreamCall struct {
 	// lengthBound is the output bound per choice that every length field of a forwarded
 	// body is brought within (proxy.BoundLengths; 0: no edit).
 	lengthBound int64
-	// key is the request's prefix key (routing.PrefixKey), hasKey whether it has one.
-	key    uint64
-	hasKey bool
+	// key is the request's prefix key (routing.PrefixKey), hasKey whether it has one,
+	// prefixBytes the size it was taken from.
+	key         uint64
+	hasKey      bool
+	prefixBytes int
 }
 
 // upstreamBody returns the body of an attempt on cand.
@@ -202,7 +204,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
 	}
 	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{
-		Key: c.key, HasKey: c.hasKey, Mode: routing.ModeOf(c.m.Routing), Now: c.start.UnixNano()})
+		Key: c.key, HasKey: c.hasKey, PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: c.start.UnixNano()})
 	rt := &ex.box.routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	rt.QueuedMS = queued.Milliseconds()

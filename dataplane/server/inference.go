@@ -185,6 +185,10 @@ func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []inde
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
 	if routing.ModeOf(m.Routing) != routing.ModeWeighted {
 		c.key, c.hasKey = routing.PrefixKey(m.ID, req.CacheKey.In(body), req.Prefix.In(body))
+		c.prefixBytes = int(req.Prefix.Len)
+		if req.CacheKey.Len > 0 {
+			c.prefixBytes = routing.FullAffinityBytes
+		}
 	}
 	return c
 }
