@@ -29,7 +29,9 @@ var pathNames = [numPaths]string{
 // Stats are the simulator's counters since start (or the last ResetStats).
 type Stats struct {
 	Name string `json:"name"`
-	// Requests counts every request except /sim/* ones.
+	// Requests counts every request except /sim/*, /healthz, /metrics and model listings:
+	// what a gateway probes a server with (its health, load and route checks) is not a
+	// request it forwarded. ByPath counts the probes too.
 	Requests int64 `json:"requests"`
 	// ByPath counts requests per path ("other" for unknown paths); zero entries are omitted.
 	ByPath map[string]int64 `json:"by_path"`
@@ -61,7 +63,9 @@ type counters struct {
 }
 
 func (c *counters) count(idx int) {
-	c.requests.Add(1)
+	if idx != pathModels && idx != pathHealthz { // probes, not requests: see Stats.Requests
+		c.requests.Add(1)
+	}
 	c.byPath[idx].Add(1)
 }
 
