@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -27,13 +28,24 @@ import (
 // maxErrorRead bounds how much of a failed upstream answer's body is read for its message.
 const maxErrorRead = 64 << 10
 
+// errorReadWait bounds the wait for a streamed error body: a server that sends a failed
+// status and then stalls does not hold the request.
+var errorReadWait = 2 * time.Second
+
+var errErrorBodySlow = errors.New("server: upstream error body too slow")
+
 // errorBody returns (up to maxErrorRead of) a failed upstream answer's body, also when it
-// was opened as a stream.
+// was opened as a stream (read for at most errorReadWait).
 func errorBody(resp *fasthttp.Response) []byte {
-	if !resp.StreamBody || resp.BodyStream() == nil {
+	bs := resp.BodyStream()
+	if !resp.StreamBody || bs == nil {
 		return resp.Body()
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.BodyStream(), maxErrorRead))
+	if c, ok := bs.(interface{ CloseWithError(error) error }); ok {
+		t := time.AfterFunc(errorReadWait, func() { _ = c.CloseWithError(errErrorBodySlow) })
+		defer t.Stop()
+	}
+	b, _ := io.ReadAll(io.LimitReader(bs, maxErrorRead))
 	return b
 }
 
@@ -67,6 +79,9 @@ func reportedStatus(info dialect.Error) int {
 	switch {
 	case info.Overflow:
 		return 400
+	case info.Status == 422 && !strings.Contains(strings.ToLower(info.Message), "validation"):
+		// TGI gives every error inside a stream 422, generation failures too.
+		return 500
 	case info.Status != 0:
 		return info.Status
 	case info.Type == "validation" || strings.Contains(info.Type, "BadRequest") || info.Type == "invalid_request_error":

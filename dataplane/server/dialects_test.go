@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -254,5 +256,49 @@ func TestDialectLearned(t *testing.T) {
 	g.record(t, 1) // the stream has ended
 	if b := messages(); strings.Contains(b, `"type":"thinking"`) {
 		t.Fatalf("the stream's matched_stop named SGLang; its switch was not used: %s", b)
+	}
+}
+
+// TestReportedStatus: what an error a server reported inside its stream stands for.
+func TestReportedStatus(t *testing.T) {
+	for _, c := range []struct {
+		info dialect.Error
+		want int
+	}{
+		{dialect.Error{Status: 422, Message: "Input validation error: `inputs` must have less than 4096 tokens"}, 422},
+		{dialect.Error{Status: 422, Message: "Request failed during generation: CUDA out of memory"}, 500}, // TGI's blanket 422
+		{dialect.Error{Status: 400, Message: "x", Overflow: true}, 400},
+		{dialect.Error{Message: "x", Type: "BadRequestError"}, 400},
+		{dialect.Error{Message: "model runner stopped", Type: "api_error"}, 500},
+		{dialect.Error{Status: 429, Message: "busy"}, 429},
+	} {
+		if got := reportedStatus(c.info); got != c.want {
+			t.Errorf("%+v: %d, want %d", c.info, got, c.want)
+		}
+	}
+}
+
+// TestStalledErrorBody: a server that answers a stream request with a failed status and
+// then stalls its body does not hold the request: the client gets the refusal.
+func TestStalledErrorBody(t *testing.T) {
+	defer func(d time.Duration) { errorReadWait = d }(errorReadWait)
+	errorReadWait = 100 * time.Millisecond
+	release := make(chan struct{})
+	defer close(release)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		_, _ = io.WriteString(w, `{"error":{"message":"too lo`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer up.Close()
+	g := startSimGateway(t, []snapshot.Route{chatRoute("a", "stall", up.URL+"/v1", "SE", 0, 1)})
+	r := g.post(t, g.Keys.SE, `{"model":"llama8b","messages":[{"role":"user","content":"hej"}],"stream":true}`)
+	if r.Status != 400 || !strings.Contains(r.Body, `"code":"provider_rejected"`) {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 }
