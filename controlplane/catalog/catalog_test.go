@@ -93,6 +93,9 @@ func TestValidateRules(t *testing.T) {
 		{"duplicate extension", func(c *Catalog) {
 			c.Models[0].Routes[0].AllowExtensions = []string{"chat_template", "chat_template"}
 		}, "models[0].routes[0].allow_extensions[1]"},
+		{"unknown routing", func(c *Catalog) { c.Models[0].Routing = "round_robin" }, "models[0].routing"},
+		{"metrics_url not http", func(c *Catalog) { c.Models[0].Routes[0].MetricsURL = "ftp://h/metrics" }, "models[0].routes[0].metrics_url"},
+		{"metrics_url with userinfo", func(c *Catalog) { c.Models[0].Routes[0].MetricsURL = "http://u:p@h/metrics" }, "models[0].routes[0].metrics_url"},
 	} {
 		c, _ := DecodeJSON(strings.NewReader(validJSON))
 		tc.edit(c)

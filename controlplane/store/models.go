@@ -30,12 +30,12 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 		}
 		for _, m := range c.Models {
 			if _, err := tx.Exec(ctx, `INSERT INTO models (id, endpoint, created, context_tokens, tokenizer,
-					input_ore_per_million, output_ore_per_million) VALUES ($1, $2, $3, $4, $5, $6, $7)
+					input_ore_per_million, output_ore_per_million, routing) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 				ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, created = EXCLUDED.created,
 					context_tokens = EXCLUDED.context_tokens, tokenizer = EXCLUDED.tokenizer,
 					input_ore_per_million = EXCLUDED.input_ore_per_million,
-					output_ore_per_million = EXCLUDED.output_ore_per_million`,
-				m.ID, m.Endpoint, m.Created, m.ContextTokens, m.Tokenizer, m.InputOrePerMillion, m.OutputOrePerMillion); err != nil {
+					output_ore_per_million = EXCLUDED.output_ore_per_million, routing = EXCLUDED.routing`,
+				m.ID, m.Endpoint, m.Created, m.ContextTokens, m.Tokenizer, m.InputOrePerMillion, m.OutputOrePerMillion, m.Routing); err != nil {
 				return translate(err, "upsert model "+m.ID)
 			}
 		}
@@ -56,8 +56,8 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 				if _, err := tx.Exec(ctx, `INSERT INTO routes (id, model_id, provider, base_url, upstream_model, credentials_ref,
 						protocols, translate, region, country, priority, weight, max_conns, connect_timeout_ms,
 						first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms, continuous_usage_stats,
-						allow_remote_media, allow_extensions)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+						allow_remote_media, allow_extensions, metrics_url)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 					ON CONFLICT (id) DO UPDATE SET model_id = EXCLUDED.model_id, provider = EXCLUDED.provider,
 						base_url = EXCLUDED.base_url, upstream_model = EXCLUDED.upstream_model,
 						credentials_ref = EXCLUDED.credentials_ref, protocols = EXCLUDED.protocols,
@@ -66,11 +66,12 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 						connect_timeout_ms = EXCLUDED.connect_timeout_ms, first_byte_timeout_ms = EXCLUDED.first_byte_timeout_ms,
 						idle_timeout_ms = EXCLUDED.idle_timeout_ms, total_timeout_ms = EXCLUDED.total_timeout_ms,
 						continuous_usage_stats = EXCLUDED.continuous_usage_stats,
-						allow_remote_media = EXCLUDED.allow_remote_media, allow_extensions = EXCLUDED.allow_extensions`,
+						allow_remote_media = EXCLUDED.allow_remote_media, allow_extensions = EXCLUDED.allow_extensions,
+						metrics_url = EXCLUDED.metrics_url`,
 					r.ID, m.ID, r.Provider, r.BaseURL, r.UpstreamModel, r.CredentialsRef, r.Protocols, r.Translate,
 					r.Region, r.Country, r.Priority, r.Weight, r.MaxConns, r.ConnectTimeoutMS, r.FirstByteTimeoutMS,
 					r.IdleTimeoutMS, r.TotalTimeoutMS, r.ContinuousUsageStats, r.AllowRemoteMedia,
-					nonNil(r.AllowExtensions)); err != nil {
+					nonNil(r.AllowExtensions), r.MetricsURL); err != nil {
 					return translate(err, "upsert route "+r.ID)
 				}
 				routes++
@@ -86,23 +87,23 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 }
 
 const modelColumns = `m.id, COALESCE((SELECT array_agg(a.alias ORDER BY a.position, a.alias) FROM model_aliases a WHERE a.model_id = m.id), '{}'),
-	m.endpoint, m.created, m.context_tokens, m.tokenizer, m.input_ore_per_million, m.output_ore_per_million`
+	m.endpoint, m.created, m.context_tokens, m.tokenizer, m.input_ore_per_million, m.output_ore_per_million, m.routing`
 
 func scanModel(row pgx.Row) (snapshot.Model, error) {
 	var m snapshot.Model
-	err := row.Scan(&m.ID, &m.Aliases, &m.Endpoint, &m.Created, &m.ContextTokens, &m.Tokenizer, &m.InputOrePerMillion, &m.OutputOrePerMillion)
+	err := row.Scan(&m.ID, &m.Aliases, &m.Endpoint, &m.Created, &m.ContextTokens, &m.Tokenizer, &m.InputOrePerMillion, &m.OutputOrePerMillion, &m.Routing)
 	return m, err
 }
 
 const routeColumns = `id, model_id, provider, base_url, upstream_model, credentials_ref, protocols, translate, region,
 	country, priority, weight, max_conns, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms,
-	continuous_usage_stats, allow_remote_media, allow_extensions`
+	continuous_usage_stats, allow_remote_media, allow_extensions, metrics_url`
 
 func scanRoute(row pgx.Row) (snapshot.Route, error) {
 	var r snapshot.Route
 	err := row.Scan(&r.ID, &r.Model, &r.Provider, &r.BaseURL, &r.UpstreamModel, &r.CredentialsRef, &r.Protocols, &r.Translate,
 		&r.Region, &r.Country, &r.Priority, &r.Weight, &r.MaxConns, &r.ConnectTimeoutMS, &r.FirstByteTimeoutMS,
-		&r.IdleTimeoutMS, &r.TotalTimeoutMS, &r.ContinuousUsageStats, &r.AllowRemoteMedia, &r.AllowExtensions)
+		&r.IdleTimeoutMS, &r.TotalTimeoutMS, &r.ContinuousUsageStats, &r.AllowRemoteMedia, &r.AllowExtensions, &r.MetricsURL)
 	if len(r.AllowExtensions) == 0 {
 		r.AllowExtensions = nil // the snapshot omits an empty list; keep one form
 	}

@@ -245,6 +245,16 @@ func TestCatalog(t *testing.T) {
 	if r := models[0].Routes[1]; r.AllowRemoteMedia || r.AllowExtensions != nil {
 		t.Fatalf("opt-ins on a route without them: %+v", r)
 	}
+	c.Models[0].Routing = "affinity"
+	c.Models[0].Routes[1].MetricsURL = "off"
+	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	models, _ = s.ListModels(ctx)
+	if m := models[0]; m.Routing != "affinity" || m.Routes[1].MetricsURL != "off" || m.Routes[0].MetricsURL != "" ||
+		models[1].Routing != "" {
+		t.Fatalf("routing or metrics_url not stored: %+v", models)
+	}
 
 	// Re-upload: the alias moves to the other model, one route is dropped.
 	c = testCatalog()

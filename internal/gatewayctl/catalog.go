@@ -251,6 +251,7 @@ type catalogFile struct {
 		Tokenizer           string   `yaml:"tokenizer"`
 		InputOrePerMillion  int64    `yaml:"input_ore_per_million_tokens"`
 		OutputOrePerMillion int64    `yaml:"output_ore_per_million_tokens"`
+		Routing             string   `yaml:"routing"` // see shared/snapshot.Model
 		Routes              []struct {
 			ID                 string   `yaml:"id"`
 			Model              string   `yaml:"model"`
@@ -275,6 +276,7 @@ type catalogFile struct {
 			// AllowRemoteMedia, AllowExtensions: see shared/snapshot.Route.
 			AllowRemoteMedia bool     `yaml:"allow_remote_media"`
 			AllowExtensions  []string `yaml:"allow_extensions"`
+			MetricsURL       string   `yaml:"metrics_url"` // see shared/snapshot.Route
 		} `yaml:"routes"`
 	} `yaml:"models"`
 }
