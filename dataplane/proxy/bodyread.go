@@ -17,14 +17,42 @@ import (
 var ErrBodyTooLarge = errors.New("proxy: upstream answer over the buffered body limit")
 
 // Block sizes of a buffered body: the first block is small (most answers fit), later ones
-// double up to blockMax; full-size blocks are pooled, so that bodies cut at the limit leave
-// no garbage for the collector to find late.
+// double up to blockMax.
 const (
 	blockMin = 16 << 10
 	blockMax = 1 << 20
 )
 
-var bigBlocks = sync.Pool{New: func() any { b := make([]byte, blockMax); return &b }}
+// blockPools hold the blocks of each size (blockMin doubling to blockMax), so that a body cut
+// at its limit leaves no garbage behind and the next one reuses its blocks.
+var blockPools [blockClasses]sync.Pool
+
+const blockClasses = 7 // 16 KiB .. 1 MiB
+
+func blockClass(size int) (int, bool) {
+	for c, s := 0, blockMin; c < blockClasses; c, s = c+1, s*2 {
+		if s == size {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+func getBlock(size int) []byte {
+	if c, ok := blockClass(size); ok {
+		if b, _ := blockPools[c].Get().(*[]byte); b != nil {
+			return (*b)[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+func putBlock(b []byte) {
+	if c, ok := blockClass(cap(b)); ok {
+		b = b[:cap(b)]
+		blockPools[c].Put(&b)
+	}
+}
 
 // bodyBudget is the node's allowance of bytes held by non-streaming bodies being read.
 type bodyBudget struct {
@@ -99,10 +127,7 @@ func readBlocks(r io.Reader, limit int, budget *bodyBudget) ([]byte, error) {
 	held, total := 0, 0
 	defer func() {
 		for _, b := range blocks {
-			if cap(b) == blockMax {
-				b = b[:blockMax]
-				bigBlocks.Put(&b)
-			}
+			putBlock(b)
 		}
 		budget.give(held)
 	}()
@@ -120,13 +145,7 @@ func readBlocks(r io.Reader, limit int, budget *bodyBudget) ([]byte, error) {
 				return nil, fmt.Errorf("%w: node buffer budget spent", ErrBodyTooLarge)
 			}
 			held += size
-			var b []byte
-			if size == blockMax {
-				b = (*bigBlocks.Get().(*[]byte))[:0]
-			} else {
-				b = make([]byte, 0, size)
-			}
-			blocks = append(blocks, b)
+			blocks = append(blocks, getBlock(size))
 		}
 		last := &blocks[len(blocks)-1]
 		n, err := r.Read((*last)[len(*last):cap(*last)])
@@ -142,9 +161,9 @@ func readBlocks(r io.Reader, limit int, budget *bodyBudget) ([]byte, error) {
 			return nil, fmt.Errorf("proxy: read upstream body: %w", err)
 		}
 	}
-	if len(blocks) == 1 && cap(blocks[0]) != blockMax {
+	if len(blocks) == 1 {
 		b := blocks[0]
-		blocks = nil
+		blocks = nil // the answer keeps it; it does not go back to its pool
 		return b, nil
 	}
 	out := make([]byte, 0, total)
