@@ -58,11 +58,13 @@ func (c *Client) SetKeyLimits(ctx context.Context, keyID string, limits json.Raw
 	return call[adminapi.Key](ctx, c, http.MethodPatch, "/admin/v1/keys/"+esc(keyID), body)
 }
 
-// EnableModels lets an account use models (canonical IDs or aliases).
-func (c *Client) EnableModels(ctx context.Context, accountID string, models []string) (json.RawMessage, error) {
+// EnableModels lets an account use models (canonical IDs or aliases). A model that no route
+// in the account's residency serves is refused unless allowOutsideResidency.
+func (c *Client) EnableModels(ctx context.Context, accountID string, models []string, allowOutsideResidency bool) (json.RawMessage, error) {
 	body := struct {
-		Models []string `json:"models"`
-	}{models}
+		Models                []string `json:"models"`
+		AllowOutsideResidency bool     `json:"allow_outside_residency,omitempty"`
+	}{models, allowOutsideResidency}
 	return c.Do(ctx, http.MethodPost, "/admin/v1/accounts/"+esc(accountID)+"/models", body)
 }
 

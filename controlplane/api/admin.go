@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -278,6 +280,9 @@ func (s *server) patchKey(w http.ResponseWriter, r *http.Request) {
 func (s *server) enableModels(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Models []string `json:"models"`
+		// AllowOutsideResidency enables models the account's residency policy admits no
+		// route of (to test the data plane's refusal, or ahead of a route being added).
+		AllowOutsideResidency bool `json:"allow_outside_residency"`
 	}
 	if !decodeJSON(w, r, adminBodyLimit, &in) {
 		return
@@ -287,6 +292,14 @@ func (s *server) enableModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	if msg, err := s.unreachableModels(r, id, in.Models); in.AllowOutsideResidency {
+	} else if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	} else if msg != "" {
+		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, apierror.CodeConflict, msg).WithParam("models"))
+		return
+	}
 	if _, err := s.cfg.Store.EnableModels(r.Context(), id, in.Models); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			// Say which: the account or one of the models.
@@ -299,6 +312,49 @@ func (s *server) enableModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.getAccount(w, r)
+}
+
+// unreachableModels says why models (IDs or aliases) cannot serve account id under its
+// residency policy: each must have a route in a country the policy admits, or the
+// customer would get 404 as for a typo. "" when every named model can serve it, or names
+// an unknown model (EnableModels says so).
+func (s *server) unreachableModels(r *http.Request, id string, names []string) (string, error) {
+	acct, err := s.cfg.Store.GetAccount(r.Context(), id)
+	if err != nil {
+		return "", err
+	}
+	models, err := s.cfg.Store.ListModels(r.Context())
+	if err != nil {
+		return "", err
+	}
+	var bad []string
+	for _, name := range names {
+		for _, m := range models {
+			if m.ID != name && !slices.Contains(m.Aliases, name) {
+				continue
+			}
+			var countries []string
+			ok := false
+			for _, rt := range m.Routes {
+				ok = ok || residency.Satisfies(acct.Residency, rt.Country)
+				if !slices.Contains(countries, rt.Country) {
+					countries = append(countries, rt.Country)
+				}
+			}
+			if !ok {
+				where := "it has no route"
+				if len(countries) > 0 {
+					where = "its routes are in " + strings.Join(countries, ", ")
+				}
+				bad = append(bad, fmt.Sprintf("%s (%s)", m.ID, where))
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("The account's residency policy (%s) admits no route of %s; the customer could never use it. Add a route in an admitted country or change the account's residency first.",
+		acct.Residency, strings.Join(bad, "; ")), nil
 }
 
 func (s *server) disableModel(w http.ResponseWriter, r *http.Request) {

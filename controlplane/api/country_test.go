@@ -40,7 +40,7 @@ func TestSnapshotFilteredByCountry(t *testing.T) {
 	acct, keyHash := map[string]string{}, map[string]string{}
 	for _, res := range []string{"se", "eu", "any"} {
 		acct[res] = e.createAccount("Customer "+res, res)
-		e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+acct[res]+"/models", map[string]any{"models": grants[res]}), 200)
+		e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+acct[res]+"/models", map[string]any{"models": grants[res], "allow_outside_residency": true}), 200)
 		var k struct{ Secret string }
 		e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+acct[res]+"/keys", map[string]any{"name": "k"}), 201).json(t, &k)
 		keyHash[res] = apikey.Hash(k.Secret)

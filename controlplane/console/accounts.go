@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/shared/residency"
 )
 
 func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -51,7 +52,7 @@ type accountView struct {
 	Ledger     adminapi.LedgerPage
 	Usage      adminapi.UsageReport
 	Chart      chart
-	Models     []string // catalogue models the account does not have yet
+	Models     []string // catalogue models the account does not have yet and can reach
 	NewKey     *adminapi.Key
 	TestBox    *adminapi.TestBoxResult
 	TestAnswer string
@@ -76,8 +77,9 @@ func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (
 	v.Chart = usageChart(v.Usage, c.now())
 	var models adminapi.List[adminapi.Model]
 	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &models)
-	for _, m := range models.Data {
-		if !slices.Contains(v.Account.Models, m.ID) {
+	for _, m := range models.Data { // only what the account's residency lets it reach
+		reachable := slices.ContainsFunc(m.Routes, func(r adminapi.Route) bool { return residency.Satisfies(v.Account.Residency, r.Country) })
+		if reachable && !slices.Contains(v.Account.Models, m.ID) {
 			v.Models = append(v.Models, m.ID)
 		}
 	}

@@ -354,7 +354,7 @@ func (s *Stack) NewAccount(t testing.TB, residency string, creditSEK int, models
 		models = s.catalogModels(t)
 	}
 	if len(models) > 0 {
-		s.Admin(t, "POST", "/admin/v1/accounts/"+id+"/models", map[string]any{"models": models})
+		s.Admin(t, "POST", "/admin/v1/accounts/"+id+"/models", map[string]any{"models": models, "allow_outside_residency": true}) // the suite tests the data plane's own refusal
 	}
 	a := s.NewKey(t, id, nil)
 	if creditSEK > 0 {

@@ -21,6 +21,7 @@ import (
 )
 
 func (a *app) modelsCmd() *cobra.Command {
+	var allowOutside bool
 	enable := &cobra.Command{
 		Use:   "enable ACCOUNT_ID MODEL...",
 		Short: "Let an account use models (canonical IDs or aliases)",
@@ -30,7 +31,7 @@ func (a *app) modelsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := c.EnableModels(cmd.Context(), args[0], args[1:])
+			raw, err := c.EnableModels(cmd.Context(), args[0], args[1:], allowOutside)
 			if err != nil {
 				return fmt.Errorf("enable models for %s: %w", args[0], err)
 			}
@@ -41,6 +42,8 @@ func (a *app) modelsCmd() *cobra.Command {
 			return err
 		},
 	}
+	enable.Flags().BoolVar(&allowOutside, "allow-outside-residency", false,
+		"enable even a model that no route in the account's residency serves (otherwise refused)")
 	disable := &cobra.Command{
 		Use:   "disable ACCOUNT_ID MODEL",
 		Short: "Take a model away from an account",

@@ -154,7 +154,8 @@ func (a Admin) NewAccount(ctx context.Context, sp AccountSpec) (Account, error) 
 	if _, _, err := c.Credit(ctx, acct.ID, adminapi.CreditRequest{AmountSEK: sp.CreditSEK, Note: sp.CreditNote}); err != nil {
 		return Account{}, fmt.Errorf("credit %s: %w", acct.ID, err)
 	}
-	if _, err := c.EnableModels(ctx, acct.ID, sp.Models); err != nil {
+	// Harnesses also test the data plane's own residency refusal.
+	if _, err := c.EnableModels(ctx, acct.ID, sp.Models, true); err != nil {
 		return Account{}, fmt.Errorf("enable models of %s: %w", acct.ID, err)
 	}
 	key, _, err := c.CreateKey(ctx, acct.ID, adminapi.CreateKeyRequest{Name: sp.KeyName})
