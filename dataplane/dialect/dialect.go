@@ -83,15 +83,8 @@ type Dialect struct {
 	// ErrorLine: the server reports an error inside a 200 stream as an "error:" line rather
 	// than a data event (llama.cpp server builds of 2025).
 	ErrorLine bool
-	// UsageOnRequest: a stream reports usage only when stream_options.include_usage asks.
-	UsageOnRequest bool
-	// RunningUsage: the server can report running usage in every chunk
-	// (stream_options.continuous_usage_stats).
-	RunningUsage bool
 	// Thinking is how the server is asked to think.
 	Thinking Thinking
-	// EndsWithDone: a stream ends with "data: [DONE]" (every OpenAI-compatible server).
-	EndsWithDone bool
 }
 
 // The tables. Sources (facts, per server):
@@ -109,17 +102,17 @@ type Dialect struct {
 //   - Ollama: openai/openai.go (reasoning, ErrorResponse with code null, a stream ending
 //     without [DONE] when generation fails).
 var tables = [numServers]Dialect{
-	OpenAI: {Server: OpenAI, Reasoning: []string{"reasoning_content", "reasoning"}, StopString: []string{"stop_reason", "matched_stop"},
-		StopSequenceFinish: "stop_sequence", ErrorLine: true, UsageOnRequest: true, Thinking: ThinkEffort, EndsWithDone: true},
-	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, ReplayReasoning: "reasoning", StopString: []string{"stop_reason"},
-		UsageOnRequest: true, RunningUsage: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
-	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content", StopString: []string{"matched_stop"},
-		UsageOnRequest: true, RunningUsage: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
-	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content", ErrorLine: true,
-		UsageOnRequest: true, Thinking: ThinkTemplateKwargs, EndsWithDone: true},
-	TGI: {Server: TGI, StopSequenceFinish: "stop_sequence", UsageOnRequest: true, EndsWithDone: true},
-	Ollama: {Server: Ollama, Reasoning: []string{"reasoning"}, ReplayReasoning: "reasoning", UsageOnRequest: true, Thinking: ThinkEffort,
-		EndsWithDone: true},
+	OpenAI: {Server: OpenAI, Reasoning: []string{"reasoning_content", "reasoning"},
+		StopString: []string{"stop_reason", "matched_stop"}, StopSequenceFinish: "stop_sequence",
+		ErrorLine: true, Thinking: ThinkEffort},
+	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, ReplayReasoning: "reasoning",
+		StopString: []string{"stop_reason"}, Thinking: ThinkTemplateKwargs},
+	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content",
+		StopString: []string{"matched_stop"}, Thinking: ThinkTemplateKwargs},
+	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content",
+		ErrorLine: true, Thinking: ThinkTemplateKwargs},
+	TGI:    {Server: TGI, StopSequenceFinish: "stop_sequence"},
+	Ollama: {Server: Ollama, Reasoning: []string{"reasoning"}, ReplayReasoning: "reasoning", Thinking: ThinkEffort},
 }
 
 // For returns server s's table (OpenAI's for an unknown value).

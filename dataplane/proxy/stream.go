@@ -219,7 +219,7 @@ func (s *Stream) upstreamErr(err error) error {
 func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 	s.lastDelta = false
 	if len(ev.Data) == 0 {
-		if ev.Error != nil {
+		if ev.Error != nil && s.dialect().ErrorLine {
 			return false, lineError(ev.Error)
 		}
 		// A comment (keep-alive) or an empty data field (sent by relays in front of
@@ -323,6 +323,14 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// dialect is the upstream server's table.
+func (s *Stream) dialect() *dialect.Dialect {
+	if s.opt.Dialect == nil {
+		return dialect.Default()
+	}
+	return s.opt.Dialect
 }
 
 // isDelta reports whether ev carries generated output (see Delta).

@@ -177,3 +177,30 @@ func checkChatMessage(t *testing.T, d, sc, raw, text, reasoning string) {
 		}
 	}
 }
+
+// TestRunningUsageAskedByClient: a chat client that asks for running usage itself
+// (continuous_usage_stats) keeps it in every chunk; one that asks only include_usage gets
+// usage once, in the last chunk (TestDialectsChat).
+func TestRunningUsageAskedByClient(t *testing.T) {
+	g := startDialectGateway(t)
+	client := g.openaiClient()
+	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model:         dialectModel(simulator.DialectVLLM),
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hej")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}, option.WithJSONSet("stream_options.continuous_usage_stats", true))
+	chunks, withUsage := 0, 0
+	for stream.Next() {
+		chunks++
+		if gjson.Get(stream.Current().RawJSON(), "usage.prompt_tokens").Exists() {
+			withUsage++
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if chunks < 3 || withUsage != chunks {
+		t.Errorf("%d of %d chunks carry usage", withUsage, chunks)
+	}
+	g.checkRecord(t, 1, "/v1/chat/completions", charge{result: "ok", status: 200, in: 1, out: simulator.DialectTextWords})
+}
