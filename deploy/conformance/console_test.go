@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,13 +64,18 @@ func TestConsole_Browser(t *testing.T) {
 	if err := chromedp.Do(ctx); err != nil { // starts the browser (no timeout on this first call)
 		t.Fatalf("start chromium: %v", err)
 	}
-	// Revoke and reject ask for confirmation: accept.
+	// Revoke, reject and suspend ask for confirmation, naming what they act on: accept.
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	var dialogMu sync.Mutex
+	var asked []string
 	go func() {
-		for _, err := range dialogs {
+		for ev, err := range dialogs {
 			if err != nil {
 				return
 			}
+			dialogMu.Lock()
+			asked = append(asked, ev.Message)
+			dialogMu.Unlock()
 			go func() {
 				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
@@ -263,6 +270,13 @@ func TestConsole_Browser(t *testing.T) {
 
 	// Revoke the key; the data plane refuses it within seconds.
 	run("revoke", chromedp.Click(css("#key-"+keyID+" button.revoke")))
+	s.waitFor(t, "the revoke confirmation", func() bool {
+		dialogMu.Lock()
+		defer dialogMu.Unlock()
+		return slices.ContainsFunc(asked, func(m string) bool {
+			return strings.HasPrefix(m, "Revoke key "+keyID+" (browser) of Console Browser Test AB?")
+		})
+	})
 	waitText("#notice", "Key "+keyID+" revoked")
 	revoked := time.Now()
 	s.waitFor(t, "revoked key refused", func() bool {

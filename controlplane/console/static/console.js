@@ -1,6 +1,6 @@
 // Gateway console: small progressive enhancement (the pages work without it).
-// Copy buttons copy the text of the element named by data-copy; forms whose submit
-// button has class "revoke" or "reject" ask for confirmation first.
+// Copy buttons copy the text of the element named by data-copy; a submit button with a
+// data-confirm sentence (revoke, reject, suspend) asks it first.
 document.addEventListener("click", function (ev) {
   var b = ev.target.closest("button.copy");
   if (!b) return;
@@ -12,7 +12,7 @@ document.addEventListener("click", function (ev) {
 });
 document.addEventListener("submit", function (ev) {
   var b = ev.submitter;
-  if (b && (b.classList.contains("revoke") || b.classList.contains("reject")) && !window.confirm(b.textContent + "?")) {
+  if (b && b.dataset.confirm && !window.confirm(b.dataset.confirm)) {
     ev.preventDefault();
   }
 });
