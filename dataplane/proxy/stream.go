@@ -66,6 +66,8 @@ type StreamResult struct {
 	// completions' [DONE], Messages-style message_stop, a Responses-style response.completed,
 	// response.failed or response.incomplete (the latter two also set Err).
 	Ended bool
+	// ResponseID is a Responses-style stream's response ID (from response.created).
+	ResponseID string
 	// Server is the server the stream's chunks showed, when ServerDetected
 	// (StreamOptions.Detect).
 	Server         dialect.Server
@@ -303,6 +305,10 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		}
 		s.lastDelta = s.isDelta(*ev)
 		switch name := string(ev.Name); name {
+		case "response.created":
+			if id := gjson.GetBytes(ev.Data, "response.id"); id.Type == gjson.String {
+				s.Result.ResponseID = id.Str // GetBytes copies
+			}
 		case "error":
 			// The Responses protocol's error event: {"type":"error","code":..,"message":..}.
 			e := eventError(ev.Data)

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -126,17 +127,21 @@ func streamEndMessage(r *proxy.StreamResult, rel relayed) string {
 
 // streamEndEvent is the error event that ends a stream of client endpoint e with msg:
 // chat and text completions get a data line with the interface's error envelope (the
-// OpenAI SDKs raise it), Messages-style an error event, Responses-style an error event with
-// type, code and message.
-func streamEndEvent(e index.Endpoint, msg string) []byte {
+// OpenAI SDKs raise it), Messages-style an error event, Responses-style response.failed
+// (the protocol's failure end) for response id, with the next sequence number seq.
+func streamEndEvent(e index.Endpoint, msg, id string, seq int) []byte {
 	ae := apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError, msg)
 	switch e {
 	case index.EPMessages:
 		return []byte("event: error\ndata: " + string(ae.JSON(true)) + "\n\n")
 	case index.EPResponses:
-		b := []byte(`event: error` + "\n" + `data: {"type":"error","code":"` + apierror.CodeProviderError + `","message":`)
+		b := []byte(`event: response.failed` + "\n" + `data: {"type":"response.failed","sequence_number":`)
+		b = strconv.AppendInt(b, int64(seq), 10)
+		b = append(b, `,"response":{"id":`...)
+		b = jsonenc.AppendString(b, id)
+		b = append(b, `,"object":"response","status":"failed","error":{"code":"server_error","message":`...)
 		b = jsonenc.AppendString(b, msg)
-		return append(b, `,"param":null}`+"\n\n"...)
+		return append(b, `},"output":[]}}`+"\n\n"...)
 	}
 	return []byte("data: " + string(ae.JSON(false)) + "\n\n")
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/sekgate/gateway/internal/simulator"
@@ -151,5 +152,39 @@ func checkResponse(t *testing.T, d, sc, prompt string, r *responses.Response, st
 	}
 	if sc == simulator.ScenarioCached && r.Usage.InputTokensDetails.CachedTokens != simulator.DialectCached {
 		t.Errorf("usage %s", r.Usage.RawJSON())
+	}
+}
+
+// TestNativeResponsesCut: a Responses-style stream from a route that speaks it natively,
+// cut before its terminal event, ends with response.failed for the same response.
+func TestNativeResponsesCut(t *testing.T) {
+	g := startProtoGateway(t, simulator.Knobs{FailAfterEvents: 4})
+	client := openai.NewClient(option.WithBaseURL(g.URL+"/v1"), option.WithAPIKey(g.Key), option.WithMaxRetries(0))
+	stream := client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{Model: pmNative,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hej")}})
+	var id, last string
+	var failed responses.Response
+	seq, lastSeq := int64(-1), int64(-1)
+	for stream.Next() {
+		ev := stream.Current()
+		last, lastSeq = ev.Type, seq
+		seq = ev.SequenceNumber
+		switch ev.Type {
+		case "response.created":
+			id = ev.Response.ID
+		case "response.failed":
+			failed = ev.AsResponseFailed().Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if last != "response.failed" || failed.ID != id || id == "" || failed.Status != responses.ResponseStatusFailed ||
+		!strings.Contains(failed.Error.Message, "ended before its last event") || seq != lastSeq+1 {
+		t.Errorf("last %s seq %d after %d, failed %s", last, seq, lastSeq, failed.RawJSON())
+	}
+	recs := g.waitRecords(t, 1)
+	if recs[0].Result != "incomplete" {
+		t.Errorf("record %+v", recs[0])
 	}
 }

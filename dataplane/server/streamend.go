@@ -61,7 +61,7 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		msg := streamEndMessage(r, rel)
 		if rel.tr != nil {
 			_ = rel.tr.Fail(msg)
-		} else if _, err := w.Write(streamEndEvent(client, msg)); err == nil {
+		} else if _, err := w.Write(streamEndEvent(client, msg, r.ResponseID, rel.events)); err == nil {
 			_ = w.Flush()
 		}
 	}
