@@ -153,6 +153,31 @@ func TestOutputBoundHoldsOnEveryServer(t *testing.T) {
 	})
 }
 
+// TestOutputBoundNativeProtocols: a Messages-style or Responses-style body forwarded to a
+// route that speaks it natively gets its length fields bounded too.
+func TestOutputBoundNativeProtocols(t *testing.T) {
+	ls := newLengthServer(t)
+	rt := chatRoute("a", "p", ls.URL+"/v1", "SE", 0, 1)
+	rt.Protocols = []string{snapshot.EndpointChat, snapshot.EndpointMessages, snapshot.EndpointResponses}
+	g := startSimGateway(t, []snapshot.Route{rt})
+	for _, c := range []struct{ path, body string }{
+		{"/v1/messages", `{"model":"` + fixture.ModelChat + `","max_tokens":3,"n_predict":2000,"messages":[{"role":"user","content":"Hej"}]}`},
+		{"/v1/responses", `{"model":"` + fixture.ModelChat + `","max_output_tokens":3,"n_predict":2000,"input":"Hej"}`},
+	} {
+		req, _ := http.NewRequest("POST", g.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+g.Keys.SE)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := gjson.Get(ls.last(), "n_predict").Int(); got != 3 {
+			t.Errorf("%s: forwarded n_predict %d, want 3 (body %s)", c.path, got, ls.last())
+		}
+	}
+}
+
 // TestOutputBoundWithinRecord: a request whose choices times output limit could pass what
 // one record may hold is refused before it is served; one within it is served.
 func TestOutputBoundWithinRecord(t *testing.T) {

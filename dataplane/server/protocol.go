@@ -113,6 +113,9 @@ func translatingBody(c *upstreamCall, dialectOf func(*index.Route) *dialect.Dial
 		r := cand.Route
 		if !cand.Translate {
 			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false, false)
+			if err == nil {
+				out, err = proxy.BoundLengths(out, c.lengthBound) // outbound.go
+			}
 			if err != nil {
 				return nil, errBodyEdit
 			}
