@@ -153,3 +153,25 @@ type AccountPage struct {
 	Data      []Account `json:"data"`
 	NextAfter string    `json:"next_after,omitempty"`
 }
+
+// Overview is GET /admin/v1/overview: the service at a glance for operators (UTC days).
+type Overview struct {
+	SpendTodayMicroSEK int64  `json:"spend_today_micro_sek"`
+	SpendTodaySEK      string `json:"spend_today_sek"`
+	SpendMonthMicroSEK int64  `json:"spend_month_micro_sek"`
+	SpendMonthSEK      string `json:"spend_month_sek"`
+	RequestsToday      int64  `json:"requests_today"`
+	RequestsMonth      int64  `json:"requests_month"`
+	// ResultsToday counts today's request records by result (ok, upstream_error, …).
+	ResultsToday map[string]int64 `json:"results_today"`
+	// LowBalance lists active accounts under LowBalanceSEK, lowest first.
+	LowBalanceSEK  string    `json:"low_balance_sek"`
+	LowBalance     []Account `json:"low_balance"`
+	PendingSignups int64     `json:"pending_signups"`
+	// SilentNodes are nodes not seen for SilentAfterSeconds.
+	SilentAfterSeconds int      `json:"silent_after_seconds"`
+	SilentNodes        []string `json:"silent_nodes"`
+	// UnhealthyRoutes maps routes that a node cannot use (route problems) or whose breaker
+	// is not closed to what the nodes report ("unreachable on se-1").
+	UnhealthyRoutes map[string]string `json:"unhealthy_routes"`
+}

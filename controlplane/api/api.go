@@ -198,6 +198,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	admin("GET /admin/v1/routes", s.listRoutes)
 	admin("PUT /admin/v1/catalog", s.putCatalog)
 	admin("GET /admin/v1/nodes", s.listNodes)
+	admin("GET /admin/v1/overview", s.overview)
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
 	admin("GET /admin/v1/rejected-records", s.listRejected)
 	for p, h := range s.cfg.Admin {

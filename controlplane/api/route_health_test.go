@@ -76,3 +76,24 @@ func TestRouteHealthReportedAndWarned(t *testing.T) {
 		}
 	}
 }
+
+// The overview sums today's and this month's spend and today's results, and lists low
+// balances, pending signups and routes nodes report problems with.
+func TestOverview(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mustStatus(e.admin("PUT", "/admin/v1/catalog", testCatalog), 200)
+	low := e.createAccount("Low AB", "se")
+	path := "/internal/v1/snapshot?have=0&hash=" + strings.Repeat("0", 64) + "&issued=0"
+	e.mustStatus(e.do("GET", path, nodeToken, nil, map[string]string{internalapi.HeaderNodeID: "node-ov",
+		internalapi.HeaderRouteProblems: "embed-de=tls"}), 200)
+	var o adminapi.Overview
+	e.mustStatus(e.admin("GET", "/admin/v1/overview", nil), 200).json(t, &o)
+	found := false
+	for _, a := range o.LowBalance {
+		found = found || a.ID == low
+	}
+	if !found || o.UnhealthyRoutes["embed-de"] != "tls on node-ov" || o.LowBalanceSEK != "50.00" {
+		t.Fatalf("overview %+v", o)
+	}
+}

@@ -127,8 +127,9 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/login", c.login)
 	c.mux.HandleFunc("POST /console/logout", c.authed(c.logout))
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/console/accounts", http.StatusSeeOther)
+		http.Redirect(w, r, "/console/overview", http.StatusSeeOther)
 	})
+	c.mux.HandleFunc("GET /console/overview", c.authed(c.overviewPage))
 	c.mux.HandleFunc("GET /console/accounts", c.authed(c.accountsPage))
 	c.mux.HandleFunc("POST /console/accounts", c.authed(c.createAccount))
 	c.mux.HandleFunc("GET /console/accounts/{id}", c.authed(c.accountPage))

@@ -94,6 +94,42 @@ func (c *Console) signupAction(w http.ResponseWriter, r *http.Request, s *sessio
 	c.done(w, r, "/console/signups", notice)
 }
 
+func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request, s *session) {
+	p := page{Title: "Overview", Nav: "overview", Session: s}
+	c.flash(w, r, &p)
+	var o adminapi.Overview
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/overview", nil, &o); st != http.StatusOK {
+		p.Error = msg
+	}
+	results := make([]resultCount, 0, len(o.ResultsToday))
+	var failed int64
+	for res, n := range o.ResultsToday {
+		results = append(results, resultCount{res, n})
+		if res != "ok" {
+			failed += n
+		}
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].N > results[j].N || results[i].N == results[j].N && results[i].Result < results[j].Result })
+	routes := make([]string, 0, len(o.UnhealthyRoutes))
+	for r := range o.UnhealthyRoutes {
+		routes = append(routes, r)
+	}
+	sort.Strings(routes)
+	p.Data = struct {
+		O       adminapi.Overview
+		Results []resultCount
+		Failed  int64
+		Routes  []string
+		Day     string
+	}{o, results, failed, routes, c.now().UTC().Format("2006-01-02")}
+	c.render(w, http.StatusOK, "overview", p)
+}
+
+type resultCount struct {
+	Result string
+	N      int64
+}
+
 func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Nodes", Nav: "nodes", Session: s}
 	c.flash(w, r, &p)

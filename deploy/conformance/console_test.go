@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -340,6 +341,43 @@ func TestConsole_Browser(t *testing.T) {
 	}
 	if bal := s.Admin(t, "GET", "/admin/v1/accounts/"+acct, nil)["balance_micro_sek"]; bal != before {
 		t.Fatal("the viewer's credit was applied")
+	}
+
+	// The overview shows the figures of a mixed load: a low-balance account that made
+	// answered requests and one whose only route refuses connections.
+	mixed := s.NewAccount(t, "se", 1, modelChat, modelDead)
+	for range 2 {
+		if r := s.Post(t, "/v1/chat/completions", mixed.Key, chatReq(modelChat)); r.Status != 200 {
+			t.Fatalf("mixed load: %d %s", r.Status, r.Body)
+		}
+	}
+	if r := s.Post(t, "/v1/chat/completions", mixed.Key, chatReq(modelDead)); r.Status < 500 {
+		t.Fatalf("dead route answered %d", r.Status)
+	}
+	s.waitFor(t, "the mixed load's records", func() bool {
+		recs, _ := s.listRecords(t, mixed, "")
+		return len(recs) == 3
+	})
+	run("overview", chromedp.Navigate(base+"/overview"), chromedp.WaitVisible(css("#results")))
+	shot("overview")
+	if n, err := strconv.Atoi(text("#requests-today")); err != nil || n < 3 {
+		t.Errorf("requests today %q", text("#requests-today"))
+	}
+	// The tiny test prices round to 0.00 on the card; its title holds the exact amount.
+	if spend := eval(`document.querySelector("#spend-today").title`); !strings.HasSuffix(spend, " SEK exactly") || strings.HasPrefix(spend, "0.00 ") {
+		t.Errorf("spend today %q (%q)", spend, text("#spend-today"))
+	}
+	if f, err := strconv.Atoi(text("#failed-today")); err != nil || f < 1 {
+		t.Errorf("not ok today %q", text("#failed-today"))
+	}
+	if res := text("#results"); !strings.Contains(res, "ok") || !strings.Contains(res, "upstream_error") && !strings.Contains(res, "no_route") {
+		t.Errorf("results today: %q", res)
+	}
+	if low := text("#low-balance"); !strings.Contains(low, t.Name()) {
+		t.Errorf("low balances lack the 1 SEK account: %q", low)
+	}
+	if routes := text("#unhealthy-routes"); !strings.Contains(routes, "dead-se") {
+		t.Errorf("routes with problems lack the dead route: %q", routes)
 	}
 
 	// The audit log reads in words: each change, and the viewer's refused one; times are UTC.
