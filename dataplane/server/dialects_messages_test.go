@@ -76,8 +76,13 @@ func checkMessage(t *testing.T, d, sc, prompt string, msg *anthropic1.Message) {
 		kinds = append(kinds, b.Type)
 	}
 	want := charge{in: 2, out: wantCharge(d, sc, false).out}
-	if msg.Usage.InputTokens != want.in || msg.Usage.OutputTokens != want.out {
-		t.Errorf("usage %d/%d, want %d/%d", msg.Usage.InputTokens, msg.Usage.OutputTokens, want.in, want.out)
+	var cached int64
+	if sc == simulator.ScenarioCached {
+		// Messages-style usage counts cache reads beside input_tokens.
+		want.in, cached = 2-simulator.DialectCached, simulator.DialectCached
+	}
+	if msg.Usage.InputTokens != want.in || msg.Usage.OutputTokens != want.out || msg.Usage.CacheReadInputTokens != cached {
+		t.Errorf("usage %s, want %d/%d cache read %d", msg.Usage.RawJSON(), want.in, want.out, cached)
 	}
 	switch {
 	case sc == simulator.ScenarioTool:

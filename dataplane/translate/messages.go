@@ -266,6 +266,18 @@ type anthropicMessage struct {
 type anthropicUsage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CacheReadInputTokens are the prompt tokens the server read from its cache
+	// (prompt_tokens_details.cached_tokens): Messages-style usage counts them beside
+	// input_tokens, not in it.
+	CacheReadInputTokens int64 `json:"cache_read_input_tokens,omitempty"`
+}
+
+// messagesUsage renders billed chat usage with cached prompt tokens the Messages way.
+func messagesUsage(u Usage, cached int64) anthropicUsage {
+	if cached <= 0 || cached > u.InputTokens {
+		cached = 0
+	}
+	return anthropicUsage{InputTokens: u.InputTokens - cached, OutputTokens: u.OutputTokens, CacheReadInputTokens: cached}
 }
 
 type anthropicText struct {
@@ -329,7 +341,7 @@ func ChatToMessagesResponseWith(chatResp []byte, model string, opt Options) ([]b
 	usage, _ := usageFromChat(root.Get("usage"))
 	msg := choice.Get("message")
 	out := anthropicMessage{ID: "msg_" + idSuffix(root.Get("id").Str), Type: "message", Role: "assistant",
-		Model: model, Content: []any{}, Usage: anthropicUsage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}}
+		Model: model, Content: []any{}, Usage: messagesUsage(usage, detailCount(root.Get("usage.prompt_tokens_details.cached_tokens")))}
 	if r := opt.reasoningOf(msg); r != "" {
 		out.Content = append(out.Content, anthropicThinking{Type: "thinking", Thinking: r, Signature: signText(r)})
 	}

@@ -51,6 +51,7 @@ type ChatToMessagesStream struct {
 	finish   string
 	seq      string
 	usage    Usage
+	cached   int64  // cached prompt tokens of usage
 	out      []byte // the data of the last delta event, reused
 }
 
@@ -111,6 +112,7 @@ func (s *ChatToMessagesStream) Feed(chunk []byte) error {
 	}
 	if u, ok := usageFromChat(m.usage); ok {
 		s.usage = u
+		s.cached = detailCount(m.usage.Get("prompt_tokens_details.cached_tokens"))
 	}
 	err := firstChoice(m.choices, &s.opt, s.choice)
 	if err != nil {
@@ -313,7 +315,7 @@ func (s *ChatToMessagesStream) Finish() error {
 	}
 	if err := s.emit(sse.MessageDelta, evMessageDelta{Type: sse.MessageDelta,
 		Delta: messageDelta{StopReason: reason, StopSequence: seq},
-		Usage: anthropicUsage{InputTokens: s.usage.InputTokens, OutputTokens: s.usage.OutputTokens}}); err != nil {
+		Usage: messagesUsage(s.usage, s.cached)}); err != nil {
 		return err
 	}
 	return s.emit(sse.MessageStop, evType{Type: sse.MessageStop})

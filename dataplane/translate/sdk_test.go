@@ -109,8 +109,9 @@ func TestAnthropicSDKAccumulatesTranslatedStream(t *testing.T) {
 					t.Errorf("tool %s input %s, want %s", id, tools[id], want)
 				}
 			}
-			if msg.Usage.InputTokens != tt.in || msg.Usage.OutputTokens != tt.out {
-				t.Errorf("usage %d/%d, want %d/%d", msg.Usage.InputTokens, msg.Usage.OutputTokens, tt.in, tt.out)
+			// Cached prompt tokens are counted beside input_tokens, as cache reads.
+			if in := msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens; in != tt.in || msg.Usage.OutputTokens != tt.out {
+				t.Errorf("usage %d+%d/%d, want %d/%d", msg.Usage.InputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.OutputTokens, tt.in, tt.out)
 			}
 		})
 	}
