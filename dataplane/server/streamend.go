@@ -36,20 +36,24 @@ func (ex *exchange) writeStart() {
 
 // endStream finishes a relayed stream and records it.
 //
-// A provider that broke the protocol (an event that is not JSON, usage beyond the bounds)
-// gets its stream ended with an error event in the client's protocol, its route's breaker
-// counts the failure, and the record says upstream_error.
+// A stream that did not complete (an error the server reported inside it, an event that is
+// not JSON, usage beyond the bounds, a cut, a timeout) ends with an error event in the
+// client's protocol carrying why (streamEndMessage). A provider that broke the protocol has
+// its route's breaker count the failure; it and a reported error make the record say
+// upstream_error.
 //
-// The record charges what was delivered. Each side the provider reported (in its final
+// A stream that ended in an error is charged by streamCharge: what the server reported,
+// else what was delivered, and nothing when it delivered no output and reported no usage.
+// A completed or cancelled stream charges what was delivered. Each side the provider reported (in its final
 // usage, or in running usage such as vLLM's continuous_usage_stats) is charged as reported,
 // within the bounds. A side it did not report, because the stream ended early or the
 // provider never reports usage, is estimated and routing.usage_estimated set: the prompt
 // from the request's text (reqparse's low estimate, bytes / 5, within the window), the
 // output as the number of generation events relayed (one token per event, which is how
 // vLLM, llama.cpp, TGI and Ollama stream; servers that batch tokens per event are
-// under-charged, never over-charged), within the output limit. A committed stream has
-// received its first event, so the provider has started generating and the prompt is
-// always charged.
+// under-charged, never over-charged), within the output limit. A completed or cancelled
+// stream has received its first event, so the provider has started generating and the
+// prompt is always charged.
 func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
 	r := &ex.stream.Result
 	result := streamResult(r, rel, ex.cancelled())
