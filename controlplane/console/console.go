@@ -142,6 +142,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/signups/{id}/{action}", c.authed(c.signupAction))
 	c.mux.HandleFunc("GET /console/nodes", c.authed(c.nodesPage))
 	c.mux.HandleFunc("GET /console/records", c.authed(c.recordsPage))
+	c.mux.HandleFunc("GET /console/records.csv", c.authed(c.recordsCSV))
 	c.mux.HandleFunc("GET /console/audit", c.authed(c.auditPage))
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not found.", http.StatusNotFound)

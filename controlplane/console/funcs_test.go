@@ -1,6 +1,9 @@
 package console
 
-import "testing"
+import (
+	"net/url"
+	"testing"
+)
 
 func TestDisplaySEK(t *testing.T) {
 	for micro, want := range map[int64]string{
@@ -21,5 +24,12 @@ func TestNormalizeAmount(t *testing.T) {
 		if got := normalizeAmount(in); got != want {
 			t.Errorf("normalizeAmount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRecordsQueryDays(t *testing.T) {
+	q := recordsQuery(url.Values{"from_day": {"2026-11-01"}, "to_day": {"2026-11-02"}, "result": {"ok"}, "bogus": {"x"}}, 50)
+	if q.Get("from") != "2026-11-01T00:00:00Z" || q.Get("to") != "2026-11-03T00:00:00Z" || q.Get("result") != "ok" || q.Has("bogus") || q.Get("limit") != "50" {
+		t.Fatalf("query %v", q)
 	}
 }

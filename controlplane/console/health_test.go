@@ -37,3 +37,25 @@ func TestConsoleShowsRouteHealth(t *testing.T) {
 		t.Errorf("preview without the warning:\n%.3000s", page)
 	}
 }
+
+// The records page offers the real results and the accounts by name, takes UTC days, and
+// exports what it lists as CSV.
+func TestConsoleRecordsFiltersAndCSV(t *testing.T) {
+	srv, _ := newConsole(t)
+	c := browser(t)
+	c.Jar = insecureJar{jar: c.Jar}
+	csrf := login(t, srv, c)
+	post(t, c, srv.URL+"/console/accounts", url.Values{"csrf": {csrf}, "customer": {"Records AB"}, "residency": {"se"}})
+	_, page := get(t, c, srv.URL+"/console/records?from_day=2026-11-01&to_day=2026-11-02&result=upstream_error")
+	for _, want := range []string{`<option selected>upstream_error</option>`, `<option>no_route</option>`, ">Records AB</option>",
+		`href="/console/records.csv?`, "0 records on this page", "Time (UTC)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("records page lacks %q", want)
+		}
+	}
+	res, body := get(t, c, srv.URL+"/console/records.csv?result=ok")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") ||
+		!strings.HasPrefix(body, "time_utc,request_id,account_id,customer,") {
+		t.Fatalf("csv: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+}

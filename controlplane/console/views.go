@@ -2,14 +2,17 @@ package console
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/shared/usage"
 )
 
 func atoi(s string) (int, bool) {
@@ -109,7 +112,9 @@ func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request, s *sessio
 			failed += n
 		}
 	}
-	sort.Slice(results, func(i, j int) bool { return results[i].N > results[j].N || results[i].N == results[j].N && results[i].Result < results[j].Result })
+	sort.Slice(results, func(i, j int) bool {
+		return results[i].N > results[j].N || results[i].N == results[j].N && results[i].Result < results[j].Result
+	})
 	routes := make([]string, 0, len(o.UnhealthyRoutes))
 	for r := range o.UnhealthyRoutes {
 		routes = append(routes, r)
@@ -147,30 +152,110 @@ func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request, s *session) 
 	c.render(w, http.StatusOK, "nodes", p)
 }
 
-// recordFilters are the records page's query parameters passed to the API as they are.
+// recordFilters are the records page's query parameters passed to the API as they are;
+// from_day and to_day (dates, UTC) become its from and to.
 var recordFilters = []string{"account_id", "key_id", "model", "result", "from", "to", "after"}
+
+// recordResults are the results a record can have (shared/usage), offered as a filter.
+var recordResults = []string{usage.ResultOK, usage.ResultUpstreamError, usage.ResultTimeout, usage.ResultRateLimited,
+	usage.ResultNoRoute, usage.ResultRejected, usage.ResultIncomplete, usage.ResultCancelled, usage.ResultInterrupted}
+
+// recordsQuery is the API query of the records page's form.
+func recordsQuery(in url.Values, limit int) url.Values {
+	q := listQuery(in, recordFilters...)
+	q.Set("limit", strconv.Itoa(limit))
+	if d, err := time.Parse("2006-01-02", in.Get("from_day")); err == nil {
+		q.Set("from", d.UTC().Format(time.RFC3339))
+	}
+	if d, err := time.Parse("2006-01-02", in.Get("to_day")); err == nil {
+		q.Set("to", d.AddDate(0, 0, 1).UTC().Format(time.RFC3339)) // the whole day
+	}
+	return q
+}
+
+// accountNames maps account IDs to customer names (for lists that show names).
+func (c *Console) accountNames(r *http.Request, s *session) (map[string]string, []adminapi.Account) {
+	var accts adminapi.List[adminapi.Account]
+	c.api(r, s, http.MethodGet, "/admin/v1/accounts", nil, &accts)
+	names := make(map[string]string, len(accts.Data))
+	for _, a := range accts.Data {
+		names[a.ID] = a.Customer
+	}
+	sort.Slice(accts.Data, func(i, j int) bool { return accts.Data[i].Customer < accts.Data[j].Customer })
+	return names, accts.Data
+}
 
 func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	p := page{Title: "Request records", Nav: "records", Session: s}
 	c.flash(w, r, &p)
 	in := r.URL.Query()
-	q := listQuery(in, recordFilters...)
+	q := recordsQuery(in, 50)
 	var rp adminapi.RecordPage
 	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/records?"+q.Encode(), nil, &rp); st != http.StatusOK {
 		p.Error = msg
 	}
 	next := ""
 	if rp.NextCursor != "" {
-		q.Set("after", rp.NextCursor)
-		q.Del("limit")
-		next = "/console/records?" + q.Encode()
+		nq := url.Values{}
+		for k, v := range in {
+			nq[k] = v
+		}
+		nq.Set("after", rp.NextCursor)
+		next = "/console/records?" + nq.Encode()
+	}
+	names, accts := c.accountNames(r, s)
+	var price, promptT, outT int64
+	for _, rec := range rp.Data {
+		price, promptT, outT = price+rec.PriceMicroSEK, promptT+rec.PromptTokens, outT+rec.CompletionTokens
+	}
+	csv := url.Values{}
+	for k, v := range in {
+		if k != "after" {
+			csv[k] = v
+		}
 	}
 	p.Data = struct {
-		F       url.Values
-		Records []adminapi.Record
-		Next    string
-	}{in, rp.Data, next}
+		F                       url.Values
+		Records                 []adminapi.Record
+		Next, CSV               string
+		Names                   map[string]string
+		Accounts                []adminapi.Account
+		Results                 []string
+		Price, PromptT, OutputT int64
+	}{in, rp.Data, next, "/console/records.csv?" + csv.Encode(), names, accts, recordResults, price, promptT, outT}
 	c.render(w, http.StatusOK, "records", p)
+}
+
+// recordsCSV answers the records page's filters as CSV (up to 1,000 records, newest first),
+// for a spreadsheet: cells a spreadsheet would run as a formula are prefixed with '.
+func (c *Console) recordsCSV(w http.ResponseWriter, r *http.Request, s *session) {
+	var rp adminapi.RecordPage
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/records?"+recordsQuery(r.URL.Query(), 1000).Encode(), nil, &rp); st != http.StatusOK {
+		http.Error(w, msg, st)
+		return
+	}
+	names, _ := c.accountNames(r, s)
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="records.csv"`)
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"time_utc", "request_id", "account_id", "customer", "key_id", "model", "endpoint", "status", "result",
+		"prompt_tokens", "completion_tokens", "price_sek", "duration_ms"})
+	for _, rec := range rp.Data {
+		key := ""
+		if rec.KeyID != nil {
+			key = *rec.KeyID
+		}
+		row := []string{rec.TS.UTC().Format(time.RFC3339), rec.RequestID, rec.AccountID, names[rec.AccountID], key, rec.Model, rec.Endpoint,
+			strconv.Itoa(rec.Status), rec.Result, strconv.FormatInt(rec.PromptTokens, 10), strconv.FormatInt(rec.CompletionTokens, 10),
+			formatSEK(rec.PriceMicroSEK), strconv.FormatInt(rec.DurationMS, 10)}
+		for i, cell := range row {
+			if cell != "" && strings.ContainsRune("=+@\t\r", rune(cell[0])) {
+				row[i] = "'" + cell
+			}
+		}
+		_ = cw.Write(row)
+	}
+	cw.Flush()
 }
 
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, s *session) {
