@@ -63,3 +63,38 @@ func TestDialectFormats(t *testing.T) {
 		t.Errorf("sse: %q", b)
 	}
 }
+
+// FuzzDialectChat feeds arbitrary bodies to every dialect's chat completions: no panic, a
+// whole answer or error body is JSON, and a stream's data lines are JSON or [DONE].
+func FuzzDialectChat(f *testing.F) {
+	for _, seed := range []string{`{`, `[]`, `{"messages":"x"}`, `{"model":"m","messages":[{"role":"user","content":"a scenario:tool"}],"stream":true}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"scenario:stop"}]}],"stop":["a","b"],"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`,
+		`{"messages":[{"role":"user","content":"scenario:sse"}],"stream":true}`} {
+		for i := range Dialects {
+			f.Add(uint8(i), []byte(seed))
+		}
+	}
+	h := New(Config{Name: "fuzz"}).Handler()
+	f.Fuzz(func(t *testing.T, d uint8, body []byte) {
+		path := "/" + Dialects[int(d)%len(Dialects)] + "/v1/chat/completions"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body))))
+		out := rec.Body.String()
+		if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			if !gjson.Valid(out) {
+				t.Fatalf("%s %q: %d %q", path, body, rec.Code, out)
+			}
+			return
+		}
+		for _, line := range strings.Split(out, "\n") {
+			line = strings.TrimSpace(line)
+			for _, p := range []string{"data:", "error:"} {
+				if v, ok := strings.CutPrefix(line, p); ok {
+					if v = strings.TrimSpace(v); v != "" && v != "[DONE]" && !gjson.Valid(v) {
+						t.Fatalf("%s %q: line %q", path, body, line)
+					}
+				}
+			}
+		}
+	})
+}
