@@ -13,8 +13,8 @@ import (
 // Retry-After. Zero fields take the defaults noted.
 type ServiceLimits struct {
 	// ReadsPerSecond and ReadBurst bound the reads (account, request list, one request) of
-	// one key; an account gets twice both across its keys (defaults 5 and 20). Each read is
-	// a database query.
+	// one key; an account gets twice both across its keys (defaults 10 and 50: a client
+	// pages through 5,000 records at once). Each read is a database query.
 	ReadsPerSecond float64
 	ReadBurst      int
 	// TopupsPerMinute bounds top-ups per key and per account (default 5, also the burst).
@@ -30,10 +30,10 @@ type ServiceLimits struct {
 
 func (l *ServiceLimits) fill() {
 	if l.ReadsPerSecond <= 0 {
-		l.ReadsPerSecond = 5
+		l.ReadsPerSecond = 10
 	}
 	if l.ReadBurst <= 0 {
-		l.ReadBurst = 20
+		l.ReadBurst = 50
 	}
 	if l.TopupsPerMinute <= 0 {
 		l.TopupsPerMinute = 5

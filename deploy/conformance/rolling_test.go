@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -151,6 +152,12 @@ func (o *opsStack) allRecords(t *testing.T, key string) []map[string]any {
 			q.Set("after", after)
 		}
 		r := o.Do(t, "GET", "/v1/service/requests?"+q.Encode(), key, nil, nil)
+		if r.Status == http.StatusTooManyRequests {
+			// The read limit of /v1/service/*: wait as told and read the page again.
+			ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+			time.Sleep(time.Duration(min(max(ra, 1), 5)) * time.Second)
+			continue
+		}
 		var page struct {
 			Data      []map[string]any `json:"data"`
 			HasMore   bool             `json:"has_more"`
