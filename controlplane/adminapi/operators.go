@@ -175,3 +175,21 @@ type Overview struct {
 	// is not closed to what the nodes report ("unreachable on se-1").
 	UnhealthyRoutes map[string]string `json:"unhealthy_routes"`
 }
+
+// RefusalReport is GET /admin/v1/accounts/{id}/refusals: the account's requests that nodes
+// refused after authentication and before routing (never request records), per UTC day,
+// key, status and error code, over the last Days days, and their total.
+type RefusalReport struct {
+	Days  int       `json:"days"`
+	Total int64     `json:"total"`
+	Data  []Refusal `json:"data"`
+}
+
+// Refusal is how often one key got one refusal on one day.
+type Refusal struct {
+	Day    string `json:"day"` // YYYY-MM-DD
+	KeyID  string `json:"key_id"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Count  int64  `json:"count"`
+}

@@ -54,3 +54,13 @@ func (c *Client) Ledger(ctx context.Context, accountID string, before int64, lim
 	}
 	return call[adminapi.LedgerPage](ctx, c, http.MethodGet, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/ledger?"+v.Encode(), nil)
 }
+
+// Refusals reads an account's requests refused before routing over the last days days (0:
+// the server's default, 7).
+func (c *Client) Refusals(ctx context.Context, accountID string, days int) (adminapi.RefusalReport, json.RawMessage, error) {
+	q := ""
+	if days > 0 {
+		q = "?days=" + strconv.Itoa(days)
+	}
+	return call[adminapi.RefusalReport](ctx, c, http.MethodGet, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/refusals"+q, nil)
+}

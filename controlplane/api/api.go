@@ -199,6 +199,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	admin("PUT /admin/v1/catalog", s.putCatalog)
 	admin("GET /admin/v1/nodes", s.listNodes)
 	admin("GET /admin/v1/overview", s.overview)
+	admin("GET /admin/v1/accounts/{id}/refusals", s.listRefusals)
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
 	admin("GET /admin/v1/rejected-records", s.listRejected)
 	for p, h := range s.cfg.Admin {
@@ -210,6 +211,7 @@ func (s *server) nodeRoutes(mux *http.ServeMux) {
 	node := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.nodeAuth(h)) }
 	node("GET "+internalapi.PathSnapshot, s.getSnapshot)
 	node("POST "+internalapi.PathUsage, s.postUsage)
+	node("POST "+internalapi.PathRefusals, s.postRefusals)
 	node("GET "+internalapi.PathBalances, s.getBalances)
 
 	node("GET /v1/service/account", s.limited(serviceRead, s.serviceAccount))

@@ -3,6 +3,7 @@ package api_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -96,4 +97,37 @@ func TestOverview(t *testing.T) {
 	if !found || o.UnhealthyRoutes["embed-de"] != "tls on node-ov" || o.LowBalanceSEK != "50.00" {
 		t.Fatalf("overview %+v", o)
 	}
+}
+
+// A node's refusal counts are summed per day, key, status and code, listed for the account
+// with their total, and a report with a nonsensical entry is refused whole.
+func TestRefusalReports(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	acct := e.createAccount("Refused AB", "se")
+	day := time.Now().UTC().Format(time.DateOnly)
+	post := func(rep internalapi.RefusalReport) int {
+		return e.do("POST", internalapi.PathRefusals, nodeToken, rep, map[string]string{internalapi.HeaderNodeID: "node-r"}).status
+	}
+	entry := internalapi.RefusalCount{Day: day, AccountID: acct, KeyID: "key_0123456789ab", Status: 402, Code: "insufficient_quota", Count: 3}
+	if st := post(internalapi.RefusalReport{Entries: []internalapi.RefusalCount{entry, entry}}); st != 204 {
+		t.Fatalf("report: %d", st)
+	}
+	other := entry
+	other.Status, other.Code, other.Count = 429, "rate_limit_exceeded", 1
+	if st := post(internalapi.RefusalReport{Entries: []internalapi.RefusalCount{other}}); st != 204 {
+		t.Fatalf("second report: %d", st)
+	}
+	bad := entry
+	bad.Status = 200
+	if st := post(internalapi.RefusalReport{Entries: []internalapi.RefusalCount{entry, bad}}); st != 400 {
+		t.Fatalf("a report with a 200 entry: %d", st)
+	}
+	var rep adminapi.RefusalReport
+	e.mustStatus(e.admin("GET", "/admin/v1/accounts/"+acct+"/refusals", nil), 200).json(t, &rep)
+	if rep.Days != 7 || rep.Total != 7 || len(rep.Data) != 2 || rep.Data[0].Code != "insufficient_quota" || rep.Data[0].Count != 6 {
+		t.Fatalf("refusals %+v", rep)
+	}
+	e.mustStatus(e.admin("GET", "/admin/v1/accounts/"+acct+"/refusals?days=0", nil), 400)
+	e.mustStatus(e.admin("GET", "/admin/v1/accounts/acct_0000000000000000/refusals", nil), 404)
 }

@@ -51,6 +51,7 @@ type accountView struct {
 	Keys       []adminapi.Key
 	Ledger     adminapi.LedgerPage
 	Usage      adminapi.UsageReport
+	Refusals   adminapi.RefusalReport // requests refused before routing, 7 days
 	Chart      chart
 	Models     []string // catalogue models the account does not have yet and can reach
 	NewKey     *adminapi.Key
@@ -74,6 +75,7 @@ func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (
 	}
 	c.api(r, s, http.MethodGet, base+"/ledger?"+lq.Encode(), nil, &v.Ledger)
 	c.api(r, s, http.MethodGet, base+"/usage?days=30", nil, &v.Usage)
+	c.api(r, s, http.MethodGet, base+"/refusals?days=7", nil, &v.Refusals)
 	v.Chart = usageChart(v.Usage, c.now())
 	var models adminapi.List[adminapi.Model]
 	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &models)

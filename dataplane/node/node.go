@@ -20,6 +20,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/refusals"
 	"github.com/sekgate/gateway/dataplane/routecheck"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
@@ -37,17 +38,18 @@ type node struct {
 	store *index.Store
 	tel   *telemetry.Metrics
 
-	link    *cplink.Client
-	meter   *meter.Meter
-	limiter *limits.Limiter
-	health  *breakerReport
-	syncer  *syncclient.Client
-	srv     *server.Server
-	scraper *scrape.Scraper // the model servers' reported load
-	fairq   *fairq.Queue    // requests held while every route is saturated
-	pool    *proxy.Pool
-	creds   *routecheck.Credentials // route credentials: environment and --credentials-file
-	checker *routecheck.Checker     // routes this node cannot use because of their configuration
+	link     *cplink.Client
+	meter    *meter.Meter
+	limiter  *limits.Limiter
+	health   *breakerReport
+	syncer   *syncclient.Client
+	srv      *server.Server
+	scraper  *scrape.Scraper // the model servers' reported load
+	fairq    *fairq.Queue    // requests held while every route is saturated
+	pool     *proxy.Pool
+	creds    *routecheck.Credentials // route credentials: environment and --credentials-file
+	checker  *routecheck.Checker     // routes this node cannot use because of their configuration
+	refusals *refusals.Counter       // requests refused before routing, reported for operators
 
 	closers []func()
 }
@@ -201,6 +203,8 @@ func (n *node) newServer() error {
 	n.fairq = fairq.New(fairq.Config{})
 	n.tel.Registry().MustRegister(n.fairq.Collectors()...)
 	cfg.FairQueue = n.fairq
+	n.refusals = refusals.New(nil)
+	cfg.Refusals = n.refusals
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.Link, cfg.TestBoxToken, cfg.DocsURL, cfg.Logger = n.link, o.testBoxToken, o.docsURL, n.log
@@ -228,6 +232,7 @@ func (n *node) serve(ctx context.Context) error {
 	go func() { meterDone <- n.meter.Run(bg) }()
 	go n.scraper.Run(bg)
 	go n.checker.Run(bg)
+	go n.refusals.Run(bg, n.link, 10*time.Second, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // re-read the route credentials and check the routes
 	defer signal.Stop(hup)

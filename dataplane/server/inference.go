@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/dialect"
@@ -81,6 +82,17 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, 
 	return p, true
 }
 
+// countRefusal counts the request of p if it was refused before routing: an error answer
+// that names no route (routed answers carry X-Service-Provider and make a record).
+func (s *Server) countRefusal(ctx *fasthttp.RequestCtx, p principal) {
+	st := ctx.Response.StatusCode()
+	if s.cfg.Refusals == nil || st < 400 || len(ctx.Response.Header.Peek("X-Service-Provider")) > 0 {
+		return
+	}
+	code := gjson.GetBytes(ctx.Response.Body(), "error.code").String()
+	s.cfg.Refusals.Add(p.acct.ID, p.key.ID, st, code)
+}
+
 // generates reports whether e produces tokens under an output limit (max_tokens).
 func generates(e index.Endpoint) bool {
 	return e == index.EPChat || e == index.EPCompletions || e == index.EPMessages || e == index.EPResponses
@@ -104,6 +116,9 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		start := s.now()
 		p, ok := s.admit(ctx, allowXAPIKey)
+		if p.acct != nil && p.key != nil {
+			defer s.countRefusal(ctx, p)
+		}
 		if !ok {
 			return
 		}

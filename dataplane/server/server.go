@@ -27,6 +27,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/refusals"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tracing"
@@ -62,6 +63,9 @@ type Config struct {
 	// FairQueue, when set, holds requests while every eligible route is saturated, in
 	// per-account turns (dataplane/fairq); nil: requests go to the servers' own queues.
 	FairQueue *fairq.Queue
+	// Refusals, when set, counts the requests refused after authentication and before
+	// routing (no record is made for them), for the operator (dataplane/refusals).
+	Refusals *refusals.Counter
 	// Health holds the per-route circuit breakers (default: routing.NewHealth defaults:
 	// open after 5 consecutive failures or half of >= 20 attempts in 30s, probe after 10s).
 	Health *routing.Health

@@ -195,3 +195,44 @@ func (a *app) ledgerCmd() *cobra.Command {
 	c.Flags().IntVar(&limit, "limit", 50, "how many entries (1 to 1000)")
 	return c
 }
+
+func (a *app) refusalsCmd() *cobra.Command {
+	var days int
+	c := &cobra.Command{
+		Use:   "refusals ACCOUNT_ID",
+		Short: "Show an account's requests refused before routing (402, 403, 429, …), which make no records",
+		Long: `Show, per UTC day, key, status and error code, the requests of an account that data-plane
+nodes refused after authenticating them and before routing them: a balance exhausted (402
+insufficient_quota), a suspended account or residency (403), a rate or concurrency limit
+(429), a body too large (413), an unknown model (404). They never become request records,
+so this is where "why does my customer get 402?" is answered. Nodes report every 10 s.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := a.client()
+			if err != nil {
+				return err
+			}
+			rep, raw, err := cl.Refusals(cmd.Context(), args[0], days)
+			if err != nil {
+				return fmt.Errorf("refusals of %s: %w", clean(args[0]), err)
+			}
+			if a.jsonOut {
+				return a.printJSON(raw)
+			}
+			out := make([][]string, 0, len(rep.Data))
+			for _, r := range rep.Data {
+				out = append(out, []string{r.Day, dash(r.KeyID), itoa(int64(r.Status)), dash(r.Code), itoa(r.Count)})
+			}
+			if err := a.rows([]string{"Day (UTC)", "Key", "Status", "Code", "Count"}, out); err != nil {
+				return err
+			}
+			if a.csvOut {
+				return nil
+			}
+			_, err = fmt.Fprintf(a.out, "last %d days: %d refused\n", rep.Days, rep.Total)
+			return err
+		},
+	}
+	c.Flags().IntVar(&days, "days", 0, "how many days back, 1 to 366 (default: the server's, 7)")
+	return c
+}

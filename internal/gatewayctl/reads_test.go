@@ -118,6 +118,49 @@ func TestRecordsUsageLedgerAgainstControlPlane(t *testing.T) {
 	}
 }
 
+
+// gatewayctl refusals lists what nodes reported refusing for the account.
+func TestRefusalsAgainstControlPlane(t *testing.T) {
+	const tok = "adm_cli_refusals_0123456789abcdef012345"
+	h, _ := apitest.New(t, tok)
+	admin, node := httptest.NewServer(h.Admin), httptest.NewServer(h.Node)
+	t.Cleanup(admin.Close)
+	t.Cleanup(node.Close)
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		env := map[string]string{"GATEWAY_ADMIN_URL": admin.URL, "GATEWAY_ADMIN_TOKEN": tok}
+		a := &app{out: &out, errOut: &errOut, getenv: func(k string) string { return env[k] }}
+		root := a.root()
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("gatewayctl %s: %v %s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String()
+	}
+	var acct struct{ ID string }
+	if err := json.Unmarshal([]byte(run("--json", "accounts", "create", "--customer", "Refused AB", "--residency", "se")), &acct); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	body, _ := json.Marshal(internalapi.RefusalReport{Entries: []internalapi.RefusalCount{
+		{Day: day, AccountID: acct.ID, KeyID: "key_0123456789ab", Status: 402, Code: "insufficient_quota", Count: 4}}})
+	req, _ := http.NewRequest("POST", node.URL+internalapi.PathRefusals, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+apitest.NodeToken)
+	req.Header.Set(internalapi.HeaderNodeID, "node-r")
+	if res, err := node.Client().Do(req); err != nil || res.StatusCode != 204 {
+		t.Fatalf("report: %v %v", err, res)
+	}
+	out := run("refusals", acct.ID)
+	for _, want := range []string{day, "key_0123456789ab", "402", "insufficient_quota", "last 7 days: 4 refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("refusals lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestCSVCell(t *testing.T) {
 	for in, want := range map[string]string{"=SUM(A1)": "'=SUM(A1)", "+1": "'+1", "@x": "'@x", "-12.50": "-12.50", "-x": "'-x", "ok": "ok", "": ""} {
 		if got := csvCell(in); got != want {
