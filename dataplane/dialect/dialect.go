@@ -80,6 +80,10 @@ type Dialect struct {
 	// StopSequenceFinish is a finish_reason value that itself says a stop sequence matched
 	// (TGI's "stop_sequence"); "" when the server has none.
 	StopSequenceFinish string
+	// FinishStop are finish_reason values of the server's that chat clients get as "stop",
+	// the protocol's value for a natural end or a matched stop sequence (TGI's eos_token and
+	// stop_sequence).
+	FinishStop []string
 	// ErrorLine: the server reports an error inside a 200 stream as an "error:" line rather
 	// than a data event (llama.cpp server builds of 2025).
 	ErrorLine bool
@@ -104,16 +108,20 @@ type Dialect struct {
 var tables = [numServers]Dialect{
 	OpenAI: {Server: OpenAI, Reasoning: []string{"reasoning_content", "reasoning"},
 		StopString: []string{"stop_reason", "matched_stop"}, StopSequenceFinish: "stop_sequence",
-		ErrorLine: true, Thinking: ThinkEffort},
+		FinishStop: tgiFinishStop, ErrorLine: true, Thinking: ThinkEffort},
 	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, ReplayReasoning: "reasoning",
 		StopString: []string{"stop_reason"}, Thinking: ThinkTemplateKwargs},
 	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content",
 		StopString: []string{"matched_stop"}, Thinking: ThinkTemplateKwargs},
 	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content",
 		ErrorLine: true, Thinking: ThinkTemplateKwargs},
-	TGI:    {Server: TGI, StopSequenceFinish: "stop_sequence"},
+	TGI:    {Server: TGI, StopSequenceFinish: "stop_sequence", FinishStop: tgiFinishStop},
 	Ollama: {Server: Ollama, Reasoning: []string{"reasoning"}, ReplayReasoning: "reasoning", Thinking: ThinkEffort},
 }
+
+// tgiFinishStop are TGI's finish reasons (router/src/lib.rs FinishReason) that the chat
+// protocol names "stop".
+var tgiFinishStop = []string{"stop_sequence", "eos_token"}
 
 // For returns server s's table (OpenAI's for an unknown value).
 func For(s Server) *Dialect {

@@ -118,6 +118,7 @@ func FuzzMirrorReasoning(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"reasoning":"a"}}]}`))
 	f.Add([]byte(`{"choices":[{"message":{"reasoning_content":"a"}},{"message":{"reasoning":"b"}}]}`))
 	f.Add([]byte(`{"choices":null,"reasoning":1}`))
+	f.Add([]byte(`{"choices":[{"finish_reason":"eos_token","x":"\"finish_reason\":\"stop_sequence\""}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !gjson.ValidBytes(b) {
 			return
@@ -126,6 +127,9 @@ func FuzzMirrorReasoning(f *testing.F) {
 			if out, ok := MirrorReasoning(nil, b, m); ok && !gjson.ValidBytes(out) {
 				t.Fatalf("%s -> invalid %s", b, out)
 			}
+		}
+		if out, ok := NormalizeFinish(nil, b, []string{"stop_sequence", "eos_token"}); ok && !gjson.ValidBytes(out) {
+			t.Fatalf("%s -> invalid %s", b, out)
 		}
 	})
 }
@@ -147,6 +151,23 @@ func TestNativeErrorEvents(t *testing.T) {
 		st.Close()
 		if re, ok := Reported(st.Result.Err); !ok || re.Info.Message != "busy" || events != 1 {
 			t.Errorf("%v: %+v events %d", c.e, st.Result, events)
+		}
+	}
+}
+
+// TestNormalizeFinish: a server's own natural-end finish reasons read "stop".
+func TestNormalizeFinish(t *testing.T) {
+	stop := []string{"stop_sequence", "eos_token"}
+	for _, c := range []struct{ in, want string }{
+		{`{"choices":[{"delta":{},"finish_reason":"stop_sequence"}]}`, `{"choices":[{"delta":{},"finish_reason":"stop"}]}`},
+		{`{"choices":[{"finish_reason":"eos_token"},{"finish_reason":"length"},{"finish_reason":"stop_sequence"}]}`,
+			`{"choices":[{"finish_reason":"stop"},{"finish_reason":"length"},{"finish_reason":"stop"}]}`},
+		{`{"choices":[{"finish_reason":"stop_sequences"}]}`, ``},
+		{`{"choices":[{"finish_reason":null}]}`, ``},
+	} {
+		got, ok := NormalizeFinish(nil, []byte(c.in), stop)
+		if ok != (c.want != "") || ok && string(got) != c.want {
+			t.Errorf("%s: %s %v", c.in, got, ok)
 		}
 	}
 }

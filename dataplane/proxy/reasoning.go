@@ -88,3 +88,34 @@ func reasoningString(b []byte) bool {
 		}
 	}
 }
+
+var finishKey = []byte(`"finish_reason":"`)
+
+// NormalizeFinish returns a chat completion or chunk whose finish_reason values named in
+// stop (a server's own values for a natural end, dialect.Dialect.FinishStop) read "stop",
+// appended to dst[:0]; ok is false when there were none (b is then returned as is).
+func NormalizeFinish(dst, b []byte, stop []string) (out []byte, ok bool) {
+	if len(stop) == 0 || !bytes.Contains(b, finishKey) {
+		return b, false
+	}
+	out, prev := dst[:0], 0
+	for i := 0; ; {
+		j := bytes.Index(b[i:], finishKey)
+		if j < 0 {
+			break
+		}
+		v := i + j + len(finishKey) // the value's first byte
+		i = v
+		for _, s := range stop {
+			if len(b) > v+len(s) && string(b[v:v+len(s)]) == s && b[v+len(s)] == '"' {
+				out = append(append(out, b[prev:v]...), "stop"...)
+				prev, ok = v+len(s), true
+				break
+			}
+		}
+	}
+	if !ok {
+		return b, false
+	}
+	return append(out, b[prev:]...), true
+}

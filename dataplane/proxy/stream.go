@@ -106,8 +106,9 @@ type StreamOptions struct {
 	StripRunningUsage bool
 	// Dialect is the upstream server's (nil: dialect.Default).
 	Dialect *dialect.Dialect
-	// MirrorReasoning gives each chat chunk's reasoning both names (MirrorReasoning), for
-	// a chat client the stream passes to.
+	// MirrorReasoning gives each chat chunk's reasoning both names (MirrorReasoning), and
+	// names the server's own natural-end finish reasons "stop" (NormalizeFinish), for a chat
+	// client the stream passes to.
 	MirrorReasoning bool
 	// Detect looks for the server the first chat chunk shows (dialect.Detect), for a route
 	// that names none; Result.Server holds it.
@@ -506,9 +507,14 @@ func (s *Stream) stripUsage(ev *sse.Event) {
 	s.rewrite(ev, d)
 }
 
-// mirror gives ev's reasoning both names (MirrorReasoning), in the stream's buffers.
+// mirror gives ev's reasoning both names (MirrorReasoning) and its finish reason the
+// chat protocol's name (NormalizeFinish), in the stream's buffers.
 func (s *Stream) mirror(ev *sse.Event) {
 	if d, ok := MirrorReasoning(s.mirrored, ev.Data, "delta"); ok {
+		s.mirrored = d
+		s.rewrite(ev, d)
+	}
+	if d, ok := NormalizeFinish(s.mirrored, ev.Data, s.dialect().FinishStop); ok {
 		s.mirrored = d
 		s.rewrite(ev, d)
 	}

@@ -390,7 +390,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		Total:           time.Until(dl),
 		Bounds:          c.bounds,
 		Dialect:         s.dialects.of(cand.Route),
-		MirrorReasoning: !cand.Translate && ue == index.EPChat && len(s.dialects.of(cand.Route).Reasoning) > 0,
+		MirrorReasoning: !cand.Translate && ue == index.EPChat,
 		Detect:          ue == index.EPChat && s.dialects.detecting(cand.Route),
 	})
 	if err := st.Peek(); err != nil {

@@ -85,6 +85,7 @@ func TestDialectsChat(t *testing.T) {
 					}
 					msg := resp.Choices[0].Message
 					checkChatMessage(t, d, sc, msg.RawJSON(), text, reasoning)
+					checkFinish(t, sc, resp.Choices[0].FinishReason)
 					if sc == simulator.ScenarioCached && resp.Usage.PromptTokensDetails.CachedTokens != simulator.DialectCached {
 						t.Errorf("usage %s", resp.Usage.RawJSON())
 					}
@@ -128,6 +129,7 @@ func TestDialectsChat(t *testing.T) {
 					t.Errorf("usage not asked for, but in %v", usageChunks)
 				}
 				msg := acc.Choices[0].Message
+				checkFinish(t, sc, acc.Choices[0].FinishReason)
 				if sc == simulator.ScenarioTool {
 					if len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != simulator.DialectToolName ||
 						msg.ToolCalls[0].Function.Arguments != simulator.DialectToolArgs {
@@ -155,6 +157,19 @@ func TestDialectsChat(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkFinish checks a chat answer's finish_reason: the protocol's own values (TGI's
+// stop_sequence and eos_token read stop).
+func checkFinish(t *testing.T, sc, got string) {
+	t.Helper()
+	want := "stop"
+	if sc == simulator.ScenarioTool {
+		want = "tool_calls"
+	}
+	if got != want {
+		t.Errorf("finish_reason %q, want %q", got, want)
 	}
 }
 

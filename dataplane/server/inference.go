@@ -224,6 +224,7 @@ func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	rb := ex.resp.Body()
 	if c.e == index.EPChat {
 		rb, _ = proxy.MirrorReasoning(nil, rb, "message") // both names: clients read either
+		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.of(ex.cand.Route).FinishStop)
 	}
 	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
