@@ -1,12 +1,16 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/residency"
 )
 
@@ -24,14 +28,78 @@ func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	next := ""
 	if l.NextAfter != "" {
-		next = "/console/accounts?" + url.Values{"q": {q.Get("q")}, "after": {l.NextAfter}}.Encode()
+		nq := url.Values{}
+		for k, v := range in {
+			nq[k] = v
+		}
+		nq.Set("after", l.NextAfter)
+		next = "/console/accounts?" + nq.Encode()
 	}
+	accts := filterAccounts(l.Data, in)
 	p.Data = struct {
 		Q        string
+		F        url.Values
 		Accounts []adminapi.Account
 		Next     string
-	}{q.Get("q"), l.Data, next}
+		Sort     map[string]string // column to the link that sorts by it
+	}{q.Get("q"), in, accts, next, sortLinks(in)}
 	c.render(w, http.StatusOK, "accounts", p)
+}
+
+// lowBalance is where the accounts list's "low balance" filter draws the line (as the
+// overview does).
+const lowBalance = 50 * money.MicroPerSEK
+
+// filterAccounts applies the accounts page's filters (residency, status, low balance) and
+// its sort (customer, balance, created; a leading - reverses) to one page of accounts.
+func filterAccounts(in []adminapi.Account, f url.Values) []adminapi.Account {
+	out := make([]adminapi.Account, 0, len(in))
+	for _, a := range in {
+		switch {
+		case f.Get("residency") != "" && a.Residency != f.Get("residency"):
+		case f.Get("status") == "suspended" && !a.Suspended, f.Get("status") == "active" && a.Suspended:
+		case f.Get("low") == "1" && a.BalanceMicroSEK >= lowBalance:
+		default:
+			out = append(out, a)
+		}
+	}
+	by := strings.TrimPrefix(f.Get("sort"), "-")
+	less := map[string]func(a, b adminapi.Account) bool{
+		"customer": func(a, b adminapi.Account) bool { return strings.ToLower(a.Customer) < strings.ToLower(b.Customer) },
+		"balance":  func(a, b adminapi.Account) bool { return a.BalanceMicroSEK < b.BalanceMicroSEK },
+		"created":  func(a, b adminapi.Account) bool { return a.CreatedAt.Before(b.CreatedAt) },
+	}[by]
+	if less != nil {
+		desc := strings.HasPrefix(f.Get("sort"), "-")
+		sort.SliceStable(out, func(i, j int) bool {
+			if desc {
+				return less(out[j], out[i])
+			}
+			return less(out[i], out[j])
+		})
+	}
+	return out
+}
+
+// sortLinks are the column headers' links: the same filters, sorted by the column, the
+// other way round when it is already sorted by it.
+func sortLinks(f url.Values) map[string]string {
+	out := map[string]string{}
+	for _, col := range []string{"customer", "balance", "created"} {
+		q := url.Values{}
+		for k, v := range f {
+			if k != "after" {
+				q[k] = v
+			}
+		}
+		if f.Get("sort") == col {
+			q.Set("sort", "-"+col)
+		} else {
+			q.Set("sort", col)
+		}
+		out[col] = "/console/accounts?" + q.Encode()
+	}
+	return out
 }
 
 func (c *Console) createAccount(w http.ResponseWriter, r *http.Request, s *session) {
@@ -50,6 +118,7 @@ type accountView struct {
 	Account    adminapi.Account
 	Keys       []adminapi.Key
 	Ledger     adminapi.LedgerPage
+	LedgerRows []ledgerRow // the page's entries, usage debits of one day as one row
 	Usage      adminapi.UsageReport
 	Refusals   adminapi.RefusalReport // requests refused before routing, 7 days
 	Chart      chart
@@ -74,6 +143,7 @@ func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (
 		lq.Set("before", b)
 	}
 	c.api(r, s, http.MethodGet, base+"/ledger?"+lq.Encode(), nil, &v.Ledger)
+	v.LedgerRows = groupDebits(v.Ledger.Data)
 	c.api(r, s, http.MethodGet, base+"/usage?days=30", nil, &v.Usage)
 	c.api(r, s, http.MethodGet, base+"/refusals?days=7", nil, &v.Refusals)
 	v.Chart = usageChart(v.Usage, c.now())
@@ -202,4 +272,30 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) 
 		return
 	}
 	c.done(w, r, "/console/accounts/"+url.PathEscape(k.AccountID), "Key "+k.ID+" revoked.")
+}
+
+// ledgerRow is a line of the ledger view: one entry, or the usage debits of one UTC day
+// together (Entries of them; the database keeps one per usage batch).
+type ledgerRow struct {
+	adminapi.LedgerEntry
+	Entries int
+}
+
+// groupDebits merges consecutive usage debits of the same UTC day (entries come newest
+// first); every other entry stays a row of its own.
+func groupDebits(es []adminapi.LedgerEntry) []ledgerRow {
+	var out []ledgerRow
+	for _, e := range es {
+		if n := len(out); n > 0 && e.Kind == "debit" && out[n-1].Kind == "debit" &&
+			e.CreatedAt.UTC().Format(time.DateOnly) == out[n-1].CreatedAt.UTC().Format(time.DateOnly) {
+			last := &out[n-1]
+			last.Entries++
+			last.AmountMicroSEK += e.AmountMicroSEK
+			last.AmountSEK = money.FormatSEK(last.AmountMicroSEK)
+			last.Note = fmt.Sprintf("usage of the day: %d debits (entries %d to %d)", last.Entries, e.ID, last.ID)
+			continue
+		}
+		out = append(out, ledgerRow{LedgerEntry: e, Entries: 1})
+	}
+	return out
 }

@@ -105,6 +105,7 @@ var funcs = template.FuncMap{
 		return *p
 	},
 	"join": strings.Join,
+	"list": func(s ...string) []string { return s },
 	"json": func(v any) string {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {

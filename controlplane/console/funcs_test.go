@@ -3,6 +3,9 @@ package console
 import (
 	"net/url"
 	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/controlplane/adminapi"
 )
 
 func TestDisplaySEK(t *testing.T) {
@@ -31,5 +34,54 @@ func TestRecordsQueryDays(t *testing.T) {
 	q := recordsQuery(url.Values{"from_day": {"2026-11-01"}, "to_day": {"2026-11-02"}, "result": {"ok"}, "bogus": {"x"}}, 50)
 	if q.Get("from") != "2026-11-01T00:00:00Z" || q.Get("to") != "2026-11-03T00:00:00Z" || q.Get("result") != "ok" || q.Has("bogus") || q.Get("limit") != "50" {
 		t.Fatalf("query %v", q)
+	}
+}
+
+func TestFilterAccounts(t *testing.T) {
+	a := []adminapi.Account{
+		{ID: "a", Customer: "beta", Residency: "se", BalanceMicroSEK: 10_000_000},
+		{ID: "b", Customer: "Alpha", Residency: "eu", BalanceMicroSEK: 500_000_000, Suspended: true},
+		{ID: "c", Customer: "gamma", Residency: "se", BalanceMicroSEK: -1},
+	}
+	ids := func(l []adminapi.Account) string {
+		s := ""
+		for _, x := range l {
+			s += x.ID
+		}
+		return s
+	}
+	for q, want := range map[string]string{
+		"":                          "abc",
+		"residency=se":              "ac",
+		"status=suspended":          "b",
+		"status=active&low=1":       "ac",
+		"sort=customer":             "bac",
+		"sort=-balance":             "bac",
+		"sort=balance&residency=se": "ca",
+	} {
+		f, _ := url.ParseQuery(q)
+		if got := ids(filterAccounts(a, f)); got != want {
+			t.Errorf("%q: %s, want %s", q, got, want)
+		}
+	}
+	if l := sortLinks(url.Values{"sort": {"balance"}, "after": {"x"}}); l["balance"] != "/console/accounts?sort=-balance" || l["customer"] != "/console/accounts?sort=customer" {
+		t.Errorf("sort links %v", l)
+	}
+}
+
+func TestGroupDebits(t *testing.T) {
+	day := func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.UTC) }
+	es := []adminapi.LedgerEntry{
+		{ID: 6, Kind: "debit", AmountMicroSEK: -1, CreatedAt: day(27, 12)},
+		{ID: 5, Kind: "debit", AmountMicroSEK: -2, CreatedAt: day(27, 11)},
+		{ID: 4, Kind: "debit", AmountMicroSEK: -3, CreatedAt: day(27, 10)},
+		{ID: 3, Kind: "credit", AmountMicroSEK: 100, CreatedAt: day(27, 9)},
+		{ID: 2, Kind: "debit", AmountMicroSEK: -4, CreatedAt: day(26, 23)},
+		{ID: 1, Kind: "debit", AmountMicroSEK: -5, CreatedAt: day(26, 22)},
+	}
+	rows := groupDebits(es)
+	if len(rows) != 3 || rows[0].Entries != 3 || rows[0].AmountMicroSEK != -6 || rows[0].ID != 6 ||
+		rows[1].Kind != "credit" || rows[2].Entries != 2 || rows[2].AmountMicroSEK != -9 || rows[0].Note != "usage of the day: 3 debits (entries 4 to 6)" {
+		t.Fatalf("rows %+v", rows)
 	}
 }
