@@ -247,13 +247,14 @@ func TestCatalog(t *testing.T) {
 	}
 	c.Models[0].Routing = "affinity"
 	c.Models[0].Routes[1].MetricsURL = "off"
+	c.Models[0].Routes[1].Server = "vllm"
 	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	models, _ = s.ListModels(ctx)
 	if m := models[0]; m.Routing != "affinity" || m.Routes[1].MetricsURL != "off" || m.Routes[0].MetricsURL != "" ||
-		models[1].Routing != "" {
-		t.Fatalf("routing or metrics_url not stored: %+v", models)
+		m.Routes[1].Server != "vllm" || m.Routes[0].Server != "" || models[1].Routing != "" {
+		t.Fatalf("routing, metrics_url or server not stored: %+v", models)
 	}
 
 	// Re-upload: the alias moves to the other model, one route is dropped.
