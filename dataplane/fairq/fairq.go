@@ -50,6 +50,11 @@ type Queue struct {
 
 	waited  *prometheus.HistogramVec
 	refused *prometheus.CounterVec
+	// Granted counts requests let go after waiting (tests, benchmarks).
+	Granted atomic.Int64
+	// pending counts requests let go that have not resumed yet: until they are dispatched
+	// their routes' load does not show them, so no other goes meanwhile.
+	pending atomic.Int64
 }
 
 type account struct {
@@ -135,6 +140,7 @@ func (q *Queue) Wait(ctx context.Context, acct string, weight int, class string,
 	var err error
 	select {
 	case <-w.ch:
+		q.pending.Add(-1)
 	case <-t.C:
 		err = ErrTimeout
 	case <-ctx.Done():
@@ -144,6 +150,7 @@ func (q *Queue) Wait(ctx context.Context, acct string, weight int, class string,
 		q.mu.Lock()
 		select {
 		case <-w.ch: // granted meanwhile: take it
+			q.pending.Add(-1)
 			err = nil
 		default:
 			q.remove(a, el)
@@ -193,6 +200,9 @@ func (q *Queue) dropFromRing(a *account) {
 func (q *Queue) Kick() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.pending.Load() > 0 {
+		return false // the last one let go is not dispatched yet
+	}
 	for range len(q.ring) {
 		a := q.ring[q.next]
 		w := a.q.Front().Value.(*waiter)
@@ -200,7 +210,9 @@ func (q *Queue) Kick() bool {
 			q.advance(a)
 			continue
 		}
+		q.pending.Add(1)
 		close(w.ch)
+		q.Granted.Add(1)
 		a.served++
 		a.q.Remove(a.q.Front())
 		q.depth--

@@ -38,8 +38,9 @@ type Route struct {
 	// parts per million, and when it was read (unix ns; 0: never).
 	srvWaiting, srvRunning, srvKV, srvAt atomic.Int64
 	// srvInFlight is this node's in-flight count when the report was read; slots the
-	// server's capacity as last seen (its running count while requests waited), 0 unknown.
-	srvInFlight, slots atomic.Int64
+	// server's capacity as last seen (its running count while requests waited), learned
+	// at slotsAt (unix ns) and trusted for SlotsFor.
+	srvInFlight, slots, slotsAt atomic.Int64
 	scrapeFails        atomic.Int64
 }
 
@@ -104,7 +105,8 @@ func (r *Route) SetServer(rep Report, now int64) {
 	switch slots := r.slots.Load(); {
 	case rep.Waiting > 0 && rep.Running > 0:
 		r.slots.Store(rep.Running) // full: its capacity now
-	case rep.Running > slots:
+		r.slotsAt.Store(now)
+	case slots > 0 && rep.Running > slots:
 		r.slots.Store(rep.Running) // more than thought
 	}
 	r.srvAt.Store(now)
@@ -114,6 +116,10 @@ func (r *Route) SetServer(rep Report, now int64) {
 // ScrapeFailed counts a failed read of the route's metrics (the report already held fades
 // with age).
 func (r *Route) ScrapeFailed() { r.scrapeFails.Add(1) }
+
+// SlotsFor is how long a server's capacity, learned while requests waited there, is
+// trusted; then it is learned again the next time a queue forms.
+const SlotsFor = 30 * time.Second
 
 // View is a route's load as the scorer sees it at one instant.
 type View struct {
@@ -154,7 +160,7 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	v.Waiting = v.Fresh * float64(w)
 	v.Running = v.Fresh * float64(run)
 	q := w
-	if slots := r.slots.Load(); slots > 0 {
+	if slots := r.slots.Load(); slots > 0 && now-r.slotsAt.Load() <= int64(SlotsFor) {
 		q = w + run + v.InFlight - r.srvInFlight.Load() - slots
 		v.SlotsKnown = true
 	}

@@ -94,3 +94,34 @@ func TestMetricsURL(t *testing.T) {
 		}
 	}
 }
+
+// A server's capacity is learned while requests wait there, moves the queue estimate with
+// the node's own dispatches, and is forgotten after SlotsFor.
+func TestSlotsLearned(t *testing.T) {
+	var r Route
+	at := int64(time.Hour)
+	for range 6 {
+		r.Start(at)
+	}
+	r.SetServer(Report{Waiting: 2, Running: 4}, at)
+	fresh := time.Hour
+	v := r.View(at, fresh)
+	if !v.SlotsKnown || v.Excess != 2 || v.Queue != 2 {
+		t.Fatalf("learned: %+v", v)
+	}
+	r.Done()
+	r.Done()
+	r.Done()
+	if v := r.View(at, fresh); v.Excess != -1 || v.Queue != 0 {
+		t.Fatalf("three done: %+v, want one slot free", v)
+	}
+	if v := r.View(at+int64(SlotsFor)+1, fresh); v.SlotsKnown {
+		t.Fatalf("capacity still trusted after SlotsFor: %+v", v)
+	}
+	// Running alone (no queue) teaches nothing: a replica that ran one request is not full.
+	var idle Route
+	idle.SetServer(Report{Running: 1}, at)
+	if v := idle.View(at, fresh); v.SlotsKnown {
+		t.Fatalf("capacity from an unqueued report: %+v", v)
+	}
+}

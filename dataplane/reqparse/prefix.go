@@ -2,9 +2,6 @@ package reqparse
 
 import "unsafe"
 
-// MaxPrefixBytes bounds the stable prompt start a request's routing key is taken from.
-const MaxPrefixBytes = 4096
-
 // Span locates a part of the request body (Off, Len in bytes); the zero Span is empty.
 type Span struct{ Off, Len int32 }
 
@@ -16,7 +13,7 @@ func (s Span) In(body []byte) []byte {
 	return body[s.Off : s.Off+s.Len]
 }
 
-// spanIn locates sub, a substring of the body s, cut to MaxPrefixBytes.
+// spanIn locates sub, a substring of the body s.
 func spanIn(s, sub string) Span {
 	if len(sub) == 0 {
 		return Span{}
@@ -25,7 +22,7 @@ func spanIn(s, sub string) Span {
 	if off > uintptr(len(s)) {
 		return Span{}
 	}
-	return Span{Off: int32(off), Len: int32(min(len(sub), MaxPrefixBytes))}
+	return Span{Off: int32(off), Len: int32(len(sub))}
 }
 
 var roleKeys = []string{"role"}

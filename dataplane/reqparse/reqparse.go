@@ -91,8 +91,8 @@ type Request struct {
 	// routes allowing every one of them may serve the request.
 	ExtensionMask uint32
 	Extensions    []Extension
-	// Prefix locates the prompt's stable start in the body, at most MaxPrefixBytes, from
-	// which routing takes the request's prefix key: the leading system messages (or the
+	// Prefix locates the prompt's stable start in the body, from which routing takes the
+	// request's prefix key (and weighs it by its size): the leading system messages (or the
 	// first message), Messages-style system (or first message), Responses instructions
 	// (or first input item), the completions prompt. CacheKey locates the client's
 	// prompt_cache_key (chat, Responses), which replaces it.

@@ -60,7 +60,8 @@ const (
 //
 // where load is the requests at the server (its reported waiting plus running, or this
 // node's own in-flight count when larger or when no fresh report is held), waiting the
-// server's waiting queue (its report moved by this node's dispatches since), and kv_high
+// requests a new one would wait behind at the server (its report moved by this node's
+// dispatches since, plus one when no slot is free), and kv_high
 // how far its KV-cache use is above 75 % (0 up to 75 %, 1 when full: below that the cache
 // is no constraint). The affinity terms scale with the prefix's size (Request.PrefixBytes
 // over FullAffinityBytes, at most 1) and count for a key this node has routed within
@@ -77,6 +78,16 @@ type Weights struct {
 // that replica has four more requests waiting, or eight more running, than another (a cache
 // miss on a long prefix costs a full prefill).
 var DefaultWeights = Weights{Load: 0.5, Queue: 1, KV: 2, Affinity: 4}
+
+// waitsBehind is how many requests a request sent to a route now would wait behind at its
+// server: the estimated queue plus one when no slot is free (capacity known), else the
+// reported queue.
+func waitsBehind(v loadstat.View) float64 {
+	if v.SlotsKnown {
+		return max(0, v.Excess+v.Fresh)
+	}
+	return v.Queue
+}
 
 // kvHigh is the part of KV-cache use above 75 %, scaled to 0..1.
 func kvHigh(kv float64) float64 { return max(0, kv-0.75) * 4 }
@@ -106,8 +117,9 @@ type Decision struct {
 }
 
 // FullAffinityBytes is the prefix size from which the scored policy's affinity terms count
-// in full (about 400 tokens); a shorter prefix earns a proportional share.
-const FullAffinityBytes = 2048
+// in full (about 1,600 tokens, whose prefill takes about as long as a few requests'
+// decoding); a shorter prefix earns a proportional share.
+const FullAffinityBytes = 8192
 
 // maxScored bounds the routes of one priority group that are scored; a larger group is
 // ordered by weighted random.
@@ -200,13 +212,13 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 		return ReasonAffinity
 	case ModeLeastLoad:
 		for i := range group {
-			cost[i] = views[i].Load() + views[i].Queue + s.weights().KV*kvHigh(views[i].KV)
+			cost[i] = views[i].Load() + waitsBehind(views[i]) + s.weights().KV*kvHigh(views[i].KV)
 		}
 	default:
 		w := s.weights()
 		for i := range group {
 			v := views[i]
-			cost[i] = w.Load*v.Load() + w.Queue*v.Queue + w.KV*kvHigh(v.KV)
+			cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)
 		}
 		bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
 		switch {
@@ -266,9 +278,12 @@ func mix(x uint64) uint64 {
 	return x
 }
 
+// MaxKeyBytes bounds the part of a prompt's stable start that its prefix key hashes.
+const MaxKeyBytes = 4096
+
 // PrefixKey is a request's prefix key: the client's prompt_cache_key when sent, else the
-// model and the stable start of the prompt (reqparse.Request.Prefix). ok is false when
-// there is neither.
+// model and the stable start of the prompt (reqparse.Request.Prefix, its first
+// MaxKeyBytes). ok is false when there is neither.
 func PrefixKey(model string, cacheKey, prefix []byte) (key uint64, ok bool) {
 	var d xxhash.Digest
 	d.Reset()
@@ -280,7 +295,7 @@ func PrefixKey(model string, cacheKey, prefix []byte) (key uint64, ok bool) {
 		d.Write(cacheKey)
 	case len(prefix) > 0:
 		d.Write([]byte{2})
-		d.Write(prefix)
+		d.Write(prefix[:min(len(prefix), MaxKeyBytes)])
 	default:
 		return 0, false
 	}
