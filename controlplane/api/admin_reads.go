@@ -61,21 +61,31 @@ func (s *server) listLedger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// accountUsage is GET /admin/v1/accounts/{id}/usage?days=1..366 (default 30): usage per
-// day and model, today (UTC) included.
-func (s *server) accountUsage(w http.ResponseWriter, r *http.Request) {
-	days := 30
+// accountDays reads an account report's account (which must exist) and its days query
+// parameter (1 to 366, def when absent); ok is false when it answered an error.
+func (s *server) accountDays(w http.ResponseWriter, r *http.Request, def int) (id string, days int, ok bool) {
+	days = def
 	if v := r.URL.Query().Get("days"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 366 {
 			writeError(w, invalid("days", "days must be an integer from 1 to 366."))
-			return
+			return "", 0, false
 		}
 		days = n
 	}
-	id := r.PathValue("id")
+	id = r.PathValue("id")
 	if _, err := s.cfg.Store.GetAccount(r.Context(), id); err != nil {
 		s.storeError(w, r, err, "account")
+		return "", 0, false
+	}
+	return id, days, true
+}
+
+// accountUsage is GET /admin/v1/accounts/{id}/usage?days=1..366 (default 30): usage per
+// day and model, today (UTC) included.
+func (s *server) accountUsage(w http.ResponseWriter, r *http.Request) {
+	id, days, ok := s.accountDays(w, r, 30)
+	if !ok {
 		return
 	}
 	from := s.now().UTC().AddDate(0, 0, -(days - 1))

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -42,18 +41,8 @@ func (s *server) postRefusals(w http.ResponseWriter, r *http.Request) {
 // listRefusals is GET /admin/v1/accounts/{id}/refusals?days=N (default 7, at most 366): the
 // requests of the account that nodes refused before routing, per day, key, status and code.
 func (s *server) listRefusals(w http.ResponseWriter, r *http.Request) {
-	days := 7
-	if v := r.URL.Query().Get("days"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 366 {
-			writeError(w, invalid("days", "days must be an integer from 1 to 366."))
-			return
-		}
-		days = n
-	}
-	id := r.PathValue("id")
-	if _, err := s.cfg.Store.GetAccount(r.Context(), id); err != nil {
-		s.storeError(w, r, err, "account")
+	id, days, ok := s.accountDays(w, r, 7)
+	if !ok {
 		return
 	}
 	rows, err := s.cfg.Store.ListRefusals(r.Context(), id, s.now().AddDate(0, 0, 1-days))

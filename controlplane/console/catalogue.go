@@ -30,38 +30,32 @@ type catalogueView struct {
 func (c *Console) loadBreakers(r *http.Request, s *session, v *catalogueView) {
 	var nodes adminapi.List[adminapi.Node]
 	c.api(r, s, http.MethodGet, "/admin/v1/nodes", nil, &nodes)
-	v.Breakers = map[string]string{}
 	for _, n := range nodes.Data {
-		if n.Breakers == nil {
-			continue
-		}
-		v.Reported = true
-		routes := make([]string, 0, len(n.Breakers))
-		for route := range n.Breakers {
+		v.Reported = v.Reported || n.Breakers != nil
+	}
+	v.Breakers = byRoute(nodes.Data, func(n adminapi.Node) map[string]string { return n.Breakers })
+	v.Problems = byRoute(nodes.Data, func(n adminapi.Node) map[string]string { return n.RouteProblems })
+}
+
+// byRoute turns what each node reports per route (of) into one line per route:
+// "open on node-a, half-open on node-b".
+func byRoute(nodes []adminapi.Node, of func(adminapi.Node) map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		m := of(n)
+		routes := make([]string, 0, len(m))
+		for route := range m {
 			routes = append(routes, route)
 		}
 		sort.Strings(routes)
 		for _, route := range routes {
-			if v.Breakers[route] != "" {
-				v.Breakers[route] += ", "
+			if out[route] != "" {
+				out[route] += ", "
 			}
-			v.Breakers[route] += n.Breakers[route] + " on " + n.NodeID
+			out[route] += m[route] + " on " + n.NodeID
 		}
 	}
-	v.Problems = map[string]string{}
-	for _, n := range nodes.Data {
-		routes := make([]string, 0, len(n.RouteProblems))
-		for route := range n.RouteProblems {
-			routes = append(routes, route)
-		}
-		sort.Strings(routes)
-		for _, route := range routes {
-			if v.Problems[route] != "" {
-				v.Problems[route] += ", "
-			}
-			v.Problems[route] += n.RouteProblems[route] + " on " + n.NodeID
-		}
-	}
+	return out
 }
 
 func (c *Console) cataloguePage(w http.ResponseWriter, r *http.Request, s *session) {

@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"golang.org/x/time/rate"
 
@@ -24,7 +23,6 @@ import (
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/internal/daemon"
 	"github.com/sekgate/gateway/internal/flagenv"
-	"github.com/sekgate/gateway/internal/version"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -111,19 +109,7 @@ func parseFlags(args []string) (Config, error) {
 // Main runs the controlplane command with its arguments (args) and exits the process
 // with its status.
 func Main(args []string) {
-	if version.Requested(args) {
-		version.Print(os.Stdout, "controlplane")
-		return
-	}
-	cfg, err := parseFlags(args)
-	if flagenv.Done(err) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "controlplane:", err)
-		os.Exit(2)
-	}
-	daemon.Run("controlplane", cfg.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, cfg, log) })
+	daemon.Main("controlplane", args, parseFlags, func(c Config) string { return c.logLevel }, run)
 }
 
 func run(ctx context.Context, cfg Config, log *slog.Logger) error {

@@ -21,7 +21,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/internal/daemon"
 	"github.com/sekgate/gateway/internal/flagenv"
-	"github.com/sekgate/gateway/internal/version"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -175,19 +174,7 @@ func parseFlags(args []string) (Config, error) {
 // Main runs the dataplane command with its arguments (args) and exits the process
 // with its status.
 func Main(args []string) {
-	if version.Requested(args) {
-		version.Print(os.Stdout, "dataplane")
-		return
-	}
-	o, err := parseFlags(args)
-	if flagenv.Done(err) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dataplane:", err)
-		os.Exit(2)
-	}
-	daemon.Run("dataplane", o.logLevel, func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
+	daemon.Main("dataplane", args, parseFlags, func(c Config) string { return c.logLevel }, run)
 }
 
 func run(ctx context.Context, o Config, log *slog.Logger) error {

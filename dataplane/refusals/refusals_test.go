@@ -13,8 +13,8 @@ func TestCounter(t *testing.T) {
 	c.Add("acct_a", "key_1", 402, "insufficient_quota")
 	c.Add("acct_a", "key_1", 402, "insufficient_quota")
 	c.Add("acct_a", "key_2", 429, "rate_limit_exceeded")
-	c.Add("", "key_3", 402, "x") // no account: not counted
-	now = now.Add(2 * time.Minute)  // the next UTC day
+	c.Add("", "key_3", 402, "x")   // no account: not counted
+	now = now.Add(2 * time.Minute) // the next UTC day
 	c.Add("acct_a", "key_1", 402, "insufficient_quota")
 	got := map[string]int64{}
 	for _, e := range c.take() {

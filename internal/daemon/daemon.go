@@ -11,6 +11,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/version"
 )
 
 // Logger returns a text logger on standard error at level ("debug", "info", "warn", "error").
@@ -89,4 +92,24 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// Main is the whole main of a long-lived command named name: --version, then its settings
+// (parse; --help and --print-config end it with 0, bad settings with 2), then Run at the
+// settings' log level.
+func Main[C any](name string, args []string, parse func([]string) (C, error), level func(C) string,
+	run func(context.Context, C, *slog.Logger) error) {
+	if version.Requested(args) {
+		version.Print(os.Stdout, name)
+		return
+	}
+	cfg, err := parse(args)
+	if flagenv.Done(err) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(2)
+	}
+	Run(name, level(cfg), func(ctx context.Context, log *slog.Logger) error { return run(ctx, cfg, log) })
 }

@@ -27,20 +27,7 @@ func TestRecordsUsageLedgerAgainstControlPlane(t *testing.T) {
 	admin, node := httptest.NewServer(h.Admin), httptest.NewServer(h.Node)
 	t.Cleanup(admin.Close)
 	t.Cleanup(node.Close)
-	ctl := func(args ...string) string {
-		t.Helper()
-		var out, errOut bytes.Buffer
-		env := map[string]string{"GATEWAY_ADMIN_URL": admin.URL, "GATEWAY_ADMIN_TOKEN": tok}
-		a := &app{out: &out, errOut: &errOut, getenv: func(k string) string { return env[k] }}
-		root := a.root()
-		root.SetArgs(args)
-		root.SetOut(&out)
-		root.SetErr(&errOut)
-		if err := root.ExecuteContext(context.Background()); err != nil {
-			t.Fatalf("gatewayctl %s: %v %s", strings.Join(args, " "), err, errOut.String())
-		}
-		return out.String()
-	}
+	ctl := cliAgainst(t, admin.URL, tok)
 	ctl("catalog", "load", filepath.Join("..", "..", "configs", "catalog.demo.yaml"))
 	var acct struct{ ID string }
 	if err := json.Unmarshal([]byte(ctl("--json", "accounts", "create", "--customer", "Reads AB", "--residency", "se")), &acct); err != nil {
@@ -118,7 +105,6 @@ func TestRecordsUsageLedgerAgainstControlPlane(t *testing.T) {
 	}
 }
 
-
 // gatewayctl refusals lists what nodes reported refusing for the account.
 func TestRefusalsAgainstControlPlane(t *testing.T) {
 	const tok = "adm_cli_refusals_0123456789abcdef012345"
@@ -126,20 +112,7 @@ func TestRefusalsAgainstControlPlane(t *testing.T) {
 	admin, node := httptest.NewServer(h.Admin), httptest.NewServer(h.Node)
 	t.Cleanup(admin.Close)
 	t.Cleanup(node.Close)
-	run := func(args ...string) string {
-		t.Helper()
-		var out, errOut bytes.Buffer
-		env := map[string]string{"GATEWAY_ADMIN_URL": admin.URL, "GATEWAY_ADMIN_TOKEN": tok}
-		a := &app{out: &out, errOut: &errOut, getenv: func(k string) string { return env[k] }}
-		root := a.root()
-		root.SetArgs(args)
-		root.SetOut(&out)
-		root.SetErr(&errOut)
-		if err := root.ExecuteContext(context.Background()); err != nil {
-			t.Fatalf("gatewayctl %s: %v %s", strings.Join(args, " "), err, errOut.String())
-		}
-		return out.String()
-	}
+	run := cliAgainst(t, admin.URL, tok)
 	var acct struct{ ID string }
 	if err := json.Unmarshal([]byte(run("--json", "accounts", "create", "--customer", "Refused AB", "--residency", "se")), &acct); err != nil {
 		t.Fatal(err)
@@ -158,6 +131,25 @@ func TestRefusalsAgainstControlPlane(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("refusals lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// cliAgainst returns a runner of gatewayctl against the admin API at url with token tok,
+// which fails the test when a command fails and returns its standard output.
+func cliAgainst(t *testing.T, url, tok string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		env := map[string]string{"GATEWAY_ADMIN_URL": url, "GATEWAY_ADMIN_TOKEN": tok}
+		a := &app{out: &out, errOut: &errOut, getenv: func(k string) string { return env[k] }}
+		root := a.root()
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("gatewayctl %s: %v %s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String()
 	}
 }
 

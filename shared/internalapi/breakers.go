@@ -2,6 +2,7 @@ package internalapi
 
 import (
 	"net/url"
+	"sort"
 	"unicode/utf8"
 )
 
@@ -25,35 +26,44 @@ const (
 
 // FormatBreakers is the HeaderBreakers value for states (route ID to state name): closed
 // routes are left out, the rest sorted by route ID, at most MaxBreakers of them.
-func FormatBreakers(states map[string]string) string {
-	v := url.Values{}
-	for r, st := range states {
-		if (st == BreakerOpen || st == BreakerHalfOpen) && validRouteID(r) && len(v) < MaxBreakers {
-			v.Set(r, st)
-		}
-	}
-	s := v.Encode()
-	for len(s) > MaxBreakersBytes { // only with very long route IDs: drop from the end
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		maxKey := keys[0]
-		for _, k := range keys {
-			if k > maxKey {
-				maxKey = k
-			}
-		}
-		v.Del(maxKey)
-		s = v.Encode()
-	}
-	return s
-}
+func FormatBreakers(states map[string]string) string { return formatRouteStates(states, breakerState) }
 
 // ParseBreakers reads a HeaderBreakers value: the routes whose breaker is not closed.
 // ok is false for a value that is too long, not a query string, names a route twice or
 // an unknown state.
-func ParseBreakers(s string) (map[string]string, bool) {
+func ParseBreakers(s string) (map[string]string, bool) { return parseRouteStates(s, breakerState) }
+
+func breakerState(st string) bool { return st == BreakerOpen || st == BreakerHalfOpen }
+
+// formatRouteStates writes route ID to value pairs as a query string, sorted by route ID:
+// valid route IDs with a known value only, at most MaxBreakers of them, and within
+// MaxBreakersBytes (the last routes dropped when very long IDs would exceed it).
+func formatRouteStates(states map[string]string, known func(string) bool) string {
+	ids := make([]string, 0, len(states))
+	for r, st := range states {
+		if known(st) && validRouteID(r) {
+			ids = append(ids, r)
+		}
+	}
+	sort.Strings(ids)
+	if len(ids) > MaxBreakers {
+		ids = ids[:MaxBreakers]
+	}
+	for {
+		v := url.Values{}
+		for _, r := range ids {
+			v.Set(r, states[r])
+		}
+		if s := v.Encode(); len(s) <= MaxBreakersBytes || len(ids) == 0 {
+			return s
+		}
+		ids = ids[:len(ids)-1]
+	}
+}
+
+// parseRouteStates reads formatRouteStates' form; ok is false for a value that is too long,
+// not a query string, names a route twice, or has an unknown value.
+func parseRouteStates(s string, known func(string) bool) (map[string]string, bool) {
 	if len(s) > MaxBreakersBytes {
 		return nil, false
 	}
@@ -63,7 +73,7 @@ func ParseBreakers(s string) (map[string]string, bool) {
 	}
 	out := make(map[string]string, len(v))
 	for r, sts := range v {
-		if !validRouteID(r) || len(sts) != 1 || (sts[0] != BreakerOpen && sts[0] != BreakerHalfOpen) {
+		if !validRouteID(r) || len(sts) != 1 || !known(sts[0]) {
 			return nil, false
 		}
 		out[r] = sts[0]

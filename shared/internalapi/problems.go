@@ -1,7 +1,6 @@
 package internalapi
 
 import (
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -37,47 +36,13 @@ var problems = map[string]bool{ProblemCredentialMissing: true, ProblemUnreachabl
 // FormatRouteProblems is the HeaderRouteProblems value for problems (route ID to problem),
 // sorted by route ID, at most MaxBreakers of them; unknown problems are left out.
 func FormatRouteProblems(ps map[string]string) string {
-	ids := make([]string, 0, len(ps))
-	for r, p := range ps {
-		if problems[p] && validRouteID(r) {
-			ids = append(ids, r)
-		}
-	}
-	sort.Strings(ids)
-	v := url.Values{}
-	for _, r := range ids {
-		if len(v) == MaxBreakers {
-			break
-		}
-		v.Set(r, ps[r])
-	}
-	s := v.Encode()
-	for len(s) > MaxBreakersBytes && len(ids) > 0 { // only with very long route IDs
-		ids = ids[:len(ids)-1]
-		v.Del(ids[len(ids)])
-		s = v.Encode()
-	}
-	return s
+	return formatRouteStates(ps, func(p string) bool { return problems[p] })
 }
 
 // ParseRouteProblems reads a HeaderRouteProblems value; ok is false for a value that is too
 // long, not a query string, names a route twice or an unknown problem.
 func ParseRouteProblems(s string) (map[string]string, bool) {
-	if len(s) > MaxBreakersBytes {
-		return nil, false
-	}
-	v, err := url.ParseQuery(s)
-	if err != nil || len(v) > MaxBreakers {
-		return nil, false
-	}
-	out := make(map[string]string, len(v))
-	for r, ps := range v {
-		if !validRouteID(r) || len(ps) != 1 || !problems[ps[0]] {
-			return nil, false
-		}
-		out[r] = ps[0]
-	}
-	return out, true
+	return parseRouteStates(s, func(p string) bool { return problems[p] })
 }
 
 // credentialName is the form of a route credential's variable name.
