@@ -3,8 +3,10 @@ package api_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/controlplane/api"
 )
 
 // TestLoginLimiterHoldsUnderFlood: the login limiter cannot be reset. Once an address has
@@ -14,7 +16,9 @@ import (
 // in the audit log, a few rows per address however many failures.
 func TestLoginLimiterHoldsUnderFlood(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// The API's clock stands still, so no bucket refills however long the flood takes.
+	frozen := time.Now()
+	e := newEnvWith(t, func(c *api.Config) { c.Now = func() time.Time { return frozen } })
 	e.mustStatus(e.do("GET", "/admin/v1/accounts", "not-the-admin-token-0123456789abcdef", nil, nil), 401)
 	login := func(name string) int {
 		return e.do("POST", "/admin/v1/sessions", "", adminapi.LoginRequest{Name: name, Password: "wrong password!"}, nil).status
