@@ -30,6 +30,7 @@ type fakeCP struct {
 	posts    atomic.Int64 // usage POSTs received, failed ones included
 	delay    atomic.Int64 // nanoseconds to wait before applying a batch
 	badReply atomic.Bool  // answer 200 with a reply naming another batch
+	watching atomic.Int64 // balance watches waiting for a change
 	// refuse, when set, answers a batch holding a record whose request_id starts with
 	// "poison" with this status.
 	refuse atomic.Int64
@@ -186,17 +187,24 @@ func (cp *fakeCP) watch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		ch := cp.changed
+		waiting := len(upd.Balances) == 0
+		if waiting {
+			cp.watching.Add(1) // under mu: a change from now on closes ch
+		}
 		cp.mu.Unlock()
-		if len(upd.Balances) > 0 {
+		if !waiting {
 			json.NewEncoder(w).Encode(upd)
 			return
 		}
 		select {
 		case <-ch:
+			cp.watching.Add(-1)
 		case <-deadline:
+			cp.watching.Add(-1)
 			json.NewEncoder(w).Encode(upd)
 			return
 		case <-r.Context().Done():
+			cp.watching.Add(-1)
 			return
 		}
 	}

@@ -3,6 +3,7 @@ package meter
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -269,7 +270,10 @@ func TestConfirmedNotResentAfterRestart(t *testing.T) {
 		t.Fatalf("restarted meter holds %d records", s.SpoolRecords)
 	}
 	run(t, m2)
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, 5*time.Second, "restarted meter running", m2.running.Load)
+	// A negative check needs a bounded wait: a batch of confirmed records would go out
+	// within a batch interval (20 ms); 500 ms is many intervals even on a busy machine.
+	time.Sleep(500 * time.Millisecond)
 	if got := cp.posts.Load(); got != posts {
 		t.Fatalf("restarted meter sent %d batches of confirmed records", got-posts)
 	}
@@ -282,23 +286,33 @@ func TestRunReturnsPromptlyMidBackoff(t *testing.T) {
 	cfg.Link = testLink(t, cp.srv.URL, 10*time.Second, 30*time.Second)
 	m := newMeter(t, cfg)
 	m.Record(mkRecord(1, "acct_a", 1))
+	// The client calls Backoff right before it sleeps: once it has, Run is in the backoff.
+	inBackoff := make(chan struct{})
+	var once sync.Once
+	backoff := m.client.Backoff
+	m.client.Backoff = func(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
+		d := backoff(lo, hi, attempt, resp)
+		once.Do(func() { close(inBackoff) })
+		return d
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	eventually(t, 5*time.Second, "first attempt failed", func() bool { return cp.posts.Load() >= 1 })
-	time.Sleep(20 * time.Millisecond) // now sleeping in a 5..10 s backoff
-	start := time.Now()
+	select {
+	case <-inBackoff: // now sleeping in a 5..10 s backoff
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first attempt never went into a backoff")
+	}
 	cancel()
+	// The backoff is at least 5 s: returning within 4 s, however busy the machine,
+	// means the cancel cut it short.
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Run still sleeping in backoff 2s after cancel")
-	}
-	if el := time.Since(start); el > 500*time.Millisecond {
-		t.Errorf("Run took %s to return", el)
+	case <-time.After(4 * time.Second):
+		t.Fatal("Run still sleeping in backoff 4s after cancel")
 	}
 	// The unconfirmed batch is kept and goes out on the next Run.
 	cp.down.Store(false)
@@ -347,7 +361,7 @@ func TestBalanceWatchDeliversTopUp(t *testing.T) {
 		t.Fatalf("seeded Spendable = %d", got)
 	}
 	run(t, m)
-	time.Sleep(50 * time.Millisecond) // the watch is now waiting
+	eventually(t, 5*time.Second, "the watch waiting at the control plane", func() bool { return cp.watching.Load() >= 1 })
 	start := time.Now()
 	cp.credit("acct_a", 5_000_000)
 	cp.credit("acct_b", 7)
