@@ -225,7 +225,8 @@ func TestDiskSnapshotMaxAge(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c3.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond) // a few failed polls: still serving
+	waitFor(t, "three failed polls", func() bool { return strings.Contains(logs3.String(), "failures=3") })
+	// A few failed polls: still serving.
 	if !st3.Ready() {
 		t.Fatal("went not-ready before max age")
 	}

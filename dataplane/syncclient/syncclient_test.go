@@ -93,7 +93,7 @@ func newClient(t *testing.T, url, dir string, st *index.Store, seen *atomic.Int6
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -244,7 +244,8 @@ func TestBackoffRespectsContext(t *testing.T) {
 	if err := c.Run(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Run = %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// The backoff is an hour: any return within 30 s means the context cut it short.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("Run slept through cancellation: %v", d)
 	}
 }
