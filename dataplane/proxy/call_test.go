@@ -81,11 +81,12 @@ func TestCallCancelWhileWaiting(t *testing.T) {
 	if !errors.Is(err, ErrCancelled) || Classify(err) != FailCancelled {
 		t.Fatalf("err %v", err)
 	}
-	if took := time.Since(t0); took > time.Second {
+	// The upstream waits 5 s: an answer within 4 s, however busy the machine, was cut short.
+	if took := time.Since(t0); took > 4*time.Second {
 		t.Fatalf("cancel took %v", took)
 	}
 	c.Done()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for srv.cancelled.Load() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("upstream never saw the cancellation")
@@ -137,10 +138,11 @@ func TestFirstByteTimeout(t *testing.T) {
 	u := pool.For(r)
 	var c Call
 	t0 := time.Now()
-	if _, err := call(u, r, &c, 600, true); Classify(err) != FailTimeout {
+	if _, err := call(u, r, &c, 5000, true); Classify(err) != FailTimeout {
 		t.Fatalf("stream: %v", err)
 	}
-	if took := time.Since(t0); took > 500*time.Millisecond {
+	// The upstream waits 5 s: an answer within 4 s, however busy the machine, was the timeout.
+	if took := time.Since(t0); took > 4*time.Second {
 		t.Fatalf("stream waited %v", took)
 	}
 	c.Done()

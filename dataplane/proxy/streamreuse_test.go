@@ -73,7 +73,9 @@ func TestStreamEndKeepsConnection(t *testing.T) {
 		t.Fatalf("5 streams used %d upstream connections, want 1", n)
 	}
 	hold.Store(true)
-	if took := run(); took > drainWait+time.Second/2 {
+	// The held body ends only when the test does: a Close within 5 s, however busy the
+	// machine, gave up on it after drainWait.
+	if took := run(); took > 5*time.Second {
 		t.Fatalf("closing a stream whose upstream held its body open took %v", took)
 	}
 }
