@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ type env struct {
 	pub   *publish.Publisher
 	srv   *httptest.Server // node-facing listener
 	adm   *httptest.Server // admin listener
+	// nodeInFlight counts requests inside the node API's handler, so a test can wait
+	// for a long poll to be waiting instead of sleeping.
+	nodeInFlight *atomic.Int64
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -66,7 +70,12 @@ func newEnvWith(t *testing.T, opt func(*api.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h.Node)
+	inFlight := new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		h.Node.ServeHTTP(w, r)
+	}))
 	adm := httptest.NewServer(h.Admin)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -87,7 +96,20 @@ func newEnvWith(t *testing.T, opt func(*api.Config)) *env {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return &env{t: t, store: st, pub: pub, srv: srv, adm: adm}
+	return &env{t: t, store: st, pub: pub, srv: srv, adm: adm, nodeInFlight: inFlight}
+}
+
+// waitNodeInFlight waits until n requests are inside the node API's handler: a long
+// poll started in another goroutine has reached it and waits there.
+func (e *env) waitNodeInFlight(n int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.nodeInFlight.Load() < n {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d node requests in flight, want %d", e.nodeInFlight.Load(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 type resp struct {

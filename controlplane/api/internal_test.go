@@ -55,7 +55,7 @@ func TestSnapshotLongPoll(t *testing.T) {
 		st, s, _ := e.poll(s1.Version, 8)
 		done <- result{st, s, time.Now()}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the poll start waiting
+	e.waitNodeInFlight(1) // the poll is waiting
 	changed := time.Now()
 	acct := e.createAccount("Acme", "se")
 	res := <-done
@@ -146,7 +146,7 @@ func TestUsageAndBalanceWatch(t *testing.T) {
 		e.node("GET", fmt.Sprintf("%s?since=%d&wait=8", internalapi.PathBalances, since.Seq), "").json(t, &u)
 		woken <- u
 	}()
-	time.Sleep(200 * time.Millisecond)
+	e.waitNodeInFlight(1) // the watch is waiting
 	rec := usage.Record{RequestID: "req_t1", TS: time.Now(), AccountID: acct, Model: "llama-3.1-8b", Status: 200, Result: usage.ResultOK,
 		PromptTokens: 1000, CompletionTokens: 500, PriceMicroSEK: 3000} // 1000 × 150 öre/M + 500 × 300 öre/M
 	start := time.Now()
