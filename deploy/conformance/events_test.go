@@ -141,8 +141,14 @@ func TestEvents_BrokenStreamKeeps200WithoutTerminal(t *testing.T) {
 	if err := getSpec(t).CheckStreamTerminal("POST", "/v1/chat/completions", r.Body); err == nil {
 		t.Fatalf("a broken stream ends with its terminal event: %s", r.Body)
 	}
-	if n := len(openapi.ParseSSE(r.Body)); n == 0 || n > 3 {
-		t.Errorf("%d events relayed, want 1..3", n)
+	// The events the provider sent before it broke (at most 3), then one error event that
+	// tells the client the stream did not complete (never [DONE]).
+	evs := openapi.ParseSSE(r.Body)
+	if n := len(evs); n < 2 || n > 4 {
+		t.Fatalf("%d events relayed, want the provider's (1..3) and an error event", n)
+	}
+	if last := evs[len(evs)-1]; !strings.Contains(last.Data, `"error"`) || strings.Contains(string(r.Body), "[DONE]") {
+		t.Errorf("the broken stream does not end with an error event: %s", r.Body)
 	}
 }
 
