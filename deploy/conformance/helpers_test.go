@@ -97,6 +97,12 @@ func chatReq(model string, extra ...any) map[string]any {
 	return m
 }
 
+// negativeWait bounds a negative check ("no second record appears", "nothing is
+// billed"): there is no event to wait for, so the check waits this long before it looks.
+// It is twenty usage batch intervals (50 ms), so what must not happen would have
+// happened by then even on a busy machine.
+const negativeWait = time.Second
+
 func sim(knobs ...any) map[string]any {
 	m := map[string]any{}
 	for i := 0; i+1 < len(knobs); i += 2 {

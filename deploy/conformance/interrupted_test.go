@@ -67,7 +67,7 @@ func TestOperations_KilledNodeLeavesNoRequestIDWithoutRecord(t *testing.T) {
 		recs = list.Data
 		return len(recs) >= streams
 	})
-	time.Sleep(300 * time.Millisecond) // a second record of any request would arrive by now
+	time.Sleep(negativeWait) // a second record of any request would arrive by now
 	r := o.Do(t, "GET", "/v1/service/requests?limit=100", a.Key, nil, nil)
 	var list struct {
 		Data []map[string]any `json:"data"`

@@ -280,7 +280,7 @@ func (o *opsStack) checkOneRecordEach(t *testing.T, a Account, ids map[string]bo
 		recs = o.allRecords(t, a.Key)
 		return len(recs) >= len(ids)
 	})
-	time.Sleep(300 * time.Millisecond) // a second copy of any record would be listed by now
+	time.Sleep(negativeWait) // a second copy of any record would be listed by now
 	recs = o.allRecords(t, a.Key)
 	var priced int64
 	seen := map[string]int{}
