@@ -15,7 +15,8 @@ import (
 // behalf of an account, naming it in X-Gateway-Test-Box-Account and authenticated with the
 // test-box token (Config.TestBoxToken: its own credential, never the node token). It is
 // admitted only on a connection of the private test-box listener (ServeTestBox): on the
-// public listener the token is an unknown key like any other. The request is served,
+// public listener the token is an unknown key like any other, and it admits chat
+// completions only. The request is served,
 // limited, recorded and charged like any other of the account; its key has no ID, so its
 // record carries key_id null.
 func (s *Server) testBoxKey(ctx *fasthttp.RequestCtx, idx *index.Index, secret []byte) (*index.Key, bool) {
@@ -25,6 +26,9 @@ func (s *Server) testBoxKey(ctx *fasthttp.RequestCtx, idx *index.Index, secret [
 	}
 	if _, private := ctx.Conn().(testBoxConn); !private {
 		return nil, false
+	}
+	if !ctx.IsPost() || string(ctx.Path()) != "/v1/chat/completions" {
+		return nil, false // the test box sends chat; its token reads nothing (/v1/service/*)
 	}
 	got, want := sha256.Sum256(secret), sha256.Sum256([]byte(s.cfg.TestBoxToken))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {

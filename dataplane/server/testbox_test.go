@@ -42,6 +42,16 @@ func TestTestBox(t *testing.T) {
 		{"suspended account", testBoxToken, fixture.AcctSuspended, private, http.StatusForbidden},
 		{"test box", testBoxToken, fixture.AcctSE, private, http.StatusOK},
 	}
+	// The token sends chat and nothing else: no other path takes it.
+	for _, path := range []string{"/v1/models", "/v1/embeddings"} {
+		method, body := "GET", ""
+		if path == "/v1/embeddings" {
+			method, body = "POST", `{"model":"`+fixture.ModelEmbed+`","input":"x"}`
+		}
+		if r := private.do(t, method, path, testBoxToken, body, hdr, fixture.AcctSE); r.Status != http.StatusUnauthorized {
+			t.Fatalf("%s with the test-box token: %d, want 401", path, r.Status)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(g.Meter.Records())
