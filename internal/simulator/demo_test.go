@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -36,8 +37,9 @@ func TestDemoCatalogServedBySimulator(t *testing.T) {
 			t.Errorf("demo model %s is not in DefaultModels", m.ID)
 		}
 		for _, r := range m.Routes {
-			if r.BaseURL != "http://127.0.0.1:8090/v1" {
-				t.Errorf("%s: base_url %s", m.ID, r.BaseURL)
+			if d, _, _ := dialectPath(strings.TrimPrefix(r.BaseURL, "http://127.0.0.1:8090") + "/x"); r.BaseURL != "http://127.0.0.1:8090/v1" &&
+				r.BaseURL != "http://127.0.0.1:8090/"+d+"/v1" {
+				t.Errorf("%s: base_url %s is not the simulator's default address or one of its dialects", m.ID, r.BaseURL)
 			}
 			for _, p := range r.Protocols {
 				endpoints[p] = true
