@@ -147,7 +147,7 @@ func TestOverspendBound(t *testing.T) {
 			if got := start - final; got != spent.Load() {
 				t.Fatalf("ledger debited %d, records priced %d", got, spent.Load())
 			}
-			eventually(t, 2*time.Second, "view matches ledger", func() bool { return m.Spendable("acct_a") == final })
+			eventually(t, 10*time.Second, "view matches ledger", func() bool { return m.Spendable("acct_a") == final })
 		})
 	}
 }

@@ -114,7 +114,7 @@ func TestFailedFsyncRewritesUnsyncedRecords(t *testing.T) {
 	for i := range n {
 		m.Record(mkRecord(i, "acct_a", 1))
 	}
-	eventually(t, 2*time.Second, "fsync error reported", func() bool {
+	eventually(t, 10*time.Second, "fsync error reported", func() bool {
 		s := m.Stats()
 		return s.LastError != "" && s.SpoolRecords == n
 	})

@@ -88,6 +88,6 @@ func TestOverspendBoundSeveralNodes(t *testing.T) {
 		t.Fatalf("ledger debited %d, records priced %d", got, spent.Load())
 	}
 	for i, m := range ms {
-		eventually(t, 3*time.Second, fmt.Sprintf("node %d's view matches the ledger", i), func() bool { return m.Spendable("acct_a") == final })
+		eventually(t, 10*time.Second, fmt.Sprintf("node %d's view matches the ledger", i), func() bool { return m.Spendable("acct_a") == final })
 	}
 }

@@ -137,7 +137,7 @@ func TestControlPlaneDownThenBack(t *testing.T) {
 	if got := cp.balance("acct_a"); got != -2*n {
 		t.Fatalf("ledger balance = %d, want %d", got, -2*n)
 	}
-	eventually(t, 2*time.Second, "balance view", func() bool { return m.Spendable("acct_a") == -2*n })
+	eventually(t, 10*time.Second, "balance view", func() bool { return m.Spendable("acct_a") == -2*n })
 }
 
 func TestCrashThenResend(t *testing.T) {
@@ -325,7 +325,7 @@ func TestRunReturnsPromptlyMidBackoff(t *testing.T) {
 func TestRunTwiceAndAfterClose(t *testing.T) {
 	m := newMeter(t, testConfig(t, "http://127.0.0.1:1", t.TempDir()))
 	run(t, m)
-	eventually(t, time.Second, "running", m.running.Load)
+	eventually(t, 10*time.Second, "running", m.running.Load)
 	if err := m.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
@@ -365,7 +365,7 @@ func TestBalanceWatchDeliversTopUp(t *testing.T) {
 	start := time.Now()
 	cp.credit("acct_a", 5_000_000)
 	cp.credit("acct_b", 7)
-	eventually(t, 3*time.Second, "top-up seen", func() bool {
+	eventually(t, 10*time.Second, "top-up seen", func() bool {
 		return m.Spendable("acct_a") == 5_001_000 && m.Spendable("acct_b") == 7
 	})
 	t.Logf("top-up reached the node in %s", time.Since(start))
@@ -418,7 +418,7 @@ func TestSpoolWriteFailureIsRetried(t *testing.T) {
 	for i := range n {
 		m.Record(mkRecord(i, "acct_a", 1))
 	}
-	eventually(t, 2*time.Second, "write error reported", func() bool {
+	eventually(t, 10*time.Second, "write error reported", func() bool {
 		return strings.Contains(m.Stats().LastError, "disk full")
 	})
 	if s := m.Stats(); s.SpoolRecords != n {

@@ -40,7 +40,7 @@ func TestBalanceWatchStatesCountry(t *testing.T) {
 		cfg.Country = country
 		m := newMeter(t, cfg)
 		stop := run(t, m)
-		eventually(t, 3*time.Second, "a balance poll", func() bool {
+		eventually(t, 10*time.Second, "a balance poll", func() bool {
 			cp.mu.Lock()
 			defer cp.mu.Unlock()
 			return len(cp.watchQueries) > 0
