@@ -308,10 +308,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 		t.Fatal("requests reached a route with an open breaker")
 	}
 	// Still failing when the probe comes: the probe fails over and the breaker reopens.
-	time.Sleep(350 * time.Millisecond)
-	if st := g.Health.State(ra); st != "half-open" {
-		t.Fatalf("breaker %s after its open period", st)
-	}
+	waitBreaker(t, g.Health.State, ra, "half-open")
 	n++
 	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 {
 		t.Fatalf("probe request: %d", r.Status)
@@ -324,7 +321,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 	}
 	// Recovered: the next probe succeeds and closes the breaker; traffic returns.
 	flaky.SetKnobs(simulator.Knobs{})
-	time.Sleep(350 * time.Millisecond)
+	waitBreaker(t, g.Health.State, ra, "half-open")
 	n++
 	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 || r.Header.Get("X-Service-Provider") != "flaky" {
 		t.Fatalf("probe: %d from %s", r.Status, r.Header.Get("X-Service-Provider"))
@@ -371,6 +368,17 @@ func TestBrokenStreamDoesNotPoisonPool(t *testing.T) {
 		}
 		if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 {
 			t.Fatalf("request after a broken stream: %d %s", r.Status, r.Body)
+		}
+	}
+}
+
+// waitBreaker waits until route's breaker reports want (its open period has passed), for
+// at most 10 s, so that a loaded machine only makes the test slower.
+func waitBreaker[R any](t *testing.T, state func(R) string, route R, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); state(route) != want; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker %s, want %s after its open period", state(route), want)
 		}
 	}
 }
