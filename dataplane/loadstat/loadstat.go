@@ -92,8 +92,11 @@ type Report struct {
 	KV float64
 }
 
-// SetServer stores a server's report read at now (unix ns).
-func (r *Route) SetServer(rep Report, now int64) {
+// SetServer stores a server's report read at now (unix ns); inFlightBefore is this node's
+// in-flight count when the read began. The report is matched with the larger of that and
+// the count now: requests this node finished during the read then never look like other
+// nodes' requests at the server (which would hold requests back for nothing).
+func (r *Route) SetServer(rep Report, now int64, inFlightBefore int64) {
 	r.srvWaiting.Store(rep.Waiting)
 	r.srvRunning.Store(rep.Running)
 	kv := int64(-1)
@@ -101,7 +104,7 @@ func (r *Route) SetServer(rep Report, now int64) {
 		kv = int64(rep.KV * 1e6)
 	}
 	r.srvKV.Store(kv)
-	r.srvInFlight.Store(r.inFlight.Load())
+	r.srvInFlight.Store(max(inFlightBefore, r.inFlight.Load()))
 	switch slots := r.slots.Load(); {
 	case rep.Waiting > 0 && rep.Running > 0:
 		r.slots.Store(rep.Running) // full: its capacity now

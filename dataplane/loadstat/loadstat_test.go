@@ -69,7 +69,7 @@ func TestViewFades(t *testing.T) {
 		t.Fatalf("no report: %+v", v)
 	}
 	at := int64(time.Second)
-	r.SetServer(Report{Waiting: 6, Running: 4, KV: 0.5}, at)
+	r.SetServer(Report{Waiting: 6, Running: 4, KV: 0.5}, at, 0)
 	for _, tc := range []struct {
 		age        time.Duration
 		fresh      float64
@@ -103,7 +103,7 @@ func TestSlotsLearned(t *testing.T) {
 	for range 6 {
 		r.Start(at)
 	}
-	r.SetServer(Report{Waiting: 2, Running: 4}, at)
+	r.SetServer(Report{Waiting: 2, Running: 4}, at, 0)
 	fresh := time.Hour
 	v := r.View(at, fresh)
 	if !v.SlotsKnown || v.Excess != 2 || v.Queue != 2 {
@@ -120,7 +120,7 @@ func TestSlotsLearned(t *testing.T) {
 	}
 	// Running alone (no queue) teaches nothing: a replica that ran one request is not full.
 	var idle Route
-	idle.SetServer(Report{Running: 1}, at)
+	idle.SetServer(Report{Running: 1}, at, 0)
 	if v := idle.View(at, fresh); v.SlotsKnown {
 		t.Fatalf("capacity from an unqueued report: %+v", v)
 	}

@@ -121,7 +121,7 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	// A fresh server report of a long queue moves it too.
 	s2 := &Selector{Loads: loadstat.NewRegistry()}
 	order(s2, cands, req)
-	s2.Loads.For(byID[ids[0]].Route).SetServer(loadstat.Report{Waiting: 3, Running: 4, KV: 0.5}, t0)
+	s2.Loads.For(byID[ids[0]].Route).SetServer(loadstat.Report{Waiting: 3, Running: 4, KV: 0.5}, t0, 0)
 	moved2, d2 := order(s2, cands, req)
 	if moved2[0] == ids[0] {
 		t.Fatalf("server queue 3 ignored: %v", moved2)

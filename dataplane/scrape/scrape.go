@@ -131,6 +131,7 @@ func (s *Scraper) target(r *loadstat.Route) *target {
 // read reads route r's metrics once into its load state.
 func (s *Scraper) read(ctx context.Context, r *loadstat.Route, tg *target) {
 	s.Reads.Add(1)
+	before := r.InFlight()
 	rep, err := s.fetch(ctx, r.MetricsURL, &tg.buf)
 	if err != nil {
 		s.Failures.Add(1)
@@ -140,7 +141,7 @@ func (s *Scraper) read(ctx context.Context, r *loadstat.Route, tg *target) {
 		}
 		return
 	}
-	r.SetServer(rep, s.cfg.Now().UnixNano())
+	r.SetServer(rep, s.cfg.Now().UnixNano(), before)
 }
 
 // errNoLoad: the page has none of the known load metrics.

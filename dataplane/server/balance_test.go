@@ -168,7 +168,7 @@ func replicaOf(t *testing.T, body string) string {
 func TestRecordShowsServerQueue(t *testing.T) {
 	sim := startSim(t, "only", simulator.Knobs{})
 	g := startSimGateway(t, []snapshot.Route{chatRoute("only", "sim", sim.BaseURL(), "SE", 0, 1)})
-	g.Srv.cfg.Selector.Loads.For(g.route(t, "only")).SetServer(loadstat.Report{Waiting: 5, Running: 4, KV: 0.5}, time.Now().UnixNano())
+	g.Srv.cfg.Selector.Loads.For(g.route(t, "only")).SetServer(loadstat.Report{Waiting: 5, Running: 4, KV: 0.5}, time.Now().UnixNano(), 0)
 	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 {
 		t.Fatalf("status %d", r.Status)
 	}
@@ -192,7 +192,7 @@ func TestFairQueueHoldsWhileSaturated(t *testing.T) {
 	loads := g.Srv.cfg.Selector.Loads
 	loads.FreshFor = time.Hour
 	ld := loads.For(g.route(t, "only"))
-	ld.SetServer(loadstat.Report{Waiting: 5, Running: 4}, time.Now().UnixNano())
+	ld.SetServer(loadstat.Report{Waiting: 5, Running: 4}, time.Now().UnixNano(), 0)
 
 	held := make(chan result, 1)
 	go func() { held <- g.post(t, g.Keys.SE, chatPlainReq) }()
@@ -204,7 +204,7 @@ func TestFairQueueHoldsWhileSaturated(t *testing.T) {
 	if r.Status != 429 || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "at capacity") {
 		t.Fatalf("refusal: %d %v %s", r.Status, r.Header, r.Body)
 	}
-	ld.SetServer(loadstat.Report{Waiting: 0, Running: 3}, time.Now().UnixNano())
+	ld.SetServer(loadstat.Report{Waiting: 0, Running: 3}, time.Now().UnixNano(), 0)
 	if r := <-held; r.Status != 200 {
 		t.Fatalf("held request: %d %s", r.Status, r.Body)
 	}
