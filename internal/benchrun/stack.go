@@ -16,6 +16,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/internal/harness"
 	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Model is the canonical model ID the benchmark catalogue serves. The simulator accepts any
@@ -182,7 +183,9 @@ func (s *Stack) provision(ctx context.Context, simAddr string) error {
 	}
 	// Prices are 1 öre per million tokens: a million SEK outlasts any run.
 	a, err := s.admin.NewAccount(ctx, harness.AccountSpec{Customer: "Bench AB", Residency: "se",
-		CreditSEK: "1000000.00", CreditNote: "benchmark credit", Models: []string{Model}, KeyName: "bench"})
+		CreditSEK: "1000000.00", CreditNote: "benchmark credit", Models: []string{Model}, KeyName: "bench",
+		// One customer is the whole load: its own limits, not the node's default 256 in flight.
+		Limits: &snapshot.Limits{MaxConcurrent: 1_000_000}})
 	if err != nil {
 		return err
 	}

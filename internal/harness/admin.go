@@ -13,6 +13,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/controlplane/adminclient"
 	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Admin is a client of the control plane's admin API.
@@ -134,6 +135,9 @@ type AccountSpec struct {
 	Models []string
 	// KeyName names its API key.
 	KeyName string
+	// Limits, when set, are the account's own limits (without them the node's defaults
+	// apply, e.g. 256 requests in flight): a load generator needs more.
+	Limits *snapshot.Limits
 }
 
 // Account is an account with its API key.
@@ -153,6 +157,15 @@ func (a Admin) NewAccount(ctx context.Context, sp AccountSpec) (Account, error) 
 	}
 	if _, _, err := c.Credit(ctx, acct.ID, adminapi.CreditRequest{AmountSEK: sp.CreditSEK, Note: sp.CreditNote}); err != nil {
 		return Account{}, fmt.Errorf("credit %s: %w", acct.ID, err)
+	}
+	if sp.Limits != nil {
+		lim, err := json.Marshal(sp.Limits)
+		if err != nil {
+			return Account{}, err
+		}
+		if _, _, err := c.PatchAccount(ctx, acct.ID, adminapi.PatchAccountRequest{Limits: lim}); err != nil {
+			return Account{}, fmt.Errorf("limits of %s: %w", acct.ID, err)
+		}
 	}
 	// Harnesses also test the data plane's own residency refusal.
 	if _, err := c.EnableModels(ctx, acct.ID, sp.Models, true); err != nil {
