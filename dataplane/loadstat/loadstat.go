@@ -41,7 +41,7 @@ type Route struct {
 	// server's capacity as last seen (its running count while requests waited), learned
 	// at slotsAt (unix ns) and trusted for SlotsFor.
 	srvInFlight, slots, slotsAt atomic.Int64
-	scrapeFails        atomic.Int64
+	scrapeFails                 atomic.Int64
 }
 
 // Start counts a request dispatched to the route at now (unix ns); Done must follow.

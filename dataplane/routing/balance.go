@@ -103,8 +103,12 @@ type Request struct {
 	// FullAffinityBytes, since a cache hit saves a prefill as long as the prefix.
 	PrefixBytes int
 	Mode        Mode
-	// Now is the request's arrival, unix ns.
+	// Now is the request's arrival (or the end of its wait in the fair queue), unix ns.
 	Now int64
+	// Held says the request waited in the fair queue: it was let go because a slot freed,
+	// and the scored policy sends it there rather than to its prefix's replica, which is
+	// still full.
+	Held bool
 }
 
 // Decision says why the plan's first route was chosen (the record's routing object).
@@ -221,6 +225,9 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 			cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)
 		}
 		bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
+		if req.Held {
+			bonus = 0
+		}
 		switch {
 		case warm:
 			cost[0] -= bonus

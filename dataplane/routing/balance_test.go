@@ -113,6 +113,11 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	if again[0] != ids[0] || d.Reason != ReasonAffinity || d.InFlight != 2 {
 		t.Fatalf("known key, preferred 2 ahead: %v %+v", again, d)
 	}
+	held := req
+	held.Held = true // let go by the fair queue: the less loaded replica takes it
+	if h, _ := order(s, cands, held); h[0] == ids[0] {
+		t.Fatalf("held request sent to its busier preferred replica: %v", h)
+	}
 	loadUp(s, byID[ids[0]], 6)
 	moved, d := order(s, cands, req)
 	if moved[0] == ids[0] || d.Reason != ReasonLoad {

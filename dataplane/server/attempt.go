@@ -203,8 +203,12 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
 	}
-	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{
-		Key: c.key, HasKey: c.hasKey, PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: c.start.UnixNano()})
+	now := c.start
+	if queued > 0 {
+		now = s.now()
+	}
+	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{Key: c.key, HasKey: c.hasKey,
+		PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: now.UnixNano(), Held: queued > 0})
 	rt := &ex.box.routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	rt.QueuedMS = queued.Milliseconds()
