@@ -243,6 +243,7 @@ func TestRelayMessagesUsage(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
 			rel := protocol{client: index.EPMessages}.relay(w, st)
+			_ = w.Flush() // the closing event waits for the record; the caller flushes it
 			if st.Result.PromptTokens != c.in || st.Result.CompletionTokens != c.out || rel.done != c.done {
 				t.Errorf("result %+v %+v, want %d/%d done %v", st.Result, rel, c.in, c.out, c.done)
 			}

@@ -99,6 +99,7 @@ func (b *streamBody) relay(w io.Writer) {
 	bw := clientBufs.Get().(*bufio.Writer)
 	bw.Reset(w)
 	ex.s.relayTracked(bw, ex, b.proto)
+	_ = bw.Flush() // the stream's last event, held until its record was written
 	bw.Reset(nil)
 	clientBufs.Put(bw)
 }
@@ -122,6 +123,10 @@ type clientWriter struct {
 	r relayed
 	// completed says the last translated event written was response.completed.
 	completed bool
+	// hold keeps the stream's closing events in the buffer: they reach the client after the
+	// request's record is written (streamBody.relay flushes), so a node killed in between
+	// never leaves a client holding a complete answer whose record was never written.
+	hold bool
 }
 
 // raw writes an upstream event byte for byte.
@@ -146,6 +151,10 @@ func (cw *clientWriter) event(name, data []byte) error {
 }
 
 func (cw *clientWriter) flush() bool {
+	if cw.hold {
+		cw.r.events++ // written; flushed once the record is (streamBody.relay)
+		return true
+	}
 	if err := cw.w.Flush(); err != nil {
 		cw.r.gone = true
 		return false
@@ -189,6 +198,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 		if p.pastBound(st, ev, &cw.r) {
 			return cw.r // outbound.go
 		}
+		cw.hold = st.Result.Ended // the closing events wait for the record (streamBody.relay)
 		switch {
 		case tr == nil:
 			if !cw.raw(ev.Raw) {

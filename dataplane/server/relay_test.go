@@ -36,13 +36,20 @@ func TestRelayFlushesEachEvent(t *testing.T) {
 		resp.SetBodyString(in)
 		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{DropUsageOnly: drop})
 		var out flushCounter
-		rel := protocol{client: index.EPChat}.relay(bufio.NewWriterSize(&out, 64<<10), st)
+		bw := bufio.NewWriterSize(&out, 64<<10)
+		rel := protocol{client: index.EPChat}.relay(bw, st)
 		st.Close()
 		// The usage chunk is a chat chunk like any other when relayed.
 		want, deltas := int64(4), int64(2)
 		if drop {
 			want, deltas = 3, 1
 		}
+		// [DONE] waits in the buffer until the request's record is written (the caller
+		// flushes it then).
+		if int64(out.n) != want-1 || bw.Buffered() == 0 {
+			t.Errorf("drop=%v: %d flushes before the record, want %d, and [DONE] held", drop, out.n, want-1)
+		}
+		_ = bw.Flush()
 		if int64(rel.events) != want || int64(out.n) != want || !rel.done || rel.gone || rel.deltas != deltas ||
 			st.Result.PromptTokens != 3 || st.Result.CompletionTokens != 1 {
 			t.Errorf("drop=%v: %+v %+v flushes %d", drop, st.Result, rel, out.n)
