@@ -46,8 +46,8 @@ type LoginRequest struct {
 }
 
 // Session is a logged-in operator. Token (only in the answer to a login) is the bearer
-// token of the admin API for this session; CSRFToken is the form token the console puts
-// in every form of the session.
+// token of the admin API for this login; CSRFToken is the form token the console puts
+// in every form while the login lasts.
 type Session struct {
 	Token     string    `json:"token,omitempty"`
 	CSRFToken string    `json:"csrf_token"`

@@ -184,7 +184,7 @@ func applyCheckout(ctx context.Context, tx *store.PaymentTx, ev CheckoutEvent, l
 	if err != nil {
 		return fmt.Errorf("credit %s for checkout %s: %w", ev.AccountID, ev.SessionID, err)
 	}
-	if !cr.Applied { // the ledger already had this session (e.g. credited by hand)
+	if !cr.Applied { // the ledger already had this checkout's credit (e.g. given by hand)
 		return markOutcome(ctx, tx, ev.EventID, OutcomeAlreadyCredited, res)
 	}
 	if err := tx.SetSessionStatus(ctx, ev.SessionID, "complete"); err != nil {
