@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -92,7 +93,7 @@ func (s *server) catalogueWarnings(r *http.Request, c *catalog.Catalog) ([]strin
 				if time.Since(h.ReportedAt) > 24*time.Hour {
 					continue
 				}
-				if name != "" && h.Credentials != nil && !contains(h.Credentials, name) {
+				if name != "" && h.Credentials != nil && !slices.Contains(h.Credentials, name) {
 					lacking = append(lacking, node)
 				} else if p := h.Problems[rt.ID]; p != "" && p != internalapi.ProblemCredentialMissing {
 					troubled = append(troubled, node+" ("+p+")")
@@ -117,13 +118,4 @@ func nodeList(nodes []string) string {
 		return "node " + nodes[0]
 	}
 	return "nodes " + strings.Join(nodes, ", ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -28,12 +28,7 @@ func (c *Console) accountsPage(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	next := ""
 	if l.NextAfter != "" {
-		nq := url.Values{}
-		for k, v := range in {
-			nq[k] = v
-		}
-		nq.Set("after", l.NextAfter)
-		next = "/console/accounts?" + nq.Encode()
+		next = "/console/accounts?" + pageQuery(in, "after", l.NextAfter).Encode()
 	}
 	accts := filterAccounts(l.Data, in)
 	p.Data = struct {
@@ -86,18 +81,11 @@ func filterAccounts(in []adminapi.Account, f url.Values) []adminapi.Account {
 func sortLinks(f url.Values) map[string]string {
 	out := map[string]string{}
 	for _, col := range []string{"customer", "balance", "created"} {
-		q := url.Values{}
-		for k, v := range f {
-			if k != "after" {
-				q[k] = v
-			}
-		}
+		order := col
 		if f.Get("sort") == col {
-			q.Set("sort", "-"+col)
-		} else {
-			q.Set("sort", col)
+			order = "-" + col
 		}
-		out[col] = "/console/accounts?" + q.Encode()
+		out[col] = "/console/accounts?" + pageQuery(f, "sort", order).Encode()
 	}
 	return out
 }

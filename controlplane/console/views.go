@@ -8,10 +8,10 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/internal/csvsafe"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -156,6 +156,21 @@ func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request, s *session) 
 // from_day and to_day (dates, UTC) become its from and to.
 var recordFilters = []string{"account_id", "key_id", "model", "result", "from", "to", "after"}
 
+// pageQuery is a page's query in without its paging cursor ("after"), with key set to
+// value when key is not empty: the links a listing page makes to itself.
+func pageQuery(in url.Values, key, value string) url.Values {
+	q := url.Values{}
+	for k, v := range in {
+		if k != "after" {
+			q[k] = v
+		}
+	}
+	if key != "" {
+		q.Set(key, value)
+	}
+	return q
+}
+
 // recordResults are the results a record can have (shared/usage), offered as a filter.
 var recordResults = []string{usage.ResultOK, usage.ResultUpstreamError, usage.ResultTimeout, usage.ResultRateLimited,
 	usage.ResultNoRoute, usage.ResultRejected, usage.ResultIncomplete, usage.ResultCancelled, usage.ResultInterrupted}
@@ -196,23 +211,12 @@ func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session
 	}
 	next := ""
 	if rp.NextCursor != "" {
-		nq := url.Values{}
-		for k, v := range in {
-			nq[k] = v
-		}
-		nq.Set("after", rp.NextCursor)
-		next = "/console/records?" + nq.Encode()
+		next = "/console/records?" + pageQuery(in, "after", rp.NextCursor).Encode()
 	}
 	names, accts := c.accountNames(r, s)
 	var price, promptT, outT int64
 	for _, rec := range rp.Data {
 		price, promptT, outT = price+rec.PriceMicroSEK, promptT+rec.PromptTokens, outT+rec.CompletionTokens
-	}
-	csv := url.Values{}
-	for k, v := range in {
-		if k != "after" {
-			csv[k] = v
-		}
 	}
 	p.Data = struct {
 		F                       url.Values
@@ -222,12 +226,12 @@ func (c *Console) recordsPage(w http.ResponseWriter, r *http.Request, s *session
 		Accounts                []adminapi.Account
 		Results                 []string
 		Price, PromptT, OutputT int64
-	}{in, rp.Data, next, "/console/records.csv?" + csv.Encode(), names, accts, recordResults, price, promptT, outT}
+	}{in, rp.Data, next, "/console/records.csv?" + pageQuery(in, "", "").Encode(), names, accts, recordResults, price, promptT, outT}
 	c.render(w, http.StatusOK, "records", p)
 }
 
 // recordsCSV answers the records page's filters as CSV (up to 1,000 records, newest first),
-// for a spreadsheet: cells a spreadsheet would run as a formula are prefixed with '.
+// for a spreadsheet, cells it would run as a formula defused (internal/csvsafe).
 func (c *Console) recordsCSV(w http.ResponseWriter, r *http.Request, s *session) {
 	var rp adminapi.RecordPage
 	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/records?"+recordsQuery(r.URL.Query(), 1000).Encode(), nil, &rp); st != http.StatusOK {
@@ -249,9 +253,7 @@ func (c *Console) recordsCSV(w http.ResponseWriter, r *http.Request, s *session)
 			strconv.Itoa(rec.Status), rec.Result, strconv.FormatInt(rec.PromptTokens, 10), strconv.FormatInt(rec.CompletionTokens, 10),
 			formatSEK(rec.PriceMicroSEK), strconv.FormatInt(rec.DurationMS, 10)}
 		for i, cell := range row {
-			if cell != "" && strings.ContainsRune("=+@\t\r", rune(cell[0])) {
-				row[i] = "'" + cell
-			}
+			row[i] = csvsafe.Cell(cell)
 		}
 		_ = cw.Write(row)
 	}

@@ -3,18 +3,18 @@ package gatewayctl
 import (
 	"encoding/csv"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sekgate/gateway/controlplane/adminclient"
+	"github.com/sekgate/gateway/internal/csvsafe"
 	"github.com/sekgate/gateway/shared/money"
 )
 
 // rows prints rows under header as a table, or as CSV with --csv (RFC 4180, a header line,
-// full precision, cells that a spreadsheet would run as a formula prefixed with ').
+// full precision, cells a spreadsheet would run as a formula defused: internal/csvsafe).
 func (a *app) rows(header []string, rows [][]string) error {
 	if !a.csvOut {
 		h := make([]any, len(header))
@@ -30,7 +30,7 @@ func (a *app) rows(header []string, rows [][]string) error {
 	for _, r := range rows {
 		safe := make([]string, len(r))
 		for i, c := range r {
-			safe[i] = csvCell(c)
+			safe[i] = csvsafe.Cell(c)
 		}
 		if err := w.Write(safe); err != nil {
 			return err
@@ -38,23 +38,6 @@ func (a *app) rows(header []string, rows [][]string) error {
 	}
 	w.Flush()
 	return w.Error()
-}
-
-// csvCell keeps a spreadsheet from taking a cell for a formula: text starting with = + @
-// or a tab, or with - when it is not a number, gets a leading '.
-func csvCell(c string) string {
-	if c == "" {
-		return c
-	}
-	switch c[0] {
-	case '=', '+', '@', '\t', '\r':
-		return "'" + c
-	case '-':
-		if _, err := strconv.ParseFloat(c, 64); err != nil {
-			return "'" + c
-		}
-	}
-	return c
 }
 
 func (a *app) recordsCmd() *cobra.Command {

@@ -152,11 +152,3 @@ func cliAgainst(t *testing.T, url, tok string) func(args ...string) string {
 		return out.String()
 	}
 }
-
-func TestCSVCell(t *testing.T) {
-	for in, want := range map[string]string{"=SUM(A1)": "'=SUM(A1)", "+1": "'+1", "@x": "'@x", "-12.50": "-12.50", "-x": "'-x", "ok": "ok", "": ""} {
-		if got := csvCell(in); got != want {
-			t.Errorf("csvCell(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
