@@ -109,7 +109,7 @@ bench-ingest-short:
 
 ## bench-routing: routing policies against four vLLM-like simulator replicas behind a node,
 ## the same Poisson arrivals replayed per policy, four workloads (docs/routing.md); TTFT,
-## end-to-end time, prefix-cache hits, errors and 429s in bench-results/routing.{json,md}.
+## end-to-end time, prefix-cache hits, errors and 429s in bench-results/routing.{json,md,svg}.
 bench-routing:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ ./cmd/benchrouting

@@ -2,7 +2,8 @@
 // (internal/simulator's engine) behind a data-plane node, and the same open-loop Poisson
 // arrivals (same seed) replayed against each routing policy and two client-side
 // references, for four workloads. It reports time to first token, end-to-end time,
-// prefix-cache hit rate, errors and 429s per policy, as routing.json and routing.md.
+// prefix-cache hit rate, errors and 429s per policy, as routing.json, routing.md and a
+// plot, routing.svg.
 package benchrouting
 
 import (
@@ -28,12 +29,24 @@ func Main(args []string) {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("benchrouting", flag.ContinueOnError)
-	out := fs.String("out", "bench-results", "directory for routing.json and routing.md")
+	out := fs.String("out", "bench-results", "directory for routing.json, routing.md and routing.svg")
 	secs := fs.Float64("seconds", 12, "arrivals per run, in seconds (the first quarter warms the caches and is not counted)")
+	from := fs.String("from", "", "render routing.md and routing.svg from this routing.json; runs nothing")
 	only := fs.String("only", "", "comma-separated workloads to run (a,b,c,d; default all)")
 	seed := fs.Uint64("seed", 28, "arrival schedule seed")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *from != "" {
+		js, err := os.ReadFile(*from)
+		if err != nil {
+			return err
+		}
+		var results []Result
+		if err := json.Unmarshal(js, &results); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
+		}
+		return report(*out, results, *secs)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -70,21 +83,26 @@ func run(args []string) error {
 	if err := os.WriteFile(filepath.Join(*out, "routing.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
-	md := table(results, *secs)
+	return report(*out, results, *secs)
+}
+
+// report writes results as routing.md (also printed) and routing.svg into dir.
+func report(dir string, results []Result, secs float64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	md := table(results, secs)
 	fmt.Print(md)
-	return os.WriteFile(filepath.Join(*out, "routing.md"), []byte(md), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "routing.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "routing.svg"), []byte(plotSVG(results)), 0o644)
 }
 
 // table renders results as a Markdown table.
 func table(results []Result, secs float64) string {
 	var b strings.Builder
-	titles := map[string]string{}
-	for _, w := range Workloads() {
-		titles[w.Name] = w.Title
-		if w.Baseline != nil {
-			titles[w.Baseline.Name] = w.Baseline.Title
-		}
-	}
+	titles := workloadTitles()
 	fmt.Fprintf(&b, "Arrivals over %.0f s per run (same seed for every policy; the first quarter warms the caches and is not counted). Times in ms.\n\n", secs)
 	b.WriteString("| workload | policy | TTFT p50 | p90 | p99 | e2e p50 | prefix hits | quiet tenant TTFT p90 | errors | 429 | requests |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
