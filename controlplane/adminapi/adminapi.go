@@ -25,12 +25,17 @@ type Account struct {
 	BalanceSEK      string           `json:"balance_sek"` // exact decimal string
 	Models          []string         `json:"models"`
 	Limits          *snapshot.Limits `json:"limits,omitempty"`
+	// QueueWeight is the account's weight in the nodes' fair queue (1..100): while every
+	// model server is full, it gets that many turns for each turn of a weight-1 account.
+	QueueWeight int `json:"queue_weight"`
 }
 
 // CreateAccountRequest is the body of POST /admin/v1/accounts.
 type CreateAccountRequest struct {
 	Customer  string `json:"customer"`
 	Residency string `json:"residency"`
+	// QueueWeight is the fair-queue weight, 1..100; absent (0 here) means 1.
+	QueueWeight int `json:"queue_weight,omitempty"`
 }
 
 // PatchAccountRequest is the body of PATCH /admin/v1/accounts/{id}; absent fields are left
@@ -39,6 +44,8 @@ type PatchAccountRequest struct {
 	Residency *string         `json:"residency,omitempty"`
 	Suspended *bool           `json:"suspended,omitempty"`
 	Limits    json.RawMessage `json:"limits,omitempty"`
+	// QueueWeight sets the fair-queue weight, 1..100.
+	QueueWeight *int `json:"queue_weight,omitempty"`
 }
 
 // CreditRequest is the body of POST /admin/v1/accounts/{id}/credits as a client sends it.

@@ -33,7 +33,7 @@ func toAccountJSON(a store.Account) adminapi.Account {
 	}
 	return adminapi.Account{ID: a.ID, Customer: a.Customer, Residency: a.Residency, Suspended: a.Suspended,
 		CreatedAt: a.CreatedAt.UTC(), BalanceMicroSEK: a.BalanceMicroSEK, BalanceSEK: money.FormatSEK(a.BalanceMicroSEK),
-		Models: m, Limits: a.Limits}
+		Models: m, Limits: a.Limits, QueueWeight: a.QueueWeight}
 }
 
 func toKeyJSON(k store.Key) adminapi.Key {
@@ -53,10 +53,33 @@ func validText(s string, max int) bool {
 	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= max && !strings.ContainsAny(s, "\x00")
 }
 
+// queueWeight reads an account's queue_weight from the admin API: a whole number in
+// snapshot.MinQueueWeight..MaxQueueWeight. It writes the 400 itself when it is not.
+func queueWeight(w http.ResponseWriter, raw json.RawMessage) (int, bool) {
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil || !snapshot.ValidQueueWeight(n) {
+		writeError(w, invalid("queue_weight", "queue_weight must be a whole number from %d to %d.",
+			snapshot.MinQueueWeight, snapshot.MaxQueueWeight))
+		return 0, false
+	}
+	return n, true
+}
+
 func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
-	var in adminapi.CreateAccountRequest
+	var in struct {
+		Customer    string          `json:"customer"`
+		Residency   string          `json:"residency"`
+		QueueWeight json.RawMessage `json:"queue_weight"`
+	}
 	if !decodeJSON(w, r, adminBodyLimit, &in) {
 		return
+	}
+	weight := 0 // the store's default
+	if len(in.QueueWeight) > 0 {
+		var ok bool
+		if weight, ok = queueWeight(w, in.QueueWeight); !ok {
+			return
+		}
 	}
 	in.Customer = strings.TrimSpace(in.Customer)
 	if in.Customer == "" || !validText(in.Customer, 200) {
@@ -67,7 +90,7 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("residency", "residency must be one of se, eu, any."))
 		return
 	}
-	a, err := s.cfg.Store.CreateAccount(r.Context(), in.Customer, in.Residency)
+	a, err := s.cfg.Store.CreateAccountWith(r.Context(), store.NewAccount{Customer: in.Customer, Residency: in.Residency, QueueWeight: weight})
 	if err != nil {
 		s.storeError(w, r, err, "account")
 		return
@@ -103,14 +126,22 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Residency *string         `json:"residency"`
-		Suspended *bool           `json:"suspended"`
-		Limits    json.RawMessage `json:"limits"`
+		Residency   *string         `json:"residency"`
+		Suspended   *bool           `json:"suspended"`
+		Limits      json.RawMessage `json:"limits"`
+		QueueWeight json.RawMessage `json:"queue_weight"`
 	}
 	if !decodeJSON(w, r, adminBodyLimit, &in) {
 		return
 	}
 	p := store.AccountPatch{Residency: in.Residency, Suspended: in.Suspended}
+	if len(in.QueueWeight) > 0 {
+		n, ok := queueWeight(w, in.QueueWeight)
+		if !ok {
+			return
+		}
+		p.QueueWeight = &n
+	}
 	if in.Residency != nil && !residency.Valid(*in.Residency) {
 		writeError(w, invalid("residency", "residency must be one of se, eu, any."))
 		return

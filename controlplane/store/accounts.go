@@ -19,7 +19,10 @@ type Account struct {
 	Residency string
 	Suspended bool
 	Limits    *snapshot.Limits
-	CreatedAt time.Time
+	// QueueWeight is the account's weight in the nodes' fair queue (snapshot.Account),
+	// 1..100.
+	QueueWeight int
+	CreatedAt   time.Time
 	// BalanceMicroSEK is the sum of the account's ledger entries.
 	BalanceMicroSEK int64
 	// Models the account may use (canonical IDs, sorted).
@@ -33,6 +36,16 @@ type AccountPatch struct {
 	// Limits replaces the account's limits; set ClearLimits to remove them.
 	Limits      *snapshot.Limits
 	ClearLimits bool
+	// QueueWeight sets the account's fair-queue weight (1..100; else ErrInvalid).
+	QueueWeight *int
+}
+
+// NewAccount is what CreateAccountWith creates.
+type NewAccount struct {
+	Customer  string
+	Residency string
+	// QueueWeight is the fair-queue weight (1..100); 0 means the default, 1.
+	QueueWeight int
 }
 
 // NewAccountID returns a fresh acct_<16 hex> ID.
@@ -47,14 +60,14 @@ func randomID(prefix string) (string, error) {
 	return prefix + hex.EncodeToString(b[:]), nil
 }
 
-const accountColumns = `a.id, a.customer, a.residency, a.suspended, a.limits, a.created_at,
+const accountColumns = `a.id, a.customer, a.residency, a.suspended, a.limits, a.queue_weight, a.created_at,
 	COALESCE(b.balance_micro_sek, 0),
 	COALESCE((SELECT array_agg(m.model_id ORDER BY m.model_id) FROM account_models m WHERE m.account_id = a.id), '{}')`
 
 func scanAccount(row pgx.Row) (Account, error) {
 	var a Account
 	var limits []byte
-	err := row.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &a.CreatedAt, &a.BalanceMicroSEK, &a.Models)
+	err := row.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &a.QueueWeight, &a.CreatedAt, &a.BalanceMicroSEK, &a.Models)
 	if err != nil {
 		return a, err
 	}
@@ -74,11 +87,20 @@ func limitsJSON(l *snapshot.Limits) ([]byte, error) {
 	return json.Marshal(l)
 }
 
-// CreateAccount creates an account with a zero balance.
+// CreateAccount creates an account with a zero balance and the default queue weight.
 func (s *Store) CreateAccount(ctx context.Context, customer, residency string) (Account, error) {
+	return s.CreateAccountWith(ctx, NewAccount{Customer: customer, Residency: residency})
+}
+
+// CreateAccountWith creates an account with a zero balance.
+func (s *Store) CreateAccountWith(ctx context.Context, n NewAccount) (Account, error) {
 	var id string
 	err := s.InTx(ctx, func(tx pgx.Tx) (err error) {
-		id, err = InsertAccount(ctx, tx, customer, residency, s.now())
+		id, err = InsertAccount(ctx, tx, n.Customer, n.Residency, s.now())
+		if err != nil || n.QueueWeight == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE accounts SET queue_weight = $2 WHERE id = $1`, id, n.QueueWeight)
 		return err
 	})
 	if err != nil {
@@ -139,8 +161,9 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, p AccountPatch) (A
 	tag, err := s.pool.Exec(ctx, `UPDATE accounts SET
 			residency = COALESCE($2, residency),
 			suspended = COALESCE($3, suspended),
-			limits = CASE WHEN $5 THEN NULL WHEN $4::jsonb IS NOT NULL THEN $4::jsonb ELSE limits END
-		WHERE id = $1`, id, p.Residency, p.Suspended, lj, p.ClearLimits)
+			limits = CASE WHEN $5 THEN NULL WHEN $4::jsonb IS NOT NULL THEN $4::jsonb ELSE limits END,
+			queue_weight = COALESCE($6, queue_weight)
+		WHERE id = $1`, id, p.Residency, p.Suspended, lj, p.ClearLimits, p.QueueWeight)
 	if err != nil {
 		return Account{}, translate(err, "update account "+id)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -99,7 +100,13 @@ func TestMigrationKeyLastUseKeepsExistingRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := old.CreateAccount(ctx, "before", "any")
+	// This build's account reads name columns added after migration 14; InsertAccount
+	// writes only columns the old schema has.
+	var acct struct{ ID string }
+	err = old.InTx(ctx, func(tx pgx.Tx) (err error) {
+		acct.ID, err = store.InsertAccount(ctx, tx, "before", "any", time.Now())
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

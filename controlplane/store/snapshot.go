@@ -89,7 +89,7 @@ func (s *Store) SnapshotState(ctx context.Context) (version int64, hash string, 
 func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*snapshot.Content, error) {
 	c := &snapshot.Content{DefaultLimits: defaults}
 
-	rows, err := tx.Query(ctx, `SELECT a.id, a.customer, a.residency, a.suspended, a.limits,
+	rows, err := tx.Query(ctx, `SELECT a.id, a.customer, a.residency, a.suspended, a.limits, a.queue_weight,
 			COALESCE((SELECT array_agg(m.model_id ORDER BY m.model_id) FROM account_models m WHERE m.account_id = a.id), '{}')
 		FROM accounts a ORDER BY a.id`)
 	if err != nil {
@@ -98,8 +98,12 @@ func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*sna
 	c.Accounts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Account, error) {
 		var a snapshot.Account
 		var limits []byte
-		if err := r.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &a.Models); err != nil {
+		var weight int
+		if err := r.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &weight, &a.Models); err != nil {
 			return a, err
+		}
+		if weight != 1 { // 1, the default, stays out: unweighted content hashes as before
+			a.QueueWeight = weight
 		}
 		a.Limits, err = decodeLimits(limits)
 		return a, err

@@ -90,7 +90,28 @@ type Account struct {
 	// Models the account may use (canonical IDs).
 	Models []string `json:"models"`
 	Limits *Limits  `json:"limits,omitempty"`
+	// QueueWeight is the account's share of the node's fair queue, where requests wait
+	// when every model server that could serve them is full: an account of weight w gets w
+	// turns for every one turn of a weight-1 account while both have requests waiting. It
+	// changes nothing while servers have room. 0 (absent) means 1; the control plane keeps
+	// it within MinQueueWeight..MaxQueueWeight. Weight gives the value to use.
+	QueueWeight int `json:"queue_weight,omitempty"`
 }
+
+// The bounds of Account.QueueWeight.
+const (
+	MinQueueWeight = 1
+	MaxQueueWeight = 100
+)
+
+// Weight is the account's QueueWeight within MinQueueWeight..MaxQueueWeight (0, absent,
+// is 1).
+func (a *Account) Weight() int {
+	return min(max(a.QueueWeight, MinQueueWeight), MaxQueueWeight)
+}
+
+// ValidQueueWeight reports whether w may be stored as an account's queue weight.
+func ValidQueueWeight(w int) bool { return w >= MinQueueWeight && w <= MaxQueueWeight }
 
 // Key is an API key; revoked keys are left out of the snapshot.
 type Key struct {
