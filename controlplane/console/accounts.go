@@ -197,6 +197,14 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 		res := f("residency")
 		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Residency: &res}, nil)
 		notice = "Residency changed."
+	case "queue-weight":
+		n, ok := atoi(strings.TrimSpace(f("queue_weight")))
+		if !ok {
+			c.failed(w, r, back, "The queue weight must be a whole number from 1 to 100.")
+			return
+		}
+		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{QueueWeight: &n}, nil)
+		notice = fmt.Sprintf("Queue weight set to %d.", n)
 	case "credit":
 		if strings.TrimSpace(f("reason")) == "" {
 			c.failed(w, r, back, "A credit needs a reason.")

@@ -62,6 +62,9 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 		if r := str(req, "residency"); r != "" {
 			parts = append(parts, "set the residency of "+account+" to "+r)
 		}
+		if w, ok := req["queue_weight"].(float64); ok {
+			parts = append(parts, fmt.Sprintf("set the queue weight of %s to %g", account, w))
+		}
 		if _, ok := req["limits"]; ok {
 			parts = append(parts, "changed the limits of "+account)
 		}

@@ -20,6 +20,8 @@ func TestAuditWords(t *testing.T) {
 			Request: raw(`{"amount_sek":"-12.5","reason":"wrong credit"}`)}, "The admin token adjusted the balance of Nordic Fintech AB by -12.50 SEK: wrong credit"},
 		{adminapi.AuditEntry{Actor: "operator:ada", Action: "PATCH /admin/v1/accounts/{id}", Target: "acct_2", Status: 200,
 			Request: raw(`{"suspended":true}`)}, "ada suspended acct_2"},
+		{adminapi.AuditEntry{Actor: "operator:ada", Action: "PATCH /admin/v1/accounts/{id}", Target: "acct_1", Status: 200,
+			Request: raw(`{"queue_weight":3}`)}, "ada set the queue weight of Nordic Fintech AB to 3"},
 		{adminapi.AuditEntry{Actor: "operator:ada", Action: "POST /admin/v1/accounts/{id}/keys", Target: "acct_1", Status: 201,
 			Request: raw(`{"name":"ci"}`), After: raw(`{"id":"key_0123456789ab"}`)}, "ada created the key key_0123456789ab for Nordic Fintech AB (ci)"},
 		{adminapi.AuditEntry{Actor: "operator:bo", Action: "POST /admin/v1/keys/{id}/revoke", Target: "key_0123456789ab", Status: 403},

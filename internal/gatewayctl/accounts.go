@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,12 +12,14 @@ import (
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/residency"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 func (a *app) accountsCmd() *cobra.Command {
 	var customer, res string
+	var weight int
 	create := &cobra.Command{
-		Use:   "create --customer NAME --residency se|eu|any",
+		Use:   "create --customer NAME --residency se|eu|any [--queue-weight N]",
 		Short: "Create an account",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -26,11 +29,14 @@ func (a *app) accountsCmd() *cobra.Command {
 			if !residency.Valid(res) {
 				return fmt.Errorf("--residency %q: want se, eu or any", res)
 			}
+			if cmd.Flags().Changed("queue-weight") && !snapshot.ValidQueueWeight(weight) {
+				return fmt.Errorf("--queue-weight %d: %s", weight, weightRange)
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			acct, raw, err := c.CreateAccount(cmd.Context(), adminapi.CreateAccountRequest{Customer: customer, Residency: res})
+			acct, raw, err := c.CreateAccount(cmd.Context(), adminapi.CreateAccountRequest{Customer: customer, Residency: res, QueueWeight: weight})
 			if err != nil {
 				return fmt.Errorf("create account: %w", err)
 			}
@@ -39,6 +45,7 @@ func (a *app) accountsCmd() *cobra.Command {
 	}
 	create.Flags().StringVar(&customer, "customer", "", "customer name (required)")
 	create.Flags().StringVar(&res, "residency", "", "residency policy: se, eu or any (required)")
+	create.Flags().IntVar(&weight, "queue-weight", 0, "turns in the nodes' fair queue per turn of a weight-1 account, 1..100 (default 1)")
 
 	listCmd := &cobra.Command{
 		Use:   "list",
@@ -59,9 +66,9 @@ func (a *app) accountsCmd() *cobra.Command {
 			rows := make([][]string, 0, len(l.Data))
 			for _, ac := range l.Data {
 				rows = append(rows, []string{ac.ID, ac.Customer, ac.Residency, yesNo(ac.Suspended),
-					balance(ac), itoa(int64(len(ac.Models))), fmtTime(ac.CreatedAt)})
+					balance(ac), itoa(int64(len(ac.Models))), itoa(int64(max(ac.QueueWeight, 1))), fmtTime(ac.CreatedAt)})
 			}
-			return a.table([]any{"ID", "Customer", "Residency", "Suspended", "Balance SEK", "Models", "Created"}, rows)
+			return a.table([]any{"ID", "Customer", "Residency", "Suspended", "Balance SEK", "Models", "Queue weight", "Created"}, rows)
 		},
 	}
 
@@ -119,6 +126,16 @@ func (a *app) accountsCmd() *cobra.Command {
 			return adminapi.PatchAccountRequest{Residency: &args[1]}, nil
 		})
 
+	setWeight := patch("set-queue-weight ACCOUNT_ID N",
+		"Set an account's fair-queue weight, 1..100 (turns per turn of a weight-1 account)", 2,
+		func(args []string) (adminapi.PatchAccountRequest, error) {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || !snapshot.ValidQueueWeight(n) {
+				return adminapi.PatchAccountRequest{}, fmt.Errorf("queue weight %q: %s", args[1], weightRange)
+			}
+			return adminapi.PatchAccountRequest{QueueWeight: &n}, nil
+		})
+
 	var acctLimits func() (json.RawMessage, error) // reads the command's flags, set below
 	setLimits := patch("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] [--hold-max-price] | --clear)",
 		"Set an account's request limits (--clear: the deployment defaults apply)", 1,
@@ -128,9 +145,12 @@ func (a *app) accountsCmd() *cobra.Command {
 		})
 	acctLimits = limitsFlags(setLimits)
 
-	return group("accounts", "Create, list, show, suspend accounts and set their residency and limits",
-		create, listCmd, get, suspend, unsuspend, setRes, setLimits)
+	return group("accounts", "Create, list, show, suspend accounts and set their residency, limits and queue weight",
+		create, listCmd, get, suspend, unsuspend, setRes, setLimits, setWeight)
 }
+
+// weightRange says which queue weights an account may have.
+var weightRange = fmt.Sprintf("want a whole number from %d to %d", snapshot.MinQueueWeight, snapshot.MaxQueueWeight)
 
 func balance(ac adminapi.Account) string {
 	if ac.BalanceSEK != "" {
@@ -150,6 +170,7 @@ func (a *app) showAccount(ac adminapi.Account, raw []byte) error {
 		"Suspended", yesNo(ac.Suspended),
 		"Balance", balance(ac)+" SEK",
 		"Models", list(ac.Models),
+		"Queue weight", itoa(int64(max(ac.QueueWeight, 1))),
 		"Created", fmtTime(ac.CreatedAt),
 	)
 }

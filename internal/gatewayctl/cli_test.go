@@ -73,6 +73,7 @@ func runCLI(t *testing.T, srv *httptest.Server, args ...string) (int, string, st
 }
 
 const acctJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","residency":"se","suspended":false,"created_at":"2026-11-01T10:00:00Z","balance_micro_sek":500000000,"balance_sek":"500.00","models":["llama-3.1-8b-instruct","nomic-embed-text-v1.5"]}`
+const acctWeightedJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","residency":"se","suspended":false,"created_at":"2026-11-01T10:00:00Z","balance_micro_sek":0,"balance_sek":"0.00","models":[],"queue_weight":3}`
 const acctSuspendedJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","residency":"eu","suspended":true,"created_at":"2026-11-01T10:00:00Z","balance_micro_sek":-1500000,"balance_sek":"-1.50","models":[]}`
 const keyJSON = `{"id":"key_0123456789ab","secret":"sgw_0123456789ab_0123456789abcdef0123456789abcdef01234567","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":"2027-01-30T10:00:00Z"}`
 const keysJSON = `{"data":[{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null,"last_used_at":"2026-11-05T08:30:00Z"},{"id":"key_ba9876543210","account_id":"acct_0123456789abcdef","name":"","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-02T10:00:00Z"}]}`
@@ -94,8 +95,13 @@ func TestCommands(t *testing.T) {
 		{"accounts create", []string{"accounts", "create", "--customer", "Demo AB", "--residency", "se"},
 			"POST", "/admin/v1/accounts", 201, acctJSON, `{"customer":"Demo AB","residency":"se"}`,
 			[]string{"ID:", "acct_0123456789abcdef", "Demo AB", "Balance:", "500.00 SEK", "llama-3.1-8b-instruct,nomic-embed-text-v1.5"}, ""},
+		{"accounts create weighted", []string{"accounts", "create", "--customer", "Demo AB", "--residency", "se", "--queue-weight", "3"},
+			"POST", "/admin/v1/accounts", 201, acctWeightedJSON, `{"customer":"Demo AB","residency":"se","queue_weight":3}`,
+			[]string{"Queue weight:", "3"}, ""},
+		{"accounts set-queue-weight", []string{"accounts", "set-queue-weight", "acct_0123456789abcdef", "3"}, "PATCH", "/admin/v1/accounts/acct_0123456789abcdef", 200, acctWeightedJSON,
+			`{"queue_weight":3}`, []string{"Queue weight:", "3"}, ""},
 		{"accounts list", []string{"accounts", "list"}, "GET", "/admin/v1/accounts", 200, `{"data":[` + acctJSON + `,` + acctSuspendedJSON + `]}`, "",
-			[]string{"ID", "CUSTOMER", "RESIDENCY", "SUSPENDED", "BALANCE SEK", "acct_0123456789abcdef", "500.00", "-1.50", "yes", "2026-11-01 10:00:00Z"}, ""},
+			[]string{"ID", "CUSTOMER", "RESIDENCY", "SUSPENDED", "BALANCE SEK", "QUEUE WEIGHT", "acct_0123456789abcdef", "500.00", "-1.50", "yes", "2026-11-01 10:00:00Z"}, ""},
 		{"accounts get", []string{"accounts", "get", "acct_0123456789abcdef"}, "GET", "/admin/v1/accounts/acct_0123456789abcdef", 200, acctJSON, "",
 			[]string{"Customer:", "Demo AB", "Residency:", "se"}, ""},
 		{"accounts suspend", []string{"accounts", "suspend", "acct_0123456789abcdef"}, "PATCH", "/admin/v1/accounts/acct_0123456789abcdef", 200, acctSuspendedJSON,
@@ -232,6 +238,9 @@ func TestErrors(t *testing.T) {
 		{"not an envelope", []string{"snapshot"}, 502, `upstream down`, []string{"502 Bad Gateway: upstream down"}, 1},
 		{"not JSON on success", []string{"snapshot"}, 200, `<html>`, []string{"not JSON"}, 1},
 		{"bad residency", []string{"accounts", "create", "--customer", "X", "--residency", "us"}, 200, `{}`, []string{"--residency \"us\": want se, eu or any"}, 0},
+		{"queue weight 0", []string{"accounts", "create", "--customer", "X", "--residency", "se", "--queue-weight", "0"}, 200, `{}`, []string{"want a whole number from 1 to 100"}, 0},
+		{"set-queue-weight 101", []string{"accounts", "set-queue-weight", "acct_x", "101"}, 200, `{}`, []string{"want a whole number from 1 to 100"}, 0},
+		{"set-queue-weight fraction", []string{"accounts", "set-queue-weight", "acct_x", "2.5"}, 200, `{}`, []string{"want a whole number from 1 to 100"}, 0},
 		{"missing customer", []string{"accounts", "create", "--residency", "se"}, 200, `{}`, []string{"--customer is required"}, 0},
 		{"set-residency bad", []string{"accounts", "set-residency", "acct_x", "nordic"}, 200, `{}`, []string{"want se, eu or any"}, 0},
 		{"credit not decimal", []string{"credit", "acct_x", "1e3"}, 200, `{}`, []string{"exact decimal"}, 0},
