@@ -104,6 +104,13 @@ func (q *Queue) Collectors() []prometheus.Collector {
 // RetryAfter is what a refused client is told to wait.
 func (q *Queue) RetryAfter() time.Duration { return q.cfg.MaxWait }
 
+// Len is the number of requests waiting (read-only; tests and benchmarks).
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.depth
+}
+
 // Busy reports whether requests are waiting (a newcomer then queues behind them even if a
 // route has room: turns are kept).
 func (q *Queue) Busy() bool { return q.busy.Load() }
