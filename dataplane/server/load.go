@@ -72,7 +72,7 @@ func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Dura
 	}
 	// A separate object, not a closure over c: c stays on its caller's stack.
 	chk := &roomCheck{s: s, cands: c.cands}
-	d, err := fq.Wait(ctx, c.p.acct.ID, 1, class, chk.room)
+	d, err := fq.Wait(ctx, c.p.acct.ID, c.p.acct.Weight(), class, chk.room)
 	if err != nil {
 		if err == fairq.ErrFull || err == fairq.ErrTimeout {
 			writeError(ctx, errSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter())))
