@@ -103,7 +103,7 @@ func streamChat(base, key, tag string) streamed {
 
 // A quiet account keeps its turn while another account's burst waits in the node's fair
 // queue: each of its requests reaches the replica ahead of all but a couple of the
-// burst's requests that were waiting when it was sent, and every one of them is answered.
+// burst's requests that were waiting when it arrived, and every one of them is answered.
 // The test asserts the order in which the replica receives requests, not times.
 func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
 	var log arrivals
@@ -161,10 +161,28 @@ func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
 		t.Fatalf("burst not held: %d at the replica, %d in the fair queue", log.count("burst-"), fq.Len())
 	}
 
-	// The quiet account's requests, one after another.
+	// The quiet account's requests, one after another. Each is taken as arrived once the
+	// fair queue's entries (waiting plus let go) grow by one, or once it is answered (it
+	// did not queue, or a refusal hid its entry); the burst's requests not at the replica
+	// then are the ones it found waiting.
 	const quiet = 3
+	entries := func() int64 { return int64(fq.Len()) + fq.Granted.Load() }
 	waiting := make([]map[string]bool, quiet)
 	for j := range quiet {
+		before := entries()
+		done := make(chan streamed, 1)
+		go func() { done <- streamChat(g.URL, quietKey, fmt.Sprintf("quiet-%d", j)) }()
+		var o streamed
+		answered := false
+		waitFor(20*time.Second, func() bool {
+			select {
+			case o = <-done:
+				answered = true
+				return true
+			default:
+				return entries() > before
+			}
+		})
 		arrived := map[string]bool{}
 		for _, tag := range log.list() {
 			arrived[tag] = true
@@ -175,13 +193,15 @@ func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
 				waiting[j][tag] = true
 			}
 		}
-		o := streamChat(g.URL, quietKey, fmt.Sprintf("quiet-%d", j))
+		if !answered {
+			o = <-done
+		}
 		if o.err != nil || o.status != 200 || !strings.Contains(o.body, "data: [DONE]") {
 			t.Fatalf("quiet request %s: %d %v %s", o.tag, o.status, o.err, o.body)
 		}
 	}
 	if len(waiting[0]) < burst/2 {
-		t.Fatalf("only %d of the burst waited when the first quiet request was sent", len(waiting[0]))
+		t.Fatalf("only %d of the burst waited when the first quiet request arrived", len(waiting[0]))
 	}
 
 	// Every request of the burst is answered or refused with 429 and Retry-After (it waited
@@ -205,8 +225,8 @@ func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
 	}
 
 	// The order at the replica: each quiet request went ahead of all but a couple of the
-	// burst's requests that waited when it was sent (one whose turn it was, one let go
-	// and on its way).
+	// burst's requests that waited when it arrived (one whose turn it was, one let go and
+	// on its way).
 	order := log.list()
 	pos := map[string]int{}
 	for i, tag := range order {
@@ -227,11 +247,11 @@ func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
 		}
 		aheads[j] = len(ahead)
 		if len(ahead) > 2 {
-			t.Errorf("%s reached the replica after %d of the %d burst requests waiting when it was sent: %v",
+			t.Errorf("%s reached the replica after %d of the %d burst requests waiting when it arrived: %v",
 				tag, len(ahead), len(waiting[j]), order)
 		}
 	}
-	t.Logf("burst: %d answered, %d refused with 429; quiet requests: %d burst requests waiting when sent, %d of them went first",
+	t.Logf("burst: %d answered, %d refused with 429; quiet requests: %d burst requests waiting on arrival, %d of them went first",
 		answered, refused, len(waiting[0]), aheads[0])
 	for j := 1; j < quiet; j++ {
 		t.Logf("%d waiting, %d went first", len(waiting[j]), aheads[j])
