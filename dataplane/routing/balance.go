@@ -2,8 +2,6 @@ package routing
 
 import (
 	"math"
-	"sync/atomic"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -55,28 +53,28 @@ const (
 
 // Weights are the scored policy's cost terms. A route's cost is
 //
-//	Load·load + Queue·waiting + KV·kv_high − Affinity·[first in the key's order]
-//	  − Affinity/4·[second in the key's order]
+//	Load·load + Queue·waiting + KV·kv_high − Affinity·size·[holds the prefix]
+//	  − Affinity·size/2·[one of the key's two homes, not holding it yet]
 //
 // where load is the requests at the server (its reported waiting plus running, or this
 // node's own in-flight count when larger or when no fresh report is held), waiting the
 // requests a new one would wait behind at the server (its report moved by this node's
-// dispatches since, plus one when no slot is free), and kv_high
-// how far its KV-cache use is above 75 % (0 up to 75 %, 1 when full: below that the cache
-// is no constraint). The affinity terms scale with the prefix's size (Request.PrefixBytes
-// over FullAffinityBytes, at most 1) and count for a key this node has routed within
-// WarmFor; a key it has not seen gets a sixth of the first term only (a tie-break toward
-// the replica its next requests will prefer). The lowest cost goes first; ties keep the
-// key's order.
+// dispatches since, plus one when no slot is free), and kv_high how far its KV-cache use
+// is above 75 % (0 up to 75 %, 1 when full: below that the cache is no constraint). A
+// route holds the prefix when this node sent it a request with the same prefix key within
+// WarmFor; the key's homes are the first two routes of its rendezvous order. size is the
+// prefix's size over FullAffinityBytes, at most 1. The lowest cost goes first; ties keep
+// the key's order.
 type Weights struct {
 	Load, Queue, KV, Affinity float64
 }
 
 // DefaultWeights: running requests cost little (a replica runs several at once without
 // slowing the first token much), a waiting one costs twice as much as running, a full KV
-// cache costs like two waiting requests, and a known prefix stays on its replica until
-// that replica has four more requests waiting, or eight more running, than another (a cache
-// miss on a long prefix costs a full prefill).
+// cache costs like two waiting requests, and a long prefix stays on a replica that holds
+// it until that replica has four more requests waiting, or eight more running, than
+// another (a cache miss on a long prefix costs a full prefill); it spills to its second
+// home at half that.
 var DefaultWeights = Weights{Load: 0.5, Queue: 1, KV: 2, Affinity: 4}
 
 // waitsBehind is how many requests a request sent to a route now would wait behind at its
@@ -183,19 +181,18 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 		}
 		rz[i] = rendezvous(key, s.idHash(c.Route), w)
 	}
-	sortBy(group, rz[:len(group)], true)
+	sortBy(group, rz[:len(group)], true, nil)
 	if s.Loads == nil {
 		return ReasonAffinity
 	}
 	var views [maxScored]loadstat.View
+	var tags [maxScored]uint32
 	total := 0.0
 	for i, c := range group {
-		views[i] = s.Loads.For(c.Route).View(req.Now, s.Loads.FreshFor)
+		lr := s.Loads.For(c.Route)
+		views[i] = lr.View(req.Now, s.Loads.FreshFor)
+		tags[i] = tagOf(lr.IDHash)
 		total += views[i].Load()
-	}
-	warm := req.HasKey && best && s.warm.seen(req.Key, req.Now, s.warmFor())
-	if req.HasKey && best {
-		s.warm.mark(req.Key, req.Now)
 	}
 	switch req.Mode {
 	case ModeAffinity:
@@ -219,33 +216,74 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 			cost[i] = views[i].Load() + waitsBehind(views[i]) + s.weights().KV*kvHigh(views[i].KV)
 		}
 	default:
-		w := s.weights()
+		return s.score(group, req, best, views[:len(group)], tags[:len(group)])
+	}
+	sortBy(group, cost[:len(group)], false, nil)
+	return ReasonLoad
+}
+
+// score orders group (in the key's rendezvous order) by the scored policy's cost (see
+// Weights) and says why its first route is first: affinity when it holds the prefix or
+// is the key's first home. A request let go by the fair queue goes to a route with a free
+// slot: the full ones cost heldFull more.
+func (s *Selector) score(group []index.Candidate, req Request, best bool, views []loadstat.View, tags []uint32) string {
+	w := s.weights()
+	sat := s.saturation()
+	var cost [maxScored]float64
+	var cached [maxScored]bool
+	bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
+	if req.HasKey && best {
 		for i := range group {
-			v := views[i]
-			cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)
-		}
-		bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
-		if req.Held {
-			bonus = 0
-		}
-		switch {
-		case warm:
-			cost[0] -= bonus
-			cost[1] -= bonus / 4
-		case req.HasKey && best:
-			cost[0] -= bonus / 6
+			cached[i] = s.sent.sentWithin(req.Key, tags[i], req.Now, s.warmFor())
 		}
 	}
-	moved := sortBy(group, cost[:len(group)], false)
-	if warm && !moved {
+	for i, v := range views {
+		cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)
+		if req.Held && freeSlots(v, sat) <= 0 {
+			cost[i] += heldFull
+		}
+		if cached[i] {
+			cost[i] -= bonus
+		}
+	}
+	if req.HasKey && best {
+		for i := range min(homes, len(group)) {
+			if !cached[i] {
+				cost[i] -= bonus * homeShare
+			}
+		}
+	}
+	idx := [maxScored]int{}
+	for i := range group {
+		idx[i] = i
+	}
+	sortBy(group, cost[:len(group)], false, idx[:len(group)])
+	if req.HasKey && best {
+		s.sent.mark(req.Key, tags[idx[0]], req.Now)
+	}
+	if cached[idx[0]] || req.HasKey && best && idx[0] == 0 {
 		return ReasonAffinity
 	}
 	return ReasonLoad
 }
 
+// A key's homes are the first routes of its rendezvous order: each earns homeShare of
+// the affinity bonus before it holds the prefix, so a key's requests spread over its two
+// homes by load (the less loaded of two choices) and both caches warm, while every node
+// agrees on which two they are.
+const (
+	homes     = 2
+	homeShare = 0.5
+)
+
+// heldFull is what a route without a free slot adds to the cost of a request the fair
+// queue let go (it was let go because a slot freed elsewhere).
+const heldFull = 1000
+
 // sortBy sorts group by keys (descending when desc), stably, by insertion (groups are
-// small), keeping keys in step; it reports whether the first element changed.
-func sortBy(group []index.Candidate, keys []float64, desc bool) bool {
+// small), keeping keys and idx (when not nil) in step; it reports whether the first
+// element changed.
+func sortBy(group []index.Candidate, keys []float64, desc bool, idx []int) bool {
 	moved := false
 	for i := 1; i < len(group); i++ {
 		for j := i; j > 0; j-- {
@@ -255,6 +293,9 @@ func sortBy(group []index.Candidate, keys []float64, desc bool) bool {
 			}
 			keys[j-1], keys[j] = b, a
 			group[j-1], group[j] = group[j], group[j-1]
+			if idx != nil {
+				idx[j-1], idx[j] = idx[j], idx[j-1]
+			}
 			if j == 1 {
 				moved = true
 			}
@@ -307,66 +348,4 @@ func PrefixKey(model string, cacheKey, prefix []byte) (key uint64, ok bool) {
 		return 0, false
 	}
 	return d.Sum64(), true
-}
-
-// warmTable remembers the prefix keys a node has routed recently: a direct-mapped table
-// of atomics (a collision forgets a key, which then goes by load once).
-type warmTable struct {
-	keys [warmSlots]atomic.Uint64
-	at   [warmSlots]atomic.Int64
-}
-
-const warmSlots = 4096
-
-func (t *warmTable) seen(key uint64, now int64, within time.Duration) bool {
-	i := key % warmSlots
-	return t.keys[i].Load() == key && now-t.at[i].Load() < int64(within)
-}
-
-func (t *warmTable) mark(key uint64, now int64) {
-	i := key % warmSlots
-	t.keys[i].Store(key)
-	t.at[i].Store(now)
-}
-
-// Saturation is when a route counts as full: its server's estimated waiting queue
-// (loadstat.View.Excess, negative while slots are free) is at least Queue once its
-// capacity is known (else its reported waiting queue is at least max(Queue, 1)), or its
-// KV-cache use is at least KV, by a report at least half fresh.
-type Saturation struct {
-	Queue float64
-	KV    float64
-}
-
-// DefaultSaturation: no slot is free (Queue 0), or the KV cache is 95 % full. Held at the
-// node, requests go in turns the moment a slot frees; in the servers' own queues they
-// would go first come, first served.
-var DefaultSaturation = Saturation{Queue: 0, KV: 0.95}
-
-// Saturated reports whether every candidate is full (fair queueing holds the request then).
-// Without a server report a route never counts as full.
-func (s *Selector) Saturated(cands []index.Candidate, now int64) bool {
-	if s.Loads == nil || len(cands) == 0 {
-		return false
-	}
-	sat := s.Saturation
-	if sat == nil {
-		sat = &DefaultSaturation
-	}
-	for _, c := range cands {
-		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
-		if v.Fresh < 0.5 {
-			return false
-		}
-		full := v.KV >= sat.KV*v.Fresh
-		if v.SlotsKnown {
-			full = full || v.Excess >= sat.Queue*v.Fresh
-		} else {
-			full = full || v.Waiting >= max(sat.Queue, 1)*v.Fresh
-		}
-		if !full {
-			return false
-		}
-	}
-	return true
 }

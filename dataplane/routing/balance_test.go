@@ -93,16 +93,18 @@ func TestAffinityBoundedLoad(t *testing.T) {
 	}
 }
 
-// The scored policy keeps a known key on its replica against small load differences and
-// moves it for large ones; a new key goes by load alone.
+// The scored policy sends a new key to the first of its homes, keeps a key on a replica
+// that holds its prefix against small load differences, spills to the second home for
+// larger ones, and lets a held request go where a slot is free.
 func TestScoredAffinityAgainstLoad(t *testing.T) {
 	s := &Selector{Loads: loadstat.NewRegistry()}
 	cands := fourRoutes()
 	key, _ := PrefixKey("m", nil, []byte("tenant system prompt"))
 	req := Request{Key: key, HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: t0}
-	ids, d := order(s, cands, req) // first sight: ties keep the key's order
-	if d.Reason != ReasonLoad {
-		t.Fatalf("new key: reason %q, want load", d.Reason)
+	rz, _ := order(&Selector{Loads: loadstat.NewRegistry()}, cands, Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0})
+	ids, d := order(s, cands, req)
+	if ids[0] != rz[0] || d.Reason != ReasonAffinity {
+		t.Fatalf("new key: %v (%s), want its first home %s", ids, d.Reason, rz[0])
 	}
 	byID := map[string]index.Candidate{}
 	for _, c := range cands {
@@ -111,17 +113,17 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	loadUp(s, byID[ids[0]], 2)
 	again, d := order(s, cands, req)
 	if again[0] != ids[0] || d.Reason != ReasonAffinity || d.InFlight != 2 {
-		t.Fatalf("known key, preferred 2 ahead: %v %+v", again, d)
-	}
-	held := req
-	held.Held = true // let go by the fair queue: the less loaded replica takes it
-	if h, _ := order(s, cands, held); h[0] == ids[0] {
-		t.Fatalf("held request sent to its busier preferred replica: %v", h)
+		t.Fatalf("prefix held, 2 ahead: %v %+v", again, d)
 	}
 	loadUp(s, byID[ids[0]], 6)
 	moved, d := order(s, cands, req)
-	if moved[0] == ids[0] || d.Reason != ReasonLoad {
-		t.Fatalf("preferred 8 ahead: %v %+v", moved, d)
+	if moved[0] != rz[1] || d.Reason != ReasonLoad {
+		t.Fatalf("first home 8 ahead: %v %+v, want the second home %s", moved, d, rz[1])
+	}
+	// Both homes hold the prefix now: the less loaded one takes it.
+	loadUp(s, byID[rz[1]], 3)
+	if both, d := order(s, cands, req); both[0] != rz[1] || d.Reason != ReasonAffinity {
+		t.Fatalf("both homes warm, second less loaded: %v %+v", both, d)
 	}
 	// A fresh server report of a long queue moves it too.
 	s2 := &Selector{Loads: loadstat.NewRegistry()}
@@ -139,6 +141,16 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	late.Now = t0 + int64(10*time.Second)
 	if back, _ := order(s2, cands, late); back[0] != ids[0] {
 		t.Fatalf("stale report still counted: %v", back)
+	}
+	// A held request skips a home without a free slot.
+	s3 := &Selector{Loads: loadstat.NewRegistry()}
+	order(s3, cands, req)
+	s3.Loads.For(byID[ids[0]].Route).SetServer(loadstat.Report{Waiting: 1, Running: 4}, t0, 0)
+	s3.Loads.For(byID[ids[0]].Route).SetServer(loadstat.Report{Waiting: 0, Running: 4}, t0, 0)
+	held := req
+	held.Held = true
+	if h, _ := order(s3, cands, held); h[0] == ids[0] {
+		t.Fatalf("held request sent to a full replica: %v", h)
 	}
 }
 

@@ -37,12 +37,13 @@ type Selector struct {
 	// Epsilon is the affinity policy's load bound: the preferred replica is passed over
 	// when its load would exceed (1+Epsilon) of its group's average (default 0.25).
 	Epsilon float64
-	// WarmFor is how long a prefix key counts as known after this node last routed it
-	// (default 5m): only a known key earns the scored policy's affinity bonus.
+	// WarmFor is how long a replica counts as holding a prefix after this node last sent
+	// it a request with that prefix key (default 5m): such a replica earns the scored
+	// policy's affinity bonus.
 	WarmFor time.Duration
 	// Saturation says when a route is full (default DefaultSaturation).
 	Saturation *Saturation
-	warm       warmTable
+	sent       sentTable
 }
 
 func (s *Selector) weights() *Weights {

@@ -49,12 +49,9 @@ func TestScoredKeepsTenantOnOneReplica(t *testing.T) {
 		if rt.Attempts[0].Route != first {
 			t.Fatalf("request %d went to %s, the first to %s", i, rt.Attempts[0].Route, first)
 		}
-		want := "affinity"
-		if i == 0 {
-			want = "load" // a prefix no replica holds yet goes by load (all idle: the key's first)
-		}
-		if rt.Balancer != "scored" || rt.Reason != want {
-			t.Fatalf("request %d: balancer %q reason %q, want scored %s", i, rt.Balancer, rt.Reason, want)
+		// The first goes to the key's first home (all idle), the others where the prefix is.
+		if rt.Balancer != "scored" || rt.Reason != "affinity" {
+			t.Fatalf("request %d: balancer %q reason %q, want scored affinity", i, rt.Balancer, rt.Reason)
 		}
 	}
 	for _, id := range []string{"replica-0", "replica-1", "replica-2", "replica-3"} {

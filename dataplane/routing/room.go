@@ -1,0 +1,73 @@
+package routing
+
+import (
+	"math"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/loadstat"
+)
+
+// Saturation is when a route counts as full: its server's estimated waiting queue
+// (loadstat.View.Excess, negative while slots are free) is at least Queue once its
+// capacity is known (else its reported waiting queue is at least max(Queue, 1)), or its
+// KV-cache use is at least KV, by a report at least half fresh.
+type Saturation struct {
+	Queue float64
+	KV    float64
+}
+
+// DefaultSaturation: no slot is free (Queue 0), or the KV cache is 95 % full. Held at the
+// node, requests go in turns the moment a slot frees; in the servers' own queues they
+// would go first come, first served.
+var DefaultSaturation = Saturation{Queue: 0, KV: 0.95}
+
+func (s *Selector) saturation() *Saturation {
+	if s.Saturation != nil {
+		return s.Saturation
+	}
+	return &DefaultSaturation
+}
+
+// freeSlots is how many more requests a route's server can start now by the view v: its
+// free slots (plus Saturation.Queue) once its capacity is known, 0 when its KV cache is
+// full; +Inf when its capacity is unknown and its queue is short, or without a report at
+// least half fresh (the node then knows nothing that would hold a request back).
+func freeSlots(v loadstat.View, sat *Saturation) float64 {
+	if v.Fresh < 0.5 {
+		return math.Inf(1)
+	}
+	if v.KV >= sat.KV*v.Fresh {
+		return 0
+	}
+	if v.SlotsKnown {
+		return max(0, sat.Queue*v.Fresh-v.Excess)
+	}
+	if v.Waiting >= max(sat.Queue, 1)*v.Fresh {
+		return 0
+	}
+	return math.Inf(1)
+}
+
+// Room is what the fair queue asks of a request's candidates: how many more requests
+// their servers can start now (the sum of freeSlots; +Inf when any route's is), and the
+// capacity known of them (the sum of their known slots). Without a load registry the room
+// is unbounded.
+func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity float64) {
+	if s.Loads == nil || len(cands) == 0 {
+		return math.Inf(1), 0
+	}
+	sat := s.saturation()
+	for _, c := range cands {
+		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
+		free += freeSlots(v, sat)
+		capacity += v.Slots
+	}
+	return free, capacity
+}
+
+// Saturated reports whether every candidate is full (fair queueing holds the request then).
+// Without a server report a route never counts as full.
+func (s *Selector) Saturated(cands []index.Candidate, now int64) bool {
+	free, _ := s.Room(cands, now)
+	return free <= 0
+}
