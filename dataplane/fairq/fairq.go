@@ -5,12 +5,20 @@
 // comes and its routes have room (a request finishing, or a poll, lets one go), or is
 // refused when its account's queue or the whole queue is full or when it has waited
 // MaxWait.
+//
+// Turns alone do not keep a light account's latency: when the servers are full, its
+// request still waits for the next slot to free, behind no one but at the pace the
+// heavy account's long requests end. So an account with more requests in flight than its
+// weighted share of the node's (a heavy one) starts only while more than Headroom slots
+// are free: a slot stays free for the others' next request, at the cost of that slot's
+// share of the heavy account's throughput while others are active.
 package fairq
 
 import (
 	"container/list"
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,17 +42,29 @@ type Config struct {
 	// Poll is how often a waiting request's routes are looked at again when no request
 	// finishes (default 20ms).
 	Poll time.Duration
+	// Headroom is how many free slots an account above its share leaves for the others
+	// (default 2; -1: none), at most an eighth of the servers' known capacity.
+	Headroom int
+	// Linger is how long an account counts as active after its last request, for the
+	// shares (default 2s); Forget when its state is dropped (default 10m).
+	Linger, Forget time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Queue is the node's fair queue. The zero value is not usable; see New.
 type Queue struct {
 	cfg Config
 
-	mu     sync.Mutex
-	byAcct map[string]*account
-	ring   []*account // accounts with requests waiting, in turn order
-	next   int        // whose turn it is
-	depth  int
+	flows sync.Map // account ID → *Flow
+	// inFlight counts every flow's requests in flight; activeWeight is the weight of the
+	// flows active within Linger (refresh).
+	inFlight, activeWeight atomic.Int64
+
+	mu    sync.Mutex
+	ring  []*Flow // flows with requests waiting, in turn order
+	next  int     // whose turn it is
+	depth int
 	// busy mirrors depth > 0 for Busy, which every request asks.
 	busy atomic.Bool
 
@@ -57,16 +77,13 @@ type Queue struct {
 	pending atomic.Int64
 }
 
-type account struct {
-	id     string
-	weight int
-	served int // grants in its current turn
-	q      list.List
-}
+// Room says how many more requests the servers of a request's routes can start now, and
+// their capacity known (routing.Selector.Room).
+type Room func() (free, capacity float64)
 
 type waiter struct {
-	ready func() bool
-	ch    chan struct{}
+	room Room
+	ch   chan struct{}
 }
 
 // New returns a Queue with cfg's defaults filled.
@@ -83,7 +100,19 @@ func New(cfg Config) *Queue {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 20 * time.Millisecond
 	}
-	return &Queue{cfg: cfg, byAcct: make(map[string]*account),
+	if cfg.Headroom == 0 {
+		cfg.Headroom = 2
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = 2 * time.Second
+	}
+	if cfg.Forget <= 0 {
+		cfg.Forget = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Queue{cfg: cfg,
 		waited: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_fair_queue_wait_seconds",
 			Help:    "Time inference requests waited in the node's fair queue because every eligible route was saturated, by account class.",
@@ -95,6 +124,8 @@ func New(cfg Config) *Queue {
 		}, []string{"class", "reason"}),
 	}
 }
+
+func (q *Queue) now() time.Time { return q.cfg.Now() }
 
 // Collectors are the queue's metrics, to register with the node's registry.
 func (q *Queue) Collectors() []prometheus.Collector {
@@ -115,28 +146,40 @@ func (q *Queue) Len() int {
 // route has room: turns are kept).
 func (q *Queue) Busy() bool { return q.busy.Load() }
 
-// Wait queues a request of account acct (weight: its turns' length, at least 1; class:
-// the metrics label) until its turn comes and ready reports room, and returns how long it
-// waited; ErrFull or ErrTimeout when it is refused instead.
-func (q *Queue) Wait(ctx context.Context, acct string, weight int, class string, ready func() bool) (time.Duration, error) {
-	start := time.Now()
-	w := &waiter{ready: ready, ch: make(chan struct{})}
-	q.mu.Lock()
-	a := q.byAcct[acct]
-	if a == nil {
-		a = &account{id: acct}
-		q.byAcct[acct] = a
+// Admit reports whether a request of flow f may start at once, its routes' servers having
+// free slots of capacity: nobody waits, and there is room for it (beyond the headroom when
+// f is heavy).
+func (q *Queue) Admit(f *Flow, free, capacity float64) bool {
+	return !q.Busy() && q.roomFor(f, free, capacity)
+}
+
+// roomFor reports whether free slots of capacity let a request of f start.
+func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
+	if free <= 0 {
+		return false
 	}
-	if q.depth >= q.cfg.MaxDepth || a.q.Len() >= q.cfg.AccountDepth {
+	if h := min(float64(q.cfg.Headroom), math.Floor(capacity/8)); h > 0 && free <= h && f.heavy() {
+		return false
+	}
+	return true
+}
+
+// Wait queues a request of flow f (class: the metrics label) until its turn comes and
+// room reports space for it, and returns how long it waited; ErrFull or ErrTimeout when
+// it is refused instead.
+func (q *Queue) Wait(ctx context.Context, f *Flow, class string, room Room) (time.Duration, error) {
+	start := time.Now()
+	w := &waiter{room: room, ch: make(chan struct{})}
+	q.mu.Lock()
+	if q.depth >= q.cfg.MaxDepth || f.waiting.Len() >= q.cfg.AccountDepth {
 		q.mu.Unlock()
 		q.refused.WithLabelValues(class, "full").Inc()
 		return 0, ErrFull
 	}
-	a.weight = max(weight, 1)
-	if a.q.Len() == 0 {
-		q.ring = append(q.ring, a)
+	if f.waiting.Len() == 0 {
+		q.ring = append(q.ring, f)
 	}
-	el := a.q.PushBack(w)
+	el := f.waiting.PushBack(w)
 	q.depth++
 	q.busy.Store(true)
 	q.mu.Unlock()
@@ -160,7 +203,7 @@ func (q *Queue) Wait(ctx context.Context, acct string, weight int, class string,
 			q.pending.Add(-1)
 			err = nil
 		default:
-			q.remove(a, el)
+			q.remove(f, el)
 		}
 		q.mu.Unlock()
 	}
@@ -175,19 +218,19 @@ func (q *Queue) Wait(ctx context.Context, acct string, weight int, class string,
 	return d, nil
 }
 
-// remove takes el off a's queue (q.mu held).
-func (q *Queue) remove(a *account, el *list.Element) {
-	a.q.Remove(el)
+// remove takes el off f's queue (q.mu held).
+func (q *Queue) remove(f *Flow, el *list.Element) {
+	f.waiting.Remove(el)
 	q.depth--
 	q.busy.Store(q.depth > 0)
-	if a.q.Len() == 0 {
-		q.dropFromRing(a)
+	if f.waiting.Len() == 0 {
+		q.dropFromRing(f)
 	}
 }
 
-func (q *Queue) dropFromRing(a *account) {
+func (q *Queue) dropFromRing(f *Flow) {
 	for i, b := range q.ring {
-		if b == a {
+		if b == f {
 			q.ring = append(q.ring[:i], q.ring[i+1:]...)
 			if q.next > i {
 				q.next--
@@ -195,64 +238,78 @@ func (q *Queue) dropFromRing(a *account) {
 			if q.next >= len(q.ring) {
 				q.next = 0
 			}
-			a.served = 0
+			f.served = 0
 			return
 		}
 	}
 }
 
 // Kick lets at most one waiting request go: the first of the account whose turn it is,
-// when its routes have room, else the next account's in turn. A finishing request calls
-// it (one out, one in); Run calls it every Poll.
+// when its routes have room for it, else the next account's in turn. A finishing request
+// calls it (one out, one in); Run calls it every Poll.
 func (q *Queue) Kick() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pending.Load() > 0 {
 		return false // the last one let go is not dispatched yet
 	}
+	if len(q.ring) == 0 {
+		return false
+	}
+	// A pass that lets nothing go leaves the turn where it was.
+	n0, s0 := q.next, q.ring[q.next].served
 	for range len(q.ring) {
-		a := q.ring[q.next]
-		w := a.q.Front().Value.(*waiter)
-		if !w.ready() {
-			q.advance(a)
+		f := q.ring[q.next]
+		w := f.waiting.Front().Value.(*waiter)
+		if free, capacity := w.room(); !q.roomFor(f, free, capacity) {
+			q.advance(f)
 			continue
 		}
 		q.pending.Add(1)
 		close(w.ch)
 		q.Granted.Add(1)
-		a.served++
-		a.q.Remove(a.q.Front())
+		f.served++
+		f.waiting.Remove(f.waiting.Front())
 		q.depth--
 		q.busy.Store(q.depth > 0)
-		if a.q.Len() == 0 {
-			q.dropFromRing(a)
-		} else if a.served >= a.weight {
-			q.advance(a)
+		if f.waiting.Len() == 0 {
+			q.dropFromRing(f)
+		} else if int64(f.served) >= f.weight.Load() {
+			q.advance(f)
 		}
 		return true
 	}
+	q.next, q.ring[n0].served = n0, s0
 	return false
 }
 
 // advance passes the turn to the next account (q.mu held).
-func (q *Queue) advance(a *account) {
-	a.served = 0
+func (q *Queue) advance(f *Flow) {
+	f.served = 0
 	q.next++
 	if q.next >= len(q.ring) {
 		q.next = 0
 	}
 }
 
+// refreshEvery is how often Run recomputes the active flows' weight.
+const refreshEvery = 100 * time.Millisecond
+
 // Run kicks the queue every Poll until ctx ends (routes free up without a request of this
 // node finishing: other nodes' requests, a fresh server report).
 func (q *Queue) Run(ctx context.Context) {
 	t := time.NewTicker(q.cfg.Poll)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if now := q.now(); now.Sub(last) >= refreshEvery {
+				q.refresh(now)
+				last = now
+			}
 			q.Kick()
 		}
 	}

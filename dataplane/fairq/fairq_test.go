@@ -36,12 +36,12 @@ func TestTurns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := New(Config{MaxWait: time.Minute})
 			var open atomic.Bool
-			ready := func() bool { return open.Load() }
+			ready := roomIf(&open)
 			order := make(chan byte, 16)
 			add := func(acct string, weight int) {
 				n := q.len()
 				go func() {
-					if _, err := q.Wait(context.Background(), acct, weight, "standard", ready); err == nil {
+					if _, err := q.Wait(context.Background(), q.Flow(acct, weight), "standard", ready); err == nil {
 						order <- acct[0]
 					}
 				}()
@@ -72,14 +72,14 @@ func TestTurns(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	q := New(Config{MaxWait: 30 * time.Millisecond, AccountDepth: 1})
-	never := func() bool { return false }
+	never := Room(func() (float64, float64) { return 0, 0 })
 	done := make(chan error)
 	go func() {
-		_, err := q.Wait(context.Background(), "a", 1, "standard", never)
+		_, err := q.Wait(context.Background(), q.Flow("a", 1), "standard", never)
 		done <- err
 	}()
 	waitLen(t, q, 1)
-	if _, err := q.Wait(context.Background(), "a", 1, "standard", never); !errors.Is(err, ErrFull) {
+	if _, err := q.Wait(context.Background(), q.Flow("a", 1), "standard", never); !errors.Is(err, ErrFull) {
 		t.Fatalf("second of a full account: %v", err)
 	}
 	if err := <-done; !errors.Is(err, ErrTimeout) {
@@ -93,7 +93,98 @@ func TestRefusals(t *testing.T) {
 // A request whose routes have room goes at once when nobody waits.
 func TestNoWaitWhenReady(t *testing.T) {
 	q := New(Config{})
-	if _, err := q.Wait(context.Background(), "a", 1, "standard", func() bool { return true }); err != nil {
+	if _, err := q.Wait(context.Background(), q.Flow("a", 1), "standard", Room(func() (float64, float64) { return 1, 0 })); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// roomIf is a Room of one free slot while open is set, none otherwise.
+func roomIf(open *atomic.Bool) Room {
+	return func() (float64, float64) {
+		if open.Load() {
+			return 1, 0
+		}
+		return 0, 0
+	}
+}
+
+// A pass of Kick that lets nothing go (no room yet) keeps the turn and its count: a
+// weight-2 account still gets two grants for the other's one.
+func TestTurnKeptWhileNothingGoes(t *testing.T) {
+	q := New(Config{MaxWait: time.Minute})
+	var open atomic.Bool
+	order := make(chan byte, 16)
+	add := func(acct string, weight int) {
+		n := q.len()
+		go func() {
+			if _, err := q.Wait(context.Background(), q.Flow(acct, weight), "standard", roomIf(&open)); err == nil {
+				order <- acct[0]
+			}
+		}()
+		waitLen(t, q, n+1)
+	}
+	for range 6 {
+		add("a", 2)
+	}
+	add("b", 1)
+	got := ""
+	for range 7 {
+		open.Store(false)
+		if q.Kick() {
+			t.Fatal("let go without room")
+		}
+		open.Store(true)
+		if !q.Kick() {
+			t.Fatal("nothing let go")
+		}
+		got += string(<-order)
+	}
+	if got != "aabaaaa" {
+		t.Fatalf("order %s, want aabaaaa", got)
+	}
+}
+
+// An account with more requests in flight than its share leaves Headroom slots free for
+// the others; alone, or below its share, it takes any free slot.
+func TestHeadroomForLightAccounts(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	q := New(Config{Headroom: 2, Now: func() time.Time { return now }})
+	heavy := q.Flow("heavy", 1)
+	for range 12 {
+		heavy.Start()
+	}
+	q.refresh(now)
+	const capacity = 16
+	if !q.Admit(heavy, 1, capacity) {
+		t.Fatal("alone: refused a free slot")
+	}
+	light := q.Flow("light", 1)
+	light.Start()
+	q.refresh(now)
+	for _, tc := range []struct {
+		name     string
+		f        *Flow
+		free     float64
+		capacity float64
+		want     bool
+	}{
+		{"heavy, headroom only", heavy, 2, capacity, false},
+		{"heavy, beyond headroom", heavy, 3, capacity, true},
+		{"light, headroom", light, 1, capacity, true},
+		{"light, none free", light, 0, capacity, false},
+		{"heavy, capacity 8: headroom at most an eighth", heavy, 2, 8, true},
+		{"heavy, capacity 8, the eighth", heavy, 1, 8, false},
+		{"heavy, capacity 4: no headroom", heavy, 1, 4, true},
+	} {
+		if got := q.Admit(tc.f, tc.free, tc.capacity); got != tc.want {
+			t.Errorf("%s: Admit = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// The light account gone quiet past Linger: the heavy one is alone again.
+	light.Done()
+	now = now.Add(3 * time.Second)
+	q.refresh(now)
+	if !q.Admit(heavy, 1, capacity) {
+		t.Fatal("others idle: heavy account still kept off the last slots")
 	}
 }

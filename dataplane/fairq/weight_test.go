@@ -12,14 +12,14 @@ import (
 func TestWeightThreeToOne(t *testing.T) {
 	q := New(Config{MaxWait: time.Minute})
 	var open atomic.Bool // routes full while the requests queue
-	ready := func() bool { return open.Load() }
+	ready := roomIf(&open)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	granted := make(chan string, 64)
 	add := func(acct string, weight int) {
 		n := q.len()
 		go func() {
-			if _, err := q.Wait(ctx, acct, weight, "standard", ready); err == nil {
+			if _, err := q.Wait(ctx, q.Flow(acct, weight), "standard", ready); err == nil {
 				granted <- acct
 			}
 		}()

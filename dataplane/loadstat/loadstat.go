@@ -111,6 +111,9 @@ func (r *Route) SetServer(rep Report, now int64, inFlightBefore int64) {
 		r.slotsAt.Store(now)
 	case slots > 0 && rep.Running > slots:
 		r.slots.Store(rep.Running) // more than thought
+		r.slotsAt.Store(now)
+	case slots > 0 && rep.Running == slots:
+		r.slotsAt.Store(now) // full again at the capacity known: still true
 	}
 	r.srvAt.Store(now)
 	r.scrapeFails.Store(0)
@@ -140,6 +143,8 @@ type View struct {
 	// is known (minus its free slots), and SlotsKnown says whether it is.
 	Excess     float64
 	SlotsKnown bool
+	// Slots is the server's capacity when known (0 otherwise).
+	Slots float64
 }
 
 // View returns the route's load at now (unix ns) with reports fresh for fresh and faded
@@ -166,6 +171,7 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	if slots := r.slots.Load(); slots > 0 && now-r.slotsAt.Load() <= int64(SlotsFor) {
 		q = w + run + v.InFlight - r.srvInFlight.Load() - slots
 		v.SlotsKnown = true
+		v.Slots = float64(slots)
 	}
 	v.Excess = v.Fresh * float64(q)
 	v.Queue = max(0, v.Excess)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -100,6 +101,7 @@ type exchange struct {
 	stream   *proxy.Stream
 	start    time.Time
 	ticket   limits.Ticket
+	flow     *fairq.Flow // the account's count in the fair queue's shares (nil without one)
 	// usage is the bounded usage of a committed non-streaming answer (its upstream
 	// protocol's usage object).
 	usage  tokens.Usage
@@ -182,7 +184,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		writeError(ctx, errUnsupportedProtocol)
 		return nil
 	}
-	queued, ok := s.fairQueue(ctx, c)
+	queued, flow, ok := s.fairQueue(ctx, c)
 	if !ok {
 		t.Release()
 		return nil
@@ -190,10 +192,13 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	held, ok := s.holdMaxPrice(ctx, c) // hold.go
 	if !ok {
 		t.Release()
+		if flow != nil {
+			flow.Done()
+		}
 		return nil
 	}
 	ex := exchangePool.Get().(*exchange)
-	ex.s, ex.m, ex.start, ex.ticket, ex.held = s, c.m, c.start, t, held
+	ex.s, ex.m, ex.start, ex.ticket, ex.held, ex.flow = s, c.m, c.start, t, held, flow
 	ex.box = &ex.boxStore
 	startRecord(ex.box, ctx, c, s.cfg.Region)
 	if s.access != nil || s.tracer != nil {
@@ -439,6 +444,9 @@ func (ex *exchange) end(status int, result string) {
 	}
 	ex.call.Done()
 	ex.ticket.Release()
+	if ex.flow != nil {
+		ex.flow.Done()
+	}
 	if ex.load != nil {
 		ex.endLoad()
 	}

@@ -58,13 +58,19 @@ func (ex *exchange) endLoad() {
 }
 
 // fairQueue holds a request in the node's fair queue while every eligible route is
-// saturated (or others wait already) and reports how long it waited; false when the
-// request was refused (answered here with 429 and Retry-After, not recorded: nothing was
-// routed).
-func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Duration, bool) {
+// saturated (or others wait already, or its account is above its share and only the
+// headroom is free) and reports how long it waited, and the account's flow, whose count
+// of requests in flight it has started (the exchange ends it); false when the request
+// was refused (answered here with 429 and Retry-After, not recorded: nothing was routed).
+func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Duration, *fairq.Flow, bool) {
 	fq := s.cfg.FairQueue
-	if fq == nil || !fq.Busy() && !s.cfg.Selector.Saturated(c.cands, s.now().UnixNano()) {
-		return 0, true
+	if fq == nil {
+		return 0, nil, true
+	}
+	f := fq.Flow(c.p.acct.ID, c.p.acct.Weight())
+	if free, capacity := s.cfg.Selector.Room(c.cands, s.now().UnixNano()); fq.Admit(f, free, capacity) {
+		f.Start()
+		return 0, f, true
 	}
 	class := "standard"
 	if c.p.acct.Limits != nil {
@@ -72,22 +78,25 @@ func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Dura
 	}
 	// A separate object, not a closure over c: c stays on its caller's stack.
 	chk := &roomCheck{s: s, cands: c.cands}
-	d, err := fq.Wait(ctx, c.p.acct.ID, c.p.acct.Weight(), class, chk.room)
+	d, err := fq.Wait(ctx, f, class, chk.room)
 	if err != nil {
 		if err == fairq.ErrFull || err == fairq.ErrTimeout {
 			writeError(ctx, errSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter())))
 		} else {
 			writeError(ctx, errNoRoute)
 		}
-		return d, false
+		return d, nil, false
 	}
-	return d, true
+	f.Start()
+	return d, f, true
 }
 
-// roomCheck tells the fair queue whether a held request's routes have room.
+// roomCheck tells the fair queue how much room a held request's routes have.
 type roomCheck struct {
 	s     *Server
 	cands []index.Candidate
 }
 
-func (r *roomCheck) room() bool { return !r.s.cfg.Selector.Saturated(r.cands, r.s.now().UnixNano()) }
+func (r *roomCheck) room() (free, capacity float64) {
+	return r.s.cfg.Selector.Room(r.cands, r.s.now().UnixNano())
+}

@@ -34,6 +34,7 @@ func run(args []string) error {
 	from := fs.String("from", "", "render routing.md and routing.svg from this routing.json; runs nothing")
 	only := fs.String("only", "", "comma-separated workloads to run (a,b,c,d; default all)")
 	seed := fs.Uint64("seed", 28, "arrival schedule seed")
+	policies := fs.String("policies", "", "comma-separated policies to run (routing names or pin, fewest; default all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +59,9 @@ func run(args []string) error {
 		}
 		arrivals := w.schedule(d, *seed)
 		for _, p := range Policies {
+			if *policies != "" && !slices.Contains(strings.Split(*policies, ","), p.Routing+p.Client) {
+				continue
+			}
 			r, err := runOne(ctx, w, p, arrivals)
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", w.Name, p.Name, err)

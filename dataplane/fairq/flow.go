@@ -1,0 +1,86 @@
+package fairq
+
+import (
+	"container/list"
+	"sync/atomic"
+	"time"
+)
+
+// Flow is one account's traffic through the node: its requests in flight (started after
+// the queue, or without it, and not done yet), its weight, and its requests waiting.
+// Flows are kept per account ID for the node's life while in use (Flow), and forgotten
+// after Forget of idleness.
+type Flow struct {
+	q        *Queue
+	id       string
+	inFlight atomic.Int64
+	weight   atomic.Int64
+	seen     atomic.Int64 // unix ns of the last request
+
+	// Guarded by q.mu: requests waiting, and grants in the current turn.
+	waiting list.List
+	served  int
+}
+
+// Flow returns account acct's flow, with its weight (its turns' length and its share of the
+// servers when they are full; at least 1) set.
+func (q *Queue) Flow(acct string, weight int) *Flow {
+	f, ok := q.flows.Load(acct)
+	if !ok {
+		f, _ = q.flows.LoadOrStore(acct, &Flow{q: q, id: acct})
+	}
+	fl := f.(*Flow)
+	w := int64(max(weight, 1))
+	fl.weight.Store(w)
+	now := q.now().UnixNano()
+	if prev := fl.seen.Swap(now); now-prev > int64(q.cfg.Linger) && fl.inFlight.Load() == 0 {
+		q.activeWeight.Add(w) // active again: counted before the next refresh
+	}
+	return fl
+}
+
+// Start counts a request of the flow in flight; Done must follow.
+func (f *Flow) Start() {
+	f.inFlight.Add(1)
+	f.q.inFlight.Add(1)
+}
+
+// Done counts a request of the flow off.
+func (f *Flow) Done() {
+	f.inFlight.Add(-1)
+	f.q.inFlight.Add(-1)
+}
+
+// heavy reports whether the flow has more requests in flight than its weighted share of
+// the node's, among the flows active lately (Queue.refresh); such a flow leaves Headroom
+// slots free for the others when the servers are nearly full.
+func (f *Flow) heavy() bool {
+	active := f.q.activeWeight.Load()
+	if active <= 0 {
+		return false
+	}
+	return f.inFlight.Load()*active > f.q.inFlight.Load()*f.weight.Load()
+}
+
+// refresh recomputes the weight of the flows active within Linger (requests in flight or
+// waiting, or seen) and forgets flows idle for Forget.
+func (q *Queue) refresh(now time.Time) {
+	var active int64
+	linger, forget := now.Add(-q.cfg.Linger).UnixNano(), now.Add(-q.cfg.Forget).UnixNano()
+	q.flows.Range(func(k, v any) bool {
+		f := v.(*Flow)
+		seen := f.seen.Load()
+		busy := f.inFlight.Load() > 0
+		q.mu.Lock()
+		busy = busy || f.waiting.Len() > 0
+		q.mu.Unlock()
+		switch {
+		case busy || seen >= linger:
+			active += f.weight.Load()
+		case seen < forget:
+			q.flows.Delete(k)
+		}
+		return true
+	})
+	q.activeWeight.Store(active)
+}
