@@ -22,7 +22,7 @@ type Policy struct {
 
 // Policies in the report's order.
 var Policies = []Policy{
-	{Name: "weighted random (before)", Routing: "weighted"},
+	{Name: "weighted random", Routing: "weighted"},
 	{Name: "least load", Routing: "least_load"},
 	{Name: "affinity", Routing: "affinity"},
 	{Name: "scored (default)", Routing: "scored"},
