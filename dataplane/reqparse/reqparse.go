@@ -73,6 +73,11 @@ type Request struct {
 	// MaxTokens is the output limit the client set (max_tokens, max_completion_tokens — the
 	// smaller when both are set — or max_output_tokens), else 0.
 	MaxTokens int64
+	// LengthFields reports a top-level length field besides max_tokens and
+	// max_output_tokens: max_completion_tokens, or a model server's own (n_predict,
+	// max_new_tokens, num_predict, options, parameters). Only such a body can need
+	// proxy.BoundLengths' edit; the others are not searched.
+	LengthFields bool
 	// Choices is the number of completions a chat request asks for (n), else 0 (one).
 	Choices int64
 	// InputCount is the number of embedding inputs (embeddings) or of questions (systemone).
@@ -192,8 +197,17 @@ func Parse(endpoint string, body []byte) (Request, *apierror.Error) {
 	}
 	r.Endpoint = endpoint
 	r.Model = strings.Clone(r.Model)
+	var lf [len(lengthKeys)]string
+	obj.pick(lengthKeys[:], lf[:])
+	for _, v := range lf {
+		r.LengthFields = r.LengthFields || v != ""
+	}
 	return r, nil
 }
+
+// lengthKeys are the top-level keys that hold (or contain) an output length field other
+// than max_tokens and max_output_tokens (proxy.BoundLengths edits them).
+var lengthKeys = [...]string{"max_completion_tokens", "n_predict", "max_new_tokens", "num_predict", "options", "parameters"}
 
 // validate checks body with the one scan (scan.go) and fills in obj, or returns the
 // refusal: too deep, not JSON, not an object, or a value that is not strict (values.go).

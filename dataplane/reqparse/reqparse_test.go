@@ -42,9 +42,9 @@ func TestParseGood(t *testing.T) {
 			"stream_options":null,"max_tokens":null,"stop":null,"temperature":null,"seed":null,"tools":null,"n":null}`,
 			Request{Model: "m", PromptBytes: 1}},
 		{"chat the smaller of max_tokens and max_completion_tokens", chat, `{"model":"m","messages":[{"role":"user"}],"max_tokens":5,"max_completion_tokens":9}`,
-			Request{Model: "m", MaxTokens: 5}},
+			Request{Model: "m", MaxTokens: 5, LengthFields: true}},
 		{"chat max_completion_tokens smaller", chat, `{"model":"m","messages":[{"role":"user"}],"max_tokens":9,"max_completion_tokens":5}`,
-			Request{Model: "m", MaxTokens: 5}},
+			Request{Model: "m", MaxTokens: 5, LengthFields: true}},
 		{"chat integer as 1.0 and escaped text", chat, `{"model":"m","messages":[{"role":"user","content":"\u00e5\n\ud83d\ude00"}],"max_tokens":1.0}`,
 			Request{Model: "m", MaxTokens: 1, PromptBytes: 2 + 1 + 4}},
 		{"chat stop string", chat, `{"model":"m","messages":[{"role":"user","content":""}],"stop":"\n"}`, Request{Model: "m"}},
@@ -427,6 +427,33 @@ func TestAsInt(t *testing.T) {
 		"1e400", "-1e400", "1e19", "-1e19", "9.3e18"} {
 		if _, ok := asInt(lit); ok {
 			t.Errorf("asInt(%s) accepted", lit)
+		}
+	}
+}
+
+// LengthFields marks the bodies proxy.BoundLengths must look at: only a top-level length
+// field besides max_tokens and max_output_tokens (a long prompt mentioning one is not).
+func TestLengthFields(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"say \"n_predict\": 5"}]`
+	for _, tc := range []struct {
+		endpoint, body string
+		want           bool
+	}{
+		{snapshot.EndpointChat, `{"model":"m",` + msgs + `,"max_tokens":5}`, false},
+		{snapshot.EndpointChat, `{"model":"m",` + msgs + `,"max_completion_tokens":5}`, true},
+		{snapshot.EndpointChat, `{"model":"m",` + msgs + `,"n_predict":-1}`, true},
+		{snapshot.EndpointChat, `{"model":"m",` + msgs + `,"options":{"num_predict":9}}`, true},
+		{snapshot.EndpointCompletions, `{"model":"m","prompt":"x","max_new_tokens":9}`, true},
+		{snapshot.EndpointCompletions, `{"model":"m","prompt":"x","parameters":{"max_new_tokens":9}}`, true},
+		{snapshot.EndpointResponses, `{"model":"m","input":"x","max_output_tokens":9}`, false},
+		{snapshot.EndpointMessages, `{"model":"m","max_tokens":9,` + msgs + `}`, false},
+	} {
+		r, err := Parse(tc.endpoint, []byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if r.LengthFields != tc.want {
+			t.Errorf("%s: LengthFields %v, want %v", tc.body, r.LengthFields, tc.want)
 		}
 	}
 }

@@ -56,8 +56,10 @@ type upstreamCall struct {
 	bounds         tokens.Bounds
 	promptEstimate int64
 	// lengthBound is the output bound per choice that every length field of a forwarded
-	// body is brought within (proxy.BoundLengths; 0: no edit).
+	// body is brought within (proxy.BoundLengths; 0: no edit); editLengths says the body
+	// has such fields besides max_tokens (reqparse.Request.LengthFields).
 	lengthBound int64
+	editLengths bool
 	// key is the request's prefix key (routing.PrefixKey), hasKey whether it has one,
 	// prefixBytes the size it was taken from.
 	key         uint64
@@ -75,7 +77,7 @@ func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Err
 	usageOpt := c.stream && (c.e == index.EPChat || c.e == index.EPCompletions)
 	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage,
 		usageOpt && cand.Route.ContinuousUsageStats)
-	if err == nil {
+	if err == nil && c.editLengths {
 		out, err = proxy.BoundLengths(out, c.lengthBound)
 	}
 	if err != nil {

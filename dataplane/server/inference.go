@@ -196,6 +196,7 @@ func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []inde
 	c.bounds = perChoice.WithChoices(max(1, req.Choices))
 	if generates(e) {
 		c.lengthBound = perChoice.Output
+		c.editLengths = req.LengthFields
 	}
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
 	if routing.ModeOf(m.Routing) != routing.ModeWeighted {

@@ -113,7 +113,7 @@ func translatingBody(c *upstreamCall, dialectOf func(*index.Route) *dialect.Dial
 		r := cand.Route
 		if !cand.Translate {
 			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false, false)
-			if err == nil {
+			if err == nil && c.editLengths {
 				out, err = proxy.BoundLengths(out, c.lengthBound) // outbound.go
 			}
 			if err != nil {
