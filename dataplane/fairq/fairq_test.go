@@ -188,3 +188,18 @@ func TestHeadroomForLightAccounts(t *testing.T) {
 		t.Fatal("others idle: heavy account still kept off the last slots")
 	}
 }
+
+// The fair queue's cost on every request when nobody waits: the account's flow, the
+// admission check and its in-flight count (no allocation once the flow exists).
+func BenchmarkAdmit(b *testing.B) {
+	q := New(Config{})
+	q.Flow("acct_bench", 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		f := q.Flow("acct_bench", 1)
+		if q.Admit(f, 3, 16) {
+			f.Start()
+			f.Done()
+		}
+	}
+}
