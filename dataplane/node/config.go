@@ -54,6 +54,7 @@ type Config struct {
 	region          regionOptions        // where the node runs
 	regionURLs      map[string]string    // per residency policy, the region's base URL
 	observe         observeOptions       // access log and tracing
+	routing         routingOptions       // load-aware routing and the fair queue
 }
 
 // FlagSet returns the data plane's settings as flags with their defaults, unparsed (for
@@ -105,6 +106,7 @@ func flagSet(o *Config) *flag.FlagSet {
 	o.shutdown.register(fs)
 	o.region.register(fs)
 	o.observe.register(fs)
+	o.routing.register(fs)
 	return fs
 }
 
@@ -152,6 +154,9 @@ func parseFlags(args []string) (Config, error) {
 	}
 	if o.shutdown.delay < 0 || o.shutdown.drainTimeout <= 0 || o.shutdown.flushTimeout <= 0 {
 		return o, errors.New("--shutdown-delay must not be negative, --drain-timeout and --shutdown-flush-timeout must be positive")
+	}
+	if err := o.routing.validate(); err != nil {
+		return o, err
 	}
 	if err := o.observe.validate(); err != nil {
 		return o, err

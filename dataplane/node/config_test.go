@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/internal/proc"
 )
 
@@ -188,5 +189,37 @@ func TestConfigFile(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--config", file}); err == nil || !strings.Contains(err.Error(), `"max-con"`) {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+func TestRoutingFlags(t *testing.T) {
+	base := []string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}
+	o, err := parseFlags(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := o.routing
+	if !r.fairQueue || r.scrapeInterval != 200*time.Millisecond || r.saturation.KV != 0.95 || r.queue.Headroom != 2 {
+		t.Errorf("defaults %+v", r)
+	}
+	sel, _ := r.selector(scrape.Config{})
+	if sel.Loads.FreshFor != 600*time.Millisecond || sel.Saturation.KV != 0.95 {
+		t.Errorf("selector: fresh for %v, saturation %+v", sel.Loads.FreshFor, sel.Saturation)
+	}
+	o, err = parseFlags(append(base, "--fair-queue=false", "--fair-queue-headroom", "0", "--saturation-queue", "2"))
+	if err != nil || o.routing.fairQueue || o.routing.queue.Headroom != -1 || o.routing.saturation.Queue != 2 {
+		t.Errorf("set: %v %+v", err, o.routing)
+	}
+	for _, bad := range [][]string{
+		{"--scrape-interval", "1ms"},
+		{"--saturation-kv", "0"},
+		{"--saturation-kv", "1.5"},
+		{"--saturation-queue", "-1"},
+		{"--fair-queue-max-wait", "0s"},
+		{"--fair-queue-depth", "0"},
+	} {
+		if _, err := parseFlags(append(base, bad...)); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }

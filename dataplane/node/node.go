@@ -16,7 +16,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
-	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -198,11 +197,12 @@ func (n *node) newServer() error {
 	n.health.set(cfg.Health)
 	n.tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = n.limiter
-	cfg.Selector = &routing.Selector{Loads: loadstat.NewRegistry()}
-	n.scraper = scrape.New(scrape.Config{Loads: cfg.Selector.Loads, Logger: n.log})
-	n.fairq = fairq.New(fairq.Config{})
-	n.tel.Registry().MustRegister(n.fairq.Collectors()...)
-	cfg.FairQueue = n.fairq
+	cfg.Selector, n.scraper = o.routing.selector(scrape.Config{Logger: n.log})
+	if o.routing.fairQueue {
+		n.fairq = fairq.New(o.routing.queue)
+		n.tel.Registry().MustRegister(n.fairq.Collectors()...)
+		cfg.FairQueue = n.fairq
+	}
 	n.refusals = refusals.New(nil)
 	cfg.Refusals = n.refusals
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
@@ -247,7 +247,9 @@ func (n *node) serve(ctx context.Context) error {
 			}
 		}
 	}()
-	go n.fairq.Run(bg)
+	if n.fairq != nil {
+		go n.fairq.Run(bg)
+	}
 	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- n.srv.Serve(ln) }()
