@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		NodeToken: s.nodeToken, PublicKeyFile: pubFile, NodeID: "bench-1", DataDir: filepath.Join(cfg.WorkDir, "node"),
 		LogLevel: "warn"}.Args(
 		// One load generator on one address opens up to 10,000 streams: no connection caps.
-		"--max-conns", "-1", "--max-conns-per-addr", "-1")...); err != nil {
+		append([]string{"--max-conns", "-1", "--max-conns-per-addr", "-1"}, quickStop...)...)...); err != nil {
 		return nil, err
 	}
 	if err := s.waitHTTP(ctx, s.DP, "GET", "/v1/models", "Bearer "+s.Key, 200); err != nil {
@@ -240,7 +240,8 @@ func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
 	}{
 		{DataplaneQuiet, &s.DPQuiet, s.CP.URL(), []string{"--access-log", "off"}},
 		{DataplaneTraced, &s.DPTraced, s.CP.URL(), []string{"--otlp-endpoint", s.sink.URL + "/v1/traces", "--trace-sample-ratio", "1"}},
-		{DataplaneAlone, &s.DPAlone, s.usageSink.URL, nil},
+		// Its usage is refused on purpose: no point waiting at the end for it to be confirmed.
+		{DataplaneAlone, &s.DPAlone, s.usageSink.URL, []string{"--shutdown-flush-timeout", "1s"}},
 	} {
 		addr, err := proc.FreeAddr()
 		if err != nil {
@@ -249,7 +250,7 @@ func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
 		s.step("starting the data-plane variant " + v.name)
 		args := harness.DataPlane{Listen: addr, ControlPlaneURL: v.cp, NodeToken: s.nodeToken, PublicKeyFile: pubFile,
 			NodeID: v.name, DataDir: filepath.Join(s.cfg.WorkDir, v.name), LogLevel: "warn"}.Args(
-			append([]string{"--max-conns", "-1", "--max-conns-per-addr", "-1"}, v.extra...)...)
+			append(append([]string{"--max-conns", "-1", "--max-conns-per-addr", "-1"}, quickStop...), v.extra...)...)
 		p, err := s.procs.Start(v.name, "dataplane", addr, args...)
 		if err != nil {
 			return err
@@ -261,3 +262,8 @@ func (s *Stack) startVariants(ctx context.Context, pubFile string) error {
 	}
 	return nil
 }
+
+// quickStop makes a benchmark node stop at once on SIGTERM: no load balancer watches its
+// readiness, so the production delay before draining (5 s per node) only makes an
+// interrupted run slow to leave.
+var quickStop = []string{"--shutdown-delay", "0s"}
