@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sort"
 	"time"
 )
 
@@ -15,7 +14,7 @@ type Overview struct {
 	// ResultsToday counts today's request records by result (ok, upstream_error, …).
 	ResultsToday map[string]int64
 	// LowBalance are the accounts (not suspended) whose balance is under the threshold,
-	// lowest first.
+	// lowest first (at most 100).
 	LowBalance []Account
 	// PendingSignups counts access requests waiting for review.
 	PendingSignups int64
@@ -57,16 +56,9 @@ func (s *Store) Overview(ctx context.Context, now time.Time, lowBalance int64, s
 	if err := rows.Err(); err != nil {
 		return o, translate(err, "overview: results")
 	}
-	accts, err := s.ListAccounts(ctx)
-	if err != nil {
+	if o.LowBalance, err = s.lowBalances(ctx, lowBalance); err != nil {
 		return o, err
 	}
-	for _, a := range accts {
-		if !a.Suspended && a.BalanceMicroSEK < lowBalance {
-			o.LowBalance = append(o.LowBalance, a)
-		}
-	}
-	sort.SliceStable(o.LowBalance, func(i, j int) bool { return o.LowBalance[i].BalanceMicroSEK < o.LowBalance[j].BalanceMicroSEK })
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM signups WHERE status = 'pending'`).Scan(&o.PendingSignups); err != nil {
 		return o, translate(err, "overview: signups")
 	}
@@ -80,4 +72,29 @@ func (s *Store) Overview(ctx context.Context, now time.Time, lowBalance int64, s
 		}
 	}
 	return o, nil
+}
+
+// overviewLowBalanceRows bounds the low-balance list of the overview (the lowest first).
+const overviewLowBalanceRows = 100
+
+// lowBalances returns the accounts, not suspended, whose balance is under lowBalance,
+// lowest first, at most overviewLowBalanceRows of them.
+func (s *Store) lowBalances(ctx context.Context, lowBalance int64) ([]Account, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+accountColumns+`
+		FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id
+		WHERE NOT a.suspended AND COALESCE(b.balance_micro_sek, 0) < $1
+		ORDER BY COALESCE(b.balance_micro_sek, 0), a.created_at, a.id LIMIT $2`, lowBalance, overviewLowBalanceRows)
+	if err != nil {
+		return nil, translate(err, "overview: low balances")
+	}
+	defer rows.Close()
+	var out []Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, translate(err, "overview: low balances")
+		}
+		out = append(out, a)
+	}
+	return out, translate(rows.Err(), "overview: low balances")
 }
