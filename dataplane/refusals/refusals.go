@@ -129,6 +129,3 @@ func (c *Counter) send(ctx context.Context, link *cplink.Client, client *http.Cl
 	c.putBack(es)
 	return fmt.Errorf("control plane answered %d", resp.StatusCode)
 }
-
-// Take empties c and returns its counts (for tests of the code that counts).
-func Take(c *Counter) []internalapi.RefusalCount { return c.take() }

@@ -27,7 +27,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
-	"github.com/sekgate/gateway/dataplane/refusals"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tracing"
@@ -65,7 +64,7 @@ type Config struct {
 	FairQueue *fairq.Queue
 	// Refusals, when set, counts the requests refused after authentication and before
 	// routing (no record is made for them), for the operator (dataplane/refusals).
-	Refusals *refusals.Counter
+	Refusals RefusalCounter
 	// Health holds the per-route circuit breakers (default: routing.NewHealth defaults:
 	// open after 5 consecutive failures or half of >= 20 attempts in 30s, probe after 10s).
 	Health *routing.Health
@@ -428,4 +427,10 @@ func defInt(n *int, v int) {
 	if *n == 0 {
 		*n = v
 	}
+}
+
+// RefusalCounter counts requests refused after authentication and before routing, per
+// account, key, status and error code (refusals.Counter).
+type RefusalCounter interface {
+	Add(account, key string, status int, code string)
 }
