@@ -40,6 +40,7 @@ type Config struct {
 	maxConns            int               // Postgres pool size
 	signupPerMinute     int               // signup submissions per address per minute
 	ingestConcurrency   int               // usage batches applied at once
+	serviceLimits       api.ServiceLimits // /v1/service/* reads, top-ups and checkouts
 	signupConfirmURL    string            // signup form's confirmation page (enables signup)
 	signupErrorURL      string            // signup form's error page
 	stripeSecretKey     string            // payment provider secret key (enables top-ups)
@@ -82,6 +83,10 @@ func flagSet(c *Config) *flag.FlagSet {
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
 	fs.StringVar(&c.regionURLsFlag, "region-urls", "", "policy=base URL pairs of the regions serving each residency policy")
+	fs.Float64Var(&c.serviceLimits.ReadsPerSecond, "service-reads-per-second", 10, "/v1/service/* reads per second per key (an account gets twice as many)")
+	fs.IntVar(&c.serviceLimits.ReadBurst, "service-read-burst", 50, "burst of /v1/service/* reads per key (an account gets twice as many)")
+	fs.IntVar(&c.serviceLimits.TopupsPerMinute, "service-topups-per-minute", 5, "top-ups per minute per key and per account (also the burst)")
+	fs.IntVar(&c.serviceLimits.CheckoutsPerHour, "service-checkouts-per-hour", 30, "checkout sessions per account per hour (also the burst)")
 	c.link.register(fs)
 	c.ops.register(fs)
 	c.console.register(fs)
@@ -98,6 +103,9 @@ func parseFlags(args []string) (Config, error) {
 		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
 	case c.retentionDays < 1:
 		return c, errors.New("--retention-days must be at least 1")
+	case c.serviceLimits.ReadsPerSecond <= 0 || c.serviceLimits.ReadBurst < 1 ||
+		c.serviceLimits.TopupsPerMinute < 1 || c.serviceLimits.CheckoutsPerHour < 1:
+		return c, errors.New("--service-reads-per-second, --service-read-burst, --service-topups-per-minute and --service-checkouts-per-hour must be positive")
 	}
 	var err error
 	if c.regionURLs, err = snapshot.ParseRegionURLs(c.regionURLsFlag); err != nil {

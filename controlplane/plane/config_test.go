@@ -76,6 +76,13 @@ func TestFlagsAndEnv(t *testing.T) {
 		t.Fatal("bad env value accepted")
 	}
 	t.Setenv("GATEWAY_RETENTION_DAYS", "90")
+	c, err = parseFlags([]string{"--service-reads-per-second", "2.5", "--service-checkouts-per-hour", "3"})
+	if err != nil || c.serviceLimits.ReadsPerSecond != 2.5 || c.serviceLimits.ReadBurst != 50 || c.serviceLimits.CheckoutsPerHour != 3 {
+		t.Fatalf("service limits %+v: %v", c.serviceLimits, err)
+	}
+	if _, err := parseFlags([]string{"--service-read-burst", "0"}); err == nil {
+		t.Fatal("a zero read burst accepted")
+	}
 	t.Setenv("GATEWAY_NODE_TOKENS", "")
 	if _, err := parseFlags(nil); err == nil {
 		t.Fatal("missing node tokens accepted")

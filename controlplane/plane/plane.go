@@ -109,7 +109,8 @@ func (p *plane) newRetention(ctx context.Context) error {
 // signup) and the admin API with the console.
 func (p *plane) newHandlers(context.Context) error {
 	cfg := p.cfg
-	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.adminToken, NodeTokens: strings.Split(cfg.nodeTokens, ","), Logger: p.log}
+	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.adminToken, NodeTokens: strings.Split(cfg.nodeTokens, ","), Logger: p.log,
+		ServiceLimits: cfg.serviceLimits}
 	if err := addIntegrations(&acfg, cfg, p.st, p.metrics, p.log); err != nil {
 		return err
 	}
