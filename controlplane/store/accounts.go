@@ -135,21 +135,27 @@ func (s *Store) GetAccount(ctx context.Context, id string) (Account, error) {
 
 // ListAccounts returns all accounts ordered by creation.
 func (s *Store) ListAccounts(ctx context.Context) ([]Account, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+accountColumns+`
+	return s.queryAccounts(ctx, "list accounts", `SELECT `+accountColumns+`
 		FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id ORDER BY a.created_at, a.id`)
+}
+
+// queryAccounts runs a query selecting accountColumns and returns its accounts (an empty
+// list for none); what names the query in errors.
+func (s *Store) queryAccounts(ctx context.Context, what, query string, args ...any) ([]Account, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, translate(err, "list accounts")
+		return nil, translate(err, what)
 	}
 	defer rows.Close()
 	out := []Account{}
 	for rows.Next() {
 		a, err := scanAccount(rows)
 		if err != nil {
-			return nil, translate(err, "list accounts")
+			return nil, translate(err, what)
 		}
 		out = append(out, a)
 	}
-	return out, translate(rows.Err(), "list accounts")
+	return out, translate(rows.Err(), what)
 }
 
 // UpdateAccount applies a patch and returns the account.

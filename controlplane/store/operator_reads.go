@@ -182,21 +182,8 @@ func (s *Store) SearchAccounts(ctx context.Context, q AccountQuery) ([]Account, 
 		return nil, fmt.Errorf("search accounts: limit %d: %w", q.Limit, ErrInvalid)
 	}
 	like := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q.Q)
-	rows, err := s.pool.Query(ctx, `SELECT `+accountColumns+`
+	return s.queryAccounts(ctx, "search accounts", `SELECT `+accountColumns+`
 		FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id
 		WHERE ($1 = '' OR a.id = $1 OR a.customer ILIKE '%' || $2 || '%') AND ($3 = '' OR a.id > $3)
 		ORDER BY a.id LIMIT $4`, q.Q, like, q.After, q.Limit)
-	if err != nil {
-		return nil, translate(err, "search accounts")
-	}
-	defer rows.Close()
-	out := []Account{}
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, translate(err, "search accounts")
-		}
-		out = append(out, a)
-	}
-	return out, translate(rows.Err(), "search accounts")
 }

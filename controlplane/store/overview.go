@@ -80,21 +80,8 @@ const overviewLowBalanceRows = 100
 // lowBalances returns the accounts, not suspended, whose balance is under lowBalance,
 // lowest first, at most overviewLowBalanceRows of them.
 func (s *Store) lowBalances(ctx context.Context, lowBalance int64) ([]Account, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+accountColumns+`
+	return s.queryAccounts(ctx, "overview: low balances", `SELECT `+accountColumns+`
 		FROM accounts a LEFT JOIN account_balances b ON b.account_id = a.id
 		WHERE NOT a.suspended AND COALESCE(b.balance_micro_sek, 0) < $1
 		ORDER BY COALESCE(b.balance_micro_sek, 0), a.created_at, a.id LIMIT $2`, lowBalance, overviewLowBalanceRows)
-	if err != nil {
-		return nil, translate(err, "overview: low balances")
-	}
-	defer rows.Close()
-	var out []Account
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, translate(err, "overview: low balances")
-		}
-		out = append(out, a)
-	}
-	return out, translate(rows.Err(), "overview: low balances")
 }
