@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -171,10 +172,37 @@ func clientAskedRunningUsage(body []byte) bool {
 }
 
 // dialectMemo remembers the server detected from the answers of each route that names
-// none (dialect.Detect), so that later requests on it use that server's table.
-type dialectMemo struct{ m sync.Map } // memoKey -> dialect.Server
+// none (dialect.Detect), so that later requests on it use that server's table. A route
+// whose first detectTries whole answers show no server's sign is taken for a plain
+// OpenAI-compatible server and its answers are no longer searched (every server's whole
+// answers carry their sign; an operator can still name the route's server).
+type dialectMemo struct{ m sync.Map } // memoKey -> *memoEntry
 
 type memoKey struct{ route, baseURL string }
+
+// detectTries is how many whole answers without a sign a route's detection reads.
+const detectTries = 16
+
+type memoEntry struct {
+	server atomic.Uint32 // 1 + the dialect.Server detected; 0 while none is
+	misses atomic.Int32  // whole answers read without a sign
+}
+
+func (dm *dialectMemo) entry(r *index.Route) *memoEntry {
+	k := memoKey{r.ID, r.BaseURL}
+	if v, ok := dm.m.Load(k); ok {
+		return v.(*memoEntry)
+	}
+	v, _ := dm.m.LoadOrStore(k, new(memoEntry))
+	return v.(*memoEntry)
+}
+
+func (dm *dialectMemo) lookup(r *index.Route) *memoEntry {
+	if v, ok := dm.m.Load(memoKey{r.ID, r.BaseURL}); ok {
+		return v.(*memoEntry)
+	}
+	return nil
+}
 
 // of is the table of route r's server: the one it names, else the one detected, else
 // OpenAI's (which reads every server's members).
@@ -182,8 +210,10 @@ func (dm *dialectMemo) of(r *index.Route) *dialect.Dialect {
 	if r.Server != "" {
 		return dialect.Of(r.Server)
 	}
-	if v, ok := dm.m.Load(memoKey{r.ID, r.BaseURL}); ok {
-		return dialect.For(v.(dialect.Server))
+	if e := dm.lookup(r); e != nil {
+		if s := e.server.Load(); s > 0 {
+			return dialect.For(dialect.Server(s - 1))
+		}
 	}
 	return dialect.Default()
 }
@@ -193,26 +223,35 @@ func (dm *dialectMemo) detecting(r *index.Route) bool {
 	if r.Server != "" {
 		return false
 	}
-	_, ok := dm.m.Load(memoKey{r.ID, r.BaseURL})
-	return !ok
+	e := dm.lookup(r)
+	return e == nil || e.open()
 }
+
+// open reports whether the route's server is neither detected nor given up on.
+func (e *memoEntry) open() bool { return e.server.Load() == 0 && e.misses.Load() < detectTries }
 
 // learned records the server a stream on route r showed.
 func (dm *dialectMemo) learned(r *index.Route, res *proxy.StreamResult) {
 	if r != nil && r.Server == "" && res.ServerDetected {
-		dm.m.LoadOrStore(memoKey{r.ID, r.BaseURL}, res.Server)
+		dm.entry(r).server.CompareAndSwap(0, uint32(res.Server)+1)
 	}
 }
 
 // learn detects route r's server from a whole answer b (without allocating while nothing
-// is found).
+// is found), until it is known or detectTries answers showed none.
 func (dm *dialectMemo) learn(r *index.Route, b []byte) {
 	if r.Server != "" {
 		return
 	}
-	if s, ok := dialect.Detect(b); ok {
-		dm.m.LoadOrStore(memoKey{r.ID, r.BaseURL}, s)
+	e := dm.entry(r)
+	if !e.open() {
+		return
 	}
+	if s, ok := dialect.Detect(b); ok {
+		e.server.CompareAndSwap(0, uint32(s)+1)
+		return
+	}
+	e.misses.Add(1)
 }
 
 // isReported reports whether err is an error the server reported inside its stream.
