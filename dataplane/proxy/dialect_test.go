@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -164,10 +165,25 @@ func TestNormalizeFinish(t *testing.T) {
 			`{"choices":[{"finish_reason":"stop"},{"finish_reason":"length"},{"finish_reason":"stop"}]}`},
 		{`{"choices":[{"finish_reason":"stop_sequences"}]}`, ``},
 		{`{"choices":[{"finish_reason":null}]}`, ``},
+		// Only the member of that name: not one whose name ends in it, nor text.
+		{`{"choices":[{"native_finish_reason":"eos_token","finish_reason":"eos_token"}]}`,
+			`{"choices":[{"native_finish_reason":"eos_token","finish_reason":"stop"}]}`},
+		{`{"choices":[{"message":{"content":"finish_reason\":\"eos_token"},"native_finish_reason":"eos_token"}]}`, ``},
 	} {
 		got, ok := NormalizeFinish(nil, []byte(c.in), stop)
 		if ok != (c.want != "") || ok && string(got) != c.want {
 			t.Errorf("%s: %s %v", c.in, got, ok)
+		}
+	}
+}
+
+// TestIndexQuoted: the first place of a key with its opening quote, as bytes.Index finds it.
+func TestIndexQuoted(t *testing.T) {
+	key := []byte(`"reasoning`)
+	for _, b := range []string{``, `"`, `reasoning`, `"reasoning`, `x"reasoning`, `reasoning "reasoning`,
+		`{"a":"reasoningreasoning","reasoning_content":"r"}`, `xreasoning"reasoning`, `""reasoning`} {
+		if got, want := indexQuoted([]byte(b), key), bytes.Index([]byte(b), key); got != want {
+			t.Errorf("%q: %d, want %d", b, got, want)
 		}
 	}
 }

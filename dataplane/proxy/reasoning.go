@@ -13,6 +13,22 @@ import (
 
 var reasoningKey = []byte(`"reasoning`)
 
+// indexQuoted is bytes.Index(b, key) for a key starting with '"'. It searches for the rest
+// of key and checks the quote before it: JSON has a quote every few bytes, and
+// bytes.Index slows down on a first byte that is that common.
+func indexQuoted(b, key []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], key[1:])
+		if j < 0 {
+			return -1
+		}
+		if i+j > 0 && b[i+j-1] == '"' {
+			return i + j - 1
+		}
+		i += j + 1
+	}
+}
+
 // maxMirrored bounds the choices of one chunk whose reasoning is mirrored.
 const maxMirrored = 16
 
@@ -71,7 +87,7 @@ func MirrorReasoning(dst, b []byte, member string) (out []byte, ok bool) {
 // (SGLang's "reasoning_content": null in every chunk) are not parsed.
 func reasoningString(b []byte) bool {
 	for i := 0; ; {
-		j := bytes.Index(b[i:], reasoningKey)
+		j := indexQuoted(b[i:], reasoningKey)
 		if j < 0 {
 			return false
 		}
@@ -95,12 +111,12 @@ var finishKey = []byte(`"finish_reason":"`)
 // stop (a server's own values for a natural end, dialect.Dialect.FinishStop) read "stop",
 // appended to dst[:0]; ok is false when there were none (b is then returned as is).
 func NormalizeFinish(dst, b []byte, stop []string) (out []byte, ok bool) {
-	if len(stop) == 0 || !bytes.Contains(b, finishKey) {
+	if len(stop) == 0 {
 		return b, false
 	}
 	out, prev := dst[:0], 0
 	for i := 0; ; {
-		j := bytes.Index(b[i:], finishKey)
+		j := indexQuoted(b[i:], finishKey)
 		if j < 0 {
 			break
 		}
