@@ -24,33 +24,41 @@ const (
 )
 
 // blockPools hold the blocks of each size (blockMin doubling to blockMax), so that a body cut
-// at its limit leaves no garbage behind and the next one reuses its blocks.
+// at its limit leaves no garbage behind and the next one reuses its blocks. A block is
+// handled by pointer so that returning it allocates nothing.
 var blockPools [blockClasses]sync.Pool
 
 const blockClasses = 7 // 16 KiB .. 1 MiB
 
+// blockClass is the class of the smallest block that holds size bytes.
 func blockClass(size int) (int, bool) {
 	for c, s := 0, blockMin; c < blockClasses; c, s = c+1, s*2 {
-		if s == size {
+		if size <= s {
 			return c, true
 		}
 	}
 	return 0, false
 }
 
-func getBlock(size int) []byte {
-	if c, ok := blockClass(size); ok {
-		if b, _ := blockPools[c].Get().(*[]byte); b != nil {
-			return (*b)[:0]
-		}
+// getBlock returns an empty block of capacity at least size: a pooled one up to blockMax.
+func getBlock(size int) *[]byte {
+	c, ok := blockClass(size)
+	if !ok {
+		b := make([]byte, 0, size)
+		return &b
 	}
-	return make([]byte, 0, size)
+	if b, _ := blockPools[c].Get().(*[]byte); b != nil {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, blockMin<<c)
+	return &b
 }
 
-func putBlock(b []byte) {
-	if c, ok := blockClass(cap(b)); ok {
-		b = b[:cap(b)]
-		blockPools[c].Put(&b)
+// putBlock takes a block back; nothing may refer to its bytes any more.
+func putBlock(b *[]byte) {
+	if c, ok := blockClass(cap(*b)); ok && cap(*b) == blockMin<<c {
+		blockPools[c].Put(b)
 	}
 }
 
@@ -81,17 +89,23 @@ func (b *bodyBudget) give(n int) {
 // memory that never grows past limit: a declared length over it fails before any read,
 // and a chunked or close-delimited body is read in blocks, each taken from the budget
 // first. Over the limit, the connection is closed and ErrBodyTooLarge returned; otherwise
-// the body is set on resp and the connection returned to the pool.
+// the body is copied into the response's own (pooled) buffer and the connection returned
+// to the pool.
 func readBody(resp *fasthttp.Response, limit int, budget *bodyBudget) error {
 	if !resp.IsBodyStream() {
 		return nil // fasthttp read it already (no body)
 	}
-	var body []byte
+	blocks := make([]*[]byte, 0, 1)
+	defer func() {
+		for _, b := range blocks {
+			putBlock(b)
+		}
+	}()
 	var err error
 	if cl := resp.Header.ContentLength(); cl >= 0 {
-		body, err = readKnown(resp.BodyStream(), cl, limit, budget)
+		blocks, err = readKnown(blocks, resp.BodyStream(), cl, limit, budget)
 	} else {
-		body, err = readBlocks(resp.BodyStream(), limit, budget)
+		blocks, err = readBlocks(blocks, resp.BodyStream(), limit, budget)
 	}
 	if err != nil {
 		resp.SetConnectionClose()
@@ -101,74 +115,64 @@ func readBody(resp *fasthttp.Response, limit int, budget *bodyBudget) error {
 	if cerr := resp.CloseBodyStream(); cerr != nil {
 		return cerr
 	}
-	resp.SetBodyRaw(body)
+	resp.ResetBody()
+	for _, b := range blocks {
+		resp.AppendBody(*b)
+	}
 	return nil
 }
 
-// readKnown reads a body of declared length n.
-func readKnown(r io.Reader, n, limit int, budget *bodyBudget) ([]byte, error) {
+// readKnown reads a body of declared length n into a block appended to blocks.
+func readKnown(blocks []*[]byte, r io.Reader, n, limit int, budget *bodyBudget) ([]*[]byte, error) {
 	if n > limit {
-		return nil, fmt.Errorf("%w: declared %d bytes, limit %d", ErrBodyTooLarge, n, limit)
+		return blocks, fmt.Errorf("%w: declared %d bytes, limit %d", ErrBodyTooLarge, n, limit)
 	}
 	if !budget.take(n) {
-		return nil, fmt.Errorf("%w: node buffer budget spent", ErrBodyTooLarge)
+		return blocks, fmt.Errorf("%w: node buffer budget spent", ErrBodyTooLarge)
 	}
 	defer budget.give(n)
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("proxy: read upstream body: %w", err)
+	b := getBlock(n)
+	blocks = append(blocks, b)
+	*b = (*b)[:n]
+	if _, err := io.ReadFull(r, *b); err != nil {
+		return blocks, fmt.Errorf("proxy: read upstream body: %w", err)
 	}
-	return b, nil
+	return blocks, nil
 }
 
-// readBlocks reads a body of unknown length in blocks and joins them at its end.
-func readBlocks(r io.Reader, limit int, budget *bodyBudget) ([]byte, error) {
-	var blocks [][]byte
+// readBlocks reads a body of unknown length into blocks appended to blocks.
+func readBlocks(blocks []*[]byte, r io.Reader, limit int, budget *bodyBudget) ([]*[]byte, error) {
 	held, total := 0, 0
-	defer func() {
-		for _, b := range blocks {
-			putBlock(b)
-		}
-		budget.give(held)
-	}()
+	end := 0 // the bytes the last block may hold: what was taken from the budget for it
+	defer func() { budget.give(held) }()
 	for {
-		if len(blocks) == 0 || len(blocks[len(blocks)-1]) == cap(blocks[len(blocks)-1]) {
+		if end == 0 || len(*blocks[len(blocks)-1]) == end {
 			if total >= limit+1 {
-				return nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
+				return blocks, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
 			}
 			size := blockMin
-			if len(blocks) > 0 {
-				size = min(2*cap(blocks[len(blocks)-1]), blockMax)
+			if end > 0 {
+				size = min(2*end, blockMax)
 			}
 			size = min(size, limit+1-total) // one byte past the limit tells it was passed
 			if !budget.take(size) {
-				return nil, fmt.Errorf("%w: node buffer budget spent", ErrBodyTooLarge)
+				return blocks, fmt.Errorf("%w: node buffer budget spent", ErrBodyTooLarge)
 			}
-			held += size
+			held, end = held+size, size
 			blocks = append(blocks, getBlock(size))
 		}
-		last := &blocks[len(blocks)-1]
-		n, err := r.Read((*last)[len(*last):cap(*last)])
+		last := blocks[len(blocks)-1]
+		n, err := r.Read((*last)[len(*last):end])
 		*last = (*last)[:len(*last)+n]
 		total += n
 		if total > limit {
-			return nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
+			return blocks, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
 		}
 		if errors.Is(err, io.EOF) {
-			break
+			return blocks, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("proxy: read upstream body: %w", err)
+			return blocks, fmt.Errorf("proxy: read upstream body: %w", err)
 		}
 	}
-	if len(blocks) == 1 {
-		b := blocks[0]
-		blocks = nil // the answer keeps it; it does not go back to its pool
-		return b, nil
-	}
-	out := make([]byte, 0, total)
-	for _, b := range blocks {
-		out = append(out, b...)
-	}
-	return out, nil
 }
