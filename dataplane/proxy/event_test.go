@@ -34,6 +34,12 @@ func chatEventRef(data []byte) (usage gjson.Result, noChoices, ok bool) {
 	return u, !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0), true
 }
 
+// reportsErrorRef is the check for an error reported inside a stream before chatEvent made it.
+func reportsErrorRef(data []byte) bool {
+	e := gjson.GetBytes(data, "error")
+	return e.Exists() && e.Type != gjson.Null
+}
+
 var chatEventSeeds = []string{
 	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hej"},"finish_reason":null}]}`,
 	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hej"},"finish_reason":null}],"usage":null}`,
@@ -60,6 +66,16 @@ var chatEventSeeds = []string{
 	`{"usage":{"a":1},"choices":[],"d":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
 	`{"usage":{"a":1},"d":` + strings.Repeat("[", 3000) + strings.Repeat("]", 3000) + `}`,
 	`{"usage":{"a":1},"choices":[],"pad":"` + strings.Repeat("x", shallowEvent) + `"}`,
+	`{"error":{"message":"boom","code":500}}`,
+	`{"error":"boom","error_type":"generation"}`,
+	`{"error":null,"choices":[]}`,
+	`{"object":"error","message":"boom"}`,
+	` {"error":{"message":"boom"}}`,
+	`{"err\u006fr":{"message":"boom"}}`,
+	`{"choices":[{"delta":{"content":"\"error\": x"}}],"error":{}}`,
+	`{"choices":[{"error":{"message":"nested"}}]}`,
+	`{"a":1` + strings.Repeat(`,"k":1`, 40) + `,"error":{"message":"late"}}`,
+	`["error",{"error":1}]`,
 }
 
 // TestChatEventMatchesReference holds chatEvent to the check it replaced on cases that
@@ -87,10 +103,11 @@ func FuzzChatEvent(f *testing.F) {
 
 func checkChatEvent(t *testing.T, m *reqparse.EventMembers, data []byte) {
 	t.Helper()
-	u, no, ok := chatEvent(data, m)
+	u, no, rep, ok := chatEvent(data, m)
 	ru, rno, rok := chatEventRef(data)
-	if ok != rok || u.IsObject() != ru.IsObject() || u.IsObject() && (u.Raw != ru.Raw || no != rno) {
-		t.Fatalf("%.200q: chatEvent = %q %v %v, reference = %q %v %v", data, u.Raw, no, ok, ru.Raw, rno, rok)
+	rrep := rok && bytes.Contains(data, errorKey) && reportsErrorRef(data)
+	if ok != rok || u.IsObject() != ru.IsObject() || u.IsObject() && (u.Raw != ru.Raw || no != rno) || rep != rrep {
+		t.Fatalf("%.200q: chatEvent = %q %v %v %v, reference = %q %v %v %v", data, u.Raw, no, rep, ok, ru.Raw, rno, rrep, rok)
 	}
 }
 

@@ -235,14 +235,12 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 			s.Result.Ended = true
 			return true, nil
 		}
-		usage, noChoices, ok := chatEvent(ev.Data, &s.rd.members)
+		usage, noChoices, reported, ok := chatEvent(ev.Data, &s.rd.members)
 		if !ok {
 			return false, ErrInvalidEvent
 		}
-		if bytes.Contains(ev.Data, errorKey) {
-			if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
-				return false, eventError(ev.Data)
-			}
+		if reported {
+			return false, eventError(ev.Data)
 		}
 		s.lastDelta = s.isDelta(*ev)
 		s.chatEvents++
@@ -441,30 +439,33 @@ func validEvent(data []byte) bool {
 // chatEvent checks a chat or text completion event (validEvent) and, in the same pass, finds
 // its top-level usage: usage is the usage member when the event is an object with one
 // (gjson's zero Result otherwise), noChoices whether the event's choices are absent, null or
-// an empty array. m is scratch space for the scan's notes. When the notes cannot tell (an
-// escaped key, many members, an event nested deeper than the scan goes), chatEventSlow
-// reads the event with gjson as before.
-func chatEvent(data []byte, m *reqparse.EventMembers) (usage gjson.Result, noChoices, ok bool) {
+// an empty array, reported whether it has a top-level error member that is not null (an
+// error the server reported inside its stream). m is scratch space for the scan's notes.
+// When the notes cannot tell (an escaped key, many members, an event nested deeper than the
+// scan goes), chatEventSlow reads the event with gjson as before.
+func chatEvent(data []byte, m *reqparse.EventMembers) (usage gjson.Result, noChoices, reported, ok bool) {
 	if !reqparse.ScanEvent(data, m) {
 		if len(data) > shallowEvent || !gjson.ValidBytes(data) {
-			return gjson.Result{}, false, false
+			return gjson.Result{}, false, false, false
 		}
 		return chatEventSlow(data) // valid, but nested deeper than the scan goes
 	}
 	if data[0] != '{' {
-		return gjson.Result{}, false, true
+		return gjson.Result{}, false, reportsError(data), true // (gjson reads past leading spaces)
 	}
-	u, found, known := m.Member(data, "usage")
+	e, found, known := m.Member(data, "error")
 	if !known {
 		return chatEventSlow(data)
 	}
+	reported = found && string(e) != "null"
+	u, found, _ := m.Member(data, "usage")
 	if !found || u[0] != '{' {
-		return gjson.Result{}, false, true
+		return gjson.Result{}, false, reported, true
 	}
 	ch, found, _ := m.Member(data, "choices")
 	noChoices = !found || string(ch) == "null" || ch[0] == '[' && ch[len(ch)-1] == ']' && emptyArray(ch)
 	// The usage object is read before the event's buffer is reused, so it need not be copied.
-	return gjson.Parse(unsafe.String(unsafe.SliceData(u), len(u))), noChoices, true
+	return gjson.Parse(unsafe.String(unsafe.SliceData(u), len(u))), noChoices, reported, true
 }
 
 // emptyArray reports whether the JSON array a (valid) has no elements.
@@ -481,6 +482,16 @@ var (
 	usageKey = []byte(`"usage"`)
 	errorKey = []byte(`"error"`)
 )
+
+// reportsError reports whether event data (valid JSON) has a top-level error member that
+// is not null, reading it with gjson.
+func reportsError(data []byte) bool {
+	if !bytes.Contains(data, errorKey) {
+		return false
+	}
+	e := gjson.GetBytes(data, "error")
+	return e.Exists() && e.Type != gjson.Null
+}
 
 // eventError is the error a stream event (valid JSON with an error member) reports.
 func eventError(data []byte) *ReportedError {
@@ -531,15 +542,16 @@ func (s *Stream) rewrite(ev *sse.Event, d []byte) {
 }
 
 // chatEventSlow is chatEvent after validation, reading the event with gjson.
-func chatEventSlow(data []byte) (usage gjson.Result, noChoices, ok bool) {
+func chatEventSlow(data []byte) (usage gjson.Result, noChoices, reported, ok bool) {
+	reported = reportsError(data)
 	if data[0] != '{' || !bytes.Contains(data, usageKey) {
-		return gjson.Result{}, false, true
+		return gjson.Result{}, false, reported, true
 	}
 	u := gjson.GetBytes(data, "usage")
 	if !u.IsObject() {
-		return gjson.Result{}, false, true
+		return gjson.Result{}, false, reported, true
 	}
 	ch := gjson.GetBytes(data, "choices")
 	noChoices = !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0)
-	return u, noChoices, true
+	return u, noChoices, reported, true
 }
