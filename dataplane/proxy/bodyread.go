@@ -89,8 +89,8 @@ func (b *bodyBudget) give(n int) {
 // memory that never grows past limit: a declared length over it fails before any read,
 // and a chunked or close-delimited body is read in blocks, each taken from the budget
 // first. Over the limit, the connection is closed and ErrBodyTooLarge returned; otherwise
-// the body is copied into the response's own (pooled) buffer and the connection returned
-// to the pool.
+// the body is set on the response (a body of one pooled block copied into the response's
+// own pooled buffer) and the connection returned to the pool.
 func readBody(resp *fasthttp.Response, limit int, budget *bodyBudget) error {
 	if !resp.IsBodyStream() {
 		return nil // fasthttp read it already (no body)
@@ -115,11 +115,31 @@ func readBody(resp *fasthttp.Response, limit int, budget *bodyBudget) error {
 	if cerr := resp.CloseBodyStream(); cerr != nil {
 		return cerr
 	}
-	resp.ResetBody()
-	for _, b := range blocks {
-		resp.AppendBody(*b)
+	if len(blocks) == 1 && cap(*blocks[0]) <= blockMax {
+		resp.SetBody(*blocks[0]) // copied; the block goes back to its pool
+		return nil
 	}
+	// A block past the pools' sizes, or several: one buffer of the body's size, which the
+	// response keeps (a large body is not copied twice).
+	resp.SetBodyRaw(joined(blocks))
 	return nil
+}
+
+// joined is the bytes of blocks in one buffer of their size: the only block's own when it
+// is not pooled.
+func joined(blocks []*[]byte) []byte {
+	if len(blocks) == 1 {
+		return *blocks[0] // not pooled: putBlock leaves it
+	}
+	n := 0
+	for _, b := range blocks {
+		n += len(*b)
+	}
+	out := make([]byte, 0, n)
+	for _, b := range blocks {
+		out = append(out, *b...)
+	}
+	return out
 }
 
 // readKnown reads a body of declared length n into a block appended to blocks.
