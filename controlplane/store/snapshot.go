@@ -102,7 +102,7 @@ func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*sna
 		if err := r.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &weight, &a.Models); err != nil {
 			return a, err
 		}
-		if weight != 1 { // 1, the default, stays out: unweighted content hashes as before
+		if weight != 1 { // 1, the default, stays out: a snapshot without weights hashes alike
 			a.QueueWeight = weight
 		}
 		a.Limits, err = decodeLimits(limits)

@@ -442,7 +442,7 @@ func validEvent(data []byte) bool {
 // an empty array, reported whether it has a top-level error member that is not null (an
 // error the server reported inside its stream). m is scratch space for the scan's notes.
 // When the notes cannot tell (an escaped key, many members, an event nested deeper than the
-// scan goes), chatEventSlow reads the event with gjson as before.
+// scan goes), chatEventSlow reads the event with gjson.
 func chatEvent(data []byte, m *reqparse.EventMembers) (usage gjson.Result, noChoices, reported, ok bool) {
 	if !reqparse.ScanEvent(data, m) {
 		if len(data) > shallowEvent || !gjson.ValidBytes(data) {
