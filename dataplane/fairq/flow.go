@@ -31,7 +31,9 @@ func (q *Queue) Flow(acct string, weight int) *Flow {
 	}
 	fl := f.(*Flow)
 	w := int64(max(weight, 1))
-	fl.weight.Store(w)
+	if fl.weight.Load() != w { // every request asks: write only on a change
+		fl.weight.Store(w)
+	}
 	now := q.now().UnixNano()
 	if prev := fl.seen.Swap(now); now-prev > int64(q.cfg.Linger) && fl.inFlight.Load() == 0 {
 		q.activeWeight.Add(w) // active again: counted before the next refresh
