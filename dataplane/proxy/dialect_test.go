@@ -38,7 +38,7 @@ func TestStreamReportedErrors(t *testing.T) {
 			events, deltas := readAll(st)
 			st.Close()
 			re, ok := Reported(st.Result.Err)
-			if !ok || events != 1 || deltas != 0 || st.Result.Ended {
+			if !ok || events != 1 || deltas != 1 || st.Result.Ended { // the first chunk carries "a"
 				t.Fatalf("%+v events %d deltas %d", st.Result, events, deltas)
 			}
 			if !strings.Contains(re.Info.Message, c.msg) || re.Info.Status != c.status || re.Info.Overflow != c.overflow {

@@ -103,7 +103,8 @@ func FuzzChatEvent(f *testing.F) {
 
 func checkChatEvent(t *testing.T, m *reqparse.EventMembers, data []byte) {
 	t.Helper()
-	u, no, rep, ok := chatEvent(data, m)
+	c, ok := chatEvent(data, m)
+	u, no, rep := c.usage, c.noChoices, c.reported
 	ru, rno, rok := chatEventRef(data)
 	rrep := rok && bytes.Contains(data, errorKey) && reportsErrorRef(data)
 	if ok != rok || u.IsObject() != ru.IsObject() || u.IsObject() && (u.Raw != ru.Raw || no != rno) || rep != rrep {

@@ -76,9 +76,7 @@ func readAll(st *Stream) (events int, deltas int64) {
 			return events, deltas
 		}
 		events++
-		if st.Delta() {
-			deltas++
-		}
+		deltas += st.Deltas()
 		if st.Result.Ended {
 			return events, deltas
 		}

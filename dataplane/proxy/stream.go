@@ -129,7 +129,7 @@ type Stream struct {
 	pendingErr  error
 	msgs        tokens.Messages
 	chatEvents  int64
-	lastDelta   bool   // the event inspected last carries generated output
+	lastDeltas  int64  // the outputs the event inspected last carries (Deltas)
 	rewritten   []byte // an event rewritten by inspect (running usage stripped), reused
 	mirrored    []byte // a chunk with its reasoning mirrored, reused
 	timer       *time.Timer
@@ -201,11 +201,14 @@ func (s *Stream) Next() (sse.Event, error) {
 	}
 }
 
-// Delta reports whether the event Next returned last carries generated output: every
-// chat chunk but the first (which announces the role), every text completion chunk,
-// Messages-style content_block_delta and Responses-style *.delta events. Delivered deltas
-// are the base of the output estimate when the upstream reports no usage.
-func (s *Stream) Delta() bool { return s.lastDelta }
+// Deltas reports how many generated outputs the event Next returned last carries: for a
+// chat or text completion chunk, its choices that carry output (output.go: a non-empty
+// content, reasoning, refusal, tool call name or arguments, or completion text; a chunk
+// announcing the role, one with only a finish_reason and a usage-only chunk carry none);
+// 1 for a Messages-style content_block_delta and a Responses-style *.delta event; else 0.
+// Delivered deltas are the output estimate when the upstream reports no usage (one token
+// each), and what a relay counts against the request's output bound.
+func (s *Stream) Deltas() int64 { return s.lastDeltas }
 
 func (s *Stream) upstreamErr(err error) error {
 	if s.timedOut.Load() {
@@ -220,7 +223,7 @@ func (s *Stream) upstreamErr(err error) error {
 // inspect checks ev, reads usage and terminal signals from it, and reports whether to
 // relay it. An error means the upstream broke its protocol: the stream must end.
 func (s *Stream) inspect(ev *sse.Event) (bool, error) {
-	s.lastDelta = false
+	s.lastDeltas = 0
 	if len(ev.Data) == 0 {
 		if ev.Error != nil && s.dialect().ErrorLine {
 			return false, lineError(ev.Error)
@@ -235,14 +238,15 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 			s.Result.Ended = true
 			return true, nil
 		}
-		usage, noChoices, reported, ok := chatEvent(ev.Data, &s.rd.members)
+		c, ok := chatEvent(ev.Data, &s.rd.members)
 		if !ok {
 			return false, ErrInvalidEvent
 		}
-		if reported {
+		if c.reported {
 			return false, eventError(ev.Data)
 		}
-		s.lastDelta = s.isDelta(*ev)
+		usage, noChoices := c.usage, c.noChoices
+		s.lastDeltas = chunkOutputs(c.choices, s.e == index.EPCompletions)
 		s.chatEvents++
 		if s.opt.Detect && s.chatEvents == 1 {
 			// The first chunk only: SGLang's nulls and the fingerprints are in every chunk;
@@ -286,7 +290,7 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 			s.Result.Ended = true
 			return true, nil
 		case sse.ContentBlockDelta:
-			s.lastDelta = true
+			s.lastDeltas = 1
 			return true, nil
 		case "error":
 			return false, eventError(ev.Data)
@@ -302,7 +306,9 @@ func (s *Stream) inspect(ev *sse.Event) (bool, error) {
 		if !validEvent(ev.Data) {
 			return false, ErrInvalidEvent
 		}
-		s.lastDelta = s.isDelta(*ev)
+		if bytes.HasSuffix(ev.Name, []byte(sse.DeltaSuffix)) {
+			s.lastDeltas = 1
+		}
 		switch name := string(ev.Name); name {
 		case "response.created":
 			if id := gjson.GetBytes(ev.Data, "response.id"); id.Type == gjson.String {
@@ -336,21 +342,6 @@ func (s *Stream) dialect() *dialect.Dialect {
 		return dialect.Default()
 	}
 	return s.opt.Dialect
-}
-
-// isDelta reports whether ev carries generated output (see Delta).
-func (s *Stream) isDelta(ev sse.Event) bool {
-	switch s.e {
-	case index.EPChat:
-		return s.chatEvents > 0 && len(ev.Data) > 0 && ev.Data[0] == '{'
-	case index.EPCompletions:
-		return len(ev.Data) > 0 && ev.Data[0] == '{'
-	case index.EPMessages:
-		return string(ev.Name) == sse.ContentBlockDelta
-	case index.EPResponses:
-		return bytes.HasSuffix(ev.Name, []byte(sse.DeltaSuffix))
-	}
-	return false
 }
 
 // setUsage records reported usage after checking it against the stream's bounds.
@@ -436,37 +427,55 @@ func validEvent(data []byte) bool {
 	return gjson.ValidBytes(data)
 }
 
-// chatEvent checks a chat or text completion event (validEvent) and, in the same pass, finds
-// its top-level usage: usage is the usage member when the event is an object with one
-// (gjson's zero Result otherwise), noChoices whether the event's choices are absent, null or
-// an empty array, reported whether it has a top-level error member that is not null (an
-// error the server reported inside its stream). m is scratch space for the scan's notes.
-// When the notes cannot tell (an escaped key, many members, an event nested deeper than the
-// scan goes), chatEventSlow reads the event with gjson.
-func chatEvent(data []byte, m *reqparse.EventMembers) (usage gjson.Result, noChoices, reported, ok bool) {
+// chatNotes is what chatEvent found in a chat or text completion event.
+type chatNotes struct {
+	// usage is the top-level usage member when the event is an object with one that is an
+	// object (gjson's zero Result otherwise).
+	usage gjson.Result
+	// noChoices: the event's choices are absent, null or an empty array (read only with
+	// a usage object).
+	noChoices bool
+	// reported: a top-level error member that is not null (an error the server reported
+	// inside its stream).
+	reported bool
+	// choices is the raw value of the top-level choices member (nil: none).
+	choices []byte
+}
+
+// chatEvent checks a chat or text completion event (validEvent) and, in the same pass,
+// finds its top-level usage, error and choices members (chatNotes). m is scratch space for
+// the scan's notes. When the notes cannot tell (an escaped key, many members, an event
+// nested deeper than the scan goes, leading spaces), chatEventSlow reads the event with
+// gjson. The members read are in data's buffer: they must be read before it
+// is reused.
+func chatEvent(data []byte, m *reqparse.EventMembers) (c chatNotes, ok bool) {
 	if !reqparse.ScanEvent(data, m) {
 		if len(data) > shallowEvent || !gjson.ValidBytes(data) {
-			return gjson.Result{}, false, false, false
+			return chatNotes{}, false
 		}
-		return chatEventSlow(data) // valid, but nested deeper than the scan goes
+		return chatEventSlow(data), true // valid, but nested deeper than the scan goes
 	}
 	if data[0] != '{' {
-		return gjson.Result{}, false, reportsError(data), true // (gjson reads past leading spaces)
+		return chatEventSlow(data), true // (gjson reads past leading spaces)
 	}
-	e, found, known := m.Member(data, "error")
-	if !known {
-		return chatEventSlow(data)
+	var vals [3][]byte
+	if !m.Members(data, chatMembers[:], vals[:]) {
+		return chatEventSlow(data), true
 	}
-	reported = found && string(e) != "null"
-	u, found, _ := m.Member(data, "usage")
-	if !found || u[0] != '{' {
-		return gjson.Result{}, false, reported, true
+	e, ch, u := vals[0], vals[1], vals[2]
+	c.reported = e != nil && string(e) != "null"
+	c.choices = ch
+	if u == nil || u[0] != '{' {
+		return c, true
 	}
-	ch, found, _ := m.Member(data, "choices")
-	noChoices = !found || string(ch) == "null" || ch[0] == '[' && ch[len(ch)-1] == ']' && emptyArray(ch)
+	c.noChoices = ch == nil || string(ch) == "null" || ch[0] == '[' && ch[len(ch)-1] == ']' && emptyArray(ch)
 	// The usage object is read before the event's buffer is reused, so it need not be copied.
-	return gjson.Parse(unsafe.String(unsafe.SliceData(u), len(u))), noChoices, reported, true
+	c.usage = gjson.Parse(unsafe.String(unsafe.SliceData(u), len(u)))
+	return c, true
 }
+
+// chatMembers are the top-level members chatEvent reads: error, choices, usage.
+var chatMembers = [3]string{"error", "choices", "usage"}
 
 // emptyArray reports whether the JSON array a (valid) has no elements.
 func emptyArray(a []byte) bool {
@@ -542,16 +551,24 @@ func (s *Stream) rewrite(ev *sse.Event, d []byte) {
 }
 
 // chatEventSlow is chatEvent after validation, reading the event with gjson.
-func chatEventSlow(data []byte) (usage gjson.Result, noChoices, reported, ok bool) {
-	reported = reportsError(data)
+func chatEventSlow(data []byte) (c chatNotes) {
+	c.reported = reportsError(data)
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
+	if !root.IsObject() {
+		return c
+	}
+	ch := root.Get("choices")
+	if ch.Exists() {
+		c.choices = []byte(ch.Raw)
+	}
 	if data[0] != '{' || !bytes.Contains(data, usageKey) {
-		return gjson.Result{}, false, reported, true
+		return c // usage is read only from an event that starts with its object
 	}
-	u := gjson.GetBytes(data, "usage")
+	u := root.Get("usage")
 	if !u.IsObject() {
-		return gjson.Result{}, false, reported, true
+		return c
 	}
-	ch := gjson.GetBytes(data, "choices")
-	noChoices = !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0)
-	return u, noChoices, reported, true
+	c.usage = u
+	c.noChoices = !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0)
+	return c
 }

@@ -32,3 +32,34 @@ func (m *EventMembers) Member(b []byte, name string) (val []byte, found, known b
 	}
 	return nil, false, true
 }
+
+// Members is Member for several names in one pass over the notes: vals[k] becomes the
+// value of the first member whose key is names[k] (nil: none); vals must be as long as
+// names. known is false when the notes cannot tell (more members than a scan notes, or a
+// key with an escape anywhere in the object); vals are then not meaningful.
+func (m *EventMembers) Members(b []byte, names []string, vals [][]byte) (known bool) {
+	if m.top.n < 0 {
+		return false
+	}
+	clear(vals)
+	for _, at := range m.top.at[:m.top.n] {
+		// The key runs from just past its opening quote to its closing quote; a backslash
+		// before that quote is an escape (and the quote might be escaped).
+		k := b[at.key+1 : at.val]
+		e := 0
+		for e < len(k) && k[e] != '"' {
+			if k[e] == '\\' {
+				return false
+			}
+			e++
+		}
+		k = k[:e]
+		for i, name := range names {
+			if vals[i] == nil && len(k) == len(name) && string(k) == name {
+				vals[i] = b[at.val:at.end]
+				break
+			}
+		}
+	}
+	return true
+}

@@ -121,7 +121,7 @@ type charge struct {
 // wantCharge is the record of scenario sc on dialect d, by the one rule (streamCharge):
 // an answer is charged its usage; a stream that ends in an error is charged the usage the
 // server reported, else what was delivered (the prompt estimate, one token per generation
-// event); a failure before any output is not charged.
+// output); a failure before any output is not charged.
 func wantCharge(d, sc string, stream bool) charge {
 	out := int64(simulator.DialectTextWords)
 	switch sc {
@@ -144,11 +144,9 @@ func wantCharge(d, sc string, stream bool) charge {
 		if d == simulator.DialectVLLM {
 			return charge{result: result, status: 200, in: 2, out: 2} // its running usage
 		}
-		delivered := int64(2)
-		if sc == simulator.ScenarioCut && d == simulator.DialectOllama {
-			delivered++ // the empty chunk it ends with counts as an event
-		}
-		return charge{result: result, status: 200, out: delivered, estimate: true}
+		// Two text chunks delivered; the empty chunk Ollama ends a cut stream with carries
+		// no output and is not charged.
+		return charge{result: result, status: 200, out: 2, estimate: true}
 	}
 	return charge{result: usage.ResultOK, status: 200, in: 2, out: out}
 }

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
-	"github.com/sekgate/gateway/dataplane/sse"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
@@ -45,56 +42,31 @@ func overBoundOutput(reported, bound, estimate int64) int64 {
 // bound (a server that read no length field the gateway bounds).
 var errOutputBound = errors.New("the provider generated past the request's output limit; the output ends there")
 
-// streamCut is the number of generation events after which a relayed stream's next
-// event carrying output is cut (protocol.maxDeltas; 0: never): the output bound, plus room
-// for the events Stream.Delta counts that carry no output (each further choice's role
-// chunk, an empty first chunk some servers send), so a stream within its bound is never
-// cut. The record charges within the bound either way.
+// streamCut is the most generation outputs a relayed stream delivers (protocol.maxDeltas;
+// 0: no bound): the request's output bound. The contract, exact: outputs are counted as
+// the output estimate counts them (proxy.Stream.Deltas: each choice of a chunk that
+// carries output, each Messages or Responses delta event; one token each), the event that
+// would take the outputs delivered past the bound is not relayed and ends the stream, so
+// the client never receives more output than the record charges (the estimate, when the
+// upstream reported no output), and the record charges at most the bound. Events without
+// output (role chunks, a finish_reason, usage) never count, so a stream that holds its
+// bound is not cut.
 func streamCut(ex *exchange) int64 {
 	if ex.lengthBound <= 0 || ex.bounds.Output <= 0 {
 		return 0
 	}
-	return ex.bounds.Output + ex.bounds.Output/ex.lengthBound + 4
+	return ex.bounds.Output
 }
 
-// pastBound reports whether st's current event carries output past the cut (streamCut);
-// it then marks the relay ended by errOutputBound, so the client gets its protocol's error
-// event, the upstream connection is closed (ending the generation), the route's breaker
-// counts nothing, and the record charges what was delivered, within the bound. Events are
-// looked into only past the cut.
-func (p protocol) pastBound(st *proxy.Stream, ev sse.Event, r *relayed) bool {
-	if p.maxDeltas <= 0 || r.deltas < p.maxDeltas || !st.Delta() || !carriesOutput(ev) {
+// pastBound reports whether st's current event would take the outputs delivered past the
+// bound (streamCut); it then marks the relay ended by errOutputBound, so the client gets
+// its protocol's error event instead of the event, the upstream connection is closed
+// (ending the generation), the route's breaker counts nothing, and the record charges
+// what was delivered, within the bound.
+func (p protocol) pastBound(st *proxy.Stream, r *relayed) bool {
+	if p.maxDeltas <= 0 || r.deltas+st.Deltas() <= p.maxDeltas {
 		return false
 	}
 	r.err = errOutputBound
 	return true
-}
-
-// carriesOutput reports whether a generation event carries output: named events
-// (Messages-style content_block_delta, Responses-style *.delta) always do; a chat or text
-// completion chunk when a choice has text, content, reasoning or a tool call in it.
-func carriesOutput(ev sse.Event) bool {
-	if len(ev.Name) > 0 {
-		return true
-	}
-	found := false
-	gjson.GetBytes(ev.Data, "choices").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("text").String() != "" {
-			found = true
-			return false
-		}
-		d := c.Get("delta")
-		for _, f := range []string{"content", "reasoning_content", "reasoning"} {
-			if d.Get(f).String() != "" {
-				found = true
-				return false
-			}
-		}
-		if tc := d.Get("tool_calls"); tc.IsArray() && len(tc.Array()) > 0 {
-			found = true
-			return false
-		}
-		return true
-	})
-	return found
 }

@@ -25,8 +25,8 @@ type relayed struct {
 	gone bool
 	// events counts events written to the client.
 	events int
-	// deltas counts upstream generation events delivered to the client (proxy.Stream.Delta):
-	// the base of the output estimate when the upstream reports no usage.
+	// deltas counts the generation outputs delivered to the client (proxy.Stream.Deltas):
+	// the output estimate when the upstream reports no usage.
 	deltas int64
 	// err is why the client's stream could not be completed although the upstream's
 	// could (a translator refusing a chunk, a translated response ending incomplete).
@@ -195,7 +195,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 		if err != nil {
 			return cw.r // st.Result.Err holds the upstream failure
 		}
-		if p.pastBound(st, ev, &cw.r) {
+		if p.pastBound(st, &cw.r) {
 			return cw.r // outbound.go
 		}
 		cw.hold = st.Result.Ended // the closing events wait for the record (streamBody.relay)
@@ -228,9 +228,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 				return cw.r
 			}
 		}
-		if st.Delta() {
-			cw.r.deltas++
-		}
+		cw.r.deltas += st.Deltas()
 		if st.Result.Ended {
 			cw.r.done = st.Result.Err == nil
 			return cw.r

@@ -49,9 +49,10 @@ func (ex *exchange) writeStart() {
 // within the bounds. A side it did not report, because the stream ended early or the
 // provider never reports usage, is estimated and routing.usage_estimated set: the prompt
 // from the request's text (reqparse's low estimate, bytes / 5, within the window), the
-// output as the number of generation events relayed (one token per event, which is how
-// vLLM, llama.cpp, TGI and Ollama stream; servers that batch tokens per event are
-// under-charged, never over-charged), within the output limit. A completed or cancelled
+// output as the number of generation outputs relayed (proxy.Stream.Deltas: chunks without
+// output do not count; one token per output, which is how vLLM, llama.cpp, TGI and Ollama
+// stream; servers that batch tokens per event are under-charged, never over-charged),
+// within the output limit. A completed or cancelled
 // stream has received its first event, so the provider has started generating and the
 // prompt is always charged.
 func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
