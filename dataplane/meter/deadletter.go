@@ -20,7 +20,7 @@ import (
 // Permanent refusals are the 4xx statuses that say the batch itself is unacceptable: every
 // 4xx except 401 and 403 (the node's credentials: fixed by the operator, then the batch
 // goes through), 404 (a wrong control-plane URL or an older control plane), 408, 409, 425
-// and 429 (transient). 5xx and transport errors are retried forever, as before.
+// and 429 (transient). 5xx and transport errors are retried forever.
 
 const deadDir = "dead"
 
