@@ -203,7 +203,7 @@ func TestRoutingFlags(t *testing.T) {
 		t.Errorf("defaults %+v", r)
 	}
 	sel, _ := r.selector(scrape.Config{})
-	if sel.Loads.FreshFor != 600*time.Millisecond || sel.Saturation.KV != 0.95 {
+	if sel.Loads.FreshFor != 750*time.Millisecond || sel.Saturation.KV != 0.95 {
 		t.Errorf("selector: fresh for %v, saturation %+v", sel.Loads.FreshFor, sel.Saturation)
 	}
 	o, err = parseFlags(append(base, "--fair-queue=false", "--fair-queue-headroom", "0", "--saturation-queue", "2"))
