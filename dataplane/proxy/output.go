@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sekgate/gateway/dataplane/reqparse"
 )
 
 // A chat or text completion chunk counts toward the output estimate only for the choices
@@ -81,6 +83,7 @@ func (w *walker) skip() {
 		w.str()
 		return
 	case '{', '[':
+		w.i = reqparse.ValueEnd(w.b, w.i)
 	default:
 		w.i++ // a number or literal's first byte (anything, in invalid JSON: always move on)
 		for w.i < len(w.b) {
@@ -90,24 +93,6 @@ func (w *walker) skip() {
 			}
 			w.i++
 		}
-		return
-	}
-	depth := 0
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case '"':
-			w.str()
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				w.i++
-				return
-			}
-		}
-		w.i++
 	}
 }
 

@@ -87,6 +87,11 @@ func skipWS(s string, i int) int {
 	return i
 }
 
+// ValueEnd returns the index just past the JSON value that starts at b[i]. On bytes that
+// are not JSON it still returns an index within len(b), past i for an object, array or
+// string.
+func ValueEnd(b []byte, i int) int { return valueEnd(bstr(b), i) }
+
 // valueEnd returns the index just past the JSON value starting at s[i].
 func valueEnd(s string, i int) int {
 	if i >= len(s) {
