@@ -64,10 +64,3 @@ func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity floa
 	}
 	return free, capacity
 }
-
-// Saturated reports whether every candidate is full (fair queueing holds the request then).
-// Without a server report a route never counts as full.
-func (s *Selector) Saturated(cands []index.Candidate, now int64) bool {
-	free, _ := s.Room(cands, now)
-	return free <= 0
-}
