@@ -269,12 +269,8 @@ func (q *Queue) Kick() bool {
 		close(w.ch)
 		q.Granted.Add(1)
 		f.served++
-		f.waiting.Remove(f.waiting.Front())
-		q.depth--
-		q.busy.Store(q.depth > 0)
-		if f.waiting.Len() == 0 {
-			q.dropFromRing(f)
-		} else if int64(f.served) >= f.weight.Load() {
+		q.remove(f, f.waiting.Front())
+		if f.waiting.Len() > 0 && int64(f.served) >= f.weight.Load() {
 			q.advance(f)
 		}
 		return true

@@ -12,7 +12,6 @@ import (
 // after Forget of idleness.
 type Flow struct {
 	q        *Queue
-	id       string
 	inFlight atomic.Int64
 	weight   atomic.Int64
 	seen     atomic.Int64 // unix ns of the last request
@@ -27,7 +26,7 @@ type Flow struct {
 func (q *Queue) Flow(acct string, weight int) *Flow {
 	f, ok := q.flows.Load(acct)
 	if !ok {
-		f, _ = q.flows.LoadOrStore(acct, &Flow{q: q, id: acct})
+		f, _ = q.flows.LoadOrStore(acct, &Flow{q: q})
 	}
 	fl := f.(*Flow)
 	w := int64(max(weight, 1))
