@@ -188,15 +188,16 @@ type memoEntry struct {
 	misses atomic.Int32  // whole answers read without a sign
 }
 
+// entry is route r's entry, made on first use.
 func (dm *dialectMemo) entry(r *index.Route) *memoEntry {
-	k := memoKey{r.ID, r.BaseURL}
-	if v, ok := dm.m.Load(k); ok {
-		return v.(*memoEntry)
+	if e := dm.lookup(r); e != nil {
+		return e
 	}
-	v, _ := dm.m.LoadOrStore(k, new(memoEntry))
+	v, _ := dm.m.LoadOrStore(memoKey{r.ID, r.BaseURL}, new(memoEntry))
 	return v.(*memoEntry)
 }
 
+// lookup is route r's entry, nil before its first use.
 func (dm *dialectMemo) lookup(r *index.Route) *memoEntry {
 	if v, ok := dm.m.Load(memoKey{r.ID, r.BaseURL}); ok {
 		return v.(*memoEntry)
