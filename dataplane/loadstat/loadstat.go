@@ -140,12 +140,14 @@ type View struct {
 	// (weighed by Fresh like the report).
 	Queue float64
 	// Excess is the same estimate without the floor at zero once the server's capacity
-	// is known (minus its free slots), and SlotsKnown says whether it is.
-	Excess     float64
-	SlotsKnown bool
-	// Slots is the server's capacity when known (0 otherwise).
+	// is known (minus its free slots).
+	Excess float64
+	// Slots is the server's capacity when known (0 otherwise; see SlotsKnown).
 	Slots float64
 }
+
+// SlotsKnown reports whether the server's capacity is known.
+func (v View) SlotsKnown() bool { return v.Slots > 0 }
 
 // View returns the route's load at now (unix ns) with reports fresh for fresh and faded
 // over as long again.
@@ -170,7 +172,6 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	q := w
 	if slots := r.slots.Load(); slots > 0 && now-r.slotsAt.Load() <= int64(SlotsFor) {
 		q = w + run + v.InFlight - r.srvInFlight.Load() - slots
-		v.SlotsKnown = true
 		v.Slots = float64(slots)
 	}
 	v.Excess = v.Fresh * float64(q)

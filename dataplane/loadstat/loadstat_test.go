@@ -106,7 +106,7 @@ func TestSlotsLearned(t *testing.T) {
 	r.SetServer(Report{Waiting: 2, Running: 4}, at, 0)
 	fresh := time.Hour
 	v := r.View(at, fresh)
-	if !v.SlotsKnown || v.Excess != 2 || v.Queue != 2 {
+	if !v.SlotsKnown() || v.Excess != 2 || v.Queue != 2 {
 		t.Fatalf("learned: %+v", v)
 	}
 	r.Done()
@@ -115,24 +115,24 @@ func TestSlotsLearned(t *testing.T) {
 	if v := r.View(at, fresh); v.Excess != -1 || v.Queue != 0 {
 		t.Fatalf("three done: %+v, want one slot free", v)
 	}
-	if v := r.View(at+int64(SlotsFor)+1, fresh); v.SlotsKnown {
+	if v := r.View(at+int64(SlotsFor)+1, fresh); v.SlotsKnown() {
 		t.Fatalf("capacity still trusted after SlotsFor: %+v", v)
 	}
 	// Running full at the known capacity keeps it trusted: a long burst held at the node
 	// (no queue at the server) does not make it forget.
 	later := at + int64(SlotsFor) - 1
 	r.SetServer(Report{Waiting: 0, Running: 4}, later, 3)
-	if v := r.View(later+int64(SlotsFor)-1, 2*time.Hour); !v.SlotsKnown || v.Slots != 4 {
+	if v := r.View(later+int64(SlotsFor)-1, 2*time.Hour); !v.SlotsKnown() || v.Slots != 4 {
 		t.Fatalf("capacity forgotten while the server ran full: %+v", v)
 	}
 	r.SetServer(Report{Waiting: 0, Running: 3}, later+int64(SlotsFor), 3)
-	if v := r.View(later+2*int64(SlotsFor), 3*time.Hour); v.SlotsKnown {
+	if v := r.View(later+2*int64(SlotsFor), 3*time.Hour); v.SlotsKnown() {
 		t.Fatalf("capacity still trusted SlotsFor after the server last ran full: %+v", v)
 	}
 	// Running alone (no queue) teaches nothing: a replica that ran one request is not full.
 	var idle Route
 	idle.SetServer(Report{Running: 1}, at, 0)
-	if v := idle.View(at, fresh); v.SlotsKnown {
+	if v := idle.View(at, fresh); v.SlotsKnown() {
 		t.Fatalf("capacity from an unqueued report: %+v", v)
 	}
 }

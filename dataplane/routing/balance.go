@@ -81,7 +81,7 @@ var DefaultWeights = Weights{Load: 0.5, Queue: 1, KV: 2, Affinity: 4}
 // server: the estimated queue plus one when no slot is free (capacity known), else the
 // reported queue.
 func waitsBehind(v loadstat.View) float64 {
-	if v.SlotsKnown {
+	if v.SlotsKnown() {
 		return max(0, v.Excess+v.Fresh)
 	}
 	return v.Queue

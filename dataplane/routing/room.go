@@ -39,7 +39,7 @@ func freeSlots(v loadstat.View, sat *Saturation) float64 {
 	if v.KV >= sat.KV*v.Fresh {
 		return 0
 	}
-	if v.SlotsKnown {
+	if v.SlotsKnown() {
 		return max(0, sat.Queue*v.Fresh-v.Excess)
 	}
 	if v.Waiting >= max(sat.Queue, 1)*v.Fresh {

@@ -125,7 +125,7 @@ func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
 	// own first-come queue.
 	route := g.route(t, "replica")
 	known := func() bool {
-		return loads.For(route).View(time.Now().UnixNano(), loads.FreshFor).SlotsKnown
+		return loads.For(route).View(time.Now().UnixNano(), loads.FreshFor).SlotsKnown()
 	}
 	for round := 0; !known(); round++ {
 		if round == 10 {
