@@ -207,7 +207,7 @@ func TestRoutingFlags(t *testing.T) {
 		t.Errorf("selector: fresh for %v, saturation %+v", sel.Loads.FreshFor, sel.Saturation)
 	}
 	o, err = parseFlags(append(base, "--fair-queue=false", "--fair-queue-headroom", "0", "--saturation-queue", "2"))
-	if err != nil || o.routing.fairQueue || o.routing.queue.Headroom != -1 || o.routing.saturation.Queue != 2 {
+	if err != nil || o.routing.fairQueue || o.routing.queueConfig().Headroom != -1 || o.routing.saturation.Queue != 2 {
 		t.Errorf("set: %v %+v", err, o.routing)
 	}
 	for _, bad := range [][]string{

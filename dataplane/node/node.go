@@ -199,7 +199,7 @@ func (n *node) newServer() error {
 	cfg.Limiter = n.limiter
 	cfg.Selector, n.scraper = o.routing.selector(scrape.Config{Logger: n.log})
 	if o.routing.fairQueue {
-		n.fairq = fairq.New(o.routing.queue)
+		n.fairq = fairq.New(o.routing.queueConfig())
 		n.tel.Registry().MustRegister(n.fairq.Collectors()...)
 		cfg.FairQueue = n.fairq
 	}

@@ -42,10 +42,18 @@ func (o *routingOptions) validate() error {
 		return errors.New("--saturation-kv must be above 0 and at most 1")
 	case o.queue.MaxWait <= 0 || o.queue.MaxDepth <= 0 || o.queue.AccountDepth <= 0:
 		return errors.New("--fair-queue-max-wait, --fair-queue-depth and --fair-queue-account-depth must be positive")
-	case o.queue.Headroom == 0:
-		o.queue.Headroom = -1 // 0 means none here; fairq.Config reads 0 as its default
 	}
 	return nil
+}
+
+// queueConfig is the fair queue's configuration: --fair-queue-headroom 0 means none, which
+// fairq.Config says with a negative value (its 0 is the default).
+func (o *routingOptions) queueConfig() fairq.Config {
+	c := o.queue
+	if c.Headroom == 0 {
+		c.Headroom = -1
+	}
+	return c
 }
 
 // selector returns the node's route selector, its load registry (a report counts in full
