@@ -23,6 +23,20 @@ func chatEventRef(data []byte) (usage gjson.Result, noChoices, ok bool) {
 	if !valid {
 		return gjson.Result{}, false, false
 	}
+	// A duplicated error, choices or usage member makes the event malformed: a JSON client
+	// keeps the last, gjson reads the first.
+	seen := map[string]bool{}
+	dup := false
+	gjson.ParseBytes(data).ForEach(func(k, _ gjson.Result) bool {
+		if k.Str == "error" || k.Str == "choices" || k.Str == "usage" {
+			dup = dup || seen[k.Str]
+			seen[k.Str] = true
+		}
+		return true
+	})
+	if dup {
+		return gjson.Result{}, false, false
+	}
 	if data[0] != '{' || !bytes.Contains(data, []byte(`"usage"`)) {
 		return gjson.Result{}, false, true
 	}

@@ -1,40 +1,38 @@
 package proxy
 
 import (
-	"unsafe"
-
-	"github.com/tidwall/gjson"
+	"unicode/utf8"
 
 	"github.com/sekgate/gateway/dataplane/reqparse"
+	"github.com/sekgate/gateway/dataplane/tokens"
 )
 
-// A chat or text completion chunk counts toward the output estimate only for the choices
-// that carry generated output: a delta with a non-empty content, reasoning,
-// reasoning_content or refusal, a tool call (or legacy function_call) with a non-empty
-// name or arguments, or a completion choice with non-empty text. Chunks that carry none
-// are not counted: a first chunk announcing the role (vLLM, SGLang, llama.cpp), Ollama's
-// last chunk with only finish_reason and an empty content (ollama openai/openai.go sends
-// role "assistant" in every delta), SGLang's nulls, a usage-only chunk.
+// A chat or text completion chunk delivers output in the choices that carry generated
+// text: a delta (or a message, which some servers stream) with a non-empty content,
+// reasoning, reasoning_content or refusal, a tool call (or legacy function_call) with a
+// non-empty name or arguments, or a completion choice with non-empty text. Each such
+// choice is a piece, and the bytes of its text count (tokens.Delivered). Chunks that carry
+// none deliver nothing: a first chunk announcing the role (vLLM, SGLang, llama.cpp),
+// Ollama's last chunk with only finish_reason and an empty content (ollama
+// openai/openai.go sends role "assistant" in every delta), SGLang's nulls, a usage-only
+// chunk. Every member of a name counts, a duplicated one's every value: a JSON client
+// keeps the last, so summing them never counts less than the client shows. Reasoning sent
+// under both names (the gateway mirrors it for chat clients) counts once.
 
-// chunkOutputs returns how many choices of a chat (or, with text, a text completion)
-// chunk carry output, from the raw value of the chunk's choices member (valid JSON; nil
-// when the chunk has none). It reads the choices once and stops reading a choice's delta
-// at the first output; a key with an escape (which might spell a member's name) makes
-// it ask gjson instead.
-func chunkOutputs(choices []byte, text bool) int64 {
+// chunkOutput returns the output a chat (or, with text, a text completion) chunk delivers,
+// from the raw value of the chunk's choices member (valid JSON; nil when the chunk has
+// none). It reads the choices once, without allocating; a key with an escape is read
+// unescaped.
+func chunkOutput(choices []byte, text bool) tokens.Delivered {
 	w := walker{b: choices}
-	n, ok := w.choices(text)
-	if !ok {
-		return chunkOutputsSlow(choices, text)
-	}
-	return n
+	return w.choices(text)
 }
 
 // walker reads valid JSON without allocating; it never indexes past b, whatever b holds.
 type walker struct {
-	b       []byte
-	i       int
-	escaped bool // a key with an escape was met
+	b    []byte
+	i    int
+	kbuf [32]byte // an escaped key, unescaped
 }
 
 func (w *walker) ws() {
@@ -137,7 +135,9 @@ func (w *walker) member() (key []byte, ok bool) {
 		return nil, false
 	}
 	key, esc := w.str()
-	w.escaped = w.escaped || esc
+	if esc {
+		key = unescapeKey(w.kbuf[:0], key)
+	}
 	w.ws()
 	w.i++ // the colon
 	w.ws()
@@ -162,189 +162,166 @@ func (w *walker) element() bool {
 	return true
 }
 
-// text reports whether the value at w.i is a non-empty string, and reads past it.
-func (w *walker) text() bool {
-	if !w.at('"') {
-		w.skip()
-		return false
+// text returns the decoded UTF-8 length of the value at w.i when it is a string, the
+// length of its JSON when it is an array or object (content parts: counted whole), and 0
+// otherwise; it reads past the value.
+func (w *walker) text() int64 {
+	w.ws()
+	if w.i >= len(w.b) {
+		return 0
 	}
-	v, _ := w.str()
-	return len(v) > 0
+	switch w.b[w.i] {
+	case '"':
+		v, esc := w.str()
+		if esc {
+			return decodedLen(v)
+		}
+		return int64(len(v))
+	case '[', '{':
+		start := w.i
+		w.skip()
+		return int64(w.i - start)
+	}
+	w.skip()
+	return 0
 }
 
-// choices counts the choices with output; ok is false when a key had an escape.
-func (w *walker) choices(text bool) (n int64, ok bool) {
+// choices is the output of the choices array at w.i.
+func (w *walker) choices(text bool) (d tokens.Delivered) {
 	if !w.at('[') {
-		return 0, true // absent, null or not an array: no choices
+		return d // absent, null or not an array: no choices
 	}
 	for w.element() {
 		if !w.at('{') {
 			w.skip()
 			continue
 		}
-		out, seen := false, false // the first member of its name counts, as gjson reads
+		var n int64
 		for {
 			k, more := w.member()
 			if !more {
 				break
 			}
 			switch {
-			case !seen && text && string(k) == "text":
-				out, seen = w.text(), true
-			case !seen && !text && string(k) == "delta":
-				out, seen = w.delta(), true
+			case text && string(k) == "text":
+				n += w.text()
+			case !text && (string(k) == "delta" || string(k) == "message"):
+				n += w.delta()
 			default:
 				w.skip()
-				continue
-			}
-			if out {
-				w.rest() // the rest of the choice
-				break
 			}
 		}
-		if out {
-			n++
+		if n > 0 {
+			d.Pieces++
+			d.Bytes += n
 		}
 	}
-	return n, !w.escaped
+	return d
 }
 
-// delta reports whether the chat delta at w.i carries output, and reads past it.
-func (w *walker) delta() bool {
+// delta is the bytes of output in the chat delta (or message) at w.i.
+func (w *walker) delta() int64 {
 	if !w.at('{') {
 		w.skip()
-		return false
+		return 0
 	}
-	out := false
-	var seen uint8 // the members read: the first of its name counts, as gjson reads
+	var n, reasoning, reasoningContent int64
 	for {
 		k, more := w.member()
 		if !more {
-			return out
+			return n + max(reasoning, reasoningContent)
 		}
-		bit := uint8(0)
 		switch string(k) {
-		case "content":
-			bit = 1
+		case "content", "refusal":
+			n += w.text()
 		case "reasoning":
-			bit = 2
+			reasoning += w.text()
 		case "reasoning_content":
-			bit = 4
-		case "refusal":
-			bit = 8
+			reasoningContent += w.text()
 		case "tool_calls":
-			bit = 16
+			n += w.toolCalls()
 		case "function_call":
-			bit = 32
-		}
-		if bit == 0 || seen&bit != 0 {
-			w.skip()
-			continue
-		}
-		seen |= bit
-		switch bit {
-		case 16:
-			out = w.toolCalls()
-		case 32:
-			out = w.function()
+			n += w.function()
 		default:
-			out = w.text()
-		}
-		if out {
-			w.rest() // the rest of the delta
-			return true
+			w.skip()
 		}
 	}
 }
 
-// toolCalls reports whether the tool_calls array at w.i has a call with a name or
-// arguments, and reads past it.
-func (w *walker) toolCalls() bool {
+// toolCalls is the bytes of the names and arguments of the tool_calls array at w.i.
+func (w *walker) toolCalls() int64 {
 	if !w.at('[') {
 		w.skip()
-		return false
+		return 0
 	}
-	out := false
+	var n int64
 	for w.element() {
-		if out || !w.at('{') {
+		if !w.at('{') {
 			w.skip()
 			continue
 		}
-		seen := false
 		for {
 			k, more := w.member()
 			if !more {
 				break
 			}
-			if !seen && string(k) == "function" {
-				out, seen = w.function(), true
+			if string(k) == "function" {
+				n += w.function()
 			} else {
 				w.skip()
 			}
 		}
 	}
-	return out
+	return n
 }
 
-// function reports whether the function object at w.i has a non-empty name or arguments,
-// and reads past it.
-func (w *walker) function() bool {
+// function is the bytes of the name (tokens.NameBytes) and arguments of the function
+// object at w.i.
+func (w *walker) function() int64 {
 	if !w.at('{') {
 		w.skip()
-		return false
+		return 0
 	}
-	out := false
-	var seen uint8
+	var n int64
 	for {
 		k, more := w.member()
 		if !more {
-			return out
+			return n
 		}
-		bit := uint8(0)
 		switch string(k) {
 		case "name":
-			bit = 1
+			// A function's name comes from the request's tools (at most 64 characters in
+			// the OpenAI protocol): only a longer name counts (tokens.NameBytes).
+			n += tokens.NameBytes(w.text())
 		case "arguments":
-			bit = 2
-		}
-		if out || bit == 0 || seen&bit != 0 {
+			n += w.args()
+		default:
 			w.skip()
-			continue
 		}
-		seen |= bit
-		out = w.text()
 	}
 }
 
-// chunkOutputsSlow is chunkOutputs read with gjson (which reads escaped keys unescaped).
-func chunkOutputsSlow(choices []byte, text bool) int64 {
-	var n int64
-	nonEmpty := func(r gjson.Result) bool { return r.Type == gjson.String && r.Str != "" }
-	fn := func(f gjson.Result) bool { return nonEmpty(f.Get("name")) || nonEmpty(f.Get("arguments")) }
-	ch := gjson.Parse(unsafe.String(unsafe.SliceData(choices), len(choices)))
-	if !ch.IsArray() {
-		return 0
+// args is the bytes of the tool arguments (a JSON string holding JSON) at w.i that count
+// (tokens.ArgBytes: the JSON's punctuation aside), and reads past it.
+func (w *walker) args() int64 {
+	if !w.at('"') {
+		return w.text()
 	}
-	ch.ForEach(func(_, c gjson.Result) bool {
-		if text {
-			if nonEmpty(c.Get("text")) {
+	v, esc := w.str()
+	var n int64
+	for i := 0; i < len(v); {
+		if !esc || v[i] != '\\' {
+			if !tokens.IsJSONPunct(v[i]) {
 				n++
 			}
-			return true
+			i++
+			continue
 		}
-		d := c.Get("delta")
-		out := nonEmpty(d.Get("content")) || nonEmpty(d.Get("reasoning")) || nonEmpty(d.Get("reasoning_content")) ||
-			nonEmpty(d.Get("refusal")) || fn(d.Get("function_call"))
-		if tcs := d.Get("tool_calls"); !out && tcs.IsArray() {
-			tcs.ForEach(func(_, tc gjson.Result) bool {
-				out = fn(tc.Get("function"))
-				return !out
-			})
+		r, next := unescapeAt(v, i)
+		if r >= 0x80 || r >= 0 && !tokens.IsJSONPunct(byte(r)) {
+			n += int64(utf8.RuneLen(r))
 		}
-		if out {
-			n++
-		}
-		return true
-	})
+		i = next
+	}
 	return n
 }

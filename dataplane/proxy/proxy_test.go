@@ -69,16 +69,15 @@ func TestClassify(t *testing.T) {
 }
 
 // readAll reads st to its end as a relay does: it stops after an error or the upstream's
-// last event, and counts the events handed out and the deltas among them.
-func readAll(st *Stream) (events int, deltas int64) {
+// last event, and counts the events handed out and the output pieces among them.
+func readAll(st *Stream) (events int, pieces int64) {
 	for {
 		if _, err := st.Next(); err != nil {
-			return events, deltas
+			return events, st.Delivered().Pieces
 		}
 		events++
-		deltas += st.Deltas()
 		if st.Result.Ended {
-			return events, deltas
+			return events, st.Delivered().Pieces
 		}
 	}
 }
@@ -122,9 +121,9 @@ func TestNextValidatesEvents(t *testing.T) {
 		{"chat garbage", index.EPChat, "data: {\"choices\":[]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: not json\n\ndata: [DONE]\n\n", 2, 1, true, false, 0, false},
 		{"chat truncated json", index.EPChat, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"\n\n", 0, 0, true, false, 0, false},
 		{"completions", index.EPCompletions, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n", 3, 2, false, true, 0, false},
-		{"messages", index.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {}\n\nevent: content_block_delta\ndata: {}\n\nevent: message_stop\ndata: {}\n\n", 4, 2, false, true, 9, true},
+		{"messages", index.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\nevent: content_block_delta\ndata: {\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\nevent: content_block_delta\ndata: {\"delta\":{\"type\":\"text_delta\",\"text\":\"b\"}}\n\nevent: message_stop\ndata: {}\n\n", 4, 2, false, true, 9, true},
 		{"messages garbage", index.EPMessages, "event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":9}}}\n\nevent: content_block_delta\ndata: {]\n\n", 1, 0, true, false, 9, true},
-		{"responses", index.EPResponses, "event: response.output_text.delta\ndata: {}\n\nevent: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\n\n", 2, 1, false, true, 4, true},
+		{"responses", index.EPResponses, "event: response.output_text.delta\ndata: {\"delta\":\"a\"}\n\nevent: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":4,\"output_tokens\":1}}}\n\n", 2, 1, false, true, 4, true},
 		{"responses garbage", index.EPResponses, "event: response.output_text.delta\ndata: <p>\n\n", 0, 0, true, false, 0, false},
 	}
 	for _, c := range cases {

@@ -129,9 +129,10 @@ type Stream struct {
 	pendingErr  error
 	msgs        tokens.Messages
 	chatEvents  int64
-	lastDeltas  int64  // the outputs the event inspected last carries (Deltas)
-	rewritten   []byte // an event rewritten by inspect (running usage stripped), reused
-	mirrored    []byte // a chunk with its reasoning mirrored, reused
+	out, before tokens.Delivered // Delivered, Before
+	responses   responsesTally   // a Responses-style stream's output so far
+	rewritten   []byte           // an event rewritten by inspect (running usage stripped), reused
+	mirrored    []byte           // a chunk with its reasoning mirrored, reused
 	timer       *time.Timer
 	timedOut    atomic.Bool
 	Result      StreamResult
@@ -201,14 +202,14 @@ func (s *Stream) Next() (sse.Event, error) {
 	}
 }
 
-// Deltas reports how many generated outputs the event Next returned last carries: for a
-// chat or text completion chunk, its choices that carry output (output.go: a non-empty
-// content, reasoning, refusal, tool call name or arguments, or completion text; a chunk
-// announcing the role, one with only a finish_reason and a usage-only chunk carry none);
-// 1 for a Messages-style content_block_delta and a Responses-style *.delta event; else 0.
-// Delivered deltas are the output estimate when the upstream reports no usage (one token
-// each), and what a relay counts against the request's output bound.
-func (s *Stream) Deltas() int64 { return s.lastDeltas }
+// Delivered is the generated output of every event Next has returned (tokens.Delivered),
+// read from every shape an event carries it in (output.go, delivered.go). A relay counts it
+// against the request's output bound, and a record charges at least its tokens.
+func (s *Stream) Delivered() tokens.Delivered { return s.out }
+
+// Before is Delivered without the event Next returned last: what a relay delivered when it
+// did not send that event.
+func (s *Stream) Before() tokens.Delivered { return s.before }
 
 func (s *Stream) upstreamErr(err error) error {
 	if s.timedOut.Load() {
@@ -220,120 +221,138 @@ func (s *Stream) upstreamErr(err error) error {
 	return err
 }
 
-// inspect checks ev, reads usage and terminal signals from it, and reports whether to
-// relay it. An error means the upstream broke its protocol: the stream must end.
+// inspect checks ev, reads usage, output and terminal signals from it, and reports whether
+// to relay it. An error means the upstream broke its protocol: the stream must end.
 func (s *Stream) inspect(ev *sse.Event) (bool, error) {
-	s.lastDeltas = 0
+	send, out, err := s.read(ev)
+	if send && err == nil {
+		s.before, s.out = s.out, s.out.Add(out)
+	}
+	return send, err
+}
+
+// read is inspect but for counting: it returns the output ev delivers when relayed.
+func (s *Stream) read(ev *sse.Event) (send bool, out tokens.Delivered, err error) {
 	if len(ev.Data) == 0 {
 		if ev.Error != nil && s.dialect().ErrorLine {
-			return false, lineError(ev.Error)
+			return false, out, lineError(ev.Error)
 		}
 		// A comment (keep-alive) or an empty data field (sent by relays in front of
 		// servers): dropped, as SDKs fail on an empty data field.
-		return false, nil
+		return false, out, nil
 	}
 	switch s.e {
 	case index.EPChat, index.EPCompletions:
-		if string(ev.Data) == sse.DoneData {
-			s.Result.Ended = true
-			return true, nil
-		}
-		c, ok := chatEvent(ev.Data, &s.rd.members)
-		if !ok {
-			return false, ErrInvalidEvent
-		}
-		if c.reported {
-			return false, eventError(ev.Data)
-		}
-		usage, noChoices := c.usage, c.noChoices
-		s.lastDeltas = chunkOutputs(c.choices, s.e == index.EPCompletions)
-		s.chatEvents++
-		if s.opt.Detect && s.chatEvents == 1 {
-			// The first chunk only: SGLang's nulls and the fingerprints are in every chunk;
-			// vLLM's stop_reason only in the last, and whole answers name it.
-			s.Result.Server, s.Result.ServerDetected = dialect.Detect(ev.Data)
-		}
-		if !usage.IsObject() {
-			if s.opt.MirrorReasoning {
-				s.mirror(ev)
-			}
-			return true, nil
-		}
-		if bu, ok := tokens.FromChat(usage); ok {
-			if err := s.setUsage(bu, true, true); err != nil {
-				return false, err
-			}
-		}
-		if s.opt.DropUsageOnly && noChoices {
-			return false, nil
-		}
-		if s.opt.StripRunningUsage && !noChoices {
-			s.stripUsage(ev)
-		}
+		return s.readChat(ev)
+	case index.EPMessages:
+		return s.readMessages(ev)
+	case index.EPResponses:
+		return s.readResponses(ev)
+	}
+	return true, out, nil
+}
+
+// readChat is read for a chat or text completions event.
+func (s *Stream) readChat(ev *sse.Event) (bool, tokens.Delivered, error) {
+	if string(ev.Data) == sse.DoneData {
+		s.Result.Ended = true
+		return true, tokens.Delivered{}, nil
+	}
+	c, ok := chatEvent(ev.Data, &s.rd.members)
+	if !ok {
+		return false, tokens.Delivered{}, ErrInvalidEvent
+	}
+	if c.reported {
+		return false, tokens.Delivered{}, eventError(ev.Data)
+	}
+	usage, noChoices := c.usage, c.noChoices
+	out := chunkOutput(c.choices, s.e == index.EPCompletions)
+	s.chatEvents++
+	if s.opt.Detect && s.chatEvents == 1 {
+		// The first chunk only: SGLang's nulls and the fingerprints are in every chunk;
+		// vLLM's stop_reason only in the last, and whole answers name it.
+		s.Result.Server, s.Result.ServerDetected = dialect.Detect(ev.Data)
+	}
+	if !usage.IsObject() {
 		if s.opt.MirrorReasoning {
 			s.mirror(ev)
 		}
-	case index.EPMessages:
-		if !validEvent(ev.Data) {
-			return false, ErrInvalidEvent
-		}
-		// message_start's output_tokens is a placeholder (servers send 0 or 1): output
-		// counts as reported only from message_delta.
-		var outReported bool
-		switch string(ev.Name) {
-		case sse.MessageStart:
-			s.msgs.Update(gjson.GetBytes(ev.Data, "message.usage"))
-		case sse.MessageDelta:
-			s.msgs.Update(gjson.GetBytes(ev.Data, "usage"))
-			_, outReported = s.msgs.Reported()
-		case sse.MessageStop:
-			s.Result.Ended = true
-			return true, nil
-		case sse.ContentBlockDelta:
-			s.lastDeltas = 1
-			return true, nil
-		case "error":
-			return false, eventError(ev.Data)
-		default:
-			return true, nil
-		}
-		in, _ := s.msgs.Reported()
-		out := outReported || s.Result.OutputReported
-		if err := s.setUsage(s.msgs.Billed(), in, out); err != nil {
-			return false, err
-		}
-	case index.EPResponses:
-		if !validEvent(ev.Data) {
-			return false, ErrInvalidEvent
-		}
-		if bytes.HasSuffix(ev.Name, []byte(sse.DeltaSuffix)) {
-			s.lastDeltas = 1
-		}
-		switch name := string(ev.Name); name {
-		case "response.created":
-			if id := gjson.GetBytes(ev.Data, "response.id"); id.Type == gjson.String {
-				s.Result.ResponseID = id.Str // GetBytes copies
-			}
-		case "error":
-			// The Responses protocol's error event: {"type":"error","code":..,"message":..}.
-			e := eventError(ev.Data)
-			if m := gjson.GetBytes(ev.Data, "message"); m.Type == gjson.String && m.Str != "" {
-				e.Info.Message = m.Str
-			}
-			return false, e
-		case sse.ResponseCompleted, sse.ResponseFailed, sse.ResponseIncomplete:
-			if bu, ok := tokens.FromResponses(gjson.GetBytes(ev.Data, "response.usage")); ok {
-				if err := s.setUsage(bu, true, true); err != nil {
-					return false, err
-				}
-			}
-			s.Result.Ended = true
-			if name != sse.ResponseCompleted {
-				s.Result.Err = errors.New("proxy: upstream response " + name)
-			}
+		return true, out, nil
+	}
+	if bu, ok := tokens.FromChat(usage); ok {
+		if err := s.setUsage(bu, true, true); err != nil {
+			return false, out, err
 		}
 	}
-	return true, nil
+	if s.opt.DropUsageOnly && noChoices {
+		return false, out, nil
+	}
+	if s.opt.StripRunningUsage && !noChoices {
+		s.stripUsage(ev)
+	}
+	if s.opt.MirrorReasoning {
+		s.mirror(ev)
+	}
+	return true, out, nil
+}
+
+// readMessages is read for a Messages-style event. message_start's output_tokens is a
+// placeholder (servers send 0 or 1): output counts as reported only once a message_delta
+// reports it.
+func (s *Stream) readMessages(ev *sse.Event) (bool, tokens.Delivered, error) {
+	if !validEvent(ev.Data) {
+		return false, tokens.Delivered{}, ErrInvalidEvent
+	}
+	out := messagesOutput(ev.Data)
+	switch string(ev.Name) {
+	case sse.MessageStart:
+		s.msgs.UpdateStart(gjson.GetBytes(ev.Data, "message.usage"))
+	case sse.MessageDelta:
+		s.msgs.Update(gjson.GetBytes(ev.Data, "usage"))
+	case sse.MessageStop:
+		s.Result.Ended = true
+		return true, out, nil
+	case "error":
+		return false, out, eventError(ev.Data)
+	default:
+		return true, out, nil
+	}
+	in, outReported := s.msgs.Reported()
+	if err := s.setUsage(s.msgs.Billed(), in, outReported); err != nil {
+		return false, out, err
+	}
+	return true, out, nil
+}
+
+// readResponses is read for a Responses-style event.
+func (s *Stream) readResponses(ev *sse.Event) (bool, tokens.Delivered, error) {
+	if !validEvent(ev.Data) {
+		return false, tokens.Delivered{}, ErrInvalidEvent
+	}
+	switch name := string(ev.Name); name {
+	case "response.created":
+		if id := gjson.GetBytes(ev.Data, "response.id"); id.Type == gjson.String {
+			s.Result.ResponseID = id.Str // GetBytes copies
+		}
+	case "error":
+		// The Responses protocol's error event: {"type":"error","code":..,"message":..}.
+		e := eventError(ev.Data)
+		if m := gjson.GetBytes(ev.Data, "message"); m.Type == gjson.String && m.Str != "" {
+			e.Info.Message = m.Str
+		}
+		return false, tokens.Delivered{}, e
+	case sse.ResponseCompleted, sse.ResponseFailed, sse.ResponseIncomplete:
+		if bu, ok := tokens.FromResponses(gjson.GetBytes(ev.Data, "response.usage")); ok {
+			if err := s.setUsage(bu, true, true); err != nil {
+				return false, tokens.Delivered{}, err
+			}
+		}
+		s.Result.Ended = true
+		if name != sse.ResponseCompleted {
+			s.Result.Err = errors.New("proxy: upstream response " + name)
+		}
+	}
+	return true, s.responses.add(ev.Name, ev.Data), nil
 }
 
 // dialect is the upstream server's table.
@@ -453,14 +472,14 @@ func chatEvent(data []byte, m *reqparse.EventMembers) (c chatNotes, ok bool) {
 		if len(data) > shallowEvent || !gjson.ValidBytes(data) {
 			return chatNotes{}, false
 		}
-		return chatEventSlow(data), true // valid, but nested deeper than the scan goes
+		return chatEventSlow(data) // valid, but nested deeper than the scan goes
 	}
 	if data[0] != '{' {
-		return chatEventSlow(data), true // (gjson reads past leading spaces)
+		return chatEventSlow(data) // (gjson reads past leading spaces)
 	}
 	var vals [3][]byte
 	if !m.Members(data, chatMembers[:], vals[:]) {
-		return chatEventSlow(data), true
+		return chatEventSlow(data)
 	}
 	e, ch, u := vals[0], vals[1], vals[2]
 	c.reported = e != nil && string(e) != "null"
@@ -550,25 +569,40 @@ func (s *Stream) rewrite(ev *sse.Event, d []byte) {
 	ev.Raw, ev.Data = b, b[len("data: "):len(b)-2]
 }
 
-// chatEventSlow is chatEvent after validation, reading the event with gjson.
-func chatEventSlow(data []byte) (c chatNotes) {
+// chatEventSlow is chatEvent after validation, reading the event with gjson. An event
+// with a duplicated error, choices or usage member is not read (ok false): a JSON client
+// keeps the last, gjson reads the first.
+func chatEventSlow(data []byte) (c chatNotes, ok bool) {
 	c.reported = reportsError(data)
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
 	if !root.IsObject() {
-		return c
+		return c, true
+	}
+	var seen [len(chatMembers)]bool
+	dup := false
+	root.ForEach(func(k, _ gjson.Result) bool {
+		for i, name := range chatMembers {
+			if k.Str == name {
+				dup, seen[i] = seen[i], true
+			}
+		}
+		return !dup
+	})
+	if dup {
+		return chatNotes{}, false
 	}
 	ch := root.Get("choices")
 	if ch.Exists() {
 		c.choices = []byte(ch.Raw)
 	}
 	if data[0] != '{' || !bytes.Contains(data, usageKey) {
-		return c // usage is read only from an event that starts with its object
+		return c, true // usage is read only from an event that starts with its object
 	}
 	u := root.Get("usage")
 	if !u.IsObject() {
-		return c
+		return c, true
 	}
 	c.usage = u
 	c.noChoices = !ch.Exists() || ch.Type == gjson.Null || (ch.IsArray() && len(ch.Array()) == 0)
-	return c
+	return c, true
 }

@@ -34,9 +34,11 @@ func (m *EventMembers) Member(b []byte, name string) (val []byte, found, known b
 }
 
 // Members is Member for several names in one pass over the notes: vals[k] becomes the
-// value of the first member whose key is names[k] (nil: none); vals must be as long as
-// names. known is false when the notes cannot tell (more members than a scan notes, or a
-// key with an escape anywhere in the object); vals are then not meaningful.
+// value of the member whose key is names[k] (nil: none); vals must be as long as names.
+// known is false when the notes cannot tell (more members than a scan notes, or a key
+// with an escape anywhere in the object), and when a name has more than one member (a
+// JSON client keeps the last, a reader of the first would not see what it sees); vals are
+// then not meaningful.
 func (m *EventMembers) Members(b []byte, names []string, vals [][]byte) (known bool) {
 	if m.top.n < 0 {
 		return false
@@ -55,7 +57,10 @@ func (m *EventMembers) Members(b []byte, names []string, vals [][]byte) (known b
 		}
 		k = k[:e]
 		for i, name := range names {
-			if vals[i] == nil && len(k) == len(name) && string(k) == name {
+			if len(k) == len(name) && string(k) == name {
+				if vals[i] != nil {
+					return false
+				}
 				vals[i] = b[at.val:at.end]
 				break
 			}

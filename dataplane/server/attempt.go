@@ -358,18 +358,23 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		// the answer's members are, for its usage.
 		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ScanEvent(rb, &members)
 		reported := false
+		var delivered int64
 		if valid {
 			u, reported = tokens.FromBody(ue, rb, &members)
+			answer := tokens.DeliveredAnswer(ue, rb)
+			delivered = answer.Tokens()
 			in, out := u.InputTokens, u.OutputTokens
 			var inBound bool
 			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(in, out)
 			if !inBound && !u.Invalid && in >= 0 && in <= c.bounds.Prompt && out > c.bounds.Output && out <= usage.MaxRecordTokens {
 				// Output past the bound: the server generated it (a length field of its own),
 				// so it is charged as reported, up to what the answer holds (outbound.go).
-				u.OutputTokens, inBound = overBoundOutput(out, c.bounds.Output, tokens.EstimateOutput(ue, rb)), true
+				u.OutputTokens, inBound = overBoundOutput(out, c.bounds.Output, answer.Holds()), true
 				ex.bounds.Output = u.OutputTokens // the record's bound (inference.go's record)
 			}
-			valid = inBound && !u.Invalid
+			// An answer holding more output than the bound is refused, never delivered: it
+			// could not be charged for in full.
+			valid = inBound && !u.Invalid && delivered <= max(ex.bounds.Output, c.bounds.Output)
 		}
 		if !valid {
 			fasthttp.ReleaseResponse(uresp)
@@ -377,11 +382,13 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			return failureOf(proxy.FailInvalid).outcome()
 		}
 		if !reported {
-			// No usage in the answer: charge what was delivered, estimated (see endStream).
+			// No usage in the answer: the prompt is estimated from the request.
 			u.InputTokens = c.promptEstimate
-			u.OutputTokens = min(tokens.EstimateOutput(ue, rb), c.bounds.Output)
-			ex.box.routing.UsageEstimated = true
 		}
+		ch := chargeOutput(u.OutputTokens, reported, delivered, max(ex.bounds.Output, c.bounds.Output))
+		ch.flag(&ex.box.routing, u.OutputTokens)
+		u.OutputTokens = ch.out
+		ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || !reported || ch.estimated
 		if ue == index.EPChat {
 			s.dialects.learn(r, rb)
 		}

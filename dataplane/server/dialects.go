@@ -148,22 +148,19 @@ func streamEndEvent(e index.Endpoint, msg, id string, seq int) []byte {
 }
 
 // streamCharge applies the one rule for a stream that ended without completing (an error
-// the server reported, a cut, a timeout, an invalid event): each side the server reported
-// is charged as reported; a side it did not report is estimated from what was delivered
-// (the prompt from the request, the output one token per generation event relayed); and a
-// stream that delivered no generated output and reported no usage is not charged.
-func streamCharge(r *proxy.StreamResult, deltas, promptEstimate int64, b tokens.Bounds) (in, out int64, estimated bool) {
-	if !r.PromptReported && !r.OutputReported && deltas == 0 {
-		return 0, 0, false
+// the server reported, a cut, a timeout, an invalid event): the prompt as reported, else
+// estimated from the request; the output by chargeOutput (the larger of reported and
+// delivered); and a stream that delivered no generated output and reported no usage is
+// not charged.
+func streamCharge(r *proxy.StreamResult, out tokens.Delivered, promptEstimate int64, b tokens.Bounds) (in int64, c outputCharge, estimated bool) {
+	if !r.PromptReported && !r.OutputReported && out == (tokens.Delivered{}) {
+		return 0, outputCharge{}, false
 	}
-	in, out = r.PromptTokens, r.CompletionTokens
+	in = r.PromptTokens
 	if !r.PromptReported {
 		in, estimated = promptEstimate, true
 	}
-	if !r.OutputReported {
-		out, estimated = min(deltas, b.Output), true
-	}
-	return in, out, estimated
+	return in, chargeOutput(r.CompletionTokens, r.OutputReported, out.Tokens(), b.Output), estimated
 }
 
 // clientAskedRunningUsage reports whether a chat request asks for the route's running usage itself.

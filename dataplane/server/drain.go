@@ -87,7 +87,7 @@ func (s *Server) OpenStreams() int {
 func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
 	s.streams.add(ex)
 	s.tel.StreamOpened()
-	proto.maxDeltas = streamCut(ex) // a stream past the output bound is cut (outbound.go)
+	proto.maxOutput = streamCut(ex) // a stream past the output bound is cut (outbound.go)
 	rel := proto.relay(w, ex.stream)
 	s.tel.StreamClosed()
 	if s.streams.remove(ex) && !rel.gone {

@@ -42,15 +42,14 @@ func overBoundOutput(reported, bound, estimate int64) int64 {
 // bound (a server that read no length field the gateway bounds).
 var errOutputBound = errors.New("the provider generated past the request's output limit; the output ends there")
 
-// streamCut is the most generation outputs a relayed stream delivers (protocol.maxDeltas;
-// 0: no bound): the request's output bound. The contract, exact: outputs are counted as
-// the output estimate counts them (proxy.Stream.Deltas: each choice of a chunk that
-// carries output, each Messages or Responses delta event; one token each), the event that
-// would take the outputs delivered past the bound is not relayed and ends the stream, so
-// the client never receives more output than the record charges (the estimate, when the
-// upstream reported no output), and the record charges at most the bound. Events without
-// output (role chunks, a finish_reason, usage) never count, so a stream that holds its
-// bound is not cut.
+// streamCut is the most output a relayed stream delivers, in tokens (protocol.maxOutput;
+// 0: no bound): the request's output bound. The contract, exact: output is counted from
+// what each event shows the client (proxy.Stream.Delivered, tokens.Delivered: the larger
+// of the events that carry output and their text's bytes / tokens.OutputBytesPerToken),
+// the event that would take the delivered output past the bound is not relayed and ends
+// the stream, so the client never receives more output than the bound, and the record
+// charges at least what was delivered and at most the bound. The estimate is low, so an
+// honest server's stream within its bound is never cut.
 func streamCut(ex *exchange) int64 {
 	if ex.lengthBound <= 0 || ex.bounds.Output <= 0 {
 		return 0
@@ -58,15 +57,46 @@ func streamCut(ex *exchange) int64 {
 	return ex.bounds.Output
 }
 
-// pastBound reports whether st's current event would take the outputs delivered past the
+// pastBound reports whether st's current event would take the output delivered past the
 // bound (streamCut); it then marks the relay ended by errOutputBound, so the client gets
 // its protocol's error event instead of the event, the upstream connection is closed
 // (ending the generation), the route's breaker counts nothing, and the record charges
 // what was delivered, within the bound.
 func (p protocol) pastBound(st *proxy.Stream, r *relayed) bool {
-	if p.maxDeltas <= 0 || r.deltas+st.Deltas() <= p.maxDeltas {
+	if p.maxOutput <= 0 || st.Delivered().Tokens() <= p.maxOutput {
 		return false
 	}
 	r.err = errOutputBound
 	return true
+}
+
+// outputCharge is the output a record charges: the larger of what the provider reported and what
+// the client was delivered (tokens.Delivered.Tokens), within the bound. estimated is set
+// when the charge is not the reported count (nothing reported, or less than delivered),
+// underreported when delivered exceeds reported by more than underreportTolerance.
+type outputCharge struct {
+	out                      int64
+	estimated, underreported bool
+}
+
+func chargeOutput(reported int64, wasReported bool, delivered, bound int64) outputCharge {
+	if !wasReported {
+		return outputCharge{out: min(delivered, bound), estimated: true}
+	}
+	if delivered <= reported {
+		return outputCharge{out: min(reported, bound)}
+	}
+	return outputCharge{out: min(delivered, bound), estimated: true,
+		underreported: delivered-reported > underreportTolerance(reported)}
+}
+
+// underreportTolerance is how far the delivered estimate may exceed the reported output
+// before a record is flagged (routing.output_underreported): a tenth, and at least 2.
+func underreportTolerance(reported int64) int64 { return max(2, reported/10) }
+
+// flag marks a record's routing when c found the provider under-reporting.
+func (c outputCharge) flag(rt *usage.Routing, reported int64) {
+	if c.underreported {
+		rt.OutputUnderreported, rt.ReportedOutput = true, reported
+	}
 }

@@ -44,9 +44,9 @@ type protocol struct {
 	// opt are a translated answer's options: the answering route's dialect, the request's
 	// stop sequences.
 	opt translate.Options
-	// maxDeltas ends a relayed stream before a generation event past the request's output
-	// bound (0: none; set by relayTracked): outbound.go.
-	maxDeltas int64
+	// maxOutput ends a relayed stream before an event that takes the output delivered past
+	// the request's output bound, in tokens (0: none; set by relayTracked): outbound.go.
+	maxOutput int64
 }
 
 // servesOwnProtocol reports whether endpoint e is served by serveProtocol rather than the

@@ -11,6 +11,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/sse"
+	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/translate"
 )
 
@@ -25,9 +26,9 @@ type relayed struct {
 	gone bool
 	// events counts events written to the client.
 	events int
-	// deltas counts the generation outputs delivered to the client (proxy.Stream.Deltas):
-	// the output estimate when the upstream reports no usage.
-	deltas int64
+	// out is the generated output delivered to the client (proxy.Stream.Delivered): a
+	// record charges at least its tokens.
+	out tokens.Delivered
 	// err is why the client's stream could not be completed although the upstream's
 	// could (a translator refusing a chunk, a translated response ending incomplete).
 	err error
@@ -196,7 +197,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 			return cw.r // st.Result.Err holds the upstream failure
 		}
 		if p.pastBound(st, &cw.r) {
-			return cw.r // outbound.go
+			return cw.r // outbound.go: the event is not sent
 		}
 		cw.hold = st.Result.Ended // the closing events wait for the record (streamBody.relay)
 		switch {
@@ -228,7 +229,7 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 				return cw.r
 			}
 		}
-		cw.r.deltas += st.Deltas()
+		cw.r.out = st.Delivered() // written
 		if st.Result.Ended {
 			cw.r.done = st.Result.Err == nil
 			return cw.r

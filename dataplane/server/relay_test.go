@@ -50,7 +50,7 @@ func TestRelayFlushesEachEvent(t *testing.T) {
 			t.Errorf("drop=%v: %d flushes before the record, want %d, and [DONE] held", drop, out.n, want-1)
 		}
 		_ = bw.Flush()
-		if int64(rel.events) != want || int64(out.n) != want || !rel.done || rel.gone || rel.deltas != deltas ||
+		if int64(rel.events) != want || int64(out.n) != want || !rel.done || rel.gone || rel.out.Pieces != deltas ||
 			st.Result.PromptTokens != 3 || st.Result.CompletionTokens != 1 {
 			t.Errorf("drop=%v: %+v %+v flushes %d", drop, st.Result, rel, out.n)
 		}
@@ -80,7 +80,7 @@ func TestRelayCountsDeliveredDeltas(t *testing.T) {
 			out := flushCounter{failAfter: 2}
 			rel := c.p.relay(bufio.NewWriterSize(&out, 64<<10), st)
 			st.Close()
-			if !rel.gone || rel.done || rel.events != 2 || rel.deltas >= 3 || (!c.p.translate && rel.deltas != 1) {
+			if !rel.gone || rel.done || rel.events != 2 || rel.out.Pieces >= 3 || (!c.p.translate && rel.out.Pieces != 1) {
 				t.Errorf("%+v", rel)
 			}
 		})

@@ -42,19 +42,16 @@ func (ex *exchange) writeStart() {
 // its route's breaker count the failure; it and a reported error make the record say
 // upstream_error.
 //
-// A stream that ended in an error is charged by streamCharge: what the server reported,
-// else what was delivered, and nothing when it delivered no output and reported no usage.
-// A completed or cancelled stream charges what was delivered. Each side the provider reported (in its final
-// usage, or in running usage such as vLLM's continuous_usage_stats) is charged as reported,
-// within the bounds. A side it did not report, because the stream ended early or the
-// provider never reports usage, is estimated and routing.usage_estimated set: the prompt
-// from the request's text (reqparse's low estimate, bytes / 5, within the window), the
-// output as the number of generation outputs relayed (proxy.Stream.Deltas: chunks without
-// output do not count; one token per output, which is how vLLM, llama.cpp, TGI and Ollama
-// stream; servers that batch tokens per event are under-charged, never over-charged),
-// within the output limit. A completed or cancelled
-// stream has received its first event, so the provider has started generating and the
-// prompt is always charged.
+// A stream that ended in an error is charged by streamCharge, and nothing when it delivered
+// no output and reported no usage. The prompt is charged as the provider reported it (in
+// its final usage, or in running usage such as vLLM's continuous_usage_stats), within the
+// bounds, else from the request's text (reqparse's low estimate, bytes / 5, within the
+// window) with routing.usage_estimated set. The output is charged by chargeOutput: the
+// larger of what the provider reported and what the client was delivered (proxy.Stream's
+// low estimate from the text of every event relayed), within the output limit; a
+// provider that reported less than it delivered is flagged (routing.output_underreported).
+// A completed or cancelled stream has received its first event, so the provider has
+// started generating and the prompt is always charged.
 func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
 	r := &ex.stream.Result
 	result := streamResult(r, rel, ex.cancelled())
@@ -79,21 +76,20 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		}
 	}
 	rec := &ex.box.rec
+	var est bool
+	var c outputCharge
 	if result == usage.ResultOK || result == usage.ResultCancelled {
-		rec.PromptTokens, rec.CompletionTokens = r.PromptTokens, r.CompletionTokens
+		rec.PromptTokens = r.PromptTokens
 		if !r.PromptReported {
-			rec.PromptTokens = ex.promptEstimate
-			ex.box.routing.UsageEstimated = true
+			rec.PromptTokens, est = ex.promptEstimate, true
 		}
-		if !r.OutputReported {
-			rec.CompletionTokens = min(rel.deltas, ex.bounds.Output)
-			ex.box.routing.UsageEstimated = true
-		}
+		c = chargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(), ex.bounds.Output)
 	} else {
-		var est bool
-		rec.PromptTokens, rec.CompletionTokens, est = streamCharge(r, rel.deltas, ex.promptEstimate, ex.bounds)
-		ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || est
+		rec.PromptTokens, c, est = streamCharge(r, rel.out, ex.promptEstimate, ex.bounds)
 	}
+	rec.CompletionTokens = c.out
+	ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || est || c.estimated
+	c.flag(&ex.box.routing, r.CompletionTokens)
 	// The record first, then the upstream: closing a stream that ended cleanly reads the
 	// end of the upstream's body so its connection can be reused (proxy.Stream.Close), which
 	// may wait a moment, and a node killed meanwhile must not lose the record of a stream

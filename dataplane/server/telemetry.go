@@ -79,7 +79,8 @@ func (s *Server) observe(box *recordBox, d time.Duration, promptPrice int64) {
 	s.tel.Observe(&telemetry.Request{Endpoint: box.endpoint, Model: rec.Model, Provider: rec.Provider, Result: rec.Result,
 		Status: rec.Status, PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
 		PromptMicroSEK: promptPrice, OutputMicroSEK: rec.PriceMicroSEK - promptPrice,
-		Duration: d, Upstream: box.upstream, TTFT: box.ttft, Stream: rec.Stream})
+		Duration: d, Upstream: box.upstream, TTFT: box.ttft, Stream: rec.Stream,
+		Underreported: box.routing.OutputUnderreported})
 	if s.access == nil {
 		return
 	}

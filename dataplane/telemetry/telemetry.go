@@ -69,6 +69,9 @@ type Metrics struct {
 	refused  [numRefusals]prometheus.Counter
 	conns    *prometheus.CounterVec // reason
 	breakers *prometheus.CounterVec // route, to
+	// underreported counts records whose provider reported less output than it delivered
+	// (model, provider).
+	underreported *prometheus.CounterVec
 
 	byRequest cache[requestKey, *requestSeries]
 	byAttempt cache[attemptKey, *attemptSeries]
@@ -118,8 +121,11 @@ func New() *Metrics {
 	m.conns.WithLabelValues("per_addr")
 	m.breakers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "route_breaker_transitions_total",
 		Help: "Circuit-breaker state changes per route, by the state entered (closed, half-open, open)."}, []string{"route", "to"})
+	m.underreported = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "output_underreported_total",
+		Help: "Requests whose provider reported less output than the client was delivered (by the node's low estimate from the text), beyond the tolerance; charged the delivered estimate, and flagged routing.output_underreported in the record."},
+		[]string{"model", "provider"})
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.added, m.tokens, m.spend, m.upstream,
-		m.attempts, m.failover, m.streams, refused, m.conns, m.breakers} {
+		m.attempts, m.failover, m.streams, refused, m.conns, m.breakers, m.underreported} {
 		f(c)
 	}
 	for e := range index.Endpoint(numEndpoints) {
@@ -200,6 +206,9 @@ type Request struct {
 	// event was ready (0: not a stream, or none arrived).
 	Duration, Upstream, TTFT time.Duration
 	Stream                   bool
+	// Underreported: the provider reported less output than was delivered (the record's
+	// routing.output_underreported).
+	Underreported bool
 }
 
 type requestKey struct {
@@ -246,6 +255,9 @@ func (m *Metrics) Observe(r *Request) {
 	s := m.byRequest.get(requestKey{ep: uint8(r.Endpoint), class: classIndex(r.Status), stream: r.Stream, model: r.Model, provider: r.Provider, result: r.Result})
 	s.requests.Inc()
 	s.duration.Observe(r.Duration.Seconds())
+	if r.Underreported {
+		m.underreported.WithLabelValues(r.Model, r.Provider).Inc()
+	}
 	if r.PromptTokens > 0 {
 		s.tokensIn.Add(float64(r.PromptTokens))
 	}

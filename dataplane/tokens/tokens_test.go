@@ -142,10 +142,13 @@ func TestEstimateOutput(t *testing.T) {
 		body string
 		want int64
 	}{
-		{index.EPChat, `{"choices":[{"message":{"content":"` + strings.Repeat("a", 50) + `"}},{"message":{"content":"bbbbb","tool_calls":[{"function":{"arguments":"{\"x\":1}"}}]}}]}`, 12},
-		{index.EPCompletions, `{"choices":[{"text":"0123456789"}]}`, 2},
-		{index.EPMessages, `{"content":[{"type":"text","text":"0123456789"},{"type":"tool_use","input":{"a":"b"}}]}`, 3},
-		{index.EPResponses, `{"output":[{"content":[{"text":"0123456789"}]},{"arguments":"{}"}]}`, 2},
+		{index.EPChat, `{"choices":[{"message":{"content":"` + strings.Repeat("a", 50) + `"}},{"message":{"content":"bbbbb","tool_calls":[{"function":{"arguments":"{\"x\":1}"}}]}}]}`, 7},
+		{index.EPCompletions, `{"choices":[{"text":"0123456789"}]}`, 1},
+		{index.EPMessages, `{"content":[{"type":"text","text":"0123456789"},{"type":"tool_use","input":{"a":"b"}}]}`, 2},
+		{index.EPMessages, `{"content":[{"type":"text","text":"` + strings.Repeat("a", 40) + `","text":"` + strings.Repeat("b", 40) + `"}]}`, 10},
+		{index.EPResponses, `{"output":[{"content":[{"text":"0123456789"}]},{"arguments":"{}"}]}`, 1},
+		{index.EPResponses, `{"output":[{"id":"` + strings.Repeat("i", 80) + `","type":"message","content":[{"type":"output_text","text":"` + strings.Repeat("a", 80) + `","annotations":[]}]}]}`, 10},
+		{index.EPChat, `{"choices":[{"message":{"reasoning":"` + strings.Repeat("r", 80) + `","reasoning_content":"` + strings.Repeat("r", 80) + `"}}]}`, 10},
 		{index.EPEmbeddings, `{"data":[{"embedding":[1,2]}]}`, 0},
 		{index.EPChat, `not json`, 0},
 	}

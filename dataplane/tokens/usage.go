@@ -88,6 +88,15 @@ func (m *Messages) Update(r gjson.Result) {
 	m.hasOut = set(&m.out, v[3]) || m.hasOut
 }
 
+// UpdateStart takes a message_start's usage object r: its output_tokens is a placeholder
+// (servers send 0 or 1 before generating), so only the input side is taken; output
+// counts once a message_delta reports it (Update).
+func (m *Messages) UpdateStart(r gjson.Result) {
+	hasOut, out := m.hasOut, m.out
+	m.Update(r)
+	m.hasOut, m.out = hasOut, out
+}
+
 // Reported says which sides were reported so far.
 func (m *Messages) Reported() (in, out bool) { return m.hasIn, m.hasOut }
 

@@ -150,6 +150,10 @@ func fastRouting(val gjson.Result, r *Record) bool {
 			bit, ok = 256, plainInt(v, &rt.InFlight)
 		case `"queued_ms"`:
 			bit, ok = 512, plainInt(v, &rt.QueuedMS)
+		case `"output_underreported"`:
+			bit, ok = 1024, plainBool(v, &rt.OutputUnderreported)
+		case `"reported_output_tokens"`:
+			bit, ok = 2048, plainInt(v, &rt.ReportedOutput)
 		}
 		return bit, ok
 	})

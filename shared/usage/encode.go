@@ -73,6 +73,13 @@ func (rt *Routing) AppendJSON(dst []byte) []byte {
 	if rt.UsageEstimated {
 		dst = append(dst, `,"usage_estimated":true`...)
 	}
+	if rt.OutputUnderreported {
+		dst = append(dst, `,"output_underreported":true`...)
+	}
+	if rt.ReportedOutput != 0 {
+		dst = append(dst, `,"reported_output_tokens":`...)
+		dst = strconv.AppendInt(dst, rt.ReportedOutput, 10)
+	}
 	if rt.Balancer != "" {
 		dst = append(dst, `,"balancer":`...)
 		dst = jsonenc.AppendString(dst, rt.Balancer)

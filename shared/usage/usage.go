@@ -59,6 +59,12 @@ type Routing struct {
 	// UsageEstimated: the provider reported no usage for part of what was charged (a stream
 	// cut short, or a node interrupted mid-stream), so those tokens are the node's estimate.
 	UsageEstimated bool `json:"usage_estimated,omitempty"`
+	// OutputUnderreported: the output delivered to the client, by the node's low estimate
+	// from its text, exceeded what the provider reported by more than the tolerance (a
+	// tenth, and at least 2 tokens), so the delivered estimate was charged; ReportedOutput
+	// is then what the provider reported.
+	OutputUnderreported bool  `json:"output_underreported,omitempty"`
+	ReportedOutput      int64 `json:"reported_output_tokens,omitempty"`
 	// Balancer is the model's routing policy that ordered the routes (scored, weighted,
 	// least_load, affinity) and Reason why the first route tried came first (affinity:
 	// the replica the prompt's prefix prefers; load: another, less loaded one; weighted: a
