@@ -12,7 +12,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 
 	"golang.org/x/time/rate"
 
@@ -30,10 +32,10 @@ import (
 // from GATEWAY_<NAME> and from the --config file.
 type Config struct {
 	listen              string            // node-facing listener address
-	databaseURL         string            // Postgres URL of the runtime role
-	migrateDatabaseURL  string            // Postgres URL of the schema owner (migrations)
-	adminToken          string            // bearer token of the admin API
-	nodeTokens          string            // comma-separated node bearer tokens
+	databaseURL         flagenv.DSN       // Postgres URL of the runtime role
+	migrateDatabaseURL  flagenv.DSN       // Postgres URL of the schema owner (migrations)
+	adminToken          flagenv.Secret    // bearer token of the admin API
+	nodeTokens          flagenv.Secret    // comma-separated node bearer tokens
 	logLevel            string            // debug, info, warn or error
 	defaultLimitsFile   string            // limits for accounts and keys without their own
 	retentionDays       int               // days request records are kept
@@ -43,9 +45,9 @@ type Config struct {
 	serviceLimits       api.ServiceLimits // /v1/service/* reads, top-ups and checkouts
 	signupConfirmURL    string            // signup form's confirmation page (enables signup)
 	signupErrorURL      string            // signup form's error page
-	stripeSecretKey     string            // payment provider secret key (enables top-ups)
+	stripeSecretKey     flagenv.Secret    // payment provider secret key (enables top-ups)
 	stripeAPIBase       string            // payment provider API base URL
-	stripeWebhookSecret string            // payment webhook signing secret
+	stripeWebhookSecret flagenv.Secret    // payment webhook signing secret
 	topupSuccessURL     string            // checkout's return page after paying
 	topupCancelURL      string            // checkout's return page after cancelling
 	regionURLs          map[string]string // per residency policy, the region's base URL
@@ -65,10 +67,10 @@ func FlagSet() *flag.FlagSet {
 func flagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the node-facing listener (internal API and forwarded customer paths)")
-	fs.StringVar(&c.databaseURL, "database-url", "", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
-	fs.StringVar(&c.migrateDatabaseURL, "migrate-database-url", "", "Postgres URL of the schema owner, used for migrations then closed (empty: --database-url)")
-	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
-	fs.StringVar(&c.nodeTokens, "node-tokens", "", "comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)")
+	fs.Var(&c.databaseURL, "database-url", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
+	fs.Var(&c.migrateDatabaseURL, "migrate-database-url", "Postgres URL of the schema owner, used for migrations then closed (empty: --database-url)")
+	fs.Var(&c.adminToken, "admin-token", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
+	fs.Var(&c.nodeTokens, "node-tokens", "comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)")
 	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (whole day partitions are dropped)")
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of request limits for accounts and keys without their own (empty: unlimited)")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
@@ -77,9 +79,9 @@ func flagSet(c *Config) *flag.FlagSet {
 	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (with --signup-error-url enables signup)")
 	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")
 	fs.IntVar(&c.signupPerMinute, "signup-rate-per-minute", 5, "signup submissions allowed per client address per minute (also the burst)")
-	fs.StringVar(&c.stripeSecretKey, "stripe-secret-key", "", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
+	fs.Var(&c.stripeSecretKey, "stripe-secret-key", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
 	fs.StringVar(&c.stripeAPIBase, "stripe-api-base", "", "payment provider API base URL (tests: a stripe-mock address)")
-	fs.StringVar(&c.stripeWebhookSecret, "stripe-webhook-secret", "", "payment webhook signing secret (enables /v1/stripe/webhook)")
+	fs.Var(&c.stripeWebhookSecret, "stripe-webhook-secret", "payment webhook signing secret (enables /v1/stripe/webhook)")
 	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
 	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
 	fs.StringVar(&c.regionURLsFlag, "region-urls", "", "policy=base URL pairs of the regions serving each residency policy")
@@ -93,13 +95,17 @@ func flagSet(c *Config) *flag.FlagSet {
 	return fs
 }
 
-func parseFlags(args []string) (Config, error) {
+func parseFlags(args []string) (Config, error) { return parseSettings(os.Stdout, args, nil) }
+
+// parseSettings is parseFlags reading the environment through lookup (os.LookupEnv when
+// nil) and writing --print-config's output to w.
+func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool)) (Config, error) {
 	var c Config
-	if err := flagenv.Parse(flagSet(&c), args, "GATEWAY_", nil); err != nil {
+	if err := flagenv.ParseTo(w, flagSet(&c), args, "GATEWAY_", lookup); err != nil {
 		return c, err
 	}
 	switch {
-	case c.databaseURL == "":
+	case c.databaseURL.Reveal() == "":
 		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
 	case c.retentionDays < 1:
 		return c, errors.New("--retention-days must be at least 1")
@@ -148,16 +154,16 @@ func addIntegrations(a *api.Config, cfg Config, st *store.Store, metrics *opsmet
 		}
 		a.Signup = h
 	}
-	if cfg.stripeSecretKey != "" {
-		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey, APIBase: cfg.stripeAPIBase, Sessions: st,
+	if cfg.stripeSecretKey.Reveal() != "" {
+		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey.Reveal(), APIBase: cfg.stripeAPIBase, Sessions: st,
 			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log, OnSession: metrics.TopupSession})
 		if err != nil {
 			return err
 		}
 		a.Topup = h
 	}
-	if cfg.stripeWebhookSecret != "" {
-		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret, SecretKey: cfg.stripeSecretKey, Ledger: st, Logger: log, OnEvent: metrics.WebhookEvent})
+	if cfg.stripeWebhookSecret.Reveal() != "" {
+		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret.Reveal(), SecretKey: cfg.stripeSecretKey.Reveal(), Ledger: st, Logger: log, OnEvent: metrics.WebhookEvent})
 		if err != nil {
 			return err
 		}

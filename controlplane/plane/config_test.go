@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -52,7 +53,8 @@ func testConfig(t *testing.T) (Config, ed25519.PublicKey) {
 	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return Config{listen: freeAddr(t), databaseURL: pgtest.NewDatabase(t), adminToken: testAdminToken, nodeTokens: testNodeToken,
+	return Config{listen: freeAddr(t), databaseURL: flagenv.NewDSN(pgtest.NewDatabase(t)), adminToken: flagenv.NewSecret(testAdminToken),
+		nodeTokens:    flagenv.NewSecret(testNodeToken),
 		retentionDays: 90, maxConns: 4,
 		link: linkConfig{adminListen: freeAddr(t), signingKeyFile: keyFile, reissue: time.Hour}}, pub
 }
@@ -67,7 +69,8 @@ func TestFlagsAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.databaseURL != "postgres://env/db" || c.adminToken != testAdminToken || c.nodeTokens != testNodeToken+","+testNodeToken+"2" ||
+	if c.databaseURL.Reveal() != "postgres://env/db" || c.adminToken.Reveal() != testAdminToken ||
+		c.nodeTokens.Reveal() != testNodeToken+","+testNodeToken+"2" ||
 		c.retentionDays != 30 || c.listen != "127.0.0.1:9999" || c.link.adminListen != "127.0.0.1:8082" {
 		t.Fatalf("config %+v", c)
 	}
@@ -92,7 +95,7 @@ func TestFlagsAndEnv(t *testing.T) {
 func TestRunServesAndShutsDown(t *testing.T) {
 	cfg, _ := testConfig(t)
 	db := pgtest.NewRoles(t) // migrate as the owner, serve as the runtime role
-	cfg.databaseURL, cfg.migrateDatabaseURL = db.RuntimeURL, db.OwnerURL
+	cfg.databaseURL, cfg.migrateDatabaseURL = flagenv.NewDSN(db.RuntimeURL), flagenv.NewDSN(db.OwnerURL)
 	addr := cfg.listen
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

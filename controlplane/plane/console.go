@@ -11,6 +11,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/console"
 	"github.com/sekgate/gateway/controlplane/testbox"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -19,14 +20,14 @@ type consoleConfig struct {
 	disable         bool
 	insecureCookies bool
 	testBoxURL      string
-	testBoxToken    string
+	testBoxToken    flagenv.Secret
 }
 
 func (c *consoleConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.disable, "disable-console", false, "do not serve the operator console (/console/ on the admin listener)")
 	fs.BoolVar(&c.insecureCookies, "console-insecure-cookies", false, "leave Secure off the console's cookies (plain HTTP off localhost only)")
 	fs.StringVar(&c.testBoxURL, "test-box-url", "", "base URL of a data plane's --test-box-listen, https or loopback http (empty: no test box)")
-	fs.StringVar(&c.testBoxToken, "test-box-token", "", "the test box's own token, the data plane's --test-box-token (not a node token)")
+	fs.Var(&c.testBoxToken, "test-box-token", "the test box's own token, the data plane's --test-box-token (not a node token)")
 }
 
 // testBox returns the test-box client, or nil when no data plane is configured.
@@ -34,7 +35,7 @@ func (c *consoleConfig) testBox(nodeTokens string) (api.TestBox, error) {
 	if c.testBoxURL == "" {
 		return nil, nil
 	}
-	tok := strings.TrimSpace(c.testBoxToken)
+	tok := strings.TrimSpace(c.testBoxToken.Reveal())
 	if len(tok) < internalapi.MinTokenBytes {
 		return nil, fmt.Errorf("--test-box-url needs --test-box-token of at least %d bytes", internalapi.MinTokenBytes)
 	}

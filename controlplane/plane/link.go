@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/api"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/internal/tlsfiles"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -48,13 +49,14 @@ func (l *linkConfig) resolve(c *Config) error {
 	if c.nodeTokens, err = oneOf("node tokens", "--node-tokens", c.nodeTokens, "--node-tokens-file", l.nodeTokensFile); err != nil {
 		return err
 	}
-	if l.nodeTokensFile != "" {
-		c.nodeTokens = strings.Join(strings.Fields(c.nodeTokens), ",") // lines (or spaces) to the list form
+	if l.nodeTokensFile != "" { // lines (or spaces) to the list form
+		c.nodeTokens = flagenv.NewSecret(strings.Join(strings.Fields(c.nodeTokens.Reveal()), ","))
 	}
+	admin, nodes := c.adminToken.Reveal(), c.nodeTokens.Reveal()
 	switch {
-	case c.adminToken == "":
+	case admin == "":
 		return errors.New("--admin-token-file or --admin-token (GATEWAY_ADMIN_TOKEN) is required")
-	case strings.Trim(c.nodeTokens, ", ") == "":
+	case strings.Trim(nodes, ", ") == "":
 		return errors.New("--node-tokens-file or --node-tokens (GATEWAY_NODE_TOKENS) is required")
 	case l.signingKeyFile == "":
 		return errors.New("--snapshot-signing-key-file (GATEWAY_SNAPSHOT_SIGNING_KEY_FILE) is required")
@@ -65,10 +67,10 @@ func (l *linkConfig) resolve(c *Config) error {
 	case l.reissue <= 0:
 		return errors.New("--snapshot-reissue-interval must be positive")
 	}
-	if err := api.CheckToken("admin token", c.adminToken); err != nil {
+	if err := api.CheckToken("admin token", admin); err != nil {
 		return err
 	}
-	for _, t := range strings.Split(c.nodeTokens, ",") {
+	for _, t := range strings.Split(nodes, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			if err := api.CheckToken("node token", t); err != nil {
 				return err
@@ -78,19 +80,19 @@ func (l *linkConfig) resolve(c *Config) error {
 	return nil
 }
 
-// oneOf returns the value given directly or read from file; giving both is an error.
-func oneOf(what, flagName, direct, fileFlag, file string) (string, error) {
+// oneOf returns the secret given directly or read from file; giving both is an error.
+func oneOf(what, flagName string, direct flagenv.Secret, fileFlag, file string) (flagenv.Secret, error) {
 	if file == "" {
 		return direct, nil
 	}
-	if direct != "" {
-		return "", fmt.Errorf("%s: give %s or %s, not both", what, flagName, fileFlag)
+	if direct.Reveal() != "" {
+		return flagenv.Secret{}, fmt.Errorf("%s: give %s or %s, not both", what, flagName, fileFlag)
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
+		return flagenv.Secret{}, fmt.Errorf("%s: %w", what, err)
 	}
-	return tokenLines(b), nil
+	return flagenv.NewSecret(tokenLines(b)), nil
 }
 
 // tokenLines keeps the non-empty lines of b that are not # comments, joined by newlines.

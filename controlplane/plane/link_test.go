@@ -33,8 +33,8 @@ func TestTokenFilesAndMinimumLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.adminToken != testAdminToken || c.nodeTokens != testNodeToken+","+testNodeToken+"-b" {
-		t.Fatalf("tokens %q %q", c.adminToken, c.nodeTokens)
+	if c.adminToken.Reveal() != testAdminToken || c.nodeTokens.Reveal() != testNodeToken+","+testNodeToken+"-b" {
+		t.Fatalf("tokens %q %q", c.adminToken.Reveal(), c.nodeTokens.Reveal())
 	}
 	for _, tc := range []struct {
 		name string

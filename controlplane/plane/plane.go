@@ -47,7 +47,7 @@ func (p *plane) close() {
 // openStore opens the database (migrating it) and starts the ops listener.
 func (p *plane) openStore(ctx context.Context) error {
 	cfg := p.cfg
-	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL, MigrateDatabaseURL: cfg.migrateDatabaseURL, MaxConns: int32(cfg.maxConns), Logger: p.log,
+	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL.Reveal(), MigrateDatabaseURL: cfg.migrateDatabaseURL.Reveal(), MaxConns: int32(cfg.maxConns), Logger: p.log,
 		Metrics: p.metrics, RecordRetention: time.Duration(cfg.retentionDays) * 24 * time.Hour,
 		IngestConcurrency: cfg.ingestConcurrency})
 	if err != nil {
@@ -109,13 +109,13 @@ func (p *plane) newRetention(ctx context.Context) error {
 // signup) and the admin API with the console.
 func (p *plane) newHandlers(context.Context) error {
 	cfg := p.cfg
-	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.adminToken, NodeTokens: strings.Split(cfg.nodeTokens, ","), Logger: p.log,
+	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.adminToken.Reveal(), NodeTokens: strings.Split(cfg.nodeTokens.Reveal(), ","), Logger: p.log,
 		ServiceLimits: cfg.serviceLimits}
 	if err := addIntegrations(&acfg, cfg, p.st, p.metrics, p.log); err != nil {
 		return err
 	}
 	var err error
-	if acfg.TestBox, err = cfg.console.testBox(cfg.nodeTokens); err != nil {
+	if acfg.TestBox, err = cfg.console.testBox(cfg.nodeTokens.Reveal()); err != nil {
 		return err
 	}
 	if p.handlers, err = api.New(acfg); err != nil {

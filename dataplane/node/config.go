@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -29,14 +30,14 @@ import (
 type Config struct {
 	listen          string               // public listen address
 	controlPlaneURL string               // control plane base URL
-	nodeToken       string               // token authenticating the node to the control plane
+	nodeToken       flagenv.Secret       // token authenticating the node to the control plane
 	nodeID          string               // name of this node (default: the host name)
 	dataDir         string               // last-known-good snapshot and usage spool
 	logLevel        string               // debug, info, warn or error
 	docsURL         string               // public reference GET /docs redirects to
 	opsListen       string               // private metrics and probes listener (empty: off)
 	testBoxListen   string               // private listener of the console's test box (empty: off)
-	testBoxToken    string               // the test box's own token
+	testBoxToken    flagenv.Secret       // the test box's own token
 	snapshotWait    time.Duration        // long-poll wait for snapshot changes
 	batchInterval   time.Duration        // longest wait before a usage batch is sent
 	batchSize       int                  // most usage records per batch
@@ -68,13 +69,13 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "public listen address")
 	fs.StringVar(&o.controlPlaneURL, "control-plane-url", "http://127.0.0.1:8081", "control plane base URL")
-	fs.StringVar(&o.nodeToken, "node-token", "", "token authenticating this node to the control plane, ≥ 32 bytes (or --node-token-file)")
+	fs.Var(&o.nodeToken, "node-token", "token authenticating this node to the control plane, ≥ 32 bytes (or --node-token-file)")
 	fs.StringVar(&o.nodeID, "node-id", "", "name of this node (default: the host name)")
 	fs.StringVar(&o.dataDir, "data-dir", ".data/dataplane", "directory for the last-known-good snapshot and the usage spool")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
 	fs.StringVar(&o.testBoxListen, "test-box-listen", "", "private address where the console's test box is served with --test-box-token (empty: off)")
-	fs.StringVar(&o.testBoxToken, "test-box-token", "", "the console test box's own token, ≥ 32 bytes, admitted only on --test-box-listen")
+	fs.Var(&o.testBoxToken, "test-box-token", "the console test box's own token, ≥ 32 bytes, admitted only on --test-box-listen")
 	fs.StringVar(&o.docsURL, "docs-url", "", "public reference GET /docs redirects to (default: this gateway's /openapi.json)")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
@@ -110,18 +111,23 @@ func flagSet(o *Config) *flag.FlagSet {
 	return fs
 }
 
-func parseFlags(args []string) (Config, error) {
+func parseFlags(args []string) (Config, error) { return parseSettings(os.Stdout, args, nil) }
+
+// parseSettings is parseFlags reading the environment through lookup (os.LookupEnv when
+// nil) and writing --print-config's output to w.
+func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool)) (Config, error) {
 	var o Config
-	if err := flagenv.Parse(flagSet(&o), args, "GATEWAY_", nil); err != nil {
+	if err := flagenv.ParseTo(w, flagSet(&o), args, "GATEWAY_", lookup); err != nil {
 		return o, err
 	}
 	if err := o.link.validate(&o); err != nil {
 		return o, err
 	}
-	if (o.testBoxListen == "") != (o.testBoxToken == "") {
+	box := o.testBoxToken.Reveal()
+	if (o.testBoxListen == "") != (box == "") {
 		return o, errors.New("--test-box-listen and --test-box-token go together")
 	}
-	if o.testBoxToken != "" && (len(o.testBoxToken) < internalapi.MinTokenBytes || o.testBoxToken == o.nodeToken) {
+	if box != "" && (len(box) < internalapi.MinTokenBytes || box == o.nodeToken.Reveal()) {
 		return o, fmt.Errorf("--test-box-token must be at least %d bytes and not the node token", internalapi.MinTokenBytes)
 	}
 	if o.nodeID == "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/internal/tlsfiles"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -46,19 +47,20 @@ func (l *linkOptions) register(fs *flag.FlagSet) {
 // validate checks the options and reads the node token file into o.
 func (l *linkOptions) validate(o *Config) error {
 	if l.nodeTokenFile != "" {
-		if o.nodeToken != "" {
+		if o.nodeToken.Reveal() != "" {
 			return errors.New("give --node-token or --node-token-file, not both")
 		}
 		b, err := os.ReadFile(l.nodeTokenFile)
 		if err != nil {
 			return fmt.Errorf("node token: %w", err)
 		}
-		o.nodeToken = strings.TrimSpace(string(b))
+		o.nodeToken = flagenv.NewSecret(strings.TrimSpace(string(b)))
 	}
-	if o.nodeToken == "" {
+	tok := o.nodeToken.Reveal()
+	if tok == "" {
 		return errors.New("--node-token-file or --node-token (GATEWAY_NODE_TOKEN) is required")
 	}
-	if len(o.nodeToken) < internalapi.MinTokenBytes || strings.ContainsFunc(o.nodeToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+	if len(tok) < internalapi.MinTokenBytes || strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("the node token must be at least %d bytes without white space or control characters", internalapi.MinTokenBytes)
 	}
 	if err := tlsfiles.CheckControlPlaneURL(o.controlPlaneURL, l.insecureCP); err != nil {

@@ -70,7 +70,7 @@ func (n *node) openLink() error {
 	}
 	cpTr := cpTransport(cpTLS)
 	n.closers = append(n.closers, cpTr.CloseIdleConnections)
-	n.link, err = cplink.New(cplink.Config{URL: n.o.controlPlaneURL, NodeID: n.o.nodeID, NodeToken: n.o.nodeToken, Transport: cpTr})
+	n.link, err = cplink.New(cplink.Config{URL: n.o.controlPlaneURL, NodeID: n.o.nodeID, NodeToken: n.o.nodeToken.Reveal(), Transport: cpTr})
 	return err
 }
 
@@ -207,7 +207,7 @@ func (n *node) newServer() error {
 	cfg.Refusals = n.refusals
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
-	cfg.Link, cfg.TestBoxToken, cfg.DocsURL, cfg.Logger = n.link, o.testBoxToken, o.docsURL, n.log
+	cfg.Link, cfg.TestBoxToken, cfg.DocsURL, cfg.Logger = n.link, o.testBoxToken.Reveal(), o.docsURL, n.log
 	n.srv, err = server.New(cfg)
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -100,34 +99,34 @@ func scalarValue(n *yaml.Node) (string, error) {
 	return "", errors.New("unsupported value")
 }
 
-// secretName matches the settings whose values are credentials; their files' paths are not.
-var secretName = regexp.MustCompile(`(token|secret|password|private-key|signing-key)s?$`)
-
-// Print writes every setting of fs with its effective value as YAML, in flag order, with
-// credentials replaced by "<redacted>" and passwords in URLs by "xxxxx".
+// Print writes every setting of fs with its effective value as YAML, in flag order. Values
+// are what the flags' String methods give, so a setting is redacted by its type: a Secret
+// prints as Redacted, a DSN without its passwords. As a second line of defence, a password in
+// any other value that is a URL (https://user:pass@host) is masked as url.URL.Redacted does.
 func Print(w io.Writer, fs *flag.FlagSet) error {
 	var b strings.Builder
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == configFlag || f.Name == printConfigFlag {
 			return
 		}
-		v := f.Value.String()
-		switch {
-		case v != "" && secretName.MatchString(f.Name):
-			v = "<redacted>"
-		case strings.Contains(v, "://"):
-			if u, err := url.Parse(v); err == nil && u.User != nil {
-				if _, ok := u.User.Password(); ok {
-					u.User = url.UserPassword(u.User.Username(), "xxxxx")
-					v = u.String()
-				}
-			}
-		}
-		out, _ := yaml.Marshal(map[string]string{f.Name: v})
+		out, _ := yaml.Marshal(map[string]string{f.Name: maskURLPassword(f.Value.String())})
 		b.Write(out)
 	})
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maskURLPassword returns v with its password masked when v is a URL that has one.
+func maskURLPassword(v string) string {
+	if !strings.Contains(v, "://") {
+		return v
+	}
+	if u, err := url.Parse(v); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+	}
+	return v
 }
 
 // Done reports whether err from Parse means the command has answered already (--help or

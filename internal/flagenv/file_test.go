@@ -72,19 +72,28 @@ func TestConfigFile(t *testing.T) {
 func TestPrintConfig(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.String("node-token", "", "")
+	var nodeToken, adminToken, apiKey Secret
+	var db, kv DSN
+	fs.Var(&nodeToken, "node-token", "")
 	fs.String("node-token-file", "", "")
-	fs.String("admin-token", "", "")
-	fs.String("database-url", "", "")
+	fs.Var(&adminToken, "admin-token", "")
+	fs.Var(&apiKey, "stripe-secret-key", "")
+	fs.Var(&db, "database-url", "")
+	fs.Var(&kv, "migrate-database-url", "")
 	fs.String("listen", "127.0.0.1:8080", "")
+	fs.String("upstream-url", "", "")
 	var out strings.Builder
 	err := ParseTo(&out, fs, []string{"--print-config", "--node-token", "s3cr3t-token-value", "--node-token-file", "/run/t",
-		"--database-url", "postgres://app:hunter2@db:5432/gw"}, "GATEWAY_", func(string) (string, bool) { return "", false })
+		"--stripe-secret-key", "sk_test_s3cr3t", "--database-url", "postgres://app:hunter2@db:5432/gw",
+		"--migrate-database-url", "host=db user=owner password='hunter2 again'", "--upstream-url", "https://u:hunter2@up.example/v1"},
+		"GATEWAY_", func(string) (string, bool) { return "", false })
 	if !errors.Is(err, ErrPrintedConfig) {
 		t.Fatalf("err %v", err)
 	}
 	got := out.String()
-	for _, want := range []string{"node-token: <redacted>", "node-token-file: /run/t", "admin-token: \"\"", "listen: 127.0.0.1:8080", "postgres://app:xxxxx@db:5432/gw"} {
+	for _, want := range []string{"node-token: '[redacted]'", "stripe-secret-key: '[redacted]'", "node-token-file: /run/t",
+		"admin-token: \"\"", "listen: 127.0.0.1:8080", "database-url: postgres://app:xxxxx@db:5432/gw",
+		"migrate-database-url: host=db user=owner password=xxxxx", "upstream-url: https://u:xxxxx@up.example/v1"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}

@@ -1,8 +1,10 @@
 // Package flagenv loads a command's settings, each defined once as a flag, from three
 // sources: an optional YAML file (--config, keys are flag names, unknown keys are errors),
 // then the environment (flag --some-name reads PREFIX_SOME_NAME), then the command line,
-// each winning over the one before. --print-config shows the result with secrets
-// redacted. It also parses the list values the commands' flags share (PositiveInts).
+// each winning over the one before. --print-config shows the result; settings that hold
+// credentials are of type Secret or DSN, whose printed forms are redacted, so what is safe
+// to print follows from a setting's type, not its name. It also parses the list values the
+// commands' flags share (PositiveInts).
 package flagenv
 
 import (
