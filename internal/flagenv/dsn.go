@@ -143,8 +143,9 @@ func redactKeywordValue(s string) (string, bool) {
 	}
 }
 
-// isKeyword reports whether k can be a libpq keyword (lower-case letters and '_'; digits
-// and upper case are let through so that only the form, not the spelling, is checked).
+// isKeyword reports whether k has the form of a libpq keyword: ASCII letters, digits and
+// '_'. Anything else (a "postgres://user:pass@host" before an '=') is no keyword, so the
+// string is not taken apart and RedactDSN hides it whole.
 func isKeyword(k string) bool {
 	if k == "" {
 		return false
