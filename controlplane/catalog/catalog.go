@@ -121,68 +121,79 @@ func (c *Catalog) Validate() error {
 		if !snapshot.KnownRouting(m.Routing) {
 			return invalid(p+".routing", "unknown routing %q; known: scored, weighted, least_load, affinity", m.Routing)
 		}
+		if !snapshot.KnownCacheIsolation(m.CacheIsolation) {
+			return invalid(p+".cache_isolation", "unknown cache_isolation %q; known: account, shared", m.CacheIsolation)
+		}
 		for j := range m.Routes {
-			r := &m.Routes[j]
-			rp := fmt.Sprintf("%s.routes[%d]", p, j)
-			if !nameRe.MatchString(r.ID) {
-				return invalid(rp+".id", "route id must be 1 to 200 printable characters without spaces")
-			}
-			if routeIDs[r.ID] {
-				return invalid(rp+".id", "route id %q is used twice", r.ID)
-			}
-			routeIDs[r.ID] = true
-			if r.Model != "" && r.Model != m.ID {
-				return invalid(rp+".model", "route belongs to model %q, not %q", m.ID, r.Model)
-			}
-			r.Model = m.ID
-			if strings.TrimSpace(r.Provider) == "" {
-				return invalid(rp+".provider", "provider is required")
-			}
-			if len(r.Protocols) == 0 {
-				r.Protocols = []string{m.Endpoint}
-			}
-			// The nodes' own check (shared/snapshot): what passes here, nodes accept.
-			if err := r.Validate(); err != nil {
-				var fe *snapshot.FieldError
-				if errors.As(err, &fe) {
-					return invalid(rp+"."+fe.Field, "%s", fe.Message)
-				}
-				return invalid(rp, "%v", err)
-			}
-			seen := map[string]bool{}
-			for k, proto := range r.Protocols {
-				if !snapshot.KnownEndpoint(proto) {
-					return invalid(fmt.Sprintf("%s.protocols[%d]", rp, k), "unknown endpoint %q", proto)
-				}
-				if seen[proto] {
-					return invalid(fmt.Sprintf("%s.protocols[%d]", rp, k), "protocol %q listed twice", proto)
-				}
-				seen[proto] = true
-			}
-			if strings.TrimSpace(r.Region) == "" {
-				return invalid(rp+".region", "region is required")
-			}
-			if !countryRe.MatchString(r.Country) {
-				return invalid(rp+".country", "country must be an upper-case ISO 3166-1 alpha-2 code")
-			}
-			if r.Weight <= 0 {
-				return invalid(rp+".weight", "weight must be greater than 0")
-			}
-			allowed := map[string]bool{}
-			for k, e := range r.AllowExtensions {
-				ep := fmt.Sprintf("%s.allow_extensions[%d]", rp, k)
-				if snapshot.ExtensionIndex(e) < 0 {
-					return invalid(ep, "unknown extension %q; known: %s", e, strings.Join(snapshot.Extensions, ", "))
-				}
-				if allowed[e] {
-					return invalid(ep, "extension %q listed twice", e)
-				}
-				allowed[e] = true
+			if err := validateRoute(m, j, fmt.Sprintf("%s.routes[%d]", p, j), routeIDs); err != nil {
+				return err
 			}
 		}
 		if m.Routes == nil {
 			m.Routes = []snapshot.Route{}
 		}
+	}
+	return nil
+}
+
+// validateRoute checks route j of model m (its path rp), fills its defaults and records its
+// ID in routeIDs.
+func validateRoute(m *Model, j int, rp string, routeIDs map[string]bool) error {
+	r := &m.Routes[j]
+	if !nameRe.MatchString(r.ID) {
+		return invalid(rp+".id", "route id must be 1 to 200 printable characters without spaces")
+	}
+	if routeIDs[r.ID] {
+		return invalid(rp+".id", "route id %q is used twice", r.ID)
+	}
+	routeIDs[r.ID] = true
+	if r.Model != "" && r.Model != m.ID {
+		return invalid(rp+".model", "route belongs to model %q, not %q", m.ID, r.Model)
+	}
+	r.Model = m.ID
+	if strings.TrimSpace(r.Provider) == "" {
+		return invalid(rp+".provider", "provider is required")
+	}
+	if len(r.Protocols) == 0 {
+		r.Protocols = []string{m.Endpoint}
+	}
+	// The nodes' own check (shared/snapshot): what passes here, nodes accept.
+	if err := r.Validate(); err != nil {
+		var fe *snapshot.FieldError
+		if errors.As(err, &fe) {
+			return invalid(rp+"."+fe.Field, "%s", fe.Message)
+		}
+		return invalid(rp, "%v", err)
+	}
+	seen := map[string]bool{}
+	for k, proto := range r.Protocols {
+		if !snapshot.KnownEndpoint(proto) {
+			return invalid(fmt.Sprintf("%s.protocols[%d]", rp, k), "unknown endpoint %q", proto)
+		}
+		if seen[proto] {
+			return invalid(fmt.Sprintf("%s.protocols[%d]", rp, k), "protocol %q listed twice", proto)
+		}
+		seen[proto] = true
+	}
+	if strings.TrimSpace(r.Region) == "" {
+		return invalid(rp+".region", "region is required")
+	}
+	if !countryRe.MatchString(r.Country) {
+		return invalid(rp+".country", "country must be an upper-case ISO 3166-1 alpha-2 code")
+	}
+	if r.Weight <= 0 {
+		return invalid(rp+".weight", "weight must be greater than 0")
+	}
+	allowed := map[string]bool{}
+	for k, e := range r.AllowExtensions {
+		ep := fmt.Sprintf("%s.allow_extensions[%d]", rp, k)
+		if snapshot.ExtensionIndex(e) < 0 {
+			return invalid(ep, "unknown extension %q; known: %s", e, strings.Join(snapshot.Extensions, ", "))
+		}
+		if allowed[e] {
+			return invalid(ep, "extension %q listed twice", e)
+		}
+		allowed[e] = true
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ models:
     tokenizer: llama3
     input_ore_per_million_tokens: 150
     output_ore_per_million_tokens: 300
+    cache_isolation: shared
     routes:
       - id: r1
         provider: vllm
@@ -59,6 +60,26 @@ func TestDecodeAndValidate(t *testing.T) {
 	if r := j.Models[0].Routes[0]; r.AllowRemoteMedia || r.AllowExtensions != nil {
 		t.Fatalf("opt-ins on by default: %+v", r)
 	}
+	// cache_isolation is read from the YAML catalogue; absent, it stays empty (account).
+	if y.Models[0].CacheIsolation != "shared" || !y.Models[0].SharesCache() {
+		t.Fatalf("cache_isolation not read from YAML: %q", y.Models[0].CacheIsolation)
+	}
+	if m := j.Models[0]; m.CacheIsolation != "" || m.SharesCache() {
+		t.Fatalf("cache isolation by default %q, shares %v", m.CacheIsolation, m.SharesCache())
+	}
+}
+
+func TestCacheIsolationValues(t *testing.T) {
+	for _, v := range []string{"", "account", "shared"} {
+		c, _ := DecodeJSON(strings.NewReader(validJSON))
+		c.Models[0].CacheIsolation = v
+		if err := c.Validate(); err != nil {
+			t.Errorf("cache_isolation %q: %v", v, err)
+		}
+		if got, want := c.Models[0].SharesCache(), v == "shared"; got != want {
+			t.Errorf("cache_isolation %q: shares %v, want %v", v, got, want)
+		}
+	}
 }
 
 func TestValidateRules(t *testing.T) {
@@ -94,6 +115,8 @@ func TestValidateRules(t *testing.T) {
 			c.Models[0].Routes[0].AllowExtensions = []string{"chat_template", "chat_template"}
 		}, "models[0].routes[0].allow_extensions[1]"},
 		{"unknown routing", func(c *Catalog) { c.Models[0].Routing = "round_robin" }, "models[0].routing"},
+		{"unknown cache isolation", func(c *Catalog) { c.Models[0].CacheIsolation = "tenant" }, "models[0].cache_isolation"},
+		{"cache isolation in upper case", func(c *Catalog) { c.Models[0].CacheIsolation = "Shared" }, "models[0].cache_isolation"},
 		{"metrics_url not http", func(c *Catalog) { c.Models[0].Routes[0].MetricsURL = "ftp://h/metrics" }, "models[0].routes[0].metrics_url"},
 		{"metrics_url with userinfo", func(c *Catalog) { c.Models[0].Routes[0].MetricsURL = "http://u:p@h/metrics" }, "models[0].routes[0].metrics_url"},
 	} {

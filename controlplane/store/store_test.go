@@ -248,6 +248,7 @@ func TestCatalog(t *testing.T) {
 	c.Models[0].Routing = "affinity"
 	c.Models[0].Routes[1].MetricsURL = "off"
 	c.Models[0].Routes[1].Server = "vllm"
+	c.Models[0].CacheIsolation = "shared"
 	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +256,16 @@ func TestCatalog(t *testing.T) {
 	if m := models[0]; m.Routing != "affinity" || m.Routes[1].MetricsURL != "off" || m.Routes[0].MetricsURL != "" ||
 		m.Routes[1].Server != "vllm" || m.Routes[0].Server != "" || models[1].Routing != "" {
 		t.Fatalf("routing, metrics_url or server not stored: %+v", models)
+	}
+	if models[0].CacheIsolation != "shared" || models[1].CacheIsolation != "" {
+		t.Fatalf("cache_isolation not stored: %q, %q", models[0].CacheIsolation, models[1].CacheIsolation)
+	}
+	snap, err := s.CompileSnapshot(ctx, snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Models[0].CacheIsolation; got != "shared" || snap.Models[0].ID != models[0].ID {
+		t.Fatalf("snapshot model %s cache_isolation %q, want shared", snap.Models[0].ID, got)
 	}
 
 	// Re-upload: the alias moves to the other model, one route is dropped.

@@ -254,7 +254,8 @@ type catalogFile struct {
 		Tokenizer           string   `yaml:"tokenizer"`
 		InputOrePerMillion  int64    `yaml:"input_ore_per_million_tokens"`
 		OutputOrePerMillion int64    `yaml:"output_ore_per_million_tokens"`
-		Routing             string   `yaml:"routing"` // see shared/snapshot.Model
+		Routing             string   `yaml:"routing"`         // see shared/snapshot.Model
+		CacheIsolation      string   `yaml:"cache_isolation"` // see shared/snapshot.Model
 		Routes              []struct {
 			ID                 string   `yaml:"id"`
 			Model              string   `yaml:"model"`

@@ -136,6 +136,9 @@ type Model struct {
 	// Routing names how nodes order the model's eligible routes (docs/routing.md): scored
 	// (the default when empty), weighted, least_load or affinity.
 	Routing string `json:"routing,omitempty"`
+	// CacheIsolation says whether accounts share the model servers' prefix cache: account
+	// (the default when empty) or shared (see isolation.go and docs/security.md).
+	CacheIsolation string `json:"cache_isolation,omitempty"`
 }
 
 // Route is one way to serve a model: an upstream at a location speaking some protocols.
