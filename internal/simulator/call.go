@@ -76,6 +76,11 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, idx int,
 		return
 	}
 	c.model = m.Str
+	if salt := root.Get("cache_salt"); salt.Exists() && (salt.Type != gjson.String || salt.Str == "") {
+		// vLLM's check (vllm/entrypoints/openai/protocol.py, check_cache_salt_support).
+		c.badRequest("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+		return
+	}
 	c.stream = root.Get("stream").Type == gjson.True && idx != pathEmbeddings && idx != pathSystemOne
 	if c.stream {
 		s.stats.streams.Add(1)

@@ -158,9 +158,13 @@ func (e *engine) stats() engineStats {
 // promptTokens returns the request's prompt as chained token hashes: element i hashes
 // tokens 0..i, so a block's identity is its last token's entry. The prompt is the text of
 // system, instructions, messages (in order), prompt and input, as the token count reads it.
+//
+// A request's cache_salt seeds the chain, as vLLM hashes it into the first block's extra
+// keys (vllm/v1/core/kv_cache_utils.py): requests with different salts share no block,
+// requests with the same salt (or none) share their common prefix.
 func promptTokens(root gjson.Result) []uint64 {
 	var out []uint64
-	h := uint64(0)
+	h := saltSeed(root.Get("cache_salt"))
 	add := func(text string) {
 		for i := 0; i < len(text); {
 			for i < len(text) && isSpace(text[i]) {
@@ -198,6 +202,15 @@ func promptTokens(root gjson.Result) []uint64 {
 		}
 	}
 	return out
+}
+
+// saltSeed is the start of a prompt's hash chain: 0 without a salt, else an odd number
+// from the salt (so that the chain's multiplier never makes it 0).
+func saltSeed(salt gjson.Result) uint64 {
+	if salt.Type != gjson.String || salt.Str == "" {
+		return 0
+	}
+	return xxhash.Sum64String(salt.Str) | 1
 }
 
 func isSpace(b byte) bool {
