@@ -89,6 +89,10 @@ type Dialect struct {
 	ErrorLine bool
 	// Thinking is how the server is asked to think.
 	Thinking Thinking
+	// CacheSalt: the server reads a request's cache_salt and shares prefix cache only
+	// between requests with the same salt, so the node sends each account's salt on models
+	// with account cache isolation. Servers without it are not sent the field.
+	CacheSalt bool
 }
 
 // The tables. Sources (facts, per server):
@@ -105,14 +109,30 @@ type Dialect struct {
 //     reason stop_sequence), router/src/server.rs (streams end after the error event).
 //   - Ollama: openai/openai.go (reasoning, ErrorResponse with code null, a stream ending
 //     without [DONE] when generation fails).
+//
+// cache_salt (tenant cache isolation, docs/security.md), per server:
+//   - vLLM: CompletionRequest and ChatCompletionRequest.cache_salt
+//     (vllm/entrypoints/openai/protocol.py, a non-empty string or 400);
+//     vllm/v1/core/kv_cache_utils.py hashes it into the first block's extra keys, so every
+//     block of a prompt depends on it.
+//   - SGLang: CompletionRequest and ChatCompletionRequest.cache_salt
+//     (python/sglang/srt/entrypoints/openai/protocol.py); serving_base.py
+//     _compute_extra_key joins cache_salt and extra_key into the request's extra_key,
+//     which keys the radix cache. Older releases without the field ignore it (pydantic's
+//     default drops unknown fields): no isolation there, and no error.
+//   - llama.cpp server: no salt; its slots reuse the longest cached prefix whoever sent it.
+//     It ignores unknown fields, so the field would be harmless but useless: not sent.
+//   - TGI, Ollama: no salt. Not sent.
+//   - OpenAI: refuses unknown parameters with 400. Not sent (nor to a route whose server
+//     is not known yet: it gets OpenAI's table until detected).
 var tables = [numServers]Dialect{
 	OpenAI: {Server: OpenAI, Reasoning: []string{"reasoning_content", "reasoning"},
 		StopString: []string{"stop_reason", "matched_stop"}, StopSequenceFinish: "stop_sequence",
 		FinishStop: tgiFinishStop, ErrorLine: true, Thinking: ThinkEffort},
 	VLLM: {Server: VLLM, Reasoning: []string{"reasoning", "reasoning_content"}, ReplayReasoning: "reasoning",
-		StopString: []string{"stop_reason"}, Thinking: ThinkTemplateKwargs},
+		StopString: []string{"stop_reason"}, Thinking: ThinkTemplateKwargs, CacheSalt: true},
 	SGLang: {Server: SGLang, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content",
-		StopString: []string{"matched_stop"}, Thinking: ThinkTemplateKwargs},
+		StopString: []string{"matched_stop"}, Thinking: ThinkTemplateKwargs, CacheSalt: true},
 	LlamaCpp: {Server: LlamaCpp, Reasoning: []string{"reasoning_content"}, ReplayReasoning: "reasoning_content",
 		ErrorLine: true, Thinking: ThinkTemplateKwargs},
 	TGI:    {Server: TGI, StopSequenceFinish: "stop_sequence", FinishStop: tgiFinishStop},

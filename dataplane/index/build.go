@@ -9,9 +9,13 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// Build validates s and builds its index. It does not verify the hash (see
-// snapshot.Snapshot.Verify); s must not be modified afterwards.
-func Build(s *snapshot.Snapshot) (*Index, error) {
+// Build validates s and builds its index with cache salts keyed by an empty key (tests and
+// tools; nodes use BuildKeyed). It does not verify the hash (see snapshot.Snapshot.Verify);
+// s must not be modified afterwards.
+func Build(s *snapshot.Snapshot) (*Index, error) { return BuildKeyed(s, nil) }
+
+// BuildKeyed is Build with the accounts' cache salts keyed by saltKey (SaltKey).
+func BuildKeyed(s *snapshot.Snapshot, saltKey []byte) (*Index, error) {
 	if s == nil {
 		return nil, invalid("nil snapshot")
 	}
@@ -29,7 +33,7 @@ func Build(s *snapshot.Snapshot) (*Index, error) {
 		return nil, err
 	}
 	countries := x.planCandidates()
-	if err := x.indexAccounts(s.Accounts, countries); err != nil {
+	if err := x.indexAccounts(s.Accounts, countries, newSalter(saltKey)); err != nil {
 		return nil, err
 	}
 	if err := x.indexKeys(s.Keys); err != nil {
@@ -169,8 +173,9 @@ func (x *Index) planCandidates() (countries []string) {
 }
 
 // indexAccounts indexes the accounts with the models each may see (those with a candidate
-// inside its residency policy) and whether any route's country satisfies its policy.
-func (x *Index) indexAccounts(accounts []snapshot.Account, countries []string) error {
+// inside its residency policy), whether any route's country satisfies its policy, and
+// their cache salts.
+func (x *Index) indexAccounts(accounts []snapshot.Account, countries []string, salts *salter) error {
 	for i := range accounts {
 		sa := accounts[i]
 		if sa.ID == "" {
@@ -179,7 +184,7 @@ func (x *Index) indexAccounts(accounts []snapshot.Account, countries []string) e
 		if _, dup := x.accounts[sa.ID]; dup {
 			return invalid("duplicate account %q", sa.ID)
 		}
-		a := &Account{Account: sa, visible: make(map[string]*Model, len(sa.Models))}
+		a := &Account{Account: sa, visible: make(map[string]*Model, len(sa.Models)), CacheSalt: salts.salt(sa.ID)}
 		for _, c := range countries {
 			if residency.Satisfies(sa.Residency, c) {
 				a.Satisfiable = true

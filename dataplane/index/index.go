@@ -164,6 +164,9 @@ type Account struct {
 	// Satisfiable reports whether any route of this deployment satisfies the account's
 	// residency policy (false for unknown policies).
 	Satisfiable bool
+	// CacheSalt is the cache_salt the node sends on the account's requests to models with
+	// account cache isolation (salt.go): CacheSaltBytes in hex, stable for the account.
+	CacheSalt string
 }
 
 // VisibleModel returns the model with canonical ID id if the account may see it.

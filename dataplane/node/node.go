@@ -151,6 +151,9 @@ func (n *node) openSync() error {
 			n.limiter.Retain(s)
 			n.checker.Trigger()
 		},
+		// The accounts' cache salts are keyed by the node token: no other secret is shared
+		// by the nodes of a deployment (docs/security.md, tenant cache isolation).
+		CacheSaltKey: index.SaltKey(o.nodeToken),
 	})
 	if err != nil {
 		return err

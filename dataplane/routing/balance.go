@@ -331,12 +331,18 @@ const MaxKeyBytes = 4096
 
 // PrefixKey is a request's prefix key: the client's prompt_cache_key when sent, else the
 // model and the stable start of the prompt (reqparse.Request.Prefix, its first
-// MaxKeyBytes). ok is false when there is neither.
-func PrefixKey(model string, cacheKey, prefix []byte) (key uint64, ok bool) {
+// MaxKeyBytes). tenant is the account whose requests alone share the key (a model with
+// account cache isolation), or empty when every account's do. ok is false when there is
+// neither key nor prefix.
+func PrefixKey(model, tenant string, cacheKey, prefix []byte) (key uint64, ok bool) {
 	var d xxhash.Digest
 	d.Reset()
 	d.WriteString(model)
 	d.Write([]byte{0})
+	if tenant != "" {
+		d.WriteString(tenant)
+		d.Write([]byte{0})
+	}
 	switch {
 	case len(cacheKey) > 0:
 		d.Write([]byte{1})

@@ -31,7 +31,7 @@ func TestAffinityAgreesAcrossNodes(t *testing.T) {
 		b := &Selector{Loads: loadstat.NewRegistry()}
 		ca, cb := fourRoutes(), fourRoutes()
 		for k := range 50 {
-			key, _ := PrefixKey("m", nil, []byte(fmt.Sprintf("tenant-%d system prompt", k)))
+			key, _ := PrefixKey("m", "", nil, []byte(fmt.Sprintf("tenant-%d system prompt", k)))
 			req := Request{Key: key, HasKey: true, Mode: mode, Now: t0}
 			oa, _ := order(a, ca, req)
 			ob, _ := order(b, cb, req)
@@ -51,7 +51,7 @@ func TestRendezvousHonoursWeights(t *testing.T) {
 	cands := []index.Candidate{cand("a", 0, 1), cand("b", 0, 3), cand("zero", 0, 0)}
 	counts := map[string]int{}
 	for k := range 8000 {
-		key, _ := PrefixKey("m", []byte(fmt.Sprint(k)), nil)
+		key, _ := PrefixKey("m", "", []byte(fmt.Sprint(k)), nil)
 		ids, _ := order(s, cands, Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0})
 		counts[ids[0]]++
 		if ids[2] != "zero" {
@@ -73,7 +73,7 @@ func loadUp(s *Selector, c index.Candidate, n int) {
 func TestAffinityBoundedLoad(t *testing.T) {
 	s := &Selector{Loads: loadstat.NewRegistry()}
 	cands := fourRoutes()
-	key, _ := PrefixKey("m", nil, []byte("system"))
+	key, _ := PrefixKey("m", "", nil, []byte("system"))
 	req := Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0}
 	ids, d := order(s, cands, req)
 	if d.Reason != ReasonAffinity {
@@ -99,7 +99,7 @@ func TestAffinityBoundedLoad(t *testing.T) {
 func TestScoredAffinityAgainstLoad(t *testing.T) {
 	s := &Selector{Loads: loadstat.NewRegistry()}
 	cands := fourRoutes()
-	key, _ := PrefixKey("m", nil, []byte("tenant system prompt"))
+	key, _ := PrefixKey("m", "", nil, []byte("tenant system prompt"))
 	req := Request{Key: key, HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: t0}
 	rz, _ := order(&Selector{Loads: loadstat.NewRegistry()}, cands, Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0})
 	ids, d := order(s, cands, req)
@@ -193,7 +193,7 @@ func TestOrderAllocatesNothing(t *testing.T) {
 	var dst [8]index.Candidate
 	for _, mode := range []Mode{ModeScored, ModeAffinity, ModeLeastLoad, ModeWeighted} {
 		allocs := testing.AllocsPerRun(200, func() {
-			key, ok := PrefixKey("model", nil, prefix)
+			key, ok := PrefixKey("model", "acct_0123456789ab", nil, prefix)
 			s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, PrefixBytes: len(prefix), Mode: mode, Now: t0})
 		})
 		if allocs != 0 {
@@ -207,7 +207,7 @@ func BenchmarkDecision(b *testing.B) {
 	var dst [8]index.Candidate
 	b.ReportAllocs()
 	for b.Loop() {
-		key, ok := PrefixKey("model", nil, prefix)
+		key, ok := PrefixKey("model", "", nil, prefix)
 		s.Order(dst[:0], cands, Request{Key: key, HasKey: ok, PrefixBytes: len(prefix), Mode: ModeScored, Now: t0})
 	}
 }
@@ -216,7 +216,7 @@ func BenchmarkDecision(b *testing.B) {
 func TestScoredShortPrefixGoesByLoad(t *testing.T) {
 	s := &Selector{Loads: loadstat.NewRegistry()}
 	cands := fourRoutes()
-	key, _ := PrefixKey("m", nil, []byte(`{"role":"user","content":"Hej"}`))
+	key, _ := PrefixKey("m", "", nil, []byte(`{"role":"user","content":"Hej"}`))
 	req := Request{Key: key, HasKey: true, PrefixBytes: 31, Mode: ModeScored, Now: t0}
 	ids, _ := order(s, cands, req)
 	for _, c := range cands {

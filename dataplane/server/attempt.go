@@ -65,6 +65,9 @@ type upstreamCall struct {
 	key         uint64
 	hasKey      bool
 	prefixBytes int
+	// salt is the cache_salt sent to servers that honour one: the account's, on a model
+	// with account cache isolation; empty otherwise (cachesalt.go).
+	salt string
 }
 
 // upstreamBody returns the body of an attempt on cand.
@@ -293,6 +296,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		sp.End(errorCode(berr))
 	} else {
 		body, berr = c.upstreamBody(cand)
+	}
+	if berr == nil {
+		body, berr = s.salted(c, cand, ue, body)
 	}
 	if berr != nil {
 		return outcome{aerr: berr, result: usage.ResultRejected, health: routing.ErrNeutral}

@@ -199,8 +199,10 @@ func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []inde
 		c.editLengths = req.LengthFields
 	}
 	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
+	tenant, salt := callTenant(p, m)
+	c.salt = salt
 	if routing.ModeOf(m.Routing) != routing.ModeWeighted {
-		c.key, c.hasKey = routing.PrefixKey(m.ID, req.CacheKey.In(body), req.Prefix.In(body))
+		c.key, c.hasKey = routing.PrefixKey(m.ID, tenant, req.CacheKey.In(body), req.Prefix.In(body))
 		c.prefixBytes = int(req.Prefix.Len)
 		if req.CacheKey.Len > 0 {
 			c.prefixBytes = routing.FullAffinityBytes

@@ -54,6 +54,9 @@ type Config struct {
 	DataDir string
 	// Store receives each applied index, required.
 	Store *index.Store
+	// CacheSaltKey keys the accounts' cache salts in each index (index.SaltKey; nil: an
+	// empty key, for tests).
+	CacheSaltKey []byte
 	// OnSnapshot, when set, is called after a snapshot was swapped in (from disk or the
 	// control plane), e.g. to seed balances. It must not modify the snapshot.
 	OnSnapshot func(*snapshot.Snapshot)
@@ -296,7 +299,7 @@ func (c *Client) install(s *snapshot.Snapshot, fromDisk bool) error {
 	if err != nil {
 		return err
 	}
-	x, err := index.Build(s)
+	x, err := index.BuildKeyed(s, c.cfg.CacheSaltKey)
 	if err != nil {
 		return err
 	}
