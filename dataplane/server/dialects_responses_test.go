@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/sekgate/gateway/internal/respcheck"
 	"github.com/sekgate/gateway/internal/simulator"
 )
 
@@ -45,9 +46,14 @@ func TestDialectsResponses(t *testing.T) {
 					thought, text  strings.Builder
 					args           strings.Builder
 					first, lastEvt string
+					order          respcheck.Stream // the SDK stream helpers' event-order rules
+					orderErr       error
 				)
 				for stream.Next() {
 					ev := stream.Current()
+					if err := order.Add(ev.Type, []byte(ev.RawJSON())); err != nil && orderErr == nil {
+						orderErr = err
+					}
 					if first == "" {
 						first = ev.Type
 					}
@@ -68,6 +74,9 @@ func TestDialectsResponses(t *testing.T) {
 				}
 				n++
 				g.checkRecord(t, n, "/v1/responses", wantCharge(d, sc, true))
+				if orderErr != nil {
+					t.Errorf("the SDK stream helper would throw: %v", orderErr)
+				}
 				switch {
 				case sc == simulator.ScenarioOverflow:
 					checkAPIError(t, stream.Err(), sc)

@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/sekgate/gateway/internal/respcheck"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/usage"
@@ -65,9 +66,13 @@ func TestOpenAIResponsesSDK(t *testing.T) {
 			var text string
 			var final responses.Response
 			var events []string
+			var order respcheck.Stream // the SDK stream helpers' event-order rules
 			for stream.Next() {
 				ev := stream.Current()
 				events = append(events, ev.Type)
+				if err := order.Add(ev.Type, []byte(ev.RawJSON())); err != nil {
+					t.Fatalf("the SDK stream helper would throw: %v", err)
+				}
 				switch ev.Type {
 				case "response.output_text.delta":
 					text += ev.Delta
@@ -109,8 +114,12 @@ func TestOpenAIResponsesSDK(t *testing.T) {
 			tstream := client.Responses.NewStreaming(ctx, params)
 			var args, doneArgs string
 			var tfinal responses.Response
+			var torder respcheck.Stream
 			for tstream.Next() {
 				ev := tstream.Current()
+				if err := torder.Add(ev.Type, []byte(ev.RawJSON())); err != nil {
+					t.Fatalf("the SDK stream helper would throw: %v", err)
+				}
 				switch ev.Type {
 				case "response.function_call_arguments.delta":
 					args += ev.Delta

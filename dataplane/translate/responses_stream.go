@@ -16,7 +16,10 @@ import (
 // upstream ends without [DONE], do not call Finish (the client then gets no terminal event
 // and knows the output is incomplete). Every event carries a sequence_number from 0.
 //
-// Events: response.created and response.in_progress (on the first chunk); for text,
+// Events: response.created and response.in_progress (on the first chunk); for reasoning,
+// response.output_item.added (a reasoning item), response.content_part.added (a
+// reasoning_text part), response.reasoning_text.delta..., response.reasoning_text.done,
+// response.content_part.done, response.output_item.done; for text,
 // response.output_item.added (a message item), response.content_part.added,
 // response.output_text.delta..., response.output_text.done, response.content_part.done,
 // response.output_item.done; for each tool call (by chat index), response.output_item.added
@@ -221,6 +224,12 @@ func (s *ChatToResponsesStream) reasoning(t string) error {
 			SequenceNumber: s.seq, OutputIndex: n, Item: it.render()}); err != nil {
 			return err
 		}
+		// The SDKs' stream helpers append each delta to the content part it names: the
+		// part must be announced before the first delta.
+		if err := s.emit("response.content_part.added", evPart{Type: "response.content_part.added",
+			SequenceNumber: s.seq, ItemID: it.id, OutputIndex: n, Part: reasoningText{Type: "reasoning_text"}}); err != nil {
+			return err
+		}
 	}
 	it := s.items[s.open]
 	it.buf.WriteString(t)
@@ -382,8 +391,13 @@ func (s *ChatToResponsesStream) closeOpen(status string) error {
 	s.open = -1
 	if it.think {
 		it.status = "completed"
+		text := it.buf.String()
 		if err := s.emit("response.reasoning_text.done", evReasoningDone{Type: "response.reasoning_text.done", SequenceNumber: s.seq,
-			ItemID: it.id, OutputIndex: n, Text: it.buf.String()}); err != nil {
+			ItemID: it.id, OutputIndex: n, Text: text}); err != nil {
+			return err
+		}
+		if err := s.emit("response.content_part.done", evPart{Type: "response.content_part.done", SequenceNumber: s.seq,
+			ItemID: it.id, OutputIndex: n, Part: reasoningText{Type: "reasoning_text", Text: text}}); err != nil {
 			return err
 		}
 		return s.emit("response.output_item.done", evItem{Type: "response.output_item.done", SequenceNumber: s.seq,
@@ -470,12 +484,12 @@ type (
 		Item           any    `json:"item"`
 	}
 	evPart struct {
-		Type           string     `json:"type"`
-		SequenceNumber int64      `json:"sequence_number"`
-		ItemID         string     `json:"item_id"`
-		OutputIndex    int        `json:"output_index"`
-		ContentIndex   int        `json:"content_index"`
-		Part           outputText `json:"part"`
+		Type           string `json:"type"`
+		SequenceNumber int64  `json:"sequence_number"`
+		ItemID         string `json:"item_id"`
+		OutputIndex    int    `json:"output_index"`
+		ContentIndex   int    `json:"content_index"`
+		Part           any    `json:"part"` // outputText, or reasoningText in a reasoning item
 	}
 	evTextDelta struct {
 		Type           string `json:"type"`

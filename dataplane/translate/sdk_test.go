@@ -9,6 +9,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/sekgate/gateway/internal/respcheck"
 )
 
 // These tests read the translated answers with the official SDKs' own types and
@@ -138,25 +140,29 @@ func TestAnthropicSDKReadsTranslatedMessage(t *testing.T) {
 
 func TestOpenAISDKReadsTranslatedResponsesStream(t *testing.T) {
 	tests := []struct {
-		file   string
-		status responses.ResponseStatus
-		text   string
-		calls  map[string]string // call_id -> arguments
-		in     int64
-		out    int64
+		file      string
+		status    responses.ResponseStatus
+		reasoning string
+		text      string
+		calls     map[string]string // call_id -> arguments
+		in        int64
+		out       int64
 	}{
-		{"text_with_usage.sse", "completed", `Hej! Hur mår du? <3 & "citat"`, nil, 21, 9},
-		{"tool_call_fragments.sse", "completed", "Let me check the weather.",
+		{"text_with_usage.sse", "completed", "", `Hej! Hur mår du? <3 & "citat"`, nil, 21, 9},
+		{"tool_call_fragments.sse", "completed", "", "Let me check the weather.",
 			map[string]string{"chatcmpl-tool-9f8e": `{"city": "Stockholm", "unit": "celsius"}`}, 312, 29},
-		{"parallel_tool_calls.sse", "completed", "", map[string]string{"call_A": `{"city":"Oslo"}`, "call_B": `{"tz":"Europe/Oslo"}`}, 120, 44},
-		{"length_stop.sse", "incomplete", "Once upon a time", nil, 8, 4},
-		{"same_index_two_calls.sse", "completed", "", map[string]string{"call_one": `{"city":"Umeå"}`, "call_two": `{"city":"Luleå"}`}, 40, 20},
+		{"parallel_tool_calls.sse", "completed", "", "", map[string]string{"call_A": `{"city":"Oslo"}`, "call_B": `{"tz":"Europe/Oslo"}`}, 120, 44},
+		{"length_stop.sse", "incomplete", "", "Once upon a time", nil, 8, 4},
+		{"same_index_two_calls.sse", "completed", "", "", map[string]string{"call_one": `{"city":"Umeå"}`, "call_two": `{"city":"Luleå"}`}, 40, 20},
+		{"reasoning_then_text.sse", "completed", "The user greets me.", "Hej där!", nil, 12, 5},
+		{"reasoning_then_tool.sse", "completed", "Need the weather.", "", map[string]string{"call_w1": `{"city": "Kiruna"}`}, 30, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			evs := translateStream(t, tt.file, func(w func(event, data []byte) error) streamer {
 				return NewChatToResponsesStream("client-model", w)
 			})
+			checkHelperOrder(t, evs, tt.reasoning)
 			var final responses.Response
 			args := map[string]string{} // item id -> arguments accumulated from deltas
 			var deltas strings.Builder
@@ -208,6 +214,35 @@ func TestOpenAISDKReadsTranslatedResponsesStream(t *testing.T) {
 				t.Errorf("usage %+v", final.Usage)
 			}
 		})
+	}
+}
+
+// checkHelperOrder feeds a translated stream to the event-order rules of the SDKs' stream
+// helpers (openai-node's responses.stream): each item added before its content parts,
+// each part added before its deltas. It wants reasoning as the first item's text when
+// reasoning is not empty.
+func checkHelperOrder(t *testing.T, evs []sdkEvent, reasoning string) {
+	t.Helper()
+	var st respcheck.Stream
+	for i, e := range evs {
+		if err := st.Add(e.event, []byte(e.data)); err != nil {
+			t.Fatalf("event %d: the SDK stream helper would throw: %v", i, err)
+		}
+	}
+	if kind, _ := st.Terminal(); kind == "" {
+		t.Fatal("no terminal event")
+	}
+	items := st.Items()
+	if reasoning == "" {
+		for _, it := range items {
+			if it.Type == "reasoning" {
+				t.Errorf("reasoning item %q in an answer without reasoning", it.Text())
+			}
+		}
+		return
+	}
+	if len(items) < 2 || items[0].Type != "reasoning" || items[0].Text() != reasoning {
+		t.Fatalf("items %+v, want reasoning %q first", items, reasoning)
 	}
 }
 
