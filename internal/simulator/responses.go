@@ -3,6 +3,7 @@ package simulator
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -19,6 +20,29 @@ type respState struct {
 	tool                           tool
 	isTool                         bool
 	args                           string
+	isJSON                         bool     // text.format asks for JSON (structured.go)
+	doc                            string   // the JSON answer
+	docFrags                       []string // doc as streamed, one token each
+}
+
+// appendText appends the message's text as a JSON string.
+func (st *respState) appendText(b []byte) []byte {
+	if st.isJSON {
+		return jsonenc.AppendString(b, st.doc)
+	}
+	b = append(b, '"')
+	b = appendWords(b, st.seed, st.n)
+	return append(b, '"')
+}
+
+// appendPiece appends the text's i-th streamed piece as a JSON string.
+func (st *respState) appendPiece(b []byte, i int) []byte {
+	if st.isJSON {
+		return jsonenc.AppendString(b, st.docFrags[i])
+	}
+	b = append(b, '"')
+	b = streamPiece(b, st.seed, i)
+	return append(b, '"')
 }
 
 // responses answers POST /v1/responses (stateless): input is a string or an array of items
@@ -68,6 +92,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *call) {
 		st.fcID, st.callID = s.nextID("fc_"), s.nextID("call_")
 	} else {
 		st.msgID = s.nextID("msg_")
+		st.jsonText(c.root)
 	}
 	st.id = s.nextID("resp_")
 
@@ -138,11 +163,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *call) {
 	} else {
 		part := func(b []byte, full bool) []byte {
 			b = itemRef(b, st.msgID)
-			b = append(b, `,"content_index":0,"part":{"type":"output_text","text":"`...)
+			b = append(b, `,"content_index":0,"part":{"type":"output_text","text":`...)
 			if full {
-				b = appendWords(b, st.seed, st.n)
+				b = st.appendText(b)
+			} else {
+				b = append(b, `""`...)
 			}
-			return append(b, `","annotations":[]}`...)
+			return append(b, `,"annotations":[]}`...)
 		}
 		if !ev("response.content_part.added", func(b []byte) []byte { return part(b, false) }) {
 			return
@@ -153,18 +180,18 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *call) {
 			}
 			if !ev("response.output_text.delta", func(b []byte) []byte {
 				b = itemRef(b, st.msgID)
-				b = append(b, `,"content_index":0,"delta":"`...)
-				b = streamPiece(b, st.seed, i)
-				return append(b, `","logprobs":[]`...)
+				b = append(b, `,"content_index":0,"delta":`...)
+				b = st.appendPiece(b, i)
+				return append(b, `,"logprobs":[]`...)
 			}) {
 				return
 			}
 		}
 		if !ev("response.output_text.done", func(b []byte) []byte {
 			b = itemRef(b, st.msgID)
-			b = append(b, `,"content_index":0,"text":"`...)
-			b = appendWords(b, st.seed, st.n)
-			return append(b, `","logprobs":[]`...)
+			b = append(b, `,"content_index":0,"text":`...)
+			b = st.appendText(b)
+			return append(b, `,"logprobs":[]`...)
 		}) {
 			return
 		}
@@ -263,9 +290,24 @@ func (st *respState) appendItem(b []byte, done bool) []byte {
 	b = append(b, status...)
 	b = append(b, `","role":"assistant","content":[`...)
 	if done {
-		b = append(b, `{"type":"output_text","text":"`...)
-		b = appendWords(b, st.seed, st.n)
-		b = append(b, `","annotations":[]}`...)
+		b = append(b, `{"type":"output_text","text":`...)
+		b = st.appendText(b)
+		b = append(b, `,"annotations":[]}`...)
 	}
 	return append(b, "]}"...)
+}
+
+// jsonText makes the answer the JSON document text.format asks for, if it asks: its
+// tokens are the document's fragments, max_output_tokens cuts them short.
+func (st *respState) jsonText(root gjson.Result) {
+	st.doc, st.isJSON = structuredOf(root, st.seed)
+	if !st.isJSON {
+		return
+	}
+	st.docFrags = splitFragments(st.doc)
+	st.n, st.cut = len(st.docFrags), false
+	if maxTok := root.Get("max_output_tokens"); maxTok.Type == gjson.Number && int(maxTok.Int()) >= 0 && int(maxTok.Int()) < st.n {
+		st.n, st.cut = int(maxTok.Int()), true
+		st.doc = strings.Join(st.docFrags[:st.n], "")
+	}
 }

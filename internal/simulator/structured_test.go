@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/sekgate/gateway/internal/respcheck"
 )
 
 // structuredSchemas are schemas as structured-output clients send them (the Vercel AI
@@ -148,4 +150,45 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestResponsesStructuredOutput(t *testing.T) {
+	s := startSim(t, Knobs{OutputTokens: 8})
+	for _, tt := range structuredSchemas {
+		sch := compileSchema(t, tt.schema)
+		body := `{"model":"m","input":"a recipe please","text":{"format":{"type":"json_schema","name":"out","strict":true,"schema":` + tt.schema + `}}`
+		t.Run(tt.name, func(t *testing.T) {
+			st, _, b := post(t, s, "/v1/responses", body+`}`)
+			if st != 200 {
+				t.Fatalf("status %d: %s", st, b)
+			}
+			m := decode(t, string(b))
+			text, _ := dig(m, "output", 0, "content", 0, "text").(string)
+			validAgainst(t, sch, text)
+
+			st, _, b = post(t, s, "/v1/responses", body+`,"stream":true}`)
+			if st != 200 {
+				t.Fatalf("stream status %d: %s", st, b)
+			}
+			var order respcheck.Stream
+			for _, e := range parseSSE(t, b) {
+				if err := order.Add(e.name, []byte(e.data)); err != nil {
+					t.Fatalf("the SDK stream helper would throw: %v", err)
+				}
+			}
+			items := order.Items()
+			if kind, _ := order.Terminal(); kind != "response.completed" || len(items) != 1 || items[0].Text() != text {
+				t.Fatalf("terminal %s items %+v, want the whole answer %s", kind, items, text)
+			}
+		})
+	}
+	// json_object, and a cut.
+	object := compileSchema(t, `{"type":"object","minProperties":1}`)
+	_, _, b := post(t, s, "/v1/responses", `{"model":"m","input":"hej","text":{"format":{"type":"json_object"}}}`)
+	text, _ := dig(decode(t, string(b)), "output", 0, "content", 0, "text").(string)
+	validAgainst(t, object, text)
+	_, _, b = post(t, s, "/v1/responses", `{"model":"m","input":"hej","max_output_tokens":1,"text":{"format":{"type":"json_object"}}}`)
+	if m := decode(t, string(b)); m["status"] != "incomplete" || json.Valid([]byte(dig(m, "output", 0, "content", 0, "text").(string))) {
+		t.Errorf("cut JSON answer: %s", b)
+	}
 }
