@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -200,6 +201,10 @@ const (
 	modelBroken     = "broken-stream-chat" // first route's streams break; a healthy second route
 	modelSlow       = "slow-chat"          // first-byte timeout 300 ms, total 1 s
 	modelDead       = "dead-chat"          // only route refuses connections
+	// modelReasoning is a vLLM reasoning model (the simulator's vLLM dialect; a prompt with
+	// "scenario:reasoning" gets reasoning, then text): chat only, Messages and Responses
+	// through translation (SE).
+	modelReasoning = "qwen3-8b-reasoning"
 )
 
 // Prices of the chat model (öre per million tokens).
@@ -221,6 +226,8 @@ func demoCatalog(sim, broken, dead string) map[string]any {
 	}
 	translated := route("tr-se", "sim-se", sim, "se-sto-1", "SE", 0, chat)
 	translated["translate"] = true
+	reasoning := route("reason-se", "sim-se", strings.TrimSuffix(sim, "/v1")+"/vllm/v1", "se-sto-1", "SE", 0, chat)
+	reasoning["translate"], reasoning["server"] = true, "vllm"
 	slow := route("slow-se", "sim-se", sim, "se-sto-1", "SE", 0, chat)
 	slow["first_byte_timeout_ms"] = 300 // streams: wait for the answer's headers
 	slow["total_timeout_ms"] = 1000     // non-streaming answers arrive whole: total bounds them
@@ -240,6 +247,7 @@ func demoCatalog(sim, broken, dead string) map[string]any {
 			route("bs-live", "sim-se", sim, "se-sto-1", "SE", 1, chat)),
 		model(modelSlow, chat, 2000, 6000, nil, slow),
 		model(modelDead, chat, 2000, 6000, nil, route("dead-se", "dead-se", dead, "se-sto-2", "SE", 0, chat)),
+		model(modelReasoning, chat, 1500, 4500, nil, reasoning),
 	}}
 }
 
