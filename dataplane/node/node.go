@@ -153,7 +153,7 @@ func (n *node) openSync() error {
 		},
 		// The accounts' cache salts are keyed by the node token: no other secret is shared
 		// by the nodes of a deployment (docs/security.md, tenant cache isolation).
-		CacheSaltKey: index.SaltKey(o.nodeToken),
+		CacheSaltKey: index.SaltKey(o.nodeToken.Reveal()),
 	})
 	if err != nil {
 		return err
