@@ -15,24 +15,35 @@ import (
 // none deliver nothing: a first chunk announcing the role (vLLM, SGLang, llama.cpp),
 // Ollama's last chunk with only finish_reason and an empty content (ollama
 // openai/openai.go sends role "assistant" in every delta), SGLang's nulls, a usage-only
-// chunk. Every member of a name counts, a duplicated one's every value: a JSON client
-// keeps the last, so summing them never counts less than the client shows. Reasoning sent
-// under both names (the gateway mirrors it for chat clients) counts once.
+// chunk. A JSON client
+// keeps the last, so a chunk with a duplicated member that carries output is malformed
+// (chunkOutput). Reasoning sent under both names (the gateway mirrors it for chat
+// clients) counts once.
 
 // chunkOutput returns the output a chat (or, with text, a text completion) chunk delivers,
 // from the raw value of the chunk's choices member (valid JSON; nil when the chunk has
 // none). It reads the choices once, without allocating; a key with an escape is read
-// unescaped.
-func chunkOutput(choices []byte, text bool) tokens.Delivered {
+// unescaped. ok is false when a member that carries output is duplicated in its object
+// (a JSON client keeps the last value, a translator reading the first would not see
+// what the client sees): the chunk is malformed.
+func chunkOutput(choices []byte, text bool) (d tokens.Delivered, ok bool) {
 	w := walker{b: choices}
-	return w.choices(text)
+	d = w.choices(text)
+	return d, !w.dup
 }
 
 // walker reads valid JSON without allocating; it never indexes past b, whatever b holds.
 type walker struct {
 	b    []byte
 	i    int
+	dup  bool     // a member that carries output was duplicated
 	kbuf [32]byte // an escaped key, unescaped
+}
+
+// once marks bit in seen, and w.dup when it was marked already.
+func (w *walker) once(seen *uint8, bit uint8) {
+	w.dup = w.dup || *seen&bit != 0
+	*seen |= bit
 }
 
 func (w *walker) ws() {
@@ -197,6 +208,7 @@ func (w *walker) choices(text bool) (d tokens.Delivered) {
 			continue
 		}
 		var n int64
+		var seen uint8
 		for {
 			k, more := w.member()
 			if !more {
@@ -204,8 +216,13 @@ func (w *walker) choices(text bool) (d tokens.Delivered) {
 			}
 			switch {
 			case text && string(k) == "text":
+				w.once(&seen, 1)
 				n += w.text()
-			case !text && (string(k) == "delta" || string(k) == "message"):
+			case !text && string(k) == "delta":
+				w.once(&seen, 2)
+				n += w.delta()
+			case !text && string(k) == "message":
+				w.once(&seen, 4)
 				n += w.delta()
 			default:
 				w.skip()
@@ -226,21 +243,30 @@ func (w *walker) delta() int64 {
 		return 0
 	}
 	var n, reasoning, reasoningContent int64
+	var seen uint8
 	for {
 		k, more := w.member()
 		if !more {
 			return n + max(reasoning, reasoningContent)
 		}
 		switch string(k) {
-		case "content", "refusal":
+		case "content":
+			w.once(&seen, 1)
+			n += w.text()
+		case "refusal":
+			w.once(&seen, 2)
 			n += w.text()
 		case "reasoning":
+			w.once(&seen, 4)
 			reasoning += w.text()
 		case "reasoning_content":
+			w.once(&seen, 8)
 			reasoningContent += w.text()
 		case "tool_calls":
+			w.once(&seen, 16)
 			n += w.toolCalls()
 		case "function_call":
+			w.once(&seen, 32)
 			n += w.function()
 		default:
 			w.skip()
@@ -260,12 +286,14 @@ func (w *walker) toolCalls() int64 {
 			w.skip()
 			continue
 		}
+		var seen uint8
 		for {
 			k, more := w.member()
 			if !more {
 				break
 			}
 			if string(k) == "function" {
+				w.once(&seen, 1)
 				n += w.function()
 			} else {
 				w.skip()
@@ -283,6 +311,7 @@ func (w *walker) function() int64 {
 		return 0
 	}
 	var n int64
+	var seen uint8
 	for {
 		k, more := w.member()
 		if !more {
@@ -290,10 +319,12 @@ func (w *walker) function() int64 {
 		}
 		switch string(k) {
 		case "name":
+			w.once(&seen, 1)
 			// A function's name comes from the request's tools (at most 64 characters in
 			// the OpenAI protocol): only a longer name counts (tokens.NameBytes).
 			n += tokens.NameBytes(w.text())
 		case "arguments":
+			w.once(&seen, 2)
 			n += w.args()
 		default:
 			w.skip()

@@ -266,7 +266,10 @@ func (s *Stream) readChat(ev *sse.Event) (bool, tokens.Delivered, error) {
 		return false, tokens.Delivered{}, eventError(ev.Data)
 	}
 	usage, noChoices := c.usage, c.noChoices
-	out := chunkOutput(c.choices, s.e == index.EPCompletions)
+	out, ok := chunkOutput(c.choices, s.e == index.EPCompletions)
+	if !ok {
+		return false, tokens.Delivered{}, ErrInvalidEvent
+	}
 	s.chatEvents++
 	if s.opt.Detect && s.chatEvents == 1 {
 		// The first chunk only: SGLang's nulls and the fingerprints are in every chunk;
