@@ -11,10 +11,13 @@ import (
 )
 
 // RecordQuery selects request records of any account; empty fields do not filter. KeyID
-// "none" selects the console's test-box records; From and To are RFC 3339 times.
+// "none" selects the console's test-box records; From and To are RFC 3339 times;
+// Underreported selects the records whose provider reported less output than it
+// delivered (routing.output_underreported).
 type RecordQuery struct {
 	AccountID, KeyID, Model, Result, From, To, After string
 	Limit                                            int
+	Underreported                                    bool
 }
 
 // ListRecords reads a page of request records, newest first.
@@ -28,6 +31,9 @@ func (c *Client) ListRecords(ctx context.Context, q RecordQuery) (adminapi.Recor
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Underreported {
+		v.Set("output_underreported", "true")
 	}
 	return call[adminapi.RecordPage](ctx, c, http.MethodGet, "/admin/v1/records?"+v.Encode(), nil)
 }

@@ -235,7 +235,8 @@ func TestAccountViews(t *testing.T) {
 		{RequestID: "req_views_1", TS: now.Add(-2 * time.Minute), AccountID: acct, KeyID: &kid, Model: "llama-3.1-8b", Endpoint: "/v1/chat/completions",
 			Status: 200, Result: "ok", PromptTokens: 1000, CompletionTokens: 1000, PriceMicroSEK: 4500},
 		{RequestID: "req_views_2", TS: now.Add(-time.Minute), AccountID: acct, KeyID: nil, Model: "llama-3.1-8b", Endpoint: "/v1/chat/completions",
-			Status: 200, Result: "ok", PromptTokens: 1000, CompletionTokens: 1000, PriceMicroSEK: 4500},
+			Status: 200, Result: "ok", PromptTokens: 1000, CompletionTokens: 1000, PriceMicroSEK: 4500,
+			Routing: &usage.Routing{Policy: "se", OutputUnderreported: true, ReportedOutput: 1}},
 	}
 	e.mustStatus(e.admin("POST", "/admin/v1/accounts/"+acct+"/models", map[string]any{"models": []string{"llama-3.1-8b"}}), 200)
 	if rep, err := e.store.IngestBatch(context.Background(), usage.Batch{NodeID: "node-1", BatchID: "b1", Records: recs}); err != nil || rep.Inserted != 2 {
@@ -292,7 +293,11 @@ func TestAccountViews(t *testing.T) {
 	if len(rp.Data) != 1 || rp.Data[0].RequestID != "req_views_1" {
 		t.Fatalf("next page %+v", rp)
 	}
-	for _, bad := range []string{"key_id=key_x", "from=yesterday", "after=!!!", "limit=1001"} {
+	e.mustStatus(e.admin("GET", "/admin/v1/records?output_underreported=true", nil), 200).json(t, &rp)
+	if len(rp.Data) != 1 || rp.Data[0].RequestID != "req_views_2" || !rp.Data[0].Routing.OutputUnderreported || rp.Data[0].Routing.ReportedOutput != 1 {
+		t.Fatalf("underreported filter %+v", rp)
+	}
+	for _, bad := range []string{"key_id=key_x", "from=yesterday", "after=!!!", "limit=1001", "output_underreported=yes"} {
 		e.mustStatus(e.admin("GET", "/admin/v1/records?"+bad, nil), 400)
 	}
 	e.mustStatus(e.admin("GET", "/admin/v1/records/req_views_2", nil), 200)

@@ -143,8 +143,9 @@ func (s *server) addAdjustment(w http.ResponseWriter, r *http.Request) {
 }
 
 // listAllRecords is GET /admin/v1/records: request records of any account, newest first,
-// filtered by account_id, key_id (or key_id=none for test-box records), model, result
-// and a time range from (inclusive) to (exclusive), RFC 3339; after continues a listing.
+// filtered by account_id, key_id (or key_id=none for test-box records), model, result,
+// output_underreported=true (the provider reported less output than it delivered) and a
+// time range from (inclusive) to (exclusive), RFC 3339; after continues a listing.
 func (s *server) listAllRecords(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, ok := pageLimit(w, q.Get("limit"))
@@ -152,6 +153,14 @@ func (s *server) listAllRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq := store.OperatorRecordQuery{AccountID: q.Get("account_id"), Model: q.Get("model"), Result: q.Get("result"), Limit: limit}
+	switch q.Get("output_underreported") {
+	case "", "false":
+	case "true":
+		rq.Underreported = true
+	default:
+		writeError(w, invalid("output_underreported", "output_underreported must be true or false."))
+		return
+	}
 	switch k := q.Get("key_id"); {
 	case k == "none":
 		rq.TestBox = true

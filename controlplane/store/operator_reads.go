@@ -95,12 +95,15 @@ type OperatorRecordQuery struct {
 	// per-key index): records naming a key that is not in api_keys are not found by it.
 	KeyID string
 	// TestBox selects only records without a key (console test-box requests).
-	TestBox  bool
-	Model    string
-	Result   string
-	From, To time.Time // ts in [From, To); zero: open
-	Limit    int       // 1..1000
-	After    *RecordPos
+	TestBox bool
+	Model   string
+	Result  string
+	// Underreported selects the records flagged routing.output_underreported: the
+	// provider reported less output than the node counted delivered.
+	Underreported bool
+	From, To      time.Time // ts in [From, To); zero: open
+	Limit         int       // 1..1000
+	After         *RecordPos
 }
 
 // ListRecordsForOperator returns a page of request records of any account.
@@ -129,6 +132,10 @@ func (s *Store) ListRecordsForOperator(ctx context.Context, q OperatorRecordQuer
 	}
 	if q.Result != "" {
 		add(`result = $%d`, q.Result)
+	}
+	if q.Underreported {
+		// routing_json holds the records stored since migration 016, routing those before.
+		where += ` AND (routing_json->>'output_underreported' = 'true' OR routing->>'output_underreported' = 'true')`
 	}
 	if !q.From.IsZero() {
 		add(`ts >= $%d`, q.From)

@@ -96,6 +96,7 @@ With --csv the page is written as CSV for a spreadsheet; --json prints the API's
 	f.StringVar(&q.KeyID, "key", "", `only this key's records ("none": the console's test box)`)
 	f.StringVar(&q.Model, "model", "", "only this model's records")
 	f.StringVar(&q.Result, "result", "", "only records with this result, e.g. upstream_error")
+	f.BoolVar(&q.Underreported, "underreported", false, "only records whose provider reported less output than it delivered")
 	f.StringVar(&q.From, "from", "", "only records at or after this RFC 3339 time")
 	f.StringVar(&q.To, "to", "", "only records before this RFC 3339 time")
 	f.DurationVar(&since, "since", 0, "only records of the last duration, e.g. 1h (instead of --from)")
