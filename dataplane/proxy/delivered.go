@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/tokens"
 )
 
@@ -20,12 +21,35 @@ import (
 // content_block_delta's text, thinking or partial JSON, text in message_start's content,
 // and text in events of unknown types. Each event with text is a piece.
 func messagesOutput(data []byte) tokens.Delivered {
-	n := tokens.TextBytes(gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data))))
+	w := walker{b: data}
+	n := w.value()
 	if n == 0 {
 		return tokens.Delivered{}
 	}
 	return tokens.Delivered{Pieces: 1, Bytes: n}
 }
+
+// messagesDelta is messagesOutput of a content_block_delta (valid JSON), read from the
+// notes of its scan m when they can tell (ok false: they cannot); nil m reads it whole.
+func messagesDelta(data []byte, m *reqparse.EventMembers) (tokens.Delivered, bool) {
+	if m == nil {
+		return messagesOutput(data), true
+	}
+	var vals [3][]byte
+	if m.Count() != len(vals) || !m.Members(data, deltaMembers[:], vals[:]) || vals[0] == nil || vals[1] == nil || vals[2] == nil {
+		return tokens.Delivered{}, false // other members than these: read it whole
+	}
+	w := walker{b: vals[0]}
+	n := w.value()
+	if n == 0 {
+		return tokens.Delivered{}, true
+	}
+	return tokens.Delivered{Pieces: 1, Bytes: n}, true
+}
+
+// deltaMembers are the members of a content_block_delta: delta, and index and type (which
+// carry no text).
+var deltaMembers = [3]string{"delta", "index", "type"}
 
 // A Responses-style stream shows each part of its output several times: as deltas, in
 // the part's .done event, in content_part.added and .done, in output_item.added and .done,
@@ -81,18 +105,14 @@ type responsesTally struct {
 
 // add takes one event (valid JSON) and returns what it delivers beyond the events before.
 func (t *responsesTally) add(name, data []byte) tokens.Delivered {
+	if bytes.HasSuffix(name, []byte(".delta")) {
+		d, _ := t.delta(name, data, nil)
+		return d
+	}
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
 	e := readEvent(root)
 	var grew int64
 	switch {
-	case bytes.HasSuffix(name, []byte(".delta")):
-		k := e.slot(name)
-		n := e.text(k.part, "delta")
-		grew = t.show(k, viewDelta, n)
-		if n > 0 {
-			return tokens.Delivered{Pieces: 1, Bytes: grew}
-		}
-		return tokens.Delivered{}
 	case bytes.HasSuffix(name, []byte("_part.added")), bytes.HasSuffix(name, []byte("_part.done")):
 		v := viewPartAdded
 		if bytes.HasSuffix(name, []byte(".done")) {
@@ -222,6 +242,80 @@ func (s *slot) add(v view, n int64) int64 {
 	return grew
 }
 
+// delta takes a *.delta event (valid JSON), read from the notes of its scan m when they
+// can tell (ok false: they cannot), whole when m is nil.
+func (t *responsesTally) delta(name, data []byte, m *reqparse.EventMembers) (tokens.Delivered, bool) {
+	var k slotKey
+	var n int64
+	if m == nil {
+		k, n = readDelta(name, data)
+	} else {
+		var vals [4][]byte
+		if !m.Members(data, responsesDeltaMembers[:], vals[:]) {
+			return tokens.Delivered{}, false
+		}
+		var e event
+		for i, dst := range []*int64{&e.output, &e.content, &e.summary} {
+			if vals[i] != nil {
+				w := walker{b: vals[i]}
+				*dst = w.integer()
+			}
+		}
+		k = e.slot(name)
+		if vals[3] != nil {
+			w := walker{b: vals[3]}
+			if k.part == partArguments {
+				n = w.argValue()
+			} else {
+				n = w.value()
+			}
+		}
+	}
+	grew := t.show(k, viewDelta, n)
+	if n == 0 {
+		return tokens.Delivered{}, true
+	}
+	return tokens.Delivered{Pieces: 1, Bytes: grew}, true
+}
+
+// responsesDeltaMembers are the members of a *.delta event read.
+var responsesDeltaMembers = [4]string{"output_index", "content_index", "summary_index", "delta"}
+
+// readDelta reads a Responses-style *.delta event (valid JSON) in one pass without
+// allocating: the slot it shows (its indexes, the last of each name as a JSON client
+// reads them) and the bytes of its delta members (every one counted).
+func readDelta(name, data []byte) (slotKey, int64) {
+	var e event
+	p := partOf(name)
+	w := walker{b: data}
+	if !w.at('{') {
+		return e.slot(name), 0
+	}
+	var n int64
+	for {
+		k, more := w.member()
+		if !more {
+			return e.slot(name), n
+		}
+		switch string(k) {
+		case "output_index":
+			e.output = w.integer()
+		case "content_index":
+			e.content = w.integer()
+		case "summary_index":
+			e.summary = w.integer()
+		case "delta":
+			if p == partArguments {
+				n = tokens.Add(n, w.argValue())
+			} else {
+				n = tokens.Add(n, w.value())
+			}
+		default:
+			w.skip()
+		}
+	}
+}
+
 // event is the indexes of a Responses-style event: the last of each name, as a JSON client
 // reads them.
 type event struct {
@@ -247,13 +341,31 @@ func readEvent(root gjson.Result) event {
 
 // slot is the slot an event of this name shows.
 func (e event) slot(name []byte) slotKey {
-	switch {
-	case bytes.Contains(name, []byte("summary")):
+	switch partOf(name) {
+	case partSummary:
 		return slotKey{item: e.output, index: e.summary, part: partSummary}
-	case bytes.Contains(name, []byte("arguments")), bytes.Contains(name, []byte("input")):
+	case partArguments:
 		return slotKey{item: e.output, part: partArguments}
 	}
 	return slotKey{item: e.output, index: e.content, part: partContent}
+}
+
+// partOf is the part of an output item an event of this name shows.
+func partOf(name []byte) part {
+	switch string(name) {
+	case "response.output_text.delta", "response.output_text.done", "response.reasoning_text.delta",
+		"response.refusal.delta", "response.content_part.added", "response.content_part.done":
+		return partContent
+	case "response.function_call_arguments.delta":
+		return partArguments
+	}
+	switch {
+	case bytes.Contains(name, []byte("summary")):
+		return partSummary
+	case bytes.Contains(name, []byte("arguments")), bytes.Contains(name, []byte("input")):
+		return partArguments
+	}
+	return partContent
 }
 
 // text is the text of the event's members of the given names, every one counted; a

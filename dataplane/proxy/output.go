@@ -64,7 +64,7 @@ func (w *walker) at(c byte) bool {
 }
 
 // str reads the string at w.i (its opening quote) and returns its contents, raw, and
-// whether they have an escape. Byte by byte: the strings of a chunk are short.
+// whether they have an escape. Byte by byte: the strings of an event are short.
 func (w *walker) str() (s []byte, escaped bool) {
 	start := w.i + 1
 	for j := start; j < len(w.b); j++ {

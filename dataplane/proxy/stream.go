@@ -303,6 +303,14 @@ func (s *Stream) readChat(ev *sse.Event) (bool, tokens.Delivered, error) {
 // placeholder (servers send 0 or 1): output counts as reported only once a message_delta
 // reports it.
 func (s *Stream) readMessages(ev *sse.Event) (bool, tokens.Delivered, error) {
+	if string(ev.Name) == sse.ContentBlockDelta {
+		// The stream's bulk: validated and read in one scan.
+		out, ok := s.fastEvent(ev.Data, messagesDelta)
+		if !ok {
+			return false, tokens.Delivered{}, ErrInvalidEvent
+		}
+		return true, out, nil
+	}
 	if !validEvent(ev.Data) {
 		return false, tokens.Delivered{}, ErrInvalidEvent
 	}
@@ -329,6 +337,16 @@ func (s *Stream) readMessages(ev *sse.Event) (bool, tokens.Delivered, error) {
 
 // readResponses is read for a Responses-style event.
 func (s *Stream) readResponses(ev *sse.Event) (bool, tokens.Delivered, error) {
+	if bytes.HasSuffix(ev.Name, []byte(sse.DeltaSuffix)) {
+		// The stream's bulk: validated and read in one scan.
+		out, ok := s.fastEvent(ev.Data, func(data []byte, m *reqparse.EventMembers) (tokens.Delivered, bool) {
+			return s.responses.delta(ev.Name, data, m)
+		})
+		if !ok {
+			return false, tokens.Delivered{}, ErrInvalidEvent
+		}
+		return true, out, nil
+	}
 	if !validEvent(ev.Data) {
 		return false, tokens.Delivered{}, ErrInvalidEvent
 	}
@@ -356,6 +374,22 @@ func (s *Stream) readResponses(ev *sse.Event) (bool, tokens.Delivered, error) {
 		}
 	}
 	return true, s.responses.add(ev.Name, ev.Data), nil
+}
+
+// fastEvent validates an event (validEvent) and reads its output with read, from the
+// notes of the scan that validated it when it can (reqparse.ScanEvent).
+func (s *Stream) fastEvent(data []byte, read func([]byte, *reqparse.EventMembers) (tokens.Delivered, bool)) (tokens.Delivered, bool) {
+	m := &s.rd.members
+	if reqparse.ScanEvent(data, m) {
+		if out, ok := read(data, m); ok {
+			return out, true
+		}
+		return read(data, nil) // the notes cannot tell
+	}
+	if len(data) > shallowEvent || !gjson.ValidBytes(data) {
+		return tokens.Delivered{}, false
+	}
+	return read(data, nil) // valid, but nested deeper than the scan goes
 }
 
 // dialect is the upstream server's table.

@@ -68,3 +68,7 @@ func (m *EventMembers) Members(b []byte, names []string, vals [][]byte) (known b
 	}
 	return true
 }
+
+// Count is how many members the event's top-level object has, or -1 when it has more than
+// a scan notes.
+func (m *EventMembers) Count() int { return m.top.n }

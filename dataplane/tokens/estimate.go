@@ -193,19 +193,17 @@ func NameBytes(n int64) int64 {
 	return n
 }
 
-// NotText reports whether a member of this name carries no generated text (notText).
-func NotText(name string) bool { return notText[name] }
-
-// notText are the members of an answer's messages, blocks and items that carry no
-// generated text: identifiers, types, statuses and roles; opaque data (signatures,
-// encrypted or redacted content); echoes of the request (a stop sequence); and
-// per-token detail (logprobs, which repeat the text).
-var notText = map[string]bool{
-	"id": true, "type": true, "role": true, "status": true, "index": true, "object": true,
-	"call_id": true, "item_id": true, "tool_call_id": true, "model": true,
-	"finish_reason": true, "stop_reason": true, "stop_sequence": true, "matched_stop": true,
-	"signature": true, "encrypted_content": true, "data": true,
-	"logprobs": true, "top_logprobs": true, "annotations": true, "obfuscation": true,
-	"usage": true, "service_tier": true, "sequence_number": true, "output_index": true,
-	"content_index": true, "summary_index": true,
+// NotText reports whether a member of this name carries no generated text: identifiers,
+// types, statuses and roles; opaque data (signatures, encrypted or redacted content);
+// echoes of the request (a stop sequence); usage; and per-token detail (logprobs, which
+// repeat the text).
+func NotText(name string) bool {
+	switch name {
+	case "id", "type", "role", "status", "index", "object", "call_id", "item_id", "tool_call_id", "model",
+		"finish_reason", "stop_reason", "stop_sequence", "matched_stop", "signature", "encrypted_content", "data",
+		"logprobs", "top_logprobs", "annotations", "obfuscation", "usage", "service_tier", "sequence_number",
+		"output_index", "content_index", "summary_index":
+		return true
+	}
+	return false
 }
