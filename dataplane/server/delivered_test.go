@@ -196,17 +196,5 @@ func hostileRequest(c hostileCase) string {
 // postPath sends body to path with the fixture's Swedish key.
 func (g *simGateway) postPath(t testing.TB, path, body string) result {
 	t.Helper()
-	req, err := http.NewRequest("POST", g.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+g.Keys.SE)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return result{resp.StatusCode, resp.Header, string(b)}
+	return g.postTo(t, path, g.Keys.SE, body)
 }

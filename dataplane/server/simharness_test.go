@@ -117,7 +117,13 @@ var testClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64
 // post sends a chat request with key and extra headers (name, value pairs).
 func (g *simGateway) post(t testing.TB, key, body string, hdr ...string) result {
 	t.Helper()
-	req, err := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(body))
+	return g.postTo(t, "/v1/chat/completions", key, body, hdr...)
+}
+
+// postTo sends a request to path with key and extra headers (name, value pairs).
+func (g *simGateway) postTo(t testing.TB, path, key, body string, hdr ...string) result {
+	t.Helper()
+	req, err := http.NewRequest("POST", g.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
