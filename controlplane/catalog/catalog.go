@@ -121,6 +121,9 @@ func (c *Catalog) Validate() error {
 		if !snapshot.KnownRouting(m.Routing) {
 			return invalid(p+".routing", "unknown routing %q; known: scored, weighted, least_load, affinity", m.Routing)
 		}
+		if b := m.OutputBytesPerToken; b != 0 && (b < 2 || b > 32) {
+			return invalid(p+".output_bytes_per_token", "must be 2 to 32, or 0 for the default (8)")
+		}
 		if !snapshot.KnownCacheIsolation(m.CacheIsolation) {
 			return invalid(p+".cache_isolation", "unknown cache_isolation %q; known: account, shared", m.CacheIsolation)
 		}

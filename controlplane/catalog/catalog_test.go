@@ -82,6 +82,23 @@ func TestCacheIsolationValues(t *testing.T) {
 	}
 }
 
+func TestOutputBytesPerTokenValues(t *testing.T) {
+	for _, c := range []struct {
+		v  int
+		ok bool
+	}{{0, true}, {2, true}, {8, true}, {32, true}, {1, false}, {33, false}, {-4, false}} {
+		cat, _ := DecodeJSON(strings.NewReader(validJSON))
+		cat.Models[0].OutputBytesPerToken = c.v
+		if err := cat.Validate(); (err == nil) != c.ok {
+			t.Errorf("output_bytes_per_token %d: %v, want ok %v", c.v, err, c.ok)
+		}
+	}
+	y, err := ParseYAML([]byte(strings.Replace(validYAML, "cache_isolation: shared", "cache_isolation: shared\n    output_bytes_per_token: 4", 1)))
+	if err != nil || y.Models[0].OutputBytesPerToken != 4 {
+		t.Fatalf("output_bytes_per_token not read from YAML: %v %+v", err, y)
+	}
+}
+
 func TestValidateRules(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

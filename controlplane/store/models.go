@@ -30,15 +30,15 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 		}
 		for _, m := range c.Models {
 			if _, err := tx.Exec(ctx, `INSERT INTO models (id, endpoint, created, context_tokens, tokenizer,
-					input_ore_per_million, output_ore_per_million, routing, cache_isolation)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+					input_ore_per_million, output_ore_per_million, routing, cache_isolation, output_bytes_per_token)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 				ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, created = EXCLUDED.created,
 					context_tokens = EXCLUDED.context_tokens, tokenizer = EXCLUDED.tokenizer,
 					input_ore_per_million = EXCLUDED.input_ore_per_million,
 					output_ore_per_million = EXCLUDED.output_ore_per_million, routing = EXCLUDED.routing,
-					cache_isolation = EXCLUDED.cache_isolation`,
+					cache_isolation = EXCLUDED.cache_isolation, output_bytes_per_token = EXCLUDED.output_bytes_per_token`,
 				m.ID, m.Endpoint, m.Created, m.ContextTokens, m.Tokenizer, m.InputOrePerMillion, m.OutputOrePerMillion, m.Routing,
-				m.CacheIsolation); err != nil {
+				m.CacheIsolation, m.OutputBytesPerToken); err != nil {
 				return translate(err, "upsert model "+m.ID)
 			}
 		}
@@ -91,12 +91,12 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 
 const modelColumns = `m.id, COALESCE((SELECT array_agg(a.alias ORDER BY a.position, a.alias) FROM model_aliases a WHERE a.model_id = m.id), '{}'),
 	m.endpoint, m.created, m.context_tokens, m.tokenizer, m.input_ore_per_million, m.output_ore_per_million, m.routing,
-	m.cache_isolation`
+	m.cache_isolation, m.output_bytes_per_token`
 
 func scanModel(row pgx.Row) (snapshot.Model, error) {
 	var m snapshot.Model
 	err := row.Scan(&m.ID, &m.Aliases, &m.Endpoint, &m.Created, &m.ContextTokens, &m.Tokenizer, &m.InputOrePerMillion, &m.OutputOrePerMillion, &m.Routing,
-		&m.CacheIsolation)
+		&m.CacheIsolation, &m.OutputBytesPerToken)
 	return m, err
 }
 

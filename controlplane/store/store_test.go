@@ -249,6 +249,7 @@ func TestCatalog(t *testing.T) {
 	c.Models[0].Routes[1].MetricsURL = "off"
 	c.Models[0].Routes[1].Server = "vllm"
 	c.Models[0].CacheIsolation = "shared"
+	c.Models[0].OutputBytesPerToken = 5
 	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +257,9 @@ func TestCatalog(t *testing.T) {
 	if m := models[0]; m.Routing != "affinity" || m.Routes[1].MetricsURL != "off" || m.Routes[0].MetricsURL != "" ||
 		m.Routes[1].Server != "vllm" || m.Routes[0].Server != "" || models[1].Routing != "" {
 		t.Fatalf("routing, metrics_url or server not stored: %+v", models)
+	}
+	if models[0].OutputBytesPerToken != 5 || models[1].OutputBytesPerToken != 0 {
+		t.Fatalf("output_bytes_per_token not stored: %d, %d", models[0].OutputBytesPerToken, models[1].OutputBytesPerToken)
 	}
 	if models[0].CacheIsolation != "shared" || models[1].CacheIsolation != "" {
 		t.Fatalf("cache_isolation not stored: %q, %q", models[0].CacheIsolation, models[1].CacheIsolation)

@@ -368,7 +368,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		if valid {
 			u, reported = tokens.FromBody(ue, rb, &members)
 			answer := tokens.DeliveredAnswer(ue, rb)
-			delivered = answer.Tokens()
+			delivered = answer.Tokens(c.m.OutputBytesPerToken)
 			in, out := u.InputTokens, u.OutputTokens
 			var inBound bool
 			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(in, out)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -178,6 +179,30 @@ func TestPlaceholderUsageIsNotReported(t *testing.T) {
 	g.postPath(t, c.path, hostileRequest(c))
 	if rec := g.record(t, 1); rec.CompletionTokens != 50 || rec.Routing.OutputUnderreported {
 		t.Fatalf("record %+v %+v", rec, rec.Routing)
+	}
+}
+
+// TestOutputBytesPerTokenPerModel: a model's output_bytes_per_token is the estimate's
+// divisor: 300 bytes without usage charge 75 at 4 bytes per token (37 at the default 8).
+func TestOutputBytesPerTokenPerModel(t *testing.T) {
+	up := hostile(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"`+words(50)+`"},"finish_reason":"stop"}]}`)
+	})
+	g := startSimGateway(t, []snapshot.Route{chatRoute("rt-h", "h", up, "SE", 1, 1)})
+	for i := range g.Snap.Models {
+		if g.Snap.Models[i].ID == fixture.ModelChat {
+			g.Snap.Models[i].OutputBytesPerToken = 4
+		}
+	}
+	x, err := index.Build(g.Snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Store.Swap(x)
+	g.postPath(t, snapshot.EndpointChat, `{"model":"`+fixture.ModelChat+`","max_tokens":500,"messages":[{"role":"user","content":"hej"}]}`)
+	if rec := g.record(t, 1); rec.CompletionTokens != 75 {
+		t.Fatalf("charged %d output tokens, want 75", rec.CompletionTokens)
 	}
 }
 

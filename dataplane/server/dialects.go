@@ -152,7 +152,7 @@ func streamEndEvent(e index.Endpoint, msg, id string, seq int) []byte {
 // estimated from the request; the output by chargeOutput (the larger of reported and
 // delivered); and a stream that delivered no generated output and reported no usage is
 // not charged.
-func streamCharge(r *proxy.StreamResult, out tokens.Delivered, promptEstimate int64, b tokens.Bounds) (in int64, c outputCharge, estimated bool) {
+func streamCharge(r *proxy.StreamResult, out tokens.Delivered, bytesPerToken int, promptEstimate int64, b tokens.Bounds) (in int64, c outputCharge, estimated bool) {
 	if !r.PromptReported && !r.OutputReported && out == (tokens.Delivered{}) {
 		return 0, outputCharge{}, false
 	}
@@ -160,7 +160,7 @@ func streamCharge(r *proxy.StreamResult, out tokens.Delivered, promptEstimate in
 	if !r.PromptReported {
 		in, estimated = promptEstimate, true
 	}
-	return in, chargeOutput(r.CompletionTokens, r.OutputReported, out.Tokens(), b.Output), estimated
+	return in, chargeOutput(r.CompletionTokens, r.OutputReported, out.Tokens(bytesPerToken), b.Output), estimated
 }
 
 // clientAskedRunningUsage reports whether a chat request asks for the route's running usage itself.

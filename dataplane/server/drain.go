@@ -88,6 +88,7 @@ func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
 	s.streams.add(ex)
 	s.tel.StreamOpened()
 	proto.maxOutput = streamCut(ex) // a stream past the output bound is cut (outbound.go)
+	proto.bytesPerToken = ex.m.OutputBytesPerToken
 	rel := proto.relay(w, ex.stream)
 	s.tel.StreamClosed()
 	if s.streams.remove(ex) && !rel.gone {

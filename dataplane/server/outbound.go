@@ -63,7 +63,7 @@ func streamCut(ex *exchange) int64 {
 // (ending the generation), the route's breaker counts nothing, and the record charges
 // what was delivered, within the bound.
 func (p protocol) pastBound(st *proxy.Stream, r *relayed) bool {
-	if p.maxOutput <= 0 || st.Delivered().Tokens() <= p.maxOutput {
+	if p.maxOutput <= 0 || st.Delivered().Tokens(p.bytesPerToken) <= p.maxOutput {
 		return false
 	}
 	r.err = errOutputBound

@@ -47,6 +47,9 @@ type protocol struct {
 	// maxOutput ends a relayed stream before an event that takes the output delivered past
 	// the request's output bound, in tokens (0: none; set by relayTracked): outbound.go.
 	maxOutput int64
+	// bytesPerToken is the model's output_bytes_per_token (0: the default), with which
+	// maxOutput counts.
+	bytesPerToken int
 }
 
 // servesOwnProtocol reports whether endpoint e is served by serveProtocol rather than the

@@ -83,9 +83,9 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		if !r.PromptReported {
 			rec.PromptTokens, est = ex.promptEstimate, true
 		}
-		c = chargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(), ex.bounds.Output)
+		c = chargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(ex.m.OutputBytesPerToken), ex.bounds.Output)
 	} else {
-		rec.PromptTokens, c, est = streamCharge(r, rel.out, ex.promptEstimate, ex.bounds)
+		rec.PromptTokens, c, est = streamCharge(r, rel.out, ex.m.OutputBytesPerToken, ex.promptEstimate, ex.bounds)
 	}
 	rec.CompletionTokens = c.out
 	ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || est || c.estimated

@@ -8,8 +8,9 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 )
 
-// OutputBytesPerToken is the divisor of the delivered-output estimate: the UTF-8 bytes of
-// generated text the client received, divided by 8. It is deliberately high: tokenizers of
+// OutputBytesPerToken is the default divisor of the delivered-output estimate (a model's
+// catalogue entry may set its own, output_bytes_per_token): the UTF-8 bytes of generated
+// text the client received, divided by 8. It is deliberately high: tokenizers of
 // open-weight models average about 4 to 4.7 bytes per token on English text and fewer on
 // code and on most other languages (Swedish and German about 3.5), so the estimate stays
 // below what an honest server counts, and a record that charges the larger of the two
@@ -31,8 +32,14 @@ func (d Delivered) Add(o Delivered) Delivered {
 }
 
 // Tokens is the delivered output in tokens: the larger of the pieces and the bytes divided
-// by OutputBytesPerToken.
-func (d Delivered) Tokens() int64 { return max(d.Pieces, d.Bytes/OutputBytesPerToken) }
+// by bytesPerToken (a model's output_bytes_per_token; 0: OutputBytesPerToken).
+func (d Delivered) Tokens(bytesPerToken int) int64 {
+	bpt := int64(bytesPerToken)
+	if bpt <= 0 {
+		bpt = OutputBytesPerToken
+	}
+	return max(d.Pieces, d.Bytes/bpt)
+}
 
 // HoldBytesPerToken is the divisor of the high estimate (Holds): fewer bytes per token
 // than tokenizers average on English text.
@@ -44,9 +51,9 @@ const HoldBytesPerToken = 4
 func (d Delivered) Holds() int64 { return max(d.Pieces, d.Bytes/HoldBytesPerToken) }
 
 // EstimateOutput is the low estimate of the output tokens of a complete answer of endpoint
-// e (Delivered.Tokens of DeliveredAnswer). Endpoints that generate no text (embeddings,
-// the decision model) estimate 0.
-func EstimateOutput(e index.Endpoint, body []byte) int64 { return DeliveredAnswer(e, body).Tokens() }
+// e at the default bytes per token (Delivered.Tokens of DeliveredAnswer). Endpoints that
+// generate no text (embeddings, the decision model) estimate 0.
+func EstimateOutput(e index.Endpoint, body []byte) int64 { return DeliveredAnswer(e, body).Tokens(0) }
 
 // DeliveredAnswer is the generated output of a complete answer of endpoint e: every
 // string a client reads as output, in every member that carries it, duplicates included

@@ -256,6 +256,7 @@ type catalogFile struct {
 		OutputOrePerMillion int64    `yaml:"output_ore_per_million_tokens"`
 		Routing             string   `yaml:"routing"`         // see shared/snapshot.Model
 		CacheIsolation      string   `yaml:"cache_isolation"` // see shared/snapshot.Model
+		OutputBytesPerToken int      `yaml:"output_bytes_per_token"`
 		Routes              []struct {
 			ID                 string   `yaml:"id"`
 			Model              string   `yaml:"model"`

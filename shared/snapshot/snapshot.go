@@ -139,6 +139,10 @@ type Model struct {
 	// CacheIsolation says whether accounts share the model servers' prefix cache: account
 	// (the default when empty) or shared (see isolation.go and docs/security.md).
 	CacheIsolation string `json:"cache_isolation,omitempty"`
+	// OutputBytesPerToken is the divisor of the node's estimate of the output delivered to
+	// a client from its text (docs/limits.md, "Delivered output"): 2 to 32, 0 for the
+	// default (8). Set it lower for a model whose tokenizer packs text tightly.
+	OutputBytesPerToken int `json:"output_bytes_per_token,omitempty"`
 }
 
 // Route is one way to serve a model: an upstream at a location speaking some protocols.
