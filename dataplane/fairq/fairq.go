@@ -9,9 +9,14 @@
 // Turns alone do not keep a light account's latency: when the servers are full, its
 // request still waits for the next slot to free, behind no one but at the pace the
 // heavy account's long requests end. So an account with more requests in flight than its
-// weighted share of the node's (a heavy one) starts only while more than Headroom slots
-// are free: a slot stays free for the others' next request, at the cost of that slot's
-// share of the heavy account's throughput while others are active.
+// weighted share of the node's (a heavy one) starts only while more than a reserve of
+// slots is free: the most the other accounts below their share had in flight within
+// Remember and do not have now (adaptive: what they recently used, up to what the heavy
+// account's share leaves them), and at least Headroom. An account that was alone and
+// took every slot first thus leaves its absent peers' recent use free once it is over
+// its share, and a peer that comes back finds a slot at once. While a light account
+// waits, a heavy one's waiting requests are not let go (max-min over the slots held, not
+// only over the queue).
 package fairq
 
 import (
@@ -48,6 +53,9 @@ type Config struct {
 	// Linger is how long an account counts as active after its last request, for the
 	// shares (default 2s); Forget when its state is dropped (default 10m).
 	Linger, Forget time.Duration
+	// Remember is how long an account's most requests in flight are reserved for it
+	// against heavier accounts after it used them (default 1m; -1: not at all).
+	Remember time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -58,8 +66,9 @@ type Queue struct {
 
 	flows sync.Map // account ID → *Flow
 	// inFlight counts every flow's requests in flight; activeWeight is the weight of the
-	// flows active within Linger (refresh).
-	inFlight, activeWeight atomic.Int64
+	// flows active within Linger or holding a reserve; reserve is the slots the flows
+	// below their share used within Remember and do not use now (refresh).
+	inFlight, activeWeight, reserve atomic.Int64
 
 	mu    sync.Mutex
 	ring  []*Flow // flows with requests waiting, in turn order
@@ -109,6 +118,9 @@ func New(cfg Config) *Queue {
 	if cfg.Forget <= 0 {
 		cfg.Forget = 10 * time.Minute
 	}
+	if cfg.Remember == 0 {
+		cfg.Remember = time.Minute
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -153,15 +165,24 @@ func (q *Queue) Admit(f *Flow, free, capacity float64) bool {
 	return !q.Busy() && q.roomFor(f, free, capacity)
 }
 
-// roomFor reports whether free slots of capacity let a request of f start.
+// roomFor reports whether free slots of capacity let a request of f start: any free slot
+// when f is within its share; more than the others' reserve (at most what f's share leaves
+// them) and Headroom (at most an eighth of capacity) when f is heavy.
 func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
 	if free <= 0 {
 		return false
 	}
-	if h := min(float64(q.cfg.Headroom), math.Floor(capacity/8)); h > 0 && free <= h && f.heavy() {
-		return false
+	if !f.heavy() {
+		return true
 	}
-	return true
+	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
+	if r := q.reserve.Load() - f.reserved.Load(); r > 0 {
+		if active := q.activeWeight.Load(); active > 0 {
+			left := math.Floor(capacity * float64(active-f.weight.Load()) / float64(active))
+			keep = max(keep, min(float64(r), left))
+		}
+	}
+	return free > keep
 }
 
 // Wait queues a request of flow f (class: the metrics label) until its turn comes and
@@ -256,11 +277,20 @@ func (q *Queue) Kick() bool {
 	if len(q.ring) == 0 {
 		return false
 	}
-	// A pass that lets nothing go leaves the turn where it was.
+	// A pass that lets nothing go leaves the turn where it was. While a light account
+	// waits, a heavy one's turn is passed.
 	n0, s0 := q.next, q.ring[q.next].served
+	lightWaits := false
+	for _, f := range q.ring {
+		lightWaits = lightWaits || !f.heavy()
+	}
 	for range len(q.ring) {
 		f := q.ring[q.next]
 		w := f.waiting.Front().Value.(*waiter)
+		if lightWaits && f.heavy() {
+			q.advance(f)
+			continue
+		}
 		if free, capacity := w.room(); !q.roomFor(f, free, capacity) {
 			q.advance(f)
 			continue

@@ -180,12 +180,80 @@ func TestHeadroomForLightAccounts(t *testing.T) {
 			t.Errorf("%s: Admit = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	// The light account gone quiet past Linger: the heavy one is alone again.
+	// The light account gone quiet past Linger: its recent use (1) stays reserved for
+	// Remember, then the heavy one is alone again.
 	light.Done()
 	now = now.Add(3 * time.Second)
 	q.refresh(now)
+	if q.Admit(heavy, 2, capacity) || !q.Admit(heavy, 3, capacity) {
+		t.Fatal("light account's recent slot and the headroom not kept, or more than them")
+	}
+	now = now.Add(time.Minute)
+	q.refresh(now)
 	if !q.Admit(heavy, 1, capacity) {
-		t.Fatal("others idle: heavy account still kept off the last slots")
+		t.Fatal("others idle past Remember: heavy account still kept off the last slots")
+	}
+}
+
+// An account that took every slot first, alone, leaves free what an absent peer recently
+// used once it is over its share (up to what its share leaves the peer), and the peer
+// finds a slot when it comes back; a heavy account's waiting request is not let go while
+// a light one waits.
+func TestReserveAndMaxMin(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	q := New(Config{Headroom: -1, MaxWait: time.Minute, Now: func() time.Time { return now }})
+	const capacity = 16
+	b := q.Flow("b", 1)
+	for range 10 {
+		b.Start()
+	}
+	for range 10 {
+		b.Done()
+	}
+	now = now.Add(5 * time.Second) // b quiet past Linger, within Remember
+	a := q.Flow("a", 1)
+	started := 0
+	for free := float64(capacity); free > 0; free-- {
+		q.refresh(now)
+		if !q.Admit(a, free, capacity) {
+			break
+		}
+		a.Start()
+		started++
+	}
+	if started != capacity/2 {
+		t.Fatalf("a started %d of %d slots while b's recent 10 were reserved, want %d (its share)", started, capacity, capacity/2)
+	}
+	b = q.Flow("b", 1)
+	q.refresh(now)
+	if !q.Admit(b, capacity-float64(started), capacity) {
+		t.Fatal("b came back and found no slot")
+	}
+
+	// Max-min over the queue: with both waiting, the heavy account's request is passed.
+	var open atomic.Bool
+	ready := roomIf(&open)
+	got := make(chan string, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // the heavy account's request, still waiting
+	for _, f := range []struct {
+		name string
+		fl   *Flow
+	}{{"a", a}, {"b", b}} {
+		n := q.len()
+		go func() {
+			if _, err := q.Wait(ctx, f.fl, "standard", ready); err == nil {
+				got <- f.name
+			}
+		}()
+		waitLen(t, q, n+1)
+	}
+	open.Store(true)
+	if !q.Kick() {
+		t.Fatal("nothing let go")
+	}
+	if first := <-got; first != "b" {
+		t.Fatalf("%s let go first, want the light account b", first)
 	}
 }
 

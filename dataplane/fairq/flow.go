@@ -15,6 +15,9 @@ type Flow struct {
 	inFlight atomic.Int64
 	weight   atomic.Int64
 	seen     atomic.Int64 // unix ns of the last request
+	// peak is the most requests in flight since peakAt (unix ns), kept for Remember;
+	// reserved is the flow's part of the queue's reserve (refresh).
+	peak, peakAt, reserved atomic.Int64
 
 	// Guarded by q.mu: requests waiting, and grants in the current turn.
 	waiting list.List
@@ -42,7 +45,10 @@ func (q *Queue) Flow(acct string, weight int) *Flow {
 
 // Start counts a request of the flow in flight; Done must follow.
 func (f *Flow) Start() {
-	f.inFlight.Add(1)
+	if n := f.inFlight.Add(1); n > f.peak.Load() {
+		f.peak.Store(n)
+		f.peakAt.Store(f.seen.Load())
+	}
 	f.q.inFlight.Add(1)
 }
 
@@ -64,19 +70,26 @@ func (f *Flow) heavy() bool {
 }
 
 // refresh recomputes the weight of the flows active within Linger (requests in flight or
-// waiting, or seen) and forgets flows idle for Forget.
+// waiting, or seen) or holding a reserve, the reserve of the flows below their share (the
+// most they had in flight within Remember less what they have now), and forgets flows idle
+// for Forget.
 func (q *Queue) refresh(now time.Time) {
 	var active int64
 	linger, forget := now.Add(-q.cfg.Linger).UnixNano(), now.Add(-q.cfg.Forget).UnixNano()
+	remember := now.Add(-q.cfg.Remember).UnixNano()
 	q.flows.Range(func(k, v any) bool {
 		f := v.(*Flow)
 		seen := f.seen.Load()
-		busy := f.inFlight.Load() > 0
+		n := f.inFlight.Load()
+		if f.peakAt.Load() < remember || q.cfg.Remember < 0 {
+			f.peak.Store(n) // forgotten: from now on
+			f.peakAt.Store(now.UnixNano())
+		}
 		q.mu.Lock()
-		busy = busy || f.waiting.Len() > 0
+		busy := n > 0 || f.waiting.Len() > 0
 		q.mu.Unlock()
 		switch {
-		case busy || seen >= linger:
+		case busy || seen >= linger || f.peak.Load() > n:
 			active += f.weight.Load()
 		case seen < forget:
 			q.flows.Delete(k)
@@ -84,4 +97,16 @@ func (q *Queue) refresh(now time.Time) {
 		return true
 	})
 	q.activeWeight.Store(active)
+	var reserve int64
+	q.flows.Range(func(_, v any) bool {
+		f := v.(*Flow)
+		r := int64(0)
+		if !f.heavy() {
+			r = max(f.peak.Load()-f.inFlight.Load(), 0)
+		}
+		f.reserved.Store(r)
+		reserve += r
+		return true
+	})
+	q.reserve.Store(reserve)
 }
