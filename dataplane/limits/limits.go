@@ -7,18 +7,17 @@
 //
 // # Several nodes
 //
-// Counters live in the node's memory; nodes share nothing. By default each node enforces
-// the full configured limit, so a deployment of N nodes behind a load balancer admits up to
-// N times the limit. With Config.ShareNodes = N (flag --limit-share-nodes) each node
-// enforces 1/N of every limit (rates and bursts divided by N, concurrency divided by N and
-// rounded up, never below 1), so the deployment together admits about the configured limit
-// when the load balancer spreads a client's requests evenly; a client pinned to one node
-// meets its limit earlier. An exact global limit would need a shared store (e.g. Redis) on
-// the request path; this design deliberately has none, so a node keeps serving when every
-// other component is down.
+// Counters live in the node's memory; nothing is shared on the request path. Each entry
+// enforces its share (0..1) of the configured limits: rates times the share, bursts and
+// concurrency times the share rounded up, never below 1. The share of an entry comes from
+// SetShares (the fleet exchange, dataplane/fleetshare: demand-proportional shares the
+// control plane computes from every node's reports) or, for entries the shares do not
+// list, their Default; before any SetShares the default is 1/Config.ShareNodes (flag
+// --limit-share-nodes). Demand tells the fleet exchange what each entry attempted since
+// the last call.
 //
-// Limiter state lives across snapshot swaps: entries are keyed by key or account ID and
-// re-configured in place when their limits change.
+// Limiter state lives across snapshot swaps and share changes: entries are keyed by key or
+// account ID and re-configured in place when their limits or their share change.
 package limits
 
 import (
@@ -34,8 +33,9 @@ import (
 
 // Config configures a Limiter.
 type Config struct {
-	// ShareNodes is the number of data-plane nodes sharing the deployment's limits; each
-	// node enforces 1/ShareNodes of every limit. Default 1 (each node the full limit).
+	// ShareNodes is the number of data-plane nodes sharing the deployment's limits until
+	// SetShares says otherwise; each node then enforces 1/ShareNodes of every limit.
+	// Default 1 (each node the full limit).
 	ShareNodes int
 	// DefaultMaxConcurrent bounds the requests in flight of an account that has no limits of
 	// its own when the snapshot's default limits set no concurrency either: one customer's
@@ -81,6 +81,8 @@ type Limiter struct {
 	mu       sync.RWMutex
 	keys     map[string]*entry
 	accounts map[string]*entry
+	shares   atomic.Pointer[Shares] // nil: 1/ShareNodes for every entry
+	gen      atomic.Uint64          // bumped by SetShares; entries re-configure when theirs is older
 }
 
 // New returns a Limiter.
@@ -100,29 +102,36 @@ func New(cfg Config) *Limiter {
 // DefaultMaxConcurrent is Config.DefaultMaxConcurrent's default.
 const DefaultMaxConcurrent = 256
 
-// ShareNodes returns the configured share divisor.
-func (l *Limiter) ShareNodes() int { return l.cfg.ShareNodes }
-
-// Effective returns the limits this node enforces for configured limits c: c divided by
-// the share. Rates without a burst get a burst of one second's rate (at least 1).
+// Effective returns the limits this node enforces for configured limits c of an entry
+// the shares do not list: EffectiveShare at the default share.
 func (l *Limiter) Effective(c snapshot.Limits) snapshot.Limits {
-	n := l.cfg.ShareNodes
+	return EffectiveShare(c, l.defaultShare())
+}
+
+// EffectiveShare returns the part share (0..1) of configured limits c: the rate times the
+// share, burst and concurrency times the share rounded up, never below 1. Rates without a
+// burst get a burst of one second's rate (at least 1). Rounding up makes the parts of N
+// nodes sum to at most the limit plus N-1.
+func EffectiveShare(c snapshot.Limits, share float64) snapshot.Limits {
 	var e snapshot.Limits
 	if c.RequestsPerSecond > 0 {
-		e.RequestsPerSecond = c.RequestsPerSecond / float64(n)
+		e.RequestsPerSecond = c.RequestsPerSecond * share
 		b := c.Burst
 		if b <= 0 {
 			b = int(math.Ceil(c.RequestsPerSecond))
 		}
-		e.Burst = max(1, ceilDiv(b, n))
+		e.Burst = ceilShare(b, share)
 	}
 	if c.MaxConcurrent > 0 {
-		e.MaxConcurrent = max(1, ceilDiv(c.MaxConcurrent, n))
+		e.MaxConcurrent = ceilShare(c.MaxConcurrent, share)
 	}
 	return e
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// ceilShare is v times share rounded up (ignoring float error below 1e-9), at least 1.
+func ceilShare(v int, share float64) int {
+	return max(1, int(math.Ceil(float64(v)*share-1e-9)))
+}
 
 // Ticket is an admitted request's hold on concurrency slots; Release it when the request
 // ends (the stream included). The zero Ticket holds nothing.
@@ -156,7 +165,7 @@ func (l *Limiter) Acquire(keyID string, keyLimits *snapshot.Limits, acctID strin
 	}
 	var t Ticket
 	if kl != nil && !unlimited(kl) {
-		e := l.entry(l.keys, keyID)
+		e := l.entry(l.keys, keyID, false)
 		if d := e.acquire(l, kl); d.Reason != OK {
 			d.Scope = ScopeKey
 			return Ticket{}, d
@@ -164,7 +173,7 @@ func (l *Limiter) Acquire(keyID string, keyLimits *snapshot.Limits, acctID strin
 		t.key = e
 	}
 	if al != nil && !unlimited(al) {
-		e := l.entry(l.accounts, acctID)
+		e := l.entry(l.accounts, acctID, true)
 		if d := e.acquire(l, al); d.Reason != OK {
 			t.Release()
 			d.Scope = ScopeAccount
@@ -177,7 +186,7 @@ func (l *Limiter) Acquire(keyID string, keyLimits *snapshot.Limits, acctID strin
 
 func unlimited(c *snapshot.Limits) bool { return c.RequestsPerSecond <= 0 && c.MaxConcurrent <= 0 }
 
-func (l *Limiter) entry(m map[string]*entry, id string) *entry {
+func (l *Limiter) entry(m map[string]*entry, id string, account bool) *entry {
 	l.mu.RLock()
 	e := m[id]
 	l.mu.RUnlock()
@@ -187,7 +196,7 @@ func (l *Limiter) entry(m map[string]*entry, id string) *entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e = m[id]; e == nil {
-		e = &entry{}
+		e = &entry{id: id, account: account}
 		m[id] = e
 	}
 	return e
@@ -221,24 +230,30 @@ func (l *Limiter) Retain(s *snapshot.Snapshot) {
 
 // entry is one key's or account's limiter state.
 type entry struct {
+	id       string
+	account  bool // an account's entry, else a key's
 	mu       sync.Mutex
 	conf     atomic.Pointer[snapshot.Limits] // configured limits applied (before the share)
+	gen      atomic.Uint64                   // the Limiter's shares generation applied
 	rl       atomic.Pointer[rate.Limiter]    // nil: no rate limit
 	max      atomic.Int64                    // 0: no concurrency limit
 	inflight atomic.Int64
+	attempts atomic.Int64 // requests checked against the entry since the last Demand
 }
 
-// configure applies configured limits c when they differ from the applied ones.
+// configure applies configured limits c when they, or the limiter's shares, differ from
+// the applied ones.
 func (e *entry) configure(l *Limiter, c *snapshot.Limits) {
-	if cur := e.conf.Load(); cur != nil && *cur == *c {
+	g := l.gen.Load()
+	if cur := e.conf.Load(); cur != nil && *cur == *c && e.gen.Load() == g {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if cur := e.conf.Load(); cur != nil && *cur == *c {
+	if cur := e.conf.Load(); cur != nil && *cur == *c && e.gen.Load() == g {
 		return
 	}
-	eff := l.Effective(*c)
+	eff := EffectiveShare(*c, l.shareOf(e))
 	now := l.cfg.Now()
 	switch rl := e.rl.Load(); {
 	case eff.RequestsPerSecond <= 0:
@@ -252,10 +267,12 @@ func (e *entry) configure(l *Limiter, c *snapshot.Limits) {
 	e.max.Store(int64(eff.MaxConcurrent))
 	cp := *c
 	e.conf.Store(&cp)
+	e.gen.Store(g)
 }
 
 func (e *entry) acquire(l *Limiter, c *snapshot.Limits) Denial {
 	e.configure(l, c)
+	e.attempts.Add(1)
 	if m := e.max.Load(); m > 0 {
 		if e.inflight.Add(1) > m {
 			e.inflight.Add(-1)

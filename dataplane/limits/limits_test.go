@@ -17,6 +17,9 @@ func lim(rps float64, burst, conc int) *snapshot.Limits {
 	return &snapshot.Limits{RequestsPerSecond: rps, Burst: burst, MaxConcurrent: conc}
 }
 
+// third is a run-time 1/3 (a share is a float64 product, not an exact constant quotient).
+var third = 1.0 / 3
+
 func TestEffective(t *testing.T) {
 	cases := []struct {
 		share int
@@ -27,8 +30,8 @@ func TestEffective(t *testing.T) {
 		{1, *lim(10, 20, 4), *lim(10, 20, 4)},
 		{1, *lim(2.5, 0, 0), *lim(2.5, 3, 0)}, // burst defaults to a second's worth
 		{2, *lim(10, 20, 4), *lim(5, 10, 2)},
-		{3, *lim(10, 5, 5), *lim(10.0/3, 2, 2)}, // rounded up
-		{4, *lim(1, 1, 1), *lim(0.25, 1, 1)},    // never below 1
+		{3, *lim(10, 5, 5), *lim(10*third, 2, 2)}, // rounded up
+		{4, *lim(1, 1, 1), *lim(0.25, 1, 1)},      // never below 1
 	}
 	for _, c := range cases {
 		l := New(Config{ShareNodes: c.share})
