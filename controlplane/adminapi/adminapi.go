@@ -136,6 +136,13 @@ type Node struct {
 	RouteProblems         map[string]string `json:"route_problems"`
 	Credentials           []string          `json:"credentials"`
 	RouteHealthReportedAt *time.Time        `json:"route_health_reported_at"`
+	// LimitsMode is how the node enforces account and key limits as this control plane
+	// knows it: "shared" (it reported to the fleet exchange within three of its intervals
+	// and enforces its share) or "fallback" (it said it was enforcing its local fallback
+	// share, or it has not reported since); null: no report in the last ten minutes.
+	// FleetReportedAt is its last fleet report.
+	LimitsMode      *string    `json:"limits_mode"`
+	FleetReportedAt *time.Time `json:"fleet_reported_at"`
 }
 
 // RejectedRecord is a usage record the control plane refused, with the record as the node

@@ -487,6 +487,7 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "nodes")
 		return
 	}
+	s.addFleetModes(out.Data)
 	writeJSON(w, http.StatusOK, out)
 }
 

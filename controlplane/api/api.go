@@ -36,6 +36,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
 	"github.com/sekgate/gateway/controlplane/publish"
+	"github.com/sekgate/gateway/controlplane/shares"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -76,6 +77,9 @@ type Config struct {
 	// TestBox, when set, serves the console's test box: POST
 	// /admin/v1/accounts/{id}/test-box sends a chat request on behalf of an account.
 	TestBox TestBox
+	// Fleet keeps the nodes' fleet reports (POST /internal/v1/fleet); default: a table of
+	// its own on the API's clock and logger.
+	Fleet *shares.Table
 	// Logger (default slog.Default()) and clock (default time.Now).
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -140,6 +144,9 @@ func New(cfg Config) (*Handlers, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Fleet == nil {
+		cfg.Fleet = shares.New(shares.Config{Now: cfg.Now, Logger: cfg.Logger})
 	}
 	s := &server{cfg: cfg, log: cfg.Logger, now: cfg.Now, adminDigest: sha256.Sum256([]byte(cfg.AdminToken)),
 		service: newServiceLimiter(cfg.ServiceLimits), logins: newLoginLimiter(), failAudit: newFailAuditLimiter(),
@@ -213,6 +220,7 @@ func (s *server) nodeRoutes(mux *http.ServeMux) {
 	node("POST "+internalapi.PathUsage, s.postUsage)
 	node("POST "+internalapi.PathRefusals, s.postRefusals)
 	node("GET "+internalapi.PathBalances, s.getBalances)
+	node("POST "+internalapi.PathFleet, s.postFleet)
 
 	node("GET /v1/service/account", s.limited(serviceRead, s.serviceAccount))
 	node("GET /v1/service/requests", s.limited(serviceRead, s.serviceRequests))

@@ -10,7 +10,7 @@ import (
 func (a *app) nodesCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use:   "list",
-		Short: "List data-plane nodes: region, the snapshot version each applied, when each was last seen and how long the oldest record in its usage spool had waited when it last said",
+		Short: "List data-plane nodes: region, the snapshot version each applied, when each was last seen, how long the oldest record in its usage spool had waited when it last said, and how it enforces limits (shared with the fleet, or its fallback share)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
@@ -39,9 +39,13 @@ func (a *app) nodesCmd() *cobra.Command {
 				if n.SpoolReportedAt != nil {
 					spool = (time.Duration(n.SpoolAgeMs) * time.Millisecond).Round(100 * time.Millisecond).String()
 				}
-				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago, spool})
+				limitsMode := "-" // no fleet report lately
+				if n.LimitsMode != nil {
+					limitsMode = *n.LimitsMode
+				}
+				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago, spool, limitsMode})
 			}
-			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age", "Spool age"}, rows)
+			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age", "Spool age", "Limits"}, rows)
 		},
 	}
 	var limit int

@@ -1,0 +1,129 @@
+package shares
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+func TestShare(t *testing.T) {
+	cases := []struct {
+		name     string
+		d, total float64
+		nodes    int
+		eps      float64
+		want     float64
+	}{
+		{"round robin over 3", 15, 45, 3, 1, 1.0 / 3},
+		{"uneven: the busy node", 30, 45, 3, 1, 31.0 / 48},
+		{"uneven: the quiet node", 0, 45, 3, 1, 1.0 / 48},
+		{"idle fleet shares equally", 0, 0, 4, 1, 0.25},
+		{"alone", 7, 7, 1, 1, 1},
+		{"small demand is not shut out", 0.1, 1.1, 2, 1, 1.1 / 3.1},
+		{"no nodes counts as one", 5, 5, 0, 1, 1},
+	}
+	for _, c := range cases {
+		if got := Share(c.d, c.total, c.nodes, c.eps); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: share %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func demand(id string, n int64) []internalapi.FleetDemand {
+	return []internalapi.FleetDemand{{ID: id, Attempts: n}}
+}
+
+func report(accts []internalapi.FleetDemand) internalapi.FleetReport {
+	return internalapi.FleetReport{IntervalMs: 1000, WindowMs: 1000, Accounts: accts}
+}
+
+// TestTableSharesSumToOne: the shares the nodes of a fleet get for one account sum to 1
+// and follow their demand; nodes that stop reporting drop out after three intervals and
+// new ones count from their first report.
+func TestTableSharesSumToOne(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	tb := New(Config{Now: c.now})
+	loads := map[string]int64{"n1": 30, "n2": 10, "n3": 5}
+	round := func() map[string]internalapi.FleetAnswer {
+		out := map[string]internalapi.FleetAnswer{}
+		for id, n := range loads {
+			out[id] = tb.Report(id, report(demand("acct", n)))
+		}
+		// A second pass sees every node's fresh report.
+		for id, n := range loads {
+			out[id] = tb.Report(id, report(demand("acct", n)))
+		}
+		c.t = c.t.Add(time.Second)
+		return out
+	}
+	check := func(ans map[string]internalapi.FleetAnswer) {
+		t.Helper()
+		sum, total := 0.0, 0.0
+		for _, n := range loads {
+			total += float64(n)
+		}
+		for id, a := range ans {
+			if a.Nodes != len(loads) {
+				t.Errorf("%s: %d nodes, want %d", id, a.Nodes, len(loads))
+			}
+			want := Share(float64(loads[id]), total, len(loads), DefaultEpsilon)
+			if got := a.Accounts["acct"]; math.Abs(got-want) > 1e-9 {
+				t.Errorf("%s: share %v, want %v", id, got, want)
+			}
+			sum += a.Accounts["acct"]
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Errorf("shares sum to %v", sum)
+		}
+	}
+	check(round())
+	loads["n4"], loads["n5"] = 20, 20 // 3 → 5 nodes
+	check(round())
+	delete(loads, "n1")
+	delete(loads, "n2")
+	delete(loads, "n3")
+	// n1..n3 are silent: still counted within three intervals, gone after.
+	c.t = c.t.Add(2 * time.Second)
+	if a := tb.Report("n4", report(demand("acct", 20))); a.Nodes != 5 {
+		t.Fatalf("silent nodes dropped before three intervals: %d nodes", a.Nodes)
+	}
+	c.t = c.t.Add(1500 * time.Millisecond)
+	check(round()) // 5 → 2 nodes
+	modes := tb.Modes()
+	if modes["n1"].Mode != "fallback" || modes["n4"].Mode != "shared" || modes["n4"].Nodes != 2 {
+		t.Errorf("modes %+v", modes)
+	}
+	c.t = c.t.Add(forgetAfter + time.Second)
+	tb.Report("n4", report(nil))
+	if _, ok := tb.Modes()["n1"]; ok {
+		t.Error("a node silent for ten minutes is still listed")
+	}
+}
+
+// TestTableCapacityAndModes: the fleet's capacity per route is the largest a live node
+// learned; a node that says it was in its fallback is listed so.
+func TestTableCapacityAndModes(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	tb := New(Config{Now: c.now})
+	tb.Report("a", internalapi.FleetReport{IntervalMs: 1000, Routes: []internalapi.RouteSlots{{RouteID: "r1", Slots: 8}, {RouteID: "r2", Slots: 0}}})
+	c.t = c.t.Add(2 * time.Second)
+	ans := tb.Report("b", internalapi.FleetReport{IntervalMs: 1000, Fallback: true, Routes: []internalapi.RouteSlots{{RouteID: "r1", Slots: 6}}})
+	if ans.Routes["r1"] != 8 || len(ans.Routes) != 1 || ans.Nodes != 2 || ans.Accounts != nil {
+		t.Fatalf("answer %+v", ans)
+	}
+	c.t = c.t.Add(1500 * time.Millisecond) // a is 3.5 intervals old
+	ans = tb.Report("b", internalapi.FleetReport{IntervalMs: 1000, Routes: []internalapi.RouteSlots{{RouteID: "r1", Slots: 6}}})
+	if ans.Routes["r1"] != 6 || ans.Nodes != 1 {
+		t.Fatalf("a's capacity outlived a: %+v", ans)
+	}
+	tb.Report("c", internalapi.FleetReport{IntervalMs: 1000, Fallback: true})
+	if m := tb.Modes(); m["a"].Mode != "fallback" || m["b"].Mode != "shared" || m["c"].Mode != "fallback" {
+		t.Fatalf("modes %+v", m)
+	}
+}

@@ -1,0 +1,57 @@
+package internalapi
+
+// PathFleet: POST a FleetReport, answered 200 with a FleetAnswer. Every node sends one
+// each fleet interval (its --fleet-interval): the demand of its limited keys and accounts
+// and the server capacity it learned per route. The answer is the node's share of each
+// limit it reported and the fleet's capacity per route (docs/limits.md, "Several
+// nodes"). Nothing is stored: a control plane keeps the reports in memory for three of
+// the node's intervals.
+const PathFleet = "/internal/v1/fleet"
+
+// MaxFleetEntries bounds the keys, accounts and routes of one report, each.
+const MaxFleetEntries = 100_000
+
+// FleetReport is one node's report to the fleet exchange.
+type FleetReport struct {
+	// IntervalMs is the node's report interval: the control plane forgets the node after
+	// three intervals without a report.
+	IntervalMs int64 `json:"interval_ms"`
+	// WindowMs is the time the demand counts cover (the time since the node's last
+	// report, about IntervalMs).
+	WindowMs int64 `json:"window_ms"`
+	// Fallback is true when the node enforced its fallback share (no fresh answer) when
+	// it sent the report.
+	Fallback bool          `json:"fallback,omitempty"`
+	Accounts []FleetDemand `json:"accounts,omitempty"`
+	Keys     []FleetDemand `json:"keys,omitempty"`
+	Routes   []RouteSlots  `json:"routes,omitempty"`
+}
+
+// FleetDemand is one limited key's or account's demand on one node over the window:
+// requests checked against its limits (admitted and refused) and requests in flight
+// when the report was made.
+type FleetDemand struct {
+	ID       string `json:"id"`
+	Attempts int64  `json:"attempts"`
+	InFlight int64  `json:"in_flight,omitempty"`
+}
+
+// RouteSlots is the server capacity (requests it runs at once) a node learned for a route
+// and still trusts.
+type RouteSlots struct {
+	RouteID string `json:"route_id"`
+	Slots   int64  `json:"slots"`
+}
+
+// FleetAnswer is the control plane's answer to a FleetReport.
+type FleetAnswer struct {
+	// Nodes is the number of live nodes (those that reported within three of their
+	// intervals), this one included.
+	Nodes int `json:"nodes"`
+	// Accounts and Keys are this node's share (0..1] of the limits of each account and
+	// key it reported; one it did not report takes 1/Nodes.
+	Accounts map[string]float64 `json:"accounts,omitempty"`
+	Keys     map[string]float64 `json:"keys,omitempty"`
+	// Routes is the largest capacity any live node learned, per route ID.
+	Routes map[string]int64 `json:"routes,omitempty"`
+}
