@@ -42,6 +42,9 @@ type Route struct {
 	// at slotsAt (unix ns) and trusted for SlotsFor.
 	srvInFlight, slots, slotsAt atomic.Int64
 	scrapeFails                 atomic.Int64
+	// fleetSlots is the capacity the fleet learned (dataplane/fleetshare), seeded at
+	// fleetAt (unix ns): used while the node has no server report of its own.
+	fleetSlots, fleetAt atomic.Int64
 }
 
 // Start counts a request dispatched to the route at now (unix ns); Done must follow.
@@ -151,18 +154,23 @@ func (v View) SlotsKnown() bool { return v.Slots > 0 }
 
 // View returns the route's load at now (unix ns) with reports fresh for fresh and faded
 // over as long again.
+//
+// Without a report (none yet, or faded out) but with a fresh capacity from the fleet
+// (SeedSlots), the server is taken to run this node's requests against that capacity: the
+// view is fresh, with Slots the fleet's capacity and Excess this node's in-flight count
+// beyond it, so a node that just started does not send its first burst into a queue.
 func (r *Route) View(now int64, fresh time.Duration) View {
 	v := View{InFlight: r.inFlight.Load()}
 	at := r.srvAt.Load()
 	if at == 0 {
-		return v
+		return r.fleetView(v, now)
 	}
 	age := now - at
 	switch {
 	case age <= int64(fresh):
 		v.Fresh = 1
 	case age >= 2*int64(fresh):
-		return v
+		return r.fleetView(v, now)
 	default:
 		v.Fresh = float64(2*int64(fresh)-age) / float64(fresh)
 	}
@@ -180,6 +188,35 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 		v.KV = v.Fresh * float64(kv) / 1e6
 	}
 	return v
+}
+
+// fleetView is view v (the node's own count only) with the fleet's capacity, when fresh.
+func (r *Route) fleetView(v View, now int64) View {
+	slots := r.fleetSlots.Load()
+	if slots <= 0 || now-r.fleetAt.Load() > int64(SlotsFor) {
+		return v
+	}
+	v.Fresh, v.Slots = 1, float64(slots)
+	v.Excess = float64(v.InFlight - slots)
+	v.Queue = max(0, v.Excess)
+	return v
+}
+
+// LearnedSlots is the server capacity this node learned itself (SetServer) and still
+// trusts at now (unix ns); 0 when none. A capacity seeded from the fleet is not included,
+// so it is never reported back as learned.
+func (r *Route) LearnedSlots(now int64) int64 {
+	if s := r.slots.Load(); s > 0 && now-r.slotsAt.Load() <= int64(SlotsFor) {
+		return s
+	}
+	return 0
+}
+
+// SeedSlots gives the route the fleet's capacity, learned by some node, at now (unix ns).
+// It is trusted for SlotsFor and used only while the node has no report of its own.
+func (r *Route) SeedSlots(slots, now int64) {
+	r.fleetSlots.Store(slots)
+	r.fleetAt.Store(now)
 }
 
 // Load is a route's requests at the server as this node sees them: the server's waiting
@@ -241,6 +278,30 @@ func (g *Registry) Each(fn func(*Route)) {
 	for _, r := range all {
 		fn(r)
 	}
+}
+
+// LearnedSlots returns, per route ID, the largest capacity this node learned itself and
+// still trusts at now (unix ns).
+func (g *Registry) LearnedSlots(now int64) map[string]int64 {
+	out := map[string]int64{}
+	g.Each(func(r *Route) {
+		if s := r.LearnedSlots(now); s > 0 {
+			out[r.ID] = max(out[r.ID], s)
+		}
+	})
+	return out
+}
+
+// SeedSlots gives every route of an ID in slots the fleet's capacity for it, at now.
+func (g *Registry) SeedSlots(slots map[string]int64, now int64) {
+	if len(slots) == 0 {
+		return
+	}
+	g.Each(func(r *Route) {
+		if s, ok := slots[r.ID]; ok && s > 0 {
+			r.SeedSlots(s, now)
+		}
+	})
 }
 
 // MetricsURL is the metrics endpoint of route r: its metrics_url; by default the

@@ -136,3 +136,42 @@ func TestSlotsLearned(t *testing.T) {
 		t.Fatalf("capacity from an unqueued report: %+v", v)
 	}
 }
+
+// TestFleetSeed: a capacity seeded from the fleet bounds a route that has no report of its
+// own (this node's in-flight count against it), gives way to the node's own report, is
+// never reported back as learned, and expires after SlotsFor.
+func TestFleetSeed(t *testing.T) {
+	g := NewRegistry()
+	r := g.For(route("a", "http://h:1/v1", ""))
+	now := int64(time.Hour)
+	if v := r.View(now, g.FreshFor); v.SlotsKnown() || v.Fresh != 0 {
+		t.Fatalf("unseeded: %+v", v)
+	}
+	g.SeedSlots(map[string]int64{"a": 4, "other": 9}, now)
+	for range 6 {
+		r.Start(now)
+	}
+	v := r.View(now, g.FreshFor)
+	if v.Slots != 4 || v.Fresh != 1 || v.Excess != 2 || v.Queue != 2 {
+		t.Fatalf("seeded with 6 in flight: %+v", v)
+	}
+	if got := g.LearnedSlots(now); len(got) != 0 {
+		t.Fatalf("a seeded capacity reported as learned: %v", got)
+	}
+	// The node's own report wins: the server runs 3 with 2 waiting (capacity 3).
+	r.SetServer(Report{Waiting: 2, Running: 3, KV: -1}, now, 6)
+	if v := r.View(now, g.FreshFor); v.Slots != 3 {
+		t.Fatalf("own report: %+v", v)
+	}
+	if got := g.LearnedSlots(now); got["a"] != 3 {
+		t.Fatalf("learned %v, want a: 3", got)
+	}
+	// Both expire: the report fades, the seed is older than SlotsFor.
+	later := now + int64(SlotsFor) + 1
+	if v := r.View(later, g.FreshFor); v.SlotsKnown() || v.Fresh != 0 {
+		t.Fatalf("after SlotsFor: %+v", v)
+	}
+	if got := g.LearnedSlots(later); len(got) != 0 {
+		t.Fatalf("learned after SlotsFor: %v", got)
+	}
+}
