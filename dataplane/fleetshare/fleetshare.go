@@ -1,0 +1,214 @@
+// Package fleetshare is a data-plane node's side of the fleet exchange: every interval it
+// reports to the control plane (internalapi.PathFleet) the demand of its limited keys and
+// accounts and the server capacity it learned per route, and applies the answer: its share
+// of each limit (dataplane/limits) and the fleet's capacity for routes it knows none of
+// (dataplane/loadstat). Nothing of it is on the request path.
+//
+// # Fallback
+//
+// When no answer arrived for Missed intervals (the control plane is down or cut off), the
+// node enforces a conservative local share: every limit divided by the number of live
+// nodes the last answer gave, or by Config.FallbackNodes (--limit-share-nodes) when it
+// never had one. It says so in a log line on each change and in the
+// gateway_fleet_limits_fallback gauge, and keeps serving; the first answer ends it.
+package fleetshare
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+// Defaults and bounds.
+const (
+	DefaultInterval = time.Second
+	// Missed is how many intervals without an answer start the fallback.
+	Missed = 3
+)
+
+// Limiter is what the exchange needs of the node's limiter (*limits.Limiter).
+type Limiter interface {
+	Demand() (keys, accounts []limits.Demand)
+	SetShares(limits.Shares)
+}
+
+// Capacity is what the exchange needs of the node's load registry (*loadstat.Registry).
+type Capacity interface {
+	LearnedSlots(now int64) map[string]int64
+	SeedSlots(slots map[string]int64, now int64)
+}
+
+// Poster sends a report to the control plane and returns its answer (*LinkPoster).
+type Poster interface {
+	Post(ctx context.Context, r internalapi.FleetReport) (internalapi.FleetAnswer, error)
+}
+
+// Config configures an Exchange.
+type Config struct {
+	Limiter Limiter // required
+	Poster  Poster  // required
+	// Capacity, when set, reports learned capacities and takes the fleet's.
+	Capacity Capacity
+	// Interval between reports (default 1 s).
+	Interval time.Duration
+	// FallbackNodes divides every limit in the fallback until an answer told the number
+	// of live nodes (default 1).
+	FallbackNodes int
+	// Now is the clock (default time.Now); Logger (default slog.Default()).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Exchange runs the node's side of the fleet exchange. Safe for concurrent use.
+type Exchange struct {
+	cfg Config
+
+	mu         sync.Mutex
+	lastReport time.Time // when the last report was made (the demand window's start)
+	lastAnswer time.Time // when the last answer arrived (the start, before any)
+	nodes      int       // live nodes of the last answer (FallbackNodes before any)
+
+	fallback  atomic.Bool
+	liveNodes atomic.Int64
+}
+
+// New returns an Exchange; its clock starts now, so the fallback begins Missed intervals
+// from now unless an answer arrives.
+func New(cfg Config) *Exchange {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.FallbackNodes <= 0 {
+		cfg.FallbackNodes = 1
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	now := cfg.Now()
+	x := &Exchange{cfg: cfg, lastReport: now, lastAnswer: now, nodes: cfg.FallbackNodes}
+	x.liveNodes.Store(int64(cfg.FallbackNodes))
+	return x
+}
+
+// Fallback reports whether the node enforces its fallback share.
+func (x *Exchange) Fallback() bool { return x.fallback.Load() }
+
+// Run reports every interval until ctx ends.
+func (x *Exchange) Run(ctx context.Context) {
+	t := time.NewTicker(x.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			x.Step(ctx)
+		}
+	}
+}
+
+// Step makes one report and applies its answer, or, without one, checks whether the
+// fallback begins. A report waits for its answer at most one interval.
+func (x *Exchange) Step(ctx context.Context) {
+	rep := x.report()
+	ctx, cancel := context.WithTimeout(ctx, x.cfg.Interval)
+	defer cancel()
+	ans, err := x.cfg.Poster.Post(ctx, rep)
+	if err != nil {
+		x.cfg.Logger.Debug("fleet report not answered", "err", err)
+		x.checkFallback()
+		return
+	}
+	x.apply(ans)
+}
+
+// report gathers the demand since the last report and the capacities learned.
+func (x *Exchange) report() internalapi.FleetReport {
+	now := x.cfg.Now()
+	x.mu.Lock()
+	window := now.Sub(x.lastReport)
+	x.lastReport = now
+	x.mu.Unlock()
+	keys, accts := x.cfg.Limiter.Demand()
+	rep := internalapi.FleetReport{IntervalMs: x.cfg.Interval.Milliseconds(), WindowMs: max(window.Milliseconds(), 1),
+		Fallback: x.fallback.Load(), Keys: wire(keys), Accounts: wire(accts)}
+	if x.cfg.Capacity != nil {
+		for id, s := range x.cfg.Capacity.LearnedSlots(now.UnixNano()) {
+			rep.Routes = append(rep.Routes, internalapi.RouteSlots{RouteID: id, Slots: s})
+		}
+	}
+	return rep
+}
+
+func wire(ds []limits.Demand) []internalapi.FleetDemand {
+	out := make([]internalapi.FleetDemand, 0, min(len(ds), internalapi.MaxFleetEntries))
+	for _, d := range ds {
+		if len(out) == internalapi.MaxFleetEntries {
+			break
+		}
+		out = append(out, internalapi.FleetDemand{ID: d.ID, Attempts: d.Attempts, InFlight: d.InFlight})
+	}
+	return out
+}
+
+// apply installs an answer's shares and capacities and ends the fallback.
+func (x *Exchange) apply(a internalapi.FleetAnswer) {
+	now := x.cfg.Now()
+	nodes := max(a.Nodes, 1)
+	x.cfg.Limiter.SetShares(limits.Shares{Default: 1 / float64(nodes), Keys: a.Keys, Accounts: a.Accounts})
+	if x.cfg.Capacity != nil {
+		x.cfg.Capacity.SeedSlots(a.Routes, now.UnixNano())
+	}
+	x.mu.Lock()
+	x.lastAnswer, x.nodes = now, nodes
+	x.mu.Unlock()
+	if prev := x.liveNodes.Swap(int64(nodes)); prev != int64(nodes) {
+		x.cfg.Logger.Info("fleet: live nodes changed", "nodes", nodes, "was", prev)
+	}
+	if x.fallback.Swap(false) {
+		x.cfg.Logger.Info("fleet limits: the control plane answers again; enforcing this node's fleet share", "nodes", nodes)
+	}
+}
+
+// checkFallback starts the fallback when no answer arrived for Missed intervals.
+func (x *Exchange) checkFallback() {
+	now := x.cfg.Now()
+	x.mu.Lock()
+	silent, nodes := now.Sub(x.lastAnswer), x.nodes
+	x.mu.Unlock()
+	if silent < Missed*x.cfg.Interval || x.fallback.Load() {
+		return
+	}
+	x.cfg.Limiter.SetShares(limits.EqualShares(nodes))
+	x.fallback.Store(true)
+	x.cfg.Logger.Warn("fleet limits: no answer from the control plane; enforcing the fallback share of every limit",
+		"silent", silent.Round(time.Millisecond), "divided_by", nodes)
+}
+
+// Collectors are the exchange's metrics: gateway_fleet_limits_fallback (1 while the
+// fallback share is enforced) and gateway_fleet_nodes (live nodes of the last answer).
+func (x *Exchange) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_fleet_limits_fallback",
+			Help: "1 while this node enforces its local fallback share of account and key limits (no fleet answer for three intervals), else 0."},
+			func() float64 {
+				if x.fallback.Load() {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_fleet_nodes",
+			Help: "Live data-plane nodes sharing the limits, as the last fleet answer said (the fallback divisor before any)."},
+			func() float64 { return float64(x.liveNodes.Load()) }),
+	}
+}

@@ -1,0 +1,122 @@
+package fleetshare
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/shared/internalapi"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time       { return c.t }
+func (c *clock) step(d time.Duration) { c.t = c.t.Add(d) }
+
+type fakeLimiter struct {
+	shares []limits.Shares
+	demand []limits.Demand
+}
+
+func (f *fakeLimiter) Demand() (keys, accounts []limits.Demand) {
+	d := f.demand
+	f.demand = nil
+	return nil, d
+}
+func (f *fakeLimiter) SetShares(s limits.Shares) { f.shares = append(f.shares, s) }
+
+type fakeCapacity struct {
+	learned map[string]int64
+	seeded  map[string]int64
+}
+
+func (f *fakeCapacity) LearnedSlots(int64) map[string]int64   { return f.learned }
+func (f *fakeCapacity) SeedSlots(s map[string]int64, _ int64) { f.seeded = s }
+func (p *fakePoster) Post(_ context.Context, r internalapi.FleetReport) (internalapi.FleetAnswer, error) {
+	p.reports = append(p.reports, r)
+	if p.err != nil {
+		return internalapi.FleetAnswer{}, p.err
+	}
+	return p.answer, nil
+}
+
+type fakePoster struct {
+	reports []internalapi.FleetReport
+	answer  internalapi.FleetAnswer
+	err     error
+}
+
+// TestFallbackTransitions: without answers the node keeps its shares for three
+// intervals, then enforces limit/N (N: --limit-share-nodes before any answer, the last
+// answer's live nodes after), says so once per change in the log and the gauge, and the
+// first answer ends it.
+func TestFallbackTransitions(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	lim, capy := &fakeLimiter{}, &fakeCapacity{learned: map[string]int64{"r1": 6}}
+	post := &fakePoster{err: errors.New("connection refused")}
+	var logs bytes.Buffer
+	x := New(Config{Limiter: lim, Poster: post, Capacity: capy, Interval: time.Second, FallbackNodes: 2, Now: c.now,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	gauge := x.Collectors()[0]
+	step := func() {
+		c.step(time.Second)
+		x.Step(context.Background())
+	}
+	expect := func(what string, fallback bool, shares int) {
+		t.Helper()
+		if x.Fallback() != fallback || len(lim.shares) != shares {
+			t.Fatalf("%s: fallback %v with %d share updates, want %v with %d", what, x.Fallback(), len(lim.shares), fallback, shares)
+		}
+		want := 0.0
+		if fallback {
+			want = 1
+		}
+		if got := testutil.ToFloat64(gauge.(prometheus.Collector)); got != want {
+			t.Fatalf("%s: gauge %v", what, got)
+		}
+	}
+	step()
+	step()
+	expect("two intervals silent", false, 0)
+	step()
+	expect("three intervals silent", true, 1)
+	if s := lim.shares[0]; s.Default != 0.5 || s.Accounts != nil {
+		t.Fatalf("fallback before any answer: %+v, want 1/2 (--limit-share-nodes)", s)
+	}
+	step()
+	expect("still silent", true, 1) // no new share update, no new log line
+	// The control plane answers: shares and capacity applied, fallback over.
+	post.err, post.answer = nil, internalapi.FleetAnswer{Nodes: 3, Accounts: map[string]float64{"a": 0.6}, Routes: map[string]int64{"r1": 8}}
+	lim.demand = []limits.Demand{{ID: "a", Attempts: 15, InFlight: 2}}
+	step()
+	expect("answered", false, 2)
+	if s := lim.shares[1]; s.Default != 1.0/3 || s.Accounts["a"] != 0.6 || capy.seeded["r1"] != 8 {
+		t.Fatalf("applied %+v, seeded %v", s, capy.seeded)
+	}
+	r := post.reports[len(post.reports)-1]
+	if !r.Fallback || r.WindowMs != 1000 || r.IntervalMs != 1000 || len(r.Accounts) != 1 || r.Accounts[0].Attempts != 15 ||
+		len(r.Routes) != 1 || r.Routes[0].Slots != 6 {
+		t.Fatalf("report %+v", r)
+	}
+	// Cut again: the fallback now divides by the 3 live nodes last known.
+	post.err = errors.New("timeout")
+	step()
+	step()
+	expect("two intervals after the answer", false, 2)
+	step()
+	expect("cut again", true, 3)
+	if s := lim.shares[2]; s.Default != 1.0/3 || len(s.Accounts) != 0 {
+		t.Fatalf("fallback after an answer of 3 nodes: %+v", s)
+	}
+	if n := strings.Count(logs.String(), "fleet limits:"); n != 3 {
+		t.Fatalf("%d log lines on the 3 changes:\n%s", n, logs.String())
+	}
+}
