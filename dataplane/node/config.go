@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/edge"
+	"github.com/sekgate/gateway/dataplane/fleetshare"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -46,7 +47,8 @@ type Config struct {
 	breaker         routing.HealthConfig // per-route circuit breakers
 	maxAttempts     int                  // routes one request tries before its first byte
 	requestTimeout  time.Duration        // total deadline of one request
-	limitShareNodes int                  // nodes sharing the deployment's limits
+	limitShareNodes int                  // nodes sharing the limits until the fleet says (the fallback's divisor)
+	fleetInterval   time.Duration        // fleet exchange report interval (0: off)
 	edge            server.Config        // public edge: timeouts and connection caps
 	trustedProxies  string               // CIDRs whose X-Forwarded-For names the client
 	credentialsFile string               // route credentials file, re-read when it changes
@@ -81,7 +83,8 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	fs.IntVar(&o.batchSize, "usage-batch-size", meter.DefaultBatchSize, "most usage records per batch sent to the control plane (1 to 10000)")
 	fs.DurationVar(&o.fsyncWindow, "spool-fsync-window", meter.DefaultFsyncWindow, "how long spooled usage records wait to be fsynced together (0: at once)")
-	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "nodes sharing the deployment's limits; each enforces 1/N of every limit")
+	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "fallback N: enforce 1/N of each limit until the fleet exchange answers (always, --fleet-interval 0)")
+	fs.DurationVar(&o.fleetInterval, "fleet-interval", fleetshare.DefaultInterval, "report interval of limit demand for the node's fleet share; 3 unanswered: fallback (0: off)")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 3, "routes one request tries before its first byte reaches the client")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Minute, "total deadline of one request, failover and streaming included")
 	fs.IntVar(&o.upstream.MaxConnsPerUpstream, "upstream-max-conns", 1024, "connections per upstream (a route's max_conns overrides)")
@@ -178,6 +181,9 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 	}
 	if o.limitShareNodes < 1 {
 		return o, errors.New("--limit-share-nodes must be at least 1")
+	}
+	if o.fleetInterval != 0 && (o.fleetInterval < 100*time.Millisecond || o.fleetInterval > time.Minute) {
+		return o, errors.New("--fleet-interval must be 0 (off) or between 100ms and 1m")
 	}
 	return o, nil
 }

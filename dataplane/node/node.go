@@ -14,6 +14,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/fairq"
+	"github.com/sekgate/gateway/dataplane/fleetshare"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/meter"
@@ -49,6 +50,7 @@ type node struct {
 	creds    *routecheck.Credentials // route credentials: environment and --credentials-file
 	checker  *routecheck.Checker     // routes this node cannot use because of their configuration
 	refusals *refusals.Counter       // requests refused before routing, reported for operators
+	fleet    *fleetshare.Exchange    // the limits' fleet shares and known capacities (nil: off)
 
 	closers []func()
 }
@@ -164,6 +166,21 @@ func (n *node) openSync() error {
 	return nil
 }
 
+// openFleet builds the fleet exchange (--fleet-interval): the limiter's shares and the
+// capacities of the selector's routes.
+func (n *node) openFleet(sel *routing.Selector) {
+	if n.o.fleetInterval <= 0 {
+		return
+	}
+	cfg := fleetshare.Config{Limiter: n.limiter, Interval: n.o.fleetInterval, FallbackNodes: n.o.limitShareNodes, Logger: n.log,
+		Poster: &fleetshare.LinkPoster{Link: n.link, Client: n.link.HTTPClient(n.o.fleetInterval)}}
+	if sel != nil && sel.Loads != nil {
+		cfg.Capacity = sel.Loads
+	}
+	n.fleet = fleetshare.New(cfg)
+	n.tel.Registry().MustRegister(n.fleet.Collectors()...)
+}
+
 // newServer builds the public edge.
 func (n *node) newServer() error {
 	o := n.o
@@ -201,6 +218,7 @@ func (n *node) newServer() error {
 	n.tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = n.limiter
 	cfg.Selector, n.scraper = o.routing.selector(scrape.Config{Logger: n.log})
+	n.openFleet(cfg.Selector)
 	if o.routing.fairQueue {
 		n.fairq = fairq.New(o.routing.queueConfig())
 		n.tel.Registry().MustRegister(n.fairq.Collectors()...)
@@ -236,6 +254,9 @@ func (n *node) serve(ctx context.Context) error {
 	go n.scraper.Run(bg)
 	go n.checker.Run(bg)
 	go n.refusals.Run(bg, n.link, 10*time.Second, log)
+	if n.fleet != nil {
+		go n.fleet.Run(bg)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // re-read the route credentials and check the routes
 	defer signal.Stop(hup)
