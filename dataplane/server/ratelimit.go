@@ -10,8 +10,8 @@ import (
 )
 
 // The OpenAI convention's request-rate headers, from this node's limiter: every node
-// enforces its own share of a limit (--limit-share-nodes), so they describe the node that
-// answered, not the deployment.
+// enforces its own share of a limit (its fleet share, dataplane/fleetshare), so they
+// describe the node that answered, not the deployment.
 const (
 	headerLimitRequests     = "X-Ratelimit-Limit-Requests"
 	headerRemainingRequests = "X-Ratelimit-Remaining-Requests"

@@ -68,8 +68,8 @@ type Config struct {
 	// Health holds the per-route circuit breakers (default: routing.NewHealth defaults:
 	// open after 5 consecutive failures or half of >= 20 attempts in 30s, probe after 10s).
 	Health *routing.Health
-	// Limiter enforces per-key and per-account rate and concurrency limits (default: each
-	// node the full limits of the snapshot, limits.New with ShareNodes 1).
+	// Limiter enforces per-key and per-account rate and concurrency limits (default: the
+	// full limits of the snapshot, limits.New with ShareNodes 1 and no fleet shares).
 	Limiter *limits.Limiter
 	// MaxAttempts bounds the routes one request tries before its first byte (default 3).
 	MaxAttempts int
