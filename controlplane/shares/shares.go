@@ -1,7 +1,8 @@
 // Package shares is the control plane's side of the fleet exchange: it keeps, in memory,
 // the last report of every data-plane node (internalapi.FleetReport) and answers each
 // report with that node's share of every limit it reported and the fleet's known server
-// capacity per route.
+// capacity per route, and hands each node the prefix placements the others made
+// (placements.go).
 //
 // # Shares
 //
@@ -53,9 +54,10 @@ type Config struct {
 
 // Table holds the nodes' last reports. Safe for concurrent use.
 type Table struct {
-	cfg   Config
-	mu    sync.Mutex
-	nodes map[string]*node
+	cfg    Config
+	mu     sync.Mutex
+	nodes  map[string]*node
+	placed placements
 }
 
 // node is one node's last report, demands as rates per second.
@@ -103,6 +105,8 @@ func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAn
 		Accounts: t.shares(id, live, func(x *node) map[string]float64 { return x.accounts }),
 		Keys:     t.shares(id, live, func(x *node) map[string]float64 { return x.keys }),
 		Routes:   capacity(live)}
+	t.placed.add(id, r.Placements, now)
+	a.Placements, a.PlacementSeq = t.placed.since(id, r.PlacementsSince, now)
 	return a
 }
 

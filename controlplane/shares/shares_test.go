@@ -127,3 +127,34 @@ func TestTableCapacityAndModes(t *testing.T) {
 		t.Fatalf("modes %+v", m)
 	}
 }
+
+// TestPlacementsHandedOn: a node gets the others' placements since its last answer, never
+// its own, warm ones only, with their age; a sequence from before a restart starts over.
+func TestPlacementsHandedOn(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	tb := New(Config{Now: c.now})
+	rep := func(ps []internalapi.Placement, since uint64) internalapi.FleetReport {
+		return internalapi.FleetReport{IntervalMs: 1000, WindowMs: 1000, Placements: ps, PlacementsSince: since}
+	}
+	a := tb.Report("a", rep([]internalapi.Placement{{Key: 1, Tag: 7, AgoMs: 200}, {Key: 2, Tag: 8, AgoMs: int64(6 * time.Minute / time.Millisecond)}}, 0))
+	if len(a.Placements) != 0 || a.PlacementSeq != 2 {
+		t.Fatalf("a's own placements handed back: %+v", a)
+	}
+	c.t = c.t.Add(time.Second)
+	b := tb.Report("b", rep([]internalapi.Placement{{Key: 3, Tag: 9}}, 0))
+	if len(b.Placements) != 1 || b.Placements[0].Key != 1 || b.Placements[0].AgoMs != 1200 || b.PlacementSeq != 3 {
+		t.Fatalf("b got %+v, want key 1 only (key 2 is cold), 1.2 s old", b)
+	}
+	c.t = c.t.Add(time.Second)
+	a = tb.Report("a", rep(nil, a.PlacementSeq))
+	if len(a.Placements) != 1 || a.Placements[0].Key != 3 {
+		t.Fatalf("a got %+v, want b's key 3", a)
+	}
+	b = tb.Report("b", rep(nil, b.PlacementSeq))
+	if len(b.Placements) != 0 {
+		t.Fatalf("b got %+v again", b.Placements)
+	}
+	if restarted := tb.Report("b", rep(nil, 99)); len(restarted.Placements) != 1 {
+		t.Fatalf("a sequence from before a restart: %+v", restarted)
+	}
+}

@@ -1,8 +1,9 @@
 // Package fleetshare is a data-plane node's side of the fleet exchange: every interval it
 // reports to the control plane (internalapi.PathFleet) the demand of its limited keys and
-// accounts and the server capacity it learned per route, and applies the answer: its share
-// of each limit (dataplane/limits) and the fleet's capacity for routes it knows none of
-// (dataplane/loadstat). Nothing of it is on the request path.
+// accounts, the server capacity it learned per route and the prefix keys it sent where,
+// and applies the answer: its share of each limit (dataplane/limits), the fleet's capacity
+// for routes it knows none of (dataplane/loadstat) and the other nodes' prefix placements
+// (dataplane/routing). Nothing of it is on the request path.
 //
 // # Fallback
 //
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -37,6 +39,13 @@ const (
 type Limiter interface {
 	Demand() (keys, accounts []limits.Demand)
 	SetShares(limits.Shares)
+}
+
+// Prefixes is what the exchange needs of the node's route selector (*routing.Selector): the
+// prefix keys it sent since a time, and learning where the other nodes sent theirs.
+type Prefixes interface {
+	Placements(since int64, limit int) []routing.Placement
+	Learn(ps []routing.Placement, now int64)
 }
 
 // Capacity is what the exchange needs of the node's load registry (*loadstat.Registry).
@@ -56,6 +65,8 @@ type Config struct {
 	Poster  Poster  // required
 	// Capacity, when set, reports learned capacities and takes the fleet's.
 	Capacity Capacity
+	// Prefixes, when set, reports the node's prefix placements and learns the fleet's.
+	Prefixes Prefixes
 	// Interval between reports (default 1 s).
 	Interval time.Duration
 	// FallbackNodes divides every limit in the fallback until an answer told the number
@@ -72,6 +83,8 @@ type Exchange struct {
 
 	mu         sync.Mutex
 	lastReport time.Time // when the last report was made (the demand window's start)
+	placedTo   int64     // unix ns up to which placements were reported
+	placeSeq   uint64    // the fleet's placement sequence taken up to
 	lastAnswer time.Time // when the last answer arrived (the start, before any)
 	nodes      int       // live nodes of the last answer (FallbackNodes before any)
 
@@ -138,6 +151,8 @@ func (x *Exchange) report() internalapi.FleetReport {
 	x.mu.Lock()
 	window := now.Sub(x.lastReport)
 	x.lastReport = now
+	placedTo, seq := x.placedTo, x.placeSeq
+	x.placedTo = now.UnixNano()
 	x.mu.Unlock()
 	keys, accts := x.cfg.Limiter.Demand()
 	rep := internalapi.FleetReport{IntervalMs: x.cfg.Interval.Milliseconds(), WindowMs: max(window.Milliseconds(), 1),
@@ -147,7 +162,29 @@ func (x *Exchange) report() internalapi.FleetReport {
 			rep.Routes = append(rep.Routes, internalapi.RouteSlots{RouteID: id, Slots: s})
 		}
 	}
+	if x.cfg.Prefixes != nil {
+		rep.PlacementsSince = seq
+		for _, p := range x.cfg.Prefixes.Placements(placedTo, internalapi.MaxFleetPlacements) {
+			rep.Placements = append(rep.Placements, internalapi.Placement{Key: p.Key, Tag: p.Tag,
+				AgoMs: max(now.UnixNano()-p.At, 0) / int64(time.Millisecond)})
+		}
+	}
 	return rep
+}
+
+// learn takes the fleet's placements of an answer received at now.
+func (x *Exchange) learn(a internalapi.FleetAnswer, now time.Time) {
+	if x.cfg.Prefixes == nil {
+		return
+	}
+	ps := make([]routing.Placement, 0, len(a.Placements))
+	for _, p := range a.Placements {
+		ps = append(ps, routing.Placement{Key: p.Key, Tag: p.Tag, At: now.UnixNano() - p.AgoMs*int64(time.Millisecond)})
+	}
+	x.cfg.Prefixes.Learn(ps, now.UnixNano())
+	x.mu.Lock()
+	x.placeSeq = a.PlacementSeq
+	x.mu.Unlock()
 }
 
 func wire(ds []limits.Demand) []internalapi.FleetDemand {
@@ -169,6 +206,7 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 	if x.cfg.Capacity != nil {
 		x.cfg.Capacity.SeedSlots(a.Routes, now.UnixNano())
 	}
+	x.learn(a, now)
 	x.mu.Lock()
 	x.lastAnswer, x.nodes = now, nodes
 	x.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -118,5 +119,42 @@ func TestFallbackTransitions(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "fleet limits:"); n != 3 {
 		t.Fatalf("%d log lines on the 3 changes:\n%s", n, logs.String())
+	}
+}
+
+type fakePrefixes struct {
+	since   []int64
+	own     []routing.Placement
+	learned []routing.Placement
+}
+
+func (f *fakePrefixes) Placements(since int64, _ int) []routing.Placement {
+	f.since = append(f.since, since)
+	return f.own
+}
+func (f *fakePrefixes) Learn(ps []routing.Placement, _ int64) { f.learned = append(f.learned, ps...) }
+
+// TestPlacementsExchanged: a report carries the node's placements since its last report,
+// aged; an answer's placements are learned at their time, and the next report continues
+// from the answer's sequence.
+func TestPlacementsExchanged(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	pre := &fakePrefixes{own: []routing.Placement{{Key: 5, Tag: 3, At: c.t.Add(-300 * time.Millisecond).UnixNano()}}}
+	post := &fakePoster{answer: internalapi.FleetAnswer{Nodes: 2, PlacementSeq: 42,
+		Placements: []internalapi.Placement{{Key: 6, Tag: 4, AgoMs: 1500}}}}
+	x := New(Config{Limiter: &fakeLimiter{}, Poster: post, Prefixes: pre, Now: c.now})
+	c.step(time.Second)
+	x.Step(context.Background())
+	r := post.reports[0]
+	if len(r.Placements) != 1 || r.Placements[0].Key != 5 || r.Placements[0].AgoMs != 1300 || r.PlacementsSince != 0 {
+		t.Fatalf("report %+v", r)
+	}
+	if len(pre.learned) != 1 || pre.learned[0].Key != 6 || pre.learned[0].At != c.t.Add(-1500*time.Millisecond).UnixNano() {
+		t.Fatalf("learned %+v", pre.learned)
+	}
+	c.step(time.Second)
+	x.Step(context.Background())
+	if r := post.reports[1]; r.PlacementsSince != 42 || pre.since[1] != c.t.Add(-time.Second).UnixNano() {
+		t.Fatalf("second report since %d, placements after %d", r.PlacementsSince, pre.since[1])
 	}
 }

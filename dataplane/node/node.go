@@ -177,6 +177,9 @@ func (n *node) openFleet(sel *routing.Selector) {
 	if sel != nil && sel.Loads != nil {
 		cfg.Capacity = sel.Loads
 	}
+	if sel != nil {
+		cfg.Prefixes = sel
+	}
 	n.fleet = fleetshare.New(cfg)
 	n.tel.Registry().MustRegister(n.fleet.Collectors()...)
 }

@@ -44,8 +44,20 @@ func (t *sentTable) sentWithin(key uint64, tag uint32, now int64, d time.Duratio
 	return false
 }
 
-// mark records that key was sent to the route tagged tag at now.
+// mark records that key was sent to the route tagged tag at now (its time's lowest bit
+// cleared: placements.go).
 func (t *sentTable) mark(key uint64, tag uint32, now int64) {
+	t.put(key, tag, now&^1, false)
+}
+
+// learn records that another node sent key to the route tagged tag at at (lowest bit set),
+// unless a later send of the key to that route is held.
+func (t *sentTable) learn(key uint64, tag uint32, at int64) {
+	t.put(key, tag, at, true)
+}
+
+// put stores a send of key to tag at now; keepNewer leaves a later one in place.
+func (t *sentTable) put(key uint64, tag uint32, now int64, keepNewer bool) {
 	s := &t.slots[key%sentSlots]
 	if s.key.Load() != key {
 		s.key.Store(key)
@@ -56,7 +68,9 @@ func (t *sentTable) mark(key uint64, tag uint32, now int64) {
 	oldest := 0
 	for i := range s.tags {
 		if s.tags[i].Load() == tag {
-			s.at[i].Store(now)
+			if !keepNewer || s.at[i].Load() < now {
+				s.at[i].Store(now)
+			}
 			return
 		}
 		if s.tags[i].Load() == 0 {

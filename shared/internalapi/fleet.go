@@ -25,6 +25,24 @@ type FleetReport struct {
 	Accounts []FleetDemand `json:"accounts,omitempty"`
 	Keys     []FleetDemand `json:"keys,omitempty"`
 	Routes   []RouteSlots  `json:"routes,omitempty"`
+	// Placements are the prefix keys the node sent to routes since its last report
+	// (at most MaxFleetPlacements); PlacementsSince is the PlacementSeq of the last answer
+	// it took placements from (0: none yet).
+	Placements      []Placement `json:"placements,omitempty"`
+	PlacementsSince uint64      `json:"placements_since,omitempty"`
+}
+
+// MaxFleetPlacements bounds the placements of one report and of one answer.
+const MaxFleetPlacements = 50_000
+
+// Placement is a prefix key sent to a route (dataplane/routing): Key the request's prefix
+// key, Tag the route's tag (the low bits of the hash of its ID, the same on every node),
+// AgoMs how long before the report or answer it was sent (so nodes' clocks need not
+// agree).
+type Placement struct {
+	Key   uint64 `json:"k"`
+	Tag   uint32 `json:"t"`
+	AgoMs int64  `json:"a"`
 }
 
 // FleetDemand is one limited key's or account's demand on one node over the window:
@@ -54,4 +72,9 @@ type FleetAnswer struct {
 	Keys     map[string]float64 `json:"keys,omitempty"`
 	// Routes is the largest capacity any live node learned, per route ID.
 	Routes map[string]int64 `json:"routes,omitempty"`
+	// Placements are the other nodes' placements since the report's PlacementsSince that
+	// are still warm (the newest MaxFleetPlacements); PlacementSeq is where the next report
+	// continues from.
+	Placements   []Placement `json:"placements,omitempty"`
+	PlacementSeq uint64      `json:"placement_seq,omitempty"`
 }
