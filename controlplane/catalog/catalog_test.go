@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 const validJSON = `{"models":[{"id":"llama-3.1-8b","aliases":["llama","meta/llama"],"endpoint":"/v1/chat/completions",
@@ -33,6 +35,13 @@ models:
         weight: 1
         allow_remote_media: true
         allow_extensions: [prompt_embeds, image_embeds]
+      - id: r2
+        provider: vllm
+        base_url: http://vllm.llm.svc.cluster.local:8000/v1
+        discovery: dns
+        region: se-sto-1
+        country: SE
+        weight: 1
 `
 
 func TestDecodeAndValidate(t *testing.T) {
@@ -59,6 +68,9 @@ func TestDecodeAndValidate(t *testing.T) {
 	}
 	if r := j.Models[0].Routes[0]; r.AllowRemoteMedia || r.AllowExtensions != nil {
 		t.Fatalf("opt-ins on by default: %+v", r)
+	}
+	if d := y.Models[0].Routes[1].Discovery; d != snapshot.DiscoveryDNS {
+		t.Fatalf("discovery not read from YAML: %q", d)
 	}
 	// cache_isolation is read from the YAML catalogue; absent, it stays empty (account).
 	if y.Models[0].CacheIsolation != "shared" || !y.Models[0].SharesCache() {

@@ -248,6 +248,7 @@ func TestCatalog(t *testing.T) {
 	c.Models[0].Routing = "affinity"
 	c.Models[0].Routes[1].MetricsURL = "off"
 	c.Models[0].Routes[1].Server = "vllm"
+	c.Models[0].Routes[1].Discovery = snapshot.DiscoveryDNS
 	c.Models[0].CacheIsolation = "shared"
 	c.Models[0].OutputBytesPerToken = 5
 	if _, _, err := s.UpsertCatalog(ctx, c); err != nil {
@@ -261,6 +262,9 @@ func TestCatalog(t *testing.T) {
 	if models[0].OutputBytesPerToken != 5 || models[1].OutputBytesPerToken != 0 {
 		t.Fatalf("output_bytes_per_token not stored: %d, %d", models[0].OutputBytesPerToken, models[1].OutputBytesPerToken)
 	}
+	if models[0].Routes[1].Discovery != snapshot.DiscoveryDNS || models[0].Routes[0].Discovery != "" {
+		t.Fatalf("discovery not stored: %+v", models[0].Routes)
+	}
 	if models[0].CacheIsolation != "shared" || models[1].CacheIsolation != "" {
 		t.Fatalf("cache_isolation not stored: %q, %q", models[0].CacheIsolation, models[1].CacheIsolation)
 	}
@@ -270,6 +274,9 @@ func TestCatalog(t *testing.T) {
 	}
 	if got := snap.Models[0].CacheIsolation; got != "shared" || snap.Models[0].ID != models[0].ID {
 		t.Fatalf("snapshot model %s cache_isolation %q, want shared", snap.Models[0].ID, got)
+	}
+	if n := slices.IndexFunc(snap.Routes, func(r snapshot.Route) bool { return r.Discovery == snapshot.DiscoveryDNS }); n < 0 {
+		t.Fatalf("snapshot routes without the discovered one: %+v", snap.Routes)
 	}
 
 	// Re-upload: the alias moves to the other model, one route is dropped.

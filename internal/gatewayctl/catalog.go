@@ -282,6 +282,7 @@ type catalogFile struct {
 			AllowRemoteMedia bool     `yaml:"allow_remote_media"`
 			AllowExtensions  []string `yaml:"allow_extensions"`
 			MetricsURL       string   `yaml:"metrics_url"` // see shared/snapshot.Route
+			Discovery        string   `yaml:"discovery"`   // see shared/snapshot.Route
 		} `yaml:"routes"`
 	} `yaml:"models"`
 }

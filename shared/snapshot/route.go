@@ -135,6 +135,9 @@ func (r *Route) Validate() error {
 	if err := CheckMetricsURL(r.MetricsURL); err != nil {
 		return fieldErr("metrics_url", "%v", err)
 	}
+	if err := CheckDiscovery(r.Discovery, r.BaseURL); err != nil {
+		return fieldErr("discovery", "%v", err)
+	}
 	for _, f := range []struct {
 		name string
 		v    int

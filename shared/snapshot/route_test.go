@@ -36,6 +36,14 @@ func TestRouteValidate(t *testing.T) {
 		{"unknown protocol", func(r *Route) { r.Protocols = []string{EndpointChat, "/v2/chat"} }, "protocols[1]"},
 		{"negative max conns", func(r *Route) { r.MaxConns = -1 }, "max_conns"},
 		{"negative timeout", func(r *Route) { r.TotalTimeoutMS = -5 }, "total_timeout_ms"},
+		{"dns discovery", func(r *Route) { r.Discovery = DiscoveryDNS }, ""},
+		{"srv discovery", func(r *Route) {
+			r.Discovery, r.BaseURL = DiscoveryDNSSRV, "http://_http._tcp.vllm.ns.svc.cluster.local/v1"
+		}, ""},
+		{"unknown discovery", func(r *Route) { r.Discovery = "consul" }, "discovery"},
+		{"dns discovery of an IP", func(r *Route) { r.Discovery, r.BaseURL = DiscoveryDNS, "http://10.0.0.5:8000/v1" }, "discovery"},
+		{"dns discovery of an IPv6", func(r *Route) { r.Discovery, r.BaseURL = DiscoveryDNS, "http://[fd00::5]:8000/v1" }, "discovery"},
+		{"srv discovery with a port", func(r *Route) { r.Discovery = DiscoveryDNSSRV }, "discovery"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,4 +104,28 @@ func FuzzRouteValidate(f *testing.F) {
 			t.Fatalf("validated %q but parse gives %+v, %v", base, b, err)
 		}
 	})
+}
+
+func TestSplitReplicaID(t *testing.T) {
+	tests := []struct {
+		id, route, addr string
+		ok              bool
+	}{
+		{"vllm-se@10.0.0.5:8000", "vllm-se", "10.0.0.5:8000", true},
+		{"a@b@10.0.0.5:8000", "a@b", "10.0.0.5:8000", true},
+		{"vllm-v6@[fd00::5]:8000", "vllm-v6", "[fd00::5]:8000", true},
+		{"vllm-se", "", "", false},
+		{"@10.0.0.5:8000", "", "", false},
+		{"team@example", "", "", false},
+		{"r@host.example:80", "", "", false},
+	}
+	for _, tt := range tests {
+		route, addr, ok := SplitReplicaID(tt.id)
+		if route != tt.route || addr != tt.addr || ok != tt.ok {
+			t.Errorf("SplitReplicaID(%q) = %q, %q, %v; want %q, %q, %v", tt.id, route, addr, ok, tt.route, tt.addr, tt.ok)
+		}
+		if tt.ok && ReplicaID(route, addr) != tt.id {
+			t.Errorf("ReplicaID(%q, %q) does not give back %q", route, addr, tt.id)
+		}
+	}
 }

@@ -193,6 +193,12 @@ type Route struct {
 	// load while they send it requests; empty means the base URL's scheme and host with
 	// path /metrics, "off" turns reading off.
 	MetricsURL string `json:"metrics_url,omitempty"`
+	// Discovery says where the route's replicas come from (discovery.go): empty, the one
+	// server of the base URL; "dns", every A/AAAA address of the base URL's host, each
+	// with the URL's port; "dns-srv", every target and port of the SRV records the base
+	// URL's host names. Nodes re-resolve the name and serve each replica as a route of its
+	// own (ID "<route>@<ip:port>") with this route's other fields.
+	Discovery string `json:"discovery,omitempty"`
 }
 
 // Balance is an account's balance in micro-SEK.
