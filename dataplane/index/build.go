@@ -16,6 +16,12 @@ func Build(s *snapshot.Snapshot) (*Index, error) { return BuildKeyed(s, nil) }
 
 // BuildKeyed is Build with the accounts' cache salts keyed by saltKey (SaltKey).
 func BuildKeyed(s *snapshot.Snapshot, saltKey []byte) (*Index, error) {
+	return BuildReplicas(s, saltKey, nil)
+}
+
+// BuildReplicas is BuildKeyed with each discovered route (snapshot.Route.Discovery)
+// expanded into one route per replica in rep (none when rep has no entry for it).
+func BuildReplicas(s *snapshot.Snapshot, saltKey []byte, rep Replicas) (*Index, error) {
 	if s == nil {
 		return nil, invalid("nil snapshot")
 	}
@@ -29,7 +35,7 @@ func BuildKeyed(s *snapshot.Snapshot, saltKey []byte) (*Index, error) {
 	if err := x.indexModels(s.Models); err != nil {
 		return nil, err
 	}
-	if err := x.indexRoutes(s.Routes); err != nil {
+	if err := x.indexRoutes(s.Routes, rep); err != nil {
 		return nil, err
 	}
 	countries := x.planCandidates()
@@ -78,8 +84,8 @@ func (x *Index) indexModels(models []snapshot.Model) error {
 	return nil
 }
 
-// indexRoutes validates each route and adds it to its model.
-func (x *Index) indexRoutes(routes []snapshot.Route) error {
+// indexRoutes validates each route and adds it, or its replicas in rep, to its model.
+func (x *Index) indexRoutes(routes []snapshot.Route, rep Replicas) error {
 	ids := make(map[string]bool, len(routes))
 	for i := range routes {
 		sr := routes[i]
@@ -91,11 +97,9 @@ func (x *Index) indexRoutes(routes []snapshot.Route) error {
 		if !ok {
 			return invalid("route %q names unknown model %q", sr.ID, sr.Model)
 		}
-		r, err := newRoute(sr, m)
-		if err != nil {
+		if err := x.indexRoute(sr, m, rep, ids); err != nil {
 			return err
 		}
-		m.Routes = append(m.Routes, r)
 	}
 	return nil
 }

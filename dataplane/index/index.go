@@ -75,7 +75,12 @@ type Route struct {
 	// PathPrefix is BaseURL's path without a trailing "/v1" or "/"; the upstream URL of an
 	// endpoint is PathPrefix + endpoint path, so a base URL ending in /v1 never yields /v1/v1.
 	PathPrefix string
-	paths      [numEndpoints]string
+	// ServerName is, for a replica of a discovered https route, the name its TLS
+	// certificate is checked against (it is dialled by IP address); empty otherwise.
+	ServerName string
+	// Parent is, for a replica of a discovered route, that route's ID; empty otherwise.
+	Parent string
+	paths  [numEndpoints]string
 	// speaks has bit e set when the upstream speaks endpoint e natively.
 	speaks uint8
 	// allowExt has bit i set when the route allows snapshot.Extensions[i].
@@ -193,6 +198,11 @@ type Index struct {
 	aliases  map[string]*Model // alias -> model
 	// elsewhere: keys of accounts served in other countries (snapshot.Content.Elsewhere).
 	elsewhere map[string]elsewhereKey
+	// discovered are the snapshot's discovered routes, replicas the replicas the index
+	// was built with, served the routes it serves (replicas in place of discovered ones).
+	discovered []snapshot.Route
+	replicas   Replicas
+	served     []snapshot.Route
 }
 
 type elsewhereKey struct {
@@ -267,6 +277,10 @@ func (s *Store) Load() *Index { return s.cur.Load() }
 
 // Swap installs x as the current index and returns the previous one.
 func (s *Store) Swap(x *Index) *Index { return s.cur.Swap(x) }
+
+// CompareAndSwap installs x if old is the current index (a rebuild of the current one
+// must not replace a newer snapshot's).
+func (s *Store) CompareAndSwap(old, x *Index) bool { return s.cur.CompareAndSwap(old, x) }
 
 // Ready reports whether an index is installed.
 func (s *Store) Ready() bool { return s.cur.Load() != nil }

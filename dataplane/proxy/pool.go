@@ -5,6 +5,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -106,6 +107,7 @@ func NewPool(cfg Config) *Pool {
 type upstreamKey struct {
 	tls                      bool
 	addr, host, credentials  string
+	serverName               string // TLS server name when the address is an IP (replicas)
 	maxConns                 int
 	connect, firstByte, idle int
 	total                    int
@@ -146,7 +148,7 @@ func (p *Pool) For(r *index.Route) *Upstream {
 		return u
 	}
 	k := upstreamKey{
-		tls: r.UpstreamTLS, addr: r.UpstreamAddr, host: r.UpstreamHost, credentials: r.CredentialsRef,
+		tls: r.UpstreamTLS, addr: r.UpstreamAddr, host: r.UpstreamHost, credentials: r.CredentialsRef, serverName: r.ServerName,
 		maxConns: r.MaxConns, connect: r.ConnectTimeoutMS, firstByte: r.FirstByteTimeoutMS,
 		idle: r.IdleTimeoutMS, total: r.TotalTimeoutMS,
 	}
@@ -215,6 +217,10 @@ func (p *Pool) newUpstream(k upstreamKey) *Upstream {
 			}
 			return newTimedConn(c, firstByte, idle), nil
 		},
+	}
+	if k.tls && k.serverName != "" {
+		// A replica is dialled by IP; its certificate names the service.
+		u.hc.TLSConfig = &tls.Config{ServerName: k.serverName, MinVersion: tls.VersionTLS12}
 	}
 	return u
 }

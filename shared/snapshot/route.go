@@ -118,6 +118,9 @@ func (r *Route) Validate() error {
 	if r.ID == "" || len(r.ID) > 200 {
 		return fieldErr("id", "route id must be 1 to 200 bytes")
 	}
+	if _, _, replica := SplitReplicaID(r.ID); replica {
+		return fieldErr("id", "route id %q ends in @ip:port, the form of a discovered route's replicas", r.ID)
+	}
 	if _, err := ParseBaseURL(r.BaseURL); err != nil {
 		return fieldErr("base_url", "%v", err)
 	}

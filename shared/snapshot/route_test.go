@@ -17,6 +17,8 @@ func TestRouteValidate(t *testing.T) {
 		{"no credentials", func(r *Route) { r.CredentialsRef = "" }, ""},
 		{"plain http with path", func(r *Route) { r.BaseURL = "http://10.0.0.5/llm/v1/" }, ""},
 		{"missing id", func(r *Route) { r.ID = "" }, "id"},
+		{"replica id", func(r *Route) { r.ID = "r1@10.0.0.5:8000" }, "id"},
+		{"at sign in id", func(r *Route) { r.ID = "team@se" }, ""},
 		{"empty base url", func(r *Route) { r.BaseURL = "" }, "base_url"},
 		{"relative", func(r *Route) { r.BaseURL = "/v1" }, "base_url"},
 		{"ftp", func(r *Route) { r.BaseURL = "ftp://h/v1" }, "base_url"},
