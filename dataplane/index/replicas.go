@@ -119,11 +119,13 @@ func (x *Index) indexRoute(sr snapshot.Route, m *Model, rep Replicas, ids map[st
 		}
 		ids[rr.ID] = true
 		x.served = append(x.served, rr)
+		id := rr.ID
+		rr.ID = sr.ID // validated under its route's ID: its own has the reserved form
 		r, err := newRoute(rr, m)
 		if err != nil {
 			return err
 		}
-		r.Parent = sr.ID
+		r.ID, r.Parent = id, sr.ID
 		r.UpstreamHost = reps[i].Host
 		if r.UpstreamTLS {
 			r.ServerName, _, _ = net.SplitHostPort(reps[i].Host)

@@ -58,6 +58,7 @@ type Config struct {
 	regionURLs      map[string]string    // per residency policy, the region's base URL
 	observe         observeOptions       // access log and tracing
 	routing         routingOptions       // load-aware routing and the fair queue
+	discovery       discoveryOptions     // routes whose replicas come from DNS
 }
 
 // FlagSet returns the data plane's settings as flags with their defaults, unparsed (for
@@ -111,6 +112,7 @@ func flagSet(o *Config) *flag.FlagSet {
 	o.region.register(fs)
 	o.observe.register(fs)
 	o.routing.register(fs)
+	o.discovery.register(fs)
 	return fs
 }
 
@@ -170,6 +172,9 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 	if err := o.observe.validate(); err != nil {
 		return o, err
 	}
+	if err := o.discovery.validate(); err != nil {
+		return o, err
+	}
 	if o.batchSize < 1 || o.batchSize > meter.MaxBatchSize {
 		return o, fmt.Errorf("--usage-batch-size must be between 1 and %d", meter.MaxBatchSize)
 	}
@@ -197,7 +202,7 @@ func Main(args []string) {
 func run(ctx context.Context, o Config, log *slog.Logger) error {
 	n := &node{o: o, log: log, store: &index.Store{}, tel: telemetry.New()}
 	defer n.close()
-	for _, step := range []func() error{n.openLink, n.openMeter, n.openSync, n.newServer} {
+	for _, step := range []func() error{n.openLink, n.openMeter, n.openDiscovery, n.openSync, n.newServer} {
 		if err := step(); err != nil {
 			return err
 		}

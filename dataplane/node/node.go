@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/cplink"
+	"github.com/sekgate/gateway/dataplane/discovery"
 	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/fleetshare"
 	"github.com/sekgate/gateway/dataplane/index"
@@ -38,19 +39,20 @@ type node struct {
 	store *index.Store
 	tel   *telemetry.Metrics
 
-	link     *cplink.Client
-	meter    *meter.Meter
-	limiter  *limits.Limiter
-	health   *breakerReport
-	syncer   *syncclient.Client
-	srv      *server.Server
-	scraper  *scrape.Scraper // the model servers' reported load
-	fairq    *fairq.Queue    // requests held while every route is saturated
-	pool     *proxy.Pool
-	creds    *routecheck.Credentials // route credentials: environment and --credentials-file
-	checker  *routecheck.Checker     // routes this node cannot use because of their configuration
-	refusals *refusals.Counter       // requests refused before routing, reported for operators
-	fleet    *fleetshare.Exchange    // the limits' fleet shares and known capacities (nil: off)
+	link      *cplink.Client
+	meter     *meter.Meter
+	limiter   *limits.Limiter
+	health    *breakerReport
+	syncer    *syncclient.Client
+	srv       *server.Server
+	scraper   *scrape.Scraper // the model servers' reported load
+	fairq     *fairq.Queue    // requests held while every route is saturated
+	pool      *proxy.Pool
+	creds     *routecheck.Credentials // route credentials: environment and --credentials-file
+	checker   *routecheck.Checker     // routes this node cannot use because of their configuration
+	refusals  *refusals.Counter       // requests refused before routing, reported for operators
+	fleet     *fleetshare.Exchange    // the limits' fleet shares and known capacities (nil: off)
+	discovery *discovery.Discoverer   // the replicas of routes discovered from DNS
 
 	closers []func()
 }
@@ -125,7 +127,7 @@ func (n *node) openSync() error {
 	n.checker = routecheck.New(routecheck.Config{
 		Routes: func() []snapshot.Route {
 			if x := n.store.Load(); x != nil {
-				return x.Snapshot.Routes
+				return x.Served() // each replica of a discovered route checked as a route
 			}
 			return nil
 		},
@@ -152,10 +154,14 @@ func (n *node) openSync() error {
 			n.meter.SeedBalances(s.Balances, s.BalanceSeq)
 			n.limiter.Retain(s)
 			n.checker.Trigger()
+			n.discovery.Wake() // resolve a new snapshot's discovered routes at once
 		},
 		// The accounts' cache salts are keyed by the node token: no other secret is shared
 		// by the nodes of a deployment (docs/security.md, tenant cache isolation).
 		CacheSaltKey: index.SaltKey(o.nodeToken.Reveal()),
+		Build: func(s *snapshot.Snapshot) (*index.Index, error) {
+			return index.BuildReplicas(s, index.SaltKey(o.nodeToken.Reveal()), n.discovery.Replicas())
+		},
 	})
 	if err != nil {
 		return err
@@ -256,6 +262,7 @@ func (n *node) serve(ctx context.Context) error {
 	go func() { meterDone <- n.meter.Run(bg) }()
 	go n.scraper.Run(bg)
 	go n.checker.Run(bg)
+	go n.discovery.Run(bg)
 	go n.refusals.Run(bg, n.link, 10*time.Second, log)
 	if n.fleet != nil {
 		go n.fleet.Run(bg)

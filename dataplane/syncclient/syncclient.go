@@ -57,6 +57,9 @@ type Config struct {
 	// CacheSaltKey keys the accounts' cache salts in each index (index.SaltKey; nil: an
 	// empty key, for tests).
 	CacheSaltKey []byte
+	// Build, when set, builds each snapshot's index instead of index.BuildKeyed with
+	// CacheSaltKey (the node's expands discovered routes into their replicas).
+	Build func(*snapshot.Snapshot) (*index.Index, error)
 	// OnSnapshot, when set, is called after a snapshot was swapped in (from disk or the
 	// control plane), e.g. to seed balances. It must not modify the snapshot.
 	OnSnapshot func(*snapshot.Snapshot)
@@ -299,7 +302,11 @@ func (c *Client) install(s *snapshot.Snapshot, fromDisk bool) error {
 	if err != nil {
 		return err
 	}
-	x, err := index.BuildKeyed(s, c.cfg.CacheSaltKey)
+	build := c.cfg.Build
+	if build == nil {
+		build = func(s *snapshot.Snapshot) (*index.Index, error) { return index.BuildKeyed(s, c.cfg.CacheSaltKey) }
+	}
+	x, err := build(s)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,62 @@
+package node
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/discovery"
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/shared/snapshot"
+)
+
+// discoveryOptions are the settings of routes discovered from DNS (docs/routing.md): how
+// often their names are resolved again, through which server, and how long an empty
+// answer keeps a route's last replicas.
+type discoveryOptions struct {
+	interval   time.Duration
+	server     string
+	emptyGrace time.Duration
+}
+
+func (o *discoveryOptions) register(fs *flag.FlagSet) {
+	fs.DurationVar(&o.interval, "discovery-interval", discovery.DefaultInterval, "how often the DNS names of discovered routes are resolved again")
+	fs.StringVar(&o.server, "discovery-dns-server", "", "host:port of the DNS server discovered routes are resolved with (empty: the system's resolver)")
+	fs.DurationVar(&o.emptyGrace, "discovery-empty-grace", discovery.DefaultEmptyGrace, "how long an empty DNS answer keeps a discovered route's last replicas (0: none)")
+}
+
+func (o *discoveryOptions) validate() error {
+	switch {
+	case o.interval < 100*time.Millisecond:
+		return errors.New("--discovery-interval must be at least 100ms")
+	case o.emptyGrace < 0:
+		return errors.New("--discovery-empty-grace must not be negative")
+	}
+	if o.server != "" {
+		if _, _, err := net.SplitHostPort(o.server); err != nil {
+			return fmt.Errorf("--discovery-dns-server must be host:port: %w", err)
+		}
+	}
+	return nil
+}
+
+// openDiscovery makes the resolver of the discovered routes; the snapshot sync builds
+// its indexes with the replicas it last found.
+func (n *node) openDiscovery() error {
+	o := n.o.discovery
+	grace := o.emptyGrace
+	if grace == 0 {
+		grace = -1 // discovery.Config's 0 is its default
+	}
+	salt := index.SaltKey(n.o.nodeToken.Reveal())
+	n.discovery = discovery.New(discovery.Config{
+		Store: n.store,
+		Build: func(s *snapshot.Snapshot, rep index.Replicas) (*index.Index, error) {
+			return index.BuildReplicas(s, salt, rep)
+		},
+		Resolver: discovery.NewResolver(o.server), Interval: o.interval, EmptyGrace: grace, Logger: n.log,
+	})
+	return nil
+}
