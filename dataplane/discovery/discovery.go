@@ -47,6 +47,9 @@ type Config struct {
 	// Timeout bounds the lookups of one route (default 2s).
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// OnInstall, when set, is called with each index the Discoverer installed (the node
+	// forgets the breakers and load state of replicas gone).
+	OnInstall func(*index.Index)
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }

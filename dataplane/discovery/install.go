@@ -74,6 +74,9 @@ func (d *Discoverer) install(want index.Replicas) {
 			return
 		}
 		if d.cfg.Store.CompareAndSwap(x, nx) {
+			if d.cfg.OnInstall != nil {
+				d.cfg.OnInstall(nx)
+			}
 			return
 		}
 	}

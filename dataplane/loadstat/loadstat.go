@@ -16,6 +16,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // ewmaShift sets the moving averages' weight of a new sample to 1/2^ewmaShift (1/8).
@@ -319,4 +320,17 @@ func MetricsURL(r *index.Route) string {
 		return scheme + r.UpstreamHost + "/metrics"
 	}
 	return r.MetricsURL
+}
+
+// Retain forgets the load state of the replicas of discovered routes (IDs
+// "<route>@<ip:port>") that live no longer names, so the scraper stops reading them and
+// pods coming and going do not grow the registry; other routes' state is kept.
+func (g *Registry) Retain(live func(id, baseURL string) bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.byKey {
+		if _, _, replica := snapshot.SplitReplicaID(k.id); replica && !live(k.id, k.baseURL) {
+			delete(g.byKey, k)
+		}
+	}
 }

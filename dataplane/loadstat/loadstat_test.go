@@ -1,6 +1,7 @@
 package loadstat
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -173,5 +174,19 @@ func TestFleetSeed(t *testing.T) {
 	}
 	if got := g.LearnedSlots(later); len(got) != 0 {
 		t.Fatalf("learned after SlotsFor: %v", got)
+	}
+}
+
+func TestRegistryRetainForgetsGoneReplicas(t *testing.T) {
+	g := NewRegistry()
+	for _, id := range []string{"plain", "v@10.0.0.5:8000", "v@10.0.0.6:8000"} {
+		g.For(&index.Route{Route: snapshot.Route{ID: id, BaseURL: "http://x/v1"}})
+	}
+	g.Retain(func(id, _ string) bool { return id == "v@10.0.0.6:8000" })
+	var got []string
+	g.Each(func(r *Route) { got = append(got, r.ID) })
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"plain", "v@10.0.0.6:8000"}) {
+		t.Fatalf("routes after Retain %v", got)
 	}
 }

@@ -57,6 +57,27 @@ func (n *node) openDiscovery() error {
 			return index.BuildReplicas(s, salt, rep)
 		},
 		Resolver: discovery.NewResolver(o.server), Interval: o.interval, EmptyGrace: grace, Logger: n.log,
+		OnInstall: func(*index.Index) { n.retainReplicas() },
 	})
 	return nil
+}
+
+// retainReplicas forgets the breakers and load state of the replicas the current index
+// no longer serves: a replica gone from DNS is no longer reported, nor read for its load.
+func (n *node) retainReplicas() {
+	x := n.store.Load()
+	if x == nil {
+		return
+	}
+	live := make(map[[2]string]bool, len(x.Served()))
+	for _, r := range x.Served() {
+		live[[2]string{r.ID, r.BaseURL}] = true
+	}
+	keep := func(id, baseURL string) bool { return live[[2]string{id, baseURL}] }
+	if h := n.health.h.Load(); h != nil {
+		h.Retain(keep)
+	}
+	if n.loads != nil {
+		n.loads.Retain(keep)
+	}
 }

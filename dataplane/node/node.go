@@ -18,6 +18,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/fleetshare"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/meter"
 	"github.com/sekgate/gateway/dataplane/opsapi"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -53,6 +54,7 @@ type node struct {
 	refusals  *refusals.Counter       // requests refused before routing, reported for operators
 	fleet     *fleetshare.Exchange    // the limits' fleet shares and known capacities (nil: off)
 	discovery *discovery.Discoverer   // the replicas of routes discovered from DNS
+	loads     *loadstat.Registry      // the routes' load, read by the scraper
 
 	closers []func()
 }
@@ -155,6 +157,7 @@ func (n *node) openSync() error {
 			n.limiter.Retain(s)
 			n.checker.Trigger()
 			n.discovery.Wake() // resolve a new snapshot's discovered routes at once
+			n.retainReplicas()
 		},
 		// The accounts' cache salts are keyed by the node token: no other secret is shared
 		// by the nodes of a deployment (docs/security.md, tenant cache isolation).
@@ -228,6 +231,7 @@ func (n *node) newServer() error {
 	cfg.Limiter = n.limiter
 	cfg.Selector, n.scraper = o.routing.selector(scrape.Config{Logger: n.log})
 	n.openFleet(cfg.Selector)
+	n.loads = cfg.Selector.Loads
 	if o.routing.fairQueue {
 		n.fairq = fairq.New(o.routing.queueConfig())
 		n.tel.Registry().MustRegister(n.fairq.Collectors()...)

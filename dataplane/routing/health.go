@@ -11,6 +11,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // HealthConfig configures the per-route circuit breakers. Zero fields take the defaults
@@ -174,5 +175,20 @@ func (h *Health) EachState(fn func(route, state string)) {
 	defer h.mu.Unlock()
 	for k, b := range h.byKey {
 		fn(k.id, b.cb.State().String())
+	}
+}
+
+// Retain forgets the breakers of the replicas of discovered routes (IDs
+// "<route>@<ip:port>") that live no longer names: a replica gone from DNS is not reported
+// as open forever, and pods coming and going do not grow the map. Requests still running
+// on a forgotten replica keep its breaker through their route's memo. Other routes'
+// breakers are kept, as before.
+func (h *Health) Retain(live func(id, baseURL string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.byKey {
+		if _, _, replica := snapshot.SplitReplicaID(k.id); replica && !live(k.id, k.baseURL) {
+			delete(h.byKey, k)
+		}
 	}
 }

@@ -183,3 +183,21 @@ func BenchmarkHealthDo(b *testing.B) {
 		h.Do(r, func() error { return nil })
 	}
 }
+
+// Retain forgets gone replicas' breakers only: a replica's open breaker is not reported
+// after it left DNS, while ordinary routes keep theirs.
+func TestHealthRetainForgetsGoneReplicas(t *testing.T) {
+	h := NewHealth(HealthConfig{ConsecutiveFailures: 1})
+	routes := []*index.Route{route("plain", "http://a/v1"), route("v@10.0.0.5:8000", "http://10.0.0.5:8000/v1"),
+		route("v@10.0.0.6:8000", "http://10.0.0.6:8000/v1")}
+	for _, r := range routes {
+		attempt(h, r, ErrRouteFailed) // all open
+	}
+	h.Retain(func(id, _ string) bool { return id == "v@10.0.0.6:8000" })
+	got := map[string]string{}
+	h.EachState(func(route, state string) { got[route] = state })
+	want := map[string]string{"plain": "open", "v@10.0.0.6:8000": "open"}
+	if len(got) != len(want) || got["plain"] != "open" || got["v@10.0.0.6:8000"] != "open" {
+		t.Fatalf("breakers after Retain %v, want %v", got, want)
+	}
+}
