@@ -112,6 +112,19 @@ type CatalogResult struct {
 type ListedRoute struct {
 	snapshot.Route
 	Problems map[string]string `json:"problems"`
+	// Replicas are, for a route discovered from DNS, the replicas nodes report something
+	// of (a breaker not closed, a problem), by address; absent otherwise.
+	Replicas []ListedReplica `json:"replicas,omitempty"`
+}
+
+// ListedReplica is a replica of a discovered route as nodes report it: its route ID
+// ("<route>@<ip:port>"), its address, its breaker where not closed and its problems, each
+// by node ID.
+type ListedReplica struct {
+	ID       string            `json:"id"`
+	Address  string            `json:"address"`
+	Breakers map[string]string `json:"breakers"`
+	Problems map[string]string `json:"problems"`
 }
 
 // Node is a data-plane node as the control plane last saw it.

@@ -424,9 +424,14 @@ func (s *server) listRoutes(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "routes")
 		return
 	}
+	replicas, err := s.replicaReports(r, problems)
+	if err != nil {
+		s.storeError(w, r, err, "routes")
+		return
+	}
 	out := adminapi.List[adminapi.ListedRoute]{Data: make([]adminapi.ListedRoute, len(routes))}
 	for i, rt := range routes {
-		out.Data[i] = adminapi.ListedRoute{Route: rt, Problems: problems[rt.ID]}
+		out.Data[i] = adminapi.ListedRoute{Route: rt, Problems: problems[rt.ID], Replicas: replicas[rt.ID]}
 		if out.Data[i].Problems == nil {
 			out.Data[i].Problems = map[string]string{}
 		}

@@ -38,7 +38,8 @@ func (c *Console) loadBreakers(r *http.Request, s *session, v *catalogueView) {
 }
 
 // byRoute turns what each node reports per route (of) into one line per route:
-// "open on node-a, half-open on node-b".
+// "open on node-a, half-open on node-b". What a node reports of a discovered route's
+// replica ("<route>@<ip:port>") goes to that route: "replica 10.0.0.5:8000 open on node-a".
 func byRoute(nodes []adminapi.Node, of func(adminapi.Node) map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, n := range nodes {
@@ -49,10 +50,14 @@ func byRoute(nodes []adminapi.Node, of func(adminapi.Node) map[string]string) ma
 		}
 		sort.Strings(routes)
 		for _, route := range routes {
-			if out[route] != "" {
-				out[route] += ", "
+			key, text := route, m[route]+" on "+n.NodeID
+			if parent, addr, ok := snapshot.SplitReplicaID(route); ok {
+				key, text = parent, "replica "+addr+" "+text
 			}
-			out[route] += m[route] + " on " + n.NodeID
+			if out[key] != "" {
+				out[key] += ", "
+			}
+			out[key] += text
 		}
 	}
 	return out

@@ -284,11 +284,12 @@ func TestConsoleCatalogueLoad(t *testing.T) {
 	if err := st.TouchNode(ctx, "node-z", 1, "se-sto", -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ReportBreakers(ctx, "node-z", map[string]string{"tiny-se": "open"}); err != nil {
+	if err := st.ReportBreakers(ctx, "node-z", map[string]string{"tiny-se": "open", "tiny-se@10.0.0.5:8000": "half-open"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, page := get(t, adm, srv.URL+"/console/catalogue"); !strings.Contains(page, `<span class="bad">open on node-z</span>`) {
-		t.Fatalf("catalogue without the reported breaker: %.3000s", page)
+	// A replica's breaker shows beside its route, named by its address.
+	if _, page := get(t, adm, srv.URL+"/console/catalogue"); !strings.Contains(page, `<span class="bad">open on node-z, replica 10.0.0.5:8000 half-open on node-z</span>`) {
+		t.Fatalf("catalogue without the reported breakers: %.3000s", page)
 	}
 	if _, page := get(t, adm, srv.URL+"/console/nodes"); !strings.Contains(page, "tiny-se: open") {
 		t.Fatal("nodes page without the reported breaker")

@@ -114,9 +114,14 @@ func (a *app) routesCmd() *cobra.Command {
 			}
 			rows := make([][]string, 0, len(l.Data))
 			for _, r := range l.Data {
+				base := r.BaseURL
+				if r.Discovery != "" {
+					base += " (" + r.Discovery + ")"
+				}
 				rows = append(rows, []string{r.ID, r.Model, r.Provider, r.Region, r.Country,
 					strconv.Itoa(r.Priority), strconv.Itoa(r.Weight), list(r.Protocols), yesNo(r.Translate),
-					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), r.BaseURL, health(r.Problems)})
+					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), base, health(r.Problems)})
+				rows = append(rows, replicaRows(r.Replicas)...)
 			}
 			return a.table([]any{"ID", "Model", "Provider", "Region", "Country", "Priority", "Weight", "Protocols", "Translate",
 				"Remote media", "Extensions", "Base URL", "Health"}, rows)
@@ -367,6 +372,26 @@ func jsonable(v any) (any, error) {
 }
 
 // health is a route's health across nodes: "ok", or node: problem pairs, sorted.
+// replicaRows are the rows of a discovered route's replicas that nodes report on, under
+// its own: the replica's ID, its address as base URL, and each node's breaker and problem.
+func replicaRows(reps []adminapi.ListedReplica) [][]string {
+	rows := make([][]string, 0, len(reps))
+	for _, rep := range reps {
+		states := make(map[string]string, len(rep.Breakers)+len(rep.Problems))
+		for node, st := range rep.Breakers {
+			states[node] = "breaker " + st
+		}
+		for node, p := range rep.Problems {
+			if states[node] != "" {
+				p = states[node] + ", " + p
+			}
+			states[node] = p
+		}
+		rows = append(rows, []string{"  " + rep.ID, "", "", "", "", "", "", "", "", "", "", rep.Address, health(states)})
+	}
+	return rows
+}
+
 func health(problems map[string]string) string {
 	if len(problems) == 0 {
 		return "ok"

@@ -78,6 +78,10 @@ const acctSuspendedJSON = `{"id":"acct_0123456789abcdef","customer":"Demo AB","r
 const keyJSON = `{"id":"key_0123456789ab","secret":"sgw_0123456789ab_0123456789abcdef0123456789abcdef01234567","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":"2027-01-30T10:00:00Z"}`
 const keysJSON = `{"data":[{"id":"key_0123456789ab","account_id":"acct_0123456789abcdef","name":"ci","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":null,"last_used_at":"2026-11-05T08:30:00Z"},{"id":"key_ba9876543210","account_id":"acct_0123456789abcdef","name":"","created_at":"2026-11-01T10:00:00Z","expires_at":null,"revoked_at":"2026-11-02T10:00:00Z"}]}`
 const modelsJSON = `{"data":[{"id":"llama-3.1-8b-instruct","aliases":["meta-llama/Llama-3.1-8B-Instruct"],"endpoint":"/v1/chat/completions","created":1721692800,"context_tokens":131072,"tokenizer":"meta-llama/Llama-3.1-8B-Instruct","input_ore_per_million_tokens":150,"output_ore_per_million_tokens":300,"routes":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100}]}]}`
+const discoveredRoutesJSON = `{"data":[{"id":"vllm-se","model":"llama-3.1-8b-instruct","provider":"vllm","base_url":"http://vllm.llm.svc.cluster.local:8000/v1","discovery":"dns","protocols":["/v1/chat/completions"],"region":"se-sto","country":"SE","priority":0,"weight":1,"problems":{},` +
+	`"replicas":[{"id":"vllm-se@10.0.0.5:8000","address":"10.0.0.5:8000","breakers":{"node-a":"open"},"problems":{"node-a":"unreachable"}},` +
+	`{"id":"vllm-se@10.0.0.6:8000","address":"10.0.0.6:8000","breakers":{"node-b":"half-open"},"problems":{}}]}]}`
+
 const routesJSON = `{"data":[{"id":"sim-se-llama","model":"llama-3.1-8b-instruct","provider":"simulator","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions","/v1/completions"],"translate":true,"region":"se-sto","country":"SE","priority":1,"weight":100,"allow_remote_media":true,"allow_extensions":["prompt_embeds","chat_template"]}]}`
 
 func TestCommands(t *testing.T) {
@@ -146,6 +150,9 @@ func TestCommands(t *testing.T) {
 		{"routes list", []string{"routes", "list"}, "GET", "/admin/v1/routes", 200, routesJSON, "",
 			[]string{"BASE URL", "REMOTE MEDIA", "EXTENSIONS", "sim-se-llama", "se-sto", "SE", "/v1/chat/completions,/v1/completions",
 				"prompt_embeds,chat_template", "http://127.0.0.1:8090/v1"}, ""},
+		{"routes list with replicas", []string{"routes", "list"}, "GET", "/admin/v1/routes", 200, discoveredRoutesJSON, "",
+			[]string{"vllm-se", "http://vllm.llm.svc.cluster.local:8000/v1 (dns)", "vllm-se@10.0.0.5:8000", "10.0.0.5:8000",
+				"node-a: breaker open, unreachable", "vllm-se@10.0.0.6:8000", "node-b: breaker half-open"}, ""},
 		{"nodes list", []string{"nodes", "list"}, "GET", "/admin/v1/nodes", 200, `{"data":[{"node_id":"local-1","applied_version":7,"last_seen":"2026-11-01T10:00:00Z","region":"se-sto","spool_age_ms":2540,"spool_reported_at":"2026-11-01T10:00:00Z","limits_mode":"fallback"},{"node_id":"local-2","applied_version":7,"last_seen":"2026-11-01T10:00:00Z","region":"","spool_age_ms":0,"spool_reported_at":null}]}`, "",
 			[]string{"REGION", "APPLIED VERSION", "SPOOL AGE", "local-1", "se-sto", "7", "2026-11-01 10:00:00Z", "ago", "2.5s", "local-2", "LIMITS", "fallback"}, ""},
 		{"nodes rejected", []string{"nodes", "rejected", "--limit", "5"}, "GET", "/admin/v1/rejected-records", 200,
