@@ -102,7 +102,9 @@ func (s *Scraper) Run(ctx context.Context) {
 // Tick starts one read of every route in use (Run calls it each Interval).
 func (s *Scraper) Tick(ctx context.Context) {
 	now := s.cfg.Now().UnixNano()
+	routes := 0
 	s.cfg.Loads.Each(func(r *loadstat.Route) {
+		routes++
 		if r.MetricsURL == "" || now-r.LastUsed() > int64(s.cfg.Idle) {
 			return
 		}
@@ -115,6 +117,24 @@ func (s *Scraper) Tick(ctx context.Context) {
 			s.read(ctx, r, tg)
 		}()
 	})
+	s.prune(routes)
+}
+
+// prune forgets the reading state of routes the registry dropped (replicas gone from
+// DNS, loadstat.Registry.Retain), once there are more targets than routes.
+func (s *Scraper) prune(routes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.targets) <= routes {
+		return
+	}
+	live := make(map[*loadstat.Route]bool, routes)
+	s.cfg.Loads.Each(func(r *loadstat.Route) { live[r] = true })
+	for r := range s.targets {
+		if !live[r] {
+			delete(s.targets, r)
+		}
+	}
 }
 
 func (s *Scraper) target(r *loadstat.Route) *target {

@@ -121,3 +121,61 @@ func TestScraperReadsRoutesInUse(t *testing.T) {
 		t.Errorf("%d reads, want 2 (in use and broken)", n)
 	}
 }
+
+// A replica the registry dropped (gone from DNS) is no longer read, and its reading state
+// is forgotten.
+func TestScraperForgetsDroppedReplicas(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("vllm:num_requests_waiting 1\n"))
+	}))
+	defer srv.Close()
+	reg := loadstat.NewRegistry()
+	now := time.Unix(1000, 0)
+	for _, id := range []string{"v@10.0.0.5:8000", "v@10.0.0.6:8000"} {
+		r := reg.For(route(id, srv.URL+"/"+id, ""))
+		r.Start(now.UnixNano())
+		r.Done()
+	}
+	s := New(Config{Loads: reg, Now: func() time.Time { return now }})
+	s.Tick(context.Background())
+	if !waitReads(s, 2) {
+		t.Fatalf("reads %d, want 2", s.Reads.Load())
+	}
+	reg.Retain(func(id, _ string) bool { return id == "v@10.0.0.6:8000" })
+	for s.readsBusy() {
+		time.Sleep(time.Millisecond)
+	}
+	s.Tick(context.Background())
+	if !waitReads(s, 3) {
+		t.Fatalf("reads %d, want 3", s.Reads.Load())
+	}
+	s.mu.Lock()
+	n := len(s.targets)
+	s.mu.Unlock()
+	if n != 1 || s.Reads.Load() != 3 {
+		t.Fatalf("%d targets, %d reads: want the dropped replica forgotten and unread", n, s.Reads.Load())
+	}
+}
+
+func waitReads(s *Scraper, n int64) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Reads.Load() < n || s.readsBusy() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// readsBusy reports whether a read is still running.
+func (s *Scraper) readsBusy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tg := range s.targets {
+		if tg.busy.Load() {
+			return true
+		}
+	}
+	return false
+}
