@@ -162,8 +162,9 @@ func (x *Index) planCandidates() (countries []string) {
 					}
 				}
 			}
+			have := m.discoveredEndpoints(pol)
 			for e := range numEndpoints {
-				if len(m.byPolicy[pi][e]) > 0 {
+				if len(m.byPolicy[pi][e]) > 0 || have&(1<<e) != 0 {
 					m.endpoints[pi] = append(m.endpoints[pi], e.Path())
 				}
 			}
@@ -171,6 +172,9 @@ func (x *Index) planCandidates() (countries []string) {
 		}
 		for _, r := range m.Routes {
 			countries = append(countries, r.Country)
+		}
+		for _, d := range m.discovered {
+			countries = append(countries, strings.ToUpper(d.Country))
 		}
 	}
 	return countries

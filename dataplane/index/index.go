@@ -136,8 +136,11 @@ type Model struct {
 	// byPolicy[policy][endpoint] lists the candidates for that policy and endpoint, sorted by
 	// priority (then ID).
 	byPolicy [len(policies)][numEndpoints][]Candidate
-	// endpoints[policy] is the sorted list of endpoint paths with at least one candidate.
+	// endpoints[policy] is the sorted list of endpoint paths with at least one candidate
+	// or discovered route.
 	endpoints [len(policies)][]string
+	// discovered are the model's routes discovered from DNS, with replicas or not.
+	discovered []snapshot.Route
 }
 
 // Candidates returns the routes eligible for an account with policy p on endpoint e,

@@ -4,7 +4,9 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 
+	"github.com/sekgate/gateway/shared/residency"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -106,6 +108,7 @@ func (x *Index) indexRoute(sr snapshot.Route, m *Model, rep Replicas, ids map[st
 		return invalid("route %q: %v", sr.ID, err)
 	}
 	x.discovered = append(x.discovered, sr)
+	m.discovered = append(m.discovered, sr)
 	reps := rep[sr.ID]
 	if len(reps) > 0 {
 		if x.replicas == nil {
@@ -133,4 +136,33 @@ func (x *Index) indexRoute(sr snapshot.Route, m *Model, rep Replicas, ids map[st
 		m.Routes = append(m.Routes, r)
 	}
 	return nil
+}
+
+// discoveredEndpoints has bit e set when a discovered route of m within residency policy
+// pol serves endpoint e, replicas or not: a model whose replicas are all gone for a while
+// stays listed and known to its accounts, and its requests find no route (503) rather
+// than no model (404).
+func (m *Model) discoveredEndpoints(pol string) uint8 {
+	var have uint8
+	for _, d := range m.discovered {
+		if !residency.Satisfies(pol, strings.ToUpper(d.Country)) {
+			continue
+		}
+		for _, p := range d.Protocols {
+			if e, ok := EndpointOf(p); ok {
+				have |= 1 << e
+				if d.Translate && e == EPChat {
+					have |= 1<<EPMessages | 1<<EPResponses
+				}
+			}
+		}
+	}
+	return have
+}
+
+// AwaitsReplicas reports whether endpoint e has no candidate under policy p only because
+// the discovered routes that serve it have no replica now (the node answers 503, not 400).
+func (m *Model) AwaitsReplicas(p string, e Endpoint) bool {
+	i := policyIndex(p)
+	return i >= 0 && e < numEndpoints && len(m.byPolicy[i][e]) == 0 && m.discoveredEndpoints(p)&(1<<e) != 0
 }

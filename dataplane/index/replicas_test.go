@@ -63,6 +63,12 @@ func TestBuildReplicas(t *testing.T) {
 			if n := len(x.Served()); n != len(s.Routes)-1+len(tt.want) {
 				t.Fatalf("%d routes served, want %d", n, len(s.Routes)-1+len(tt.want))
 			}
+			// With replicas or not, the model stays visible with the route's endpoints.
+			a, _ := x.Account(fixture.AcctSE)
+			m, ok := a.VisibleModel(fixture.ModelChat)
+			if !ok || !slices.Contains(m.Endpoints(residency.SE), snapshot.EndpointMessages) {
+				t.Fatalf("chat model visible %v, endpoints %v", ok, m.Endpoints(residency.SE))
+			}
 		})
 	}
 }

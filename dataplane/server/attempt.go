@@ -186,7 +186,11 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	}
 	if len(c.cands) == 0 {
 		t.Release()
-		writeError(ctx, errUnsupportedProtocol)
+		if c.m.AwaitsReplicas(p.acct.Residency, c.e) {
+			writeError(ctx, errNoRoute) // its routes' replicas are gone from DNS for now
+		} else {
+			writeError(ctx, errUnsupportedProtocol)
+		}
 		return nil
 	}
 	queued, flow, ok := s.fairQueue(ctx, c)

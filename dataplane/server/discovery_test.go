@@ -58,11 +58,13 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// discoveredGateway serves route behind a resolver that asks dns every 20 ms.
-func discoveredGateway(t *testing.T, dns *dnstest.Server, route snapshot.Route) *simGateway {
+// discoveredGateway serves route behind a resolver that asks dns every 20 ms and keeps
+// replicas through empty answers for grace (0: the default).
+func discoveredGateway(t *testing.T, dns *dnstest.Server, route snapshot.Route, grace ...time.Duration) *simGateway {
 	t.Helper()
 	g := startSimGateway(t, []snapshot.Route{route})
 	d := discovery.New(discovery.Config{Store: g.Store, Resolver: discovery.NewResolver(dns.Addr), Interval: 20 * time.Millisecond,
+		EmptyGrace: slices.Max(append(grace, 0)),
 		Build: func(s *snapshot.Snapshot, rep index.Replicas) (*index.Index, error) {
 			return index.BuildReplicas(s, nil, rep)
 		}})
@@ -203,5 +205,28 @@ func TestRemovedReplicaFinishesItsStream(t *testing.T) {
 	}
 	if sims[0].Stats().Completed != 1 {
 		t.Fatalf("pod 1 completed %d streams", sims[0].Stats().Completed)
+	}
+}
+
+// A route whose records are all gone (past the grace) serves nothing: its model stays
+// known, and its requests find no route (503), until records return.
+func TestDiscoveredRouteWithoutReplicas(t *testing.T) {
+	dns := dnstest.Start(t)
+	sims, port := startReplicas(t, 1)
+	const name = "vllm.llm.gateway.test"
+	route := chatRoute("vllm", "sim", fmt.Sprintf("http://%s:%d/v1", name, port), "SE", 0, 1)
+	route.Discovery = snapshot.DiscoveryDNS
+	g := discoveredGateway(t, dns, route, time.Nanosecond)
+	dns.SetA(name, "127.0.0.1")
+	awaitReplicas(t, g, "vllm", fmt.Sprintf("127.0.0.1:%d", port))
+	dns.SetA(name) // NXDOMAIN
+	awaitReplicas(t, g, "vllm")
+	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 503 || sims[0].Stats().Requests != 0 {
+		t.Fatalf("without replicas: %d %s, pod requests %d", r.Status, r.Body, sims[0].Stats().Requests)
+	}
+	dns.SetA(name, "127.0.0.1")
+	awaitReplicas(t, g, "vllm", fmt.Sprintf("127.0.0.1:%d", port))
+	if r := g.post(t, g.Keys.SE, chatPlainReq); r.Status != 200 {
+		t.Fatalf("records back: %d %s", r.Status, r.Body)
 	}
 }
