@@ -1,7 +1,8 @@
 // Package benchrouting is `make bench-routing`: four vLLM-like simulator replicas
-// (internal/simulator's engine) behind a data-plane node, and the same open-loop Poisson
+// (internal/simulator's engine) behind a data-plane node, or behind N nodes of one
+// deployment and a round-robin balancer (--nodes), and the same open-loop Poisson
 // arrivals (same seed) replayed against each routing policy and two client-side
-// references, for four workloads. It reports time to first token, end-to-end time,
+// references, for six workloads. It reports time to first token, end-to-end time,
 // prefix-cache hit rate, errors and 429s per policy, as routing.json, routing.md and a
 // plot, routing.svg.
 package benchrouting
@@ -27,80 +28,143 @@ func Main(args []string) {
 	}
 }
 
+// options are the command line's.
+type options struct {
+	out, from, only, policies string
+	secs                      float64
+	seed                      uint64
+	nodes                     int
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("benchrouting", flag.ContinueOnError)
-	out := fs.String("out", "bench-results", "directory for routing.json, routing.md and routing.svg")
-	secs := fs.Float64("seconds", 12, "arrivals per run, in seconds (the first quarter warms the caches and is not counted)")
-	from := fs.String("from", "", "render routing.md and routing.svg from this routing.json; runs nothing")
-	only := fs.String("only", "", "comma-separated workloads to run (a,b,c,d; default all)")
-	seed := fs.Uint64("seed", 28, "arrival schedule seed")
-	policies := fs.String("policies", "", "comma-separated policies to run (routing names or pin, fewest; default all)")
+	var o options
+	fs.StringVar(&o.out, "out", "bench-results", "directory for routing.json, routing.md and routing.svg (routing-Nnodes.* with --nodes N)")
+	fs.Float64Var(&o.secs, "seconds", 12, "arrivals per run, in seconds (the first quarter warms the caches and is not counted)")
+	fs.StringVar(&o.from, "from", "", "render the tables and plots from these comma-separated result files (a one-node and a fleet run add fleet.md); runs nothing")
+	fs.StringVar(&o.only, "only", "", "comma-separated workloads to run (a,b,c,d,e,f; default all)")
+	fs.Uint64Var(&o.seed, "seed", 28, "arrival schedule seed")
+	fs.StringVar(&o.policies, "policies", "", "comma-separated policies to run (routing names or pin, fewest; default all)")
+	fs.IntVar(&o.nodes, "nodes", 1, "data-plane nodes of the deployment, behind a round-robin balancer when more than one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *from != "" {
-		js, err := os.ReadFile(*from)
-		if err != nil {
-			return err
-		}
+	if o.nodes < 1 {
+		return fmt.Errorf("--nodes %d: at least 1", o.nodes)
+	}
+	if o.from != "" {
 		var results []Result
-		if err := json.Unmarshal(js, &results); err != nil {
-			return fmt.Errorf("%s: %w", *from, err)
+		for _, f := range strings.Split(o.from, ",") {
+			rs, err := readResults(f)
+			if err != nil {
+				return err
+			}
+			results = append(results, rs...)
 		}
-		return report(*out, results, *secs)
+		return report(o.out, results, o.secs)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	d := time.Duration(*secs * float64(time.Second))
+	results, err := runAll(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	js, _ := json.MarshalIndent(results, "", "  ")
+	if err := os.WriteFile(filepath.Join(o.out, "routing"+suffix(o.nodes)+".json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return report(o.out, results, o.secs)
+}
+
+// suffix names the files of a run of n nodes: none for one.
+func suffix(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("-%dnodes", n)
+}
+
+func readResults(file string) ([]Result, error) {
+	js, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	if err := json.Unmarshal(js, &results); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	for i := range results {
+		results[i].Nodes = max(1, results[i].Nodes)
+	}
+	return results, nil
+}
+
+// runAll runs the chosen workloads and policies, printing each result as it comes.
+func runAll(ctx context.Context, o options) ([]Result, error) {
+	d := time.Duration(o.secs * float64(time.Second))
 	var results []Result
 	for _, w := range Workloads() {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), w.Name) {
+		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), w.Name) {
 			continue
 		}
-		arrivals := w.schedule(d, *seed)
+		arrivals := w.schedule(d, o.seed)
 		for _, p := range Policies {
-			if *policies != "" && !slices.Contains(strings.Split(*policies, ","), p.Routing+p.Client) {
+			if o.policies != "" && !slices.Contains(strings.Split(o.policies, ","), p.Routing+p.Client) || !w.runs(p) {
 				continue
 			}
-			r, err := runOne(ctx, w, p, arrivals)
+			r, err := runOne(ctx, w, p, arrivals, o.nodes)
 			if err != nil {
-				return fmt.Errorf("%s, %s: %w", w.Name, p.Name, err)
+				return nil, fmt.Errorf("%s, %s: %w", w.Name, p.Name, err)
 			}
-			fmt.Fprintf(os.Stderr, "%s %-26s ttft p50 %6.0f p90 %6.0f p99 %6.0f ms  e2e p50 %6.0f  hits %3.0f %%  quiet p90 %6.0f  errors %d 429 %d of %d\n",
-				w.Name, p.Name, r.TTFTp50, r.TTFTp90, r.TTFTp99, r.E2Ep50, 100*r.PrefixHitRate, r.QuietTTFTp90, r.Errors, r.Throttled, r.Requests)
+			printResult(r)
 			results = append(results, r)
 		}
 		if b := w.Baseline; b != nil {
 			p := Policies[3] // the default, without the burst
-			r, err := runOne(ctx, b, p, b.schedule(d, *seed))
+			r, err := runOne(ctx, b, p, b.schedule(d, o.seed), o.nodes)
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("%s, %s: %w", b.Name, p.Name, err)
 			}
-			fmt.Fprintf(os.Stderr, "%s %-26s quiet p90 %6.0f ms\n", b.Name, p.Name, r.QuietTTFTp90)
+			printResult(r)
 			results = append(results, r)
 		}
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	js, _ := json.MarshalIndent(results, "", "  ")
-	if err := os.WriteFile(filepath.Join(*out, "routing.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return report(*out, results, *secs)
+	return results, nil
 }
 
-// report writes results as routing.md (also printed) and routing.svg into dir.
+func printResult(r Result) {
+	fmt.Fprintf(os.Stderr, "%s %-26s ttft p50 %6.0f p90 %6.0f p99 %6.0f ms  e2e p50 %6.0f  hits %3.0f %%  quiet p90 %6.0f  admitted/s %4.1f  errors %d 429 %d of %d\n",
+		r.Workload, r.Policy, r.TTFTp50, r.TTFTp90, r.TTFTp99, r.E2Ep50, 100*r.PrefixHitRate, r.QuietTTFTp90, r.AdmittedPerSec, r.Errors, r.Throttled, r.Requests)
+}
+
+// report writes results as routing.md (also printed) and routing.svg into dir, per node
+// count (routing-Nnodes.* for N > 1), and, when results hold one node and more, the fleet
+// table as fleet.md.
 func report(dir string, results []Result, secs float64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	md := table(results, secs)
-	fmt.Print(md)
-	if err := os.WriteFile(filepath.Join(dir, "routing.md"), []byte(md), 0o644); err != nil {
-		return err
+	counts := nodeCounts(results)
+	for _, n := range counts {
+		rs := withNodes(results, n)
+		md := table(rs, secs) + "\n" + replicaTable(rs)
+		fmt.Print(md)
+		if err := os.WriteFile(filepath.Join(dir, "routing"+suffix(n)+".md"), []byte(md), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "routing"+suffix(n)+".svg"), []byte(plotSVG(rs)), 0o644); err != nil {
+			return err
+		}
 	}
-	return os.WriteFile(filepath.Join(dir, "routing.svg"), []byte(plotSVG(results)), 0o644)
+	if len(counts) < 2 {
+		return nil
+	}
+	md := fleetTable(results, counts[0], counts[len(counts)-1])
+	fmt.Print("\n" + md)
+	return os.WriteFile(filepath.Join(dir, "fleet.md"), []byte(md), 0o644)
 }
 
 // table renders results as a Markdown table.

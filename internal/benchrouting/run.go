@@ -46,13 +46,21 @@ type Result struct {
 	TTFTp99, E2Ep50   float64 // ms
 	QuietTTFTp90      float64 // ms; the quiet tenant's, when the workload has one
 	PrefixHitRate     float64
+	// Nodes is the number of data-plane nodes behind the balancer (0 in results of
+	// runs before there was a choice: one).
+	Nodes int `json:",omitempty"`
+	// AdmittedPerSec is the limited tenant's answered requests per second, when the
+	// workload has a limited tenant.
+	AdmittedPerSec float64       `json:",omitempty"`
+	Replicas       []ReplicaStat `json:",omitempty"`
+	NodeStats      []NodeStat    `json:",omitempty"`
 }
 
 var client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
 
-// runOne replays arrivals of w against p on a fresh stack.
-func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival) (Result, error) {
-	st, err := startStack(w, p.Routing, p.Client == "")
+// runOne replays arrivals of w against p on a fresh stack of nodes data-plane nodes.
+func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival, nodes int) (Result, error) {
+	st, err := startStack(w, p.Routing, p.Client == "", nodes)
 	if err != nil {
 		return Result{}, err
 	}
@@ -94,6 +102,13 @@ func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival) (Res
 	wg.Wait()
 	r := summarize(w, p, samples)
 	r.PrefixHitRate = st.prefixHitRate()
+	r.Nodes = max(1, nodes)
+	r.Replicas, r.NodeStats = st.replicaStats(), st.nodeStats()
+	if w.LimitRPS > 0 && len(arrivals) > 0 {
+		if span := arrivals[len(arrivals)-1].at - warmup(arrivals); span > 0 {
+			r.AdmittedPerSec = float64(admitted(samples, w.Limited)) / span.Seconds()
+		}
+	}
 	return r, nil
 }
 
@@ -175,6 +190,17 @@ func summarize(w *Workload, p Policy, samples []sample) Result {
 		r.QuietTTFTp90 = pct(quiet, 90)
 	}
 	return r
+}
+
+// admitted counts tenant's answered requests after the warm-up.
+func admitted(samples []sample, tenant int) int {
+	n := 0
+	for _, s := range samples {
+		if !s.warmup && s.tenant == tenant && s.status == http.StatusOK {
+			n++
+		}
+	}
+	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -15,7 +15,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal("no arrivals")
 	}
 	for _, p := range []Policy{Policies[3], Policies[4]} {
-		r, err := runOne(context.Background(), w, p, arrivals)
+		r, err := runOne(context.Background(), w, p, arrivals, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,6 +25,50 @@ func TestSmoke(t *testing.T) {
 		if r.PrefixHitRate <= 0 {
 			t.Fatalf("%s: no prefix-cache hits in %+v", p.Name, r)
 		}
+	}
+}
+
+// Two nodes behind the balancer answer every request, each node gets half of them, and
+// the prefixes still hit the replicas' caches.
+func TestSmokeFleet(t *testing.T) {
+	w := Workloads()[0]
+	r, err := runOne(context.Background(), w, Policies[3], w.schedule(1500*time.Millisecond, 1), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Nodes != 2 || r.Requests == 0 || r.OK != r.Requests || r.PrefixHitRate <= 0 {
+		t.Fatalf("%+v", r)
+	}
+	if len(r.NodeStats) != 2 || r.NodeStats[0].Sent == 0 || r.NodeStats[0].Sent-r.NodeStats[1].Sent > 1 {
+		t.Fatalf("balancer's requests per node: %+v", r.NodeStats)
+	}
+	var served int64
+	for _, x := range r.Replicas {
+		served += x.Requests
+	}
+	if served != r.NodeStats[0].Sent+r.NodeStats[1].Sent {
+		t.Fatalf("replicas served %d, nodes were sent %+v", served, r.NodeStats)
+	}
+}
+
+// An account limited to 10 requests/s and sending 45/s through two nodes is admitted at
+// about its limit across the fleet (each node enforces half), and refused the rest.
+func TestSmokeFleetLimit(t *testing.T) {
+	var w *Workload
+	for _, x := range Workloads() {
+		if x.LimitRPS > 0 {
+			w = x
+		}
+	}
+	if w == nil {
+		t.Fatal("no rate-limited workload")
+	}
+	r, err := runOne(context.Background(), w, Policies[3], w.schedule(2*time.Second, 1), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Throttled == 0 || r.Errors != 0 || r.AdmittedPerSec < 5 || r.AdmittedPerSec > 20 {
+		t.Fatalf("admitted %.1f/s, %+v", r.AdmittedPerSec, r)
 	}
 }
 

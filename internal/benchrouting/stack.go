@@ -8,6 +8,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -24,21 +25,68 @@ const model = "bench-llm"
 var engine = simulator.EngineConfig{Slots: 4, Overhead: 15 * time.Millisecond, PrefillPerToken: 600 * time.Microsecond,
 	PerOutputToken: 10 * time.Millisecond, CacheBlocks: 640}
 
-// stack is one run's replicas and, for gateway policies, a data-plane server in front.
+// stack is one run's replicas and, for gateway policies, the data-plane nodes in front
+// (behind a round-robin balancer when there are several).
 type stack struct {
 	sims   []*simulator.Server
-	url    string   // the gateway's base URL ("" for client-side policies)
+	url    string   // the gateway's base URL: the balancer's or the only node's ("" for client-side policies)
 	keys   []string // tenant i's API key
 	cancel context.CancelFunc
-	srv    *server.Server
+	nodes  []*node
+	lb     *balancer
+	waits  *waitSampler
 }
 
-// startStack starts four fresh replicas (empty caches) and, when policy names a gateway
-// policy (routing field), a gateway node with the node's wiring: load registry, scraper,
-// fair queue.
-func startStack(w *Workload, policy string, gateway bool) (*stack, error) {
+// node is one data-plane node of the deployment.
+type node struct {
+	srv *server.Server
+	fq  *fairq.Queue
+	url string
+}
+
+// startStack starts four fresh replicas (empty caches) and, when gateway is set, nodes
+// data-plane nodes of one deployment ordering routes by policy, each wired as in
+// production (load registry, scraper, fair queue, limits shared by the nodes), all from
+// the same snapshot, as a control plane would push it to every node of a region.
+func startStack(w *Workload, policy string, gateway bool, nodes int) (*stack, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &stack{cancel: cancel}
+	if err := st.startReplicas(ctx, w); err != nil {
+		st.close()
+		return nil, err
+	}
+	st.waits = sampleWaits(ctx, st.sims)
+	if !gateway {
+		return st, nil
+	}
+	snap, keys, err := fleetSnapshot(w, policy, st.sims)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	st.keys = keys
+	var urls []string
+	for range max(1, nodes) {
+		n, err := startNode(ctx, snap, max(1, nodes))
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		st.nodes = append(st.nodes, n)
+		urls = append(urls, n.url)
+	}
+	st.url = urls[0]
+	if len(urls) > 1 {
+		if st.lb, err = startBalancer("127.0.0.1:0", urls); err != nil {
+			st.close()
+			return nil, err
+		}
+		st.url = st.lb.url
+	}
+	return st, nil
+}
+
+func (st *stack) startReplicas(ctx context.Context, w *Workload) error {
 	for i := range 4 {
 		cfg := engine
 		if i == 0 && w.SlowFirst {
@@ -47,68 +95,79 @@ func startStack(w *Workload, policy string, gateway bool) (*stack, error) {
 		sim := simulator.New(simulator.Config{Name: fmt.Sprintf("r%d", i), Engine: cfg,
 			Knobs: simulator.Knobs{OutputTokens: 1000}, Models: []string{model}})
 		if err := sim.Start(ctx, "127.0.0.1:0"); err != nil {
-			st.close()
-			return nil, err
+			return fmt.Errorf("replica %d: %w", i, err)
 		}
 		st.sims = append(st.sims, sim)
 	}
-	if !gateway {
-		return st, nil
-	}
+	return nil
+}
+
+// fleetSnapshot is the deployment's snapshot: the model with policy, a route per replica
+// in one region, and an account with its own key per tenant (the workload's limited
+// tenant with its rate limit).
+func fleetSnapshot(w *Workload, policy string, sims []*simulator.Server) (*snapshot.Snapshot, []string, error) {
 	snap := &snapshot.Snapshot{Version: 1, GeneratedAt: time.Now(), IssuedAt: time.Now()}
 	snap.Models = []snapshot.Model{{ID: model, Aliases: []string{}, Endpoint: snapshot.EndpointChat,
 		ContextTokens: 32768, InputOrePerMillion: 100, OutputOrePerMillion: 300, Routing: policy}}
-	for i, sim := range st.sims {
+	for i, sim := range sims {
 		snap.Routes = append(snap.Routes, snapshot.Route{ID: fmt.Sprintf("replica-%d", i), Model: model, Provider: "sim",
 			BaseURL: sim.BaseURL(), Protocols: []string{snapshot.EndpointChat}, Region: "se-sto-1", Country: "SE", Weight: 1})
 	}
+	var keys []string
 	for t := range w.Tenants {
 		acct := fmt.Sprintf("acct_tenant%02d", t)
 		id, secret, hash, err := apikey.New()
 		if err != nil {
-			st.close()
-			return nil, err
+			return nil, nil, fmt.Errorf("key of %s: %w", acct, err)
 		}
-		st.keys = append(st.keys, secret)
-		snap.Accounts = append(snap.Accounts, snapshot.Account{ID: acct, Customer: acct, Residency: "any", Models: []string{model}})
+		keys = append(keys, secret)
+		a := snapshot.Account{ID: acct, Customer: acct, Residency: "any", Models: []string{model}}
+		if w.LimitRPS > 0 && t == w.Limited {
+			a.Limits = &snapshot.Limits{RequestsPerSecond: w.LimitRPS}
+		}
+		snap.Accounts = append(snap.Accounts, a)
 		snap.Keys = append(snap.Keys, snapshot.Key{ID: id, AccountID: acct, Hash: hash})
 		snap.Balances = append(snap.Balances, snapshot.Balance{AccountID: acct, MicroSEK: 1 << 50})
 	}
+	return snap, keys, nil
+}
+
+// startNode starts one node serving snap on a loopback port; limits are divided among
+// share nodes (--limit-share-nodes), so the deployment together admits about each limit.
+func startNode(ctx context.Context, snap *snapshot.Snapshot, share int) (*node, error) {
 	x, err := index.Build(snap)
 	if err != nil {
-		st.close()
-		return nil, err
+		return nil, fmt.Errorf("index: %w", err)
 	}
 	store := &index.Store{}
 	store.Swap(x)
 	meter := memmeter.New(0)
 	meter.SeedBalances(snap.Balances, 1)
 	sel := &routing.Selector{Loads: loadstat.NewRegistry()}
-	fq := fairq.New(fairq.Config{})
+	n := &node{fq: fairq.New(fairq.Config{})}
 	go scrape.New(scrape.Config{Loads: sel.Loads}).Run(ctx)
-	go fq.Run(ctx)
-	st.srv, err = server.New(server.Config{Store: store, Meter: meter, Selector: sel, FairQueue: fq,
-		MaxConnsPerAddr: -1, MaxConns: -1})
+	go n.fq.Run(ctx)
+	n.srv, err = server.New(server.Config{Store: store, Meter: meter, Selector: sel, FairQueue: n.fq,
+		Limiter: limits.New(limits.Config{ShareNodes: share}), MaxConnsPerAddr: -1, MaxConns: -1})
 	if err != nil {
-		st.close()
-		return nil, err
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		st.close()
-		return nil, err
+		n.srv.Shutdown()
+		return nil, fmt.Errorf("node: %w", err)
 	}
-	go st.srv.Serve(ln)
-	st.url = "http://" + ln.Addr().String() + "/v1"
-	return st, nil
+	go n.srv.Serve(ln)
+	n.url = "http://" + ln.Addr().String() + "/v1"
+	return n, nil
 }
 
 // prefixHitRate is the replicas' prefix-cache hits over queries, in tokens.
 func (st *stack) prefixHitRate() float64 {
 	var q, h int64
 	for _, s := range st.sims {
-		sq, sh := s.PrefixCache()
-		q, h = q+sq, h+sh
+		e := s.Engine()
+		q, h = q+e.Queries, h+e.Hits
 	}
 	if q == 0 {
 		return 0
@@ -117,8 +176,9 @@ func (st *stack) prefixHitRate() float64 {
 }
 
 func (st *stack) close() {
-	if st.srv != nil {
-		st.srv.Shutdown()
+	st.lb.close()
+	for _, n := range st.nodes {
+		n.srv.Shutdown()
 	}
 	st.cancel()
 	for _, s := range st.sims {

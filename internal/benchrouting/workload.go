@@ -3,6 +3,7 @@ package benchrouting
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,12 @@ type Workload struct {
 	// Baseline, when set, is the same workload without the burst (run with the default
 	// policy for the quiet tenant's reference).
 	Baseline *Workload
+	// LimitRPS, when positive, is tenant Limited's account rate limit (requests per
+	// second, the deployment's: the nodes share it).
+	LimitRPS float64
+	Limited  int
+	// Policies, when set, are the only policies run (routing names or client names).
+	Policies []string
 }
 
 // arrival is one request of a schedule.
@@ -101,7 +108,7 @@ func (w *Workload) body(a arrival, model string) []byte {
 	return []byte(b.String())
 }
 
-// Workloads are the four shapes of the benchmark, scaled to replicas of four slots whose
+// Workloads are the shapes of the benchmark, scaled to replicas of four slots whose
 // time to first token is 15 ms plus 0.6 ms per uncached prompt token and whose output
 // takes 10 ms per token.
 func Workloads() []*Workload {
@@ -125,5 +132,25 @@ func Workloads() []*Workload {
 			OutputTokens: 32, Rates: hot, Quiet: -1},
 		{Name: "d", Title: "(d) two tenants, one bursting to 10× its share", Tenants: 2, SystemTokens: 400, QuestionTokens: 200,
 			OutputTokens: 96, Rates: []float64{2, 20}, Quiet: 0, Baseline: quiet},
+		burst15(),
+		{Name: "f", Title: "(f) an account limited to 10 req/s sending 45 req/s", Tenants: 1, QuestionTokens: 50,
+			OutputTokens: 8, Rates: []float64{45}, Quiet: -1, LimitRPS: 10, Limited: 0, Policies: []string{"scored"}},
 	}
+}
+
+// burst15 is four accounts, one sending 15 times each other's rate (more than the four
+// replicas serve), run with the default policy, and its baseline without the burst.
+func burst15() *Workload {
+	w := &Workload{Name: "e", Title: "(e) four accounts, one bursting at 15× the others' rate", Tenants: 4,
+		SystemTokens: 400, QuestionTokens: 200, OutputTokens: 96, Rates: []float64{1.2, 1.2, 1.2, 18}, Quiet: 0,
+		Policies: []string{"scored"}}
+	base := *w
+	base.Name, base.Title, base.Rates = "e0", "(e) without the burst", []float64{1.2, 1.2, 1.2, 0}
+	w.Baseline = &base
+	return w
+}
+
+// runs reports whether the workload runs policy p.
+func (w *Workload) runs(p Policy) bool {
+	return len(w.Policies) == 0 || slices.Contains(w.Policies, p.Routing+p.Client)
 }

@@ -69,3 +69,19 @@ func (s *Server) PrefixCache() (queries, hits int64) {
 	st := s.eng.stats()
 	return st.queries, st.hits
 }
+
+// EngineStats is the engine's state as /metrics reports it, for in-process callers.
+type EngineStats struct {
+	Running, Waiting int
+	// Queries and Hits are prefix-cache tokens; Done counts finished requests.
+	Queries, Hits, Done int64
+}
+
+// Engine returns the engine's state now (zero without an engine).
+func (s *Server) Engine() EngineStats {
+	if s.eng == nil {
+		return EngineStats{}
+	}
+	st := s.eng.stats()
+	return EngineStats{Running: st.running, Waiting: st.waiting, Queries: st.queries, Hits: st.hits, Done: st.done}
+}
