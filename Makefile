@@ -107,13 +107,16 @@ bench-ingest-short:
 	$(GOBUILD) -o $(BIN)/ ./cmd/controlplane ./cmd/benchingest
 	$(BIN)/benchingest --short --bin $(BIN) --out $(BENCH_OUT)
 
-## bench-routing: routing policies against four vLLM-like simulator replicas behind a node,
-## the same Poisson arrivals replayed per policy, four workloads (docs/routing.md); TTFT,
-## end-to-end time, prefix-cache hits, errors and 429s in bench-results/routing.{json,md,svg}.
+## bench-routing: routing policies against four vLLM-like simulator replicas behind a node
+## (NODES=N: N nodes of one deployment behind a round-robin balancer), the same Poisson
+## arrivals replayed per policy, six workloads (docs/routing.md); TTFT, end-to-end time,
+## prefix-cache hits, errors and 429s in bench-results/routing.{json,md,svg}
+## (routing-Nnodes.* for N > 1).
+NODES ?= 1
 bench-routing:
 	@mkdir -p $(BIN)
 	$(GOBUILD) -o $(BIN)/ ./cmd/benchrouting
-	$(BIN)/benchrouting --out $(BENCH_OUT)
+	$(BIN)/benchrouting --out $(BENCH_OUT) --nodes $(NODES)
 
 ## chaos: the real binaries and Postgres under steady mixed load with a hostile upstream,
 ## through a control-plane kill, a data-plane kill, a Postgres restart and a hostile-upstream

@@ -1,0 +1,85 @@
+package benchrouting
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// The balancer sends requests to the nodes in turn, path and body as sent.
+func TestBalancerRoundRobin(t *testing.T) {
+	var urls []string
+	for i := range 3 {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%d %s %s", i, r.URL.Path, b)
+		}))
+		defer s.Close()
+		urls = append(urls, s.URL+"/v1")
+	}
+	lb, err := startBalancer("127.0.0.1:0", urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.close()
+	for i := range 7 {
+		resp, err := http.Post(lb.url+"/chat/completions", "application/json", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("%d /v1/chat/completions x", i%3); string(b) != want {
+			t.Fatalf("request %d: %q, want %q", i, b, want)
+		}
+	}
+	if got := fmt.Sprint(lb.perNode()); got != "[3 2 2]" {
+		t.Fatalf("per node %s", got)
+	}
+}
+
+func TestFleetTable(t *testing.T) {
+	rs := []Result{
+		{Workload: "a", Policy: defaultName, Nodes: 1, TTFTp90: 31, TTFTp99: 750, PrefixHitRate: 0.87},
+		{Workload: "a", Policy: pinName, Nodes: 1, TTFTp90: 31, TTFTp99: 750, PrefixHitRate: 0.89},
+		{Workload: "a", Policy: defaultName, Nodes: 3, TTFTp90: 62, TTFTp99: 1500, PrefixHitRate: 0.6},
+		{Workload: "a", Policy: pinName, Nodes: 3, TTFTp90: 31, TTFTp99: 750, PrefixHitRate: 0.89},
+		{Workload: "e", Policy: defaultName, Nodes: 3, QuietTTFTp90: 300, Throttled: 40, Requests: 200},
+		{Workload: "e0", Policy: defaultName, Nodes: 3, QuietTTFTp90: 140},
+		{Workload: "f", Policy: defaultName, Nodes: 1, AdmittedPerSec: 10.2},
+	}
+	md := fleetTable(rs, 1, 3)
+	for _, want := range []string{
+		"| measure | 1 node | 3 nodes |",
+		"| (a) shared prefixes: default TTFT p90 / p99 | 31 / 750 ms | 62 / 1500 ms |",
+		"| (a) default ÷ pinning, p90 / p99 | 1.0× / 1.0× | 2.0× / 2.0× |",
+		"| (a) prefix hits, default / pinning | 87 % / 89 % | 60 % / 89 % |",
+		"| (c) hot tenant: default TTFT p90 / p99 | – | – |",
+		"| (e) quiet account's TTFT p90 under a 15× burst / without it | – | 300 / 140 ms |",
+		"| (e) 429s, of all requests | – | 40 of 200 |",
+		"| (f) admitted per second, limit 10/s, sending 45/s | 10.2 | – |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no line %q in\n%s", want, md)
+		}
+	}
+	if got := fmt.Sprint(nodeCounts(rs)); got != "[1 3]" {
+		t.Errorf("node counts %s", got)
+	}
+}
+
+func TestReplicaTable(t *testing.T) {
+	if md := replicaTable([]Result{{Workload: "a"}}); md != "" {
+		t.Fatalf("results without replica figures: %q", md)
+	}
+	md := replicaTable([]Result{{Workload: "a", Policy: defaultName,
+		Replicas:  []ReplicaStat{{Requests: 10, HitRate: 0.5, MeanWaiting: 0.25, PeakWaiting: 3}, {Requests: 2}},
+		NodeStats: []NodeStat{{Sent: 6, Queued: 1, QueueWaitMS: 40}, {Sent: 6}}}})
+	want := "| a | scored (default) | 10 / 2 | 50 % / 0 % | 0.2 (3) / 0.0 (0) | 6, 1 (40), 0; 6, 0 (0), 0 |"
+	if !strings.Contains(md, want) {
+		t.Fatalf("no line %q in\n%s", want, md)
+	}
+}
