@@ -22,8 +22,9 @@ run: build
 	@exec env BIN=$(BIN) deploy/local/run.sh
 
 ## run-fleet: a fleet on one host: Postgres and the control plane under .data/fleet/, data
-## planes se-sto (SE), eu-fra (DE) and us-any (US), a simulator per region, a demo account
-## per residency; .data/fleet.env lists each region's base URL. Ports differ from make run's.
+## planes se-sto (SE; two nodes sharing a pool of two simulators), eu-fra (DE) and us-any
+## (US, a simulator each), a demo account per residency; .data/fleet.env lists each node's
+## base URL. Ports differ from make run's.
 run-fleet: build
 	@exec env BIN=$(BIN) deploy/local/run-fleet.sh
 

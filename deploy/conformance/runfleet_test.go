@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,10 +21,11 @@ import (
 
 // TestFleet_MakeRunFleet runs deploy/local/run-fleet.sh (make run-fleet) on free ports and a
 // directory of its own: the fleet comes up, .data/fleet.env (here in the test's directory)
-// lists the three regions' base URLs and the demo keys, an se account is served in
-// Stockholm and refused in the US naming Stockholm's URL, an eu account is served in
-// Frankfurt and refused in the US, gatewayctl lists the three nodes, and SIGTERM stops
-// everything the script started.
+// lists the three regions' base URLs (two nodes in Stockholm) and the demo keys, an se
+// account is served by both Stockholm nodes and refused in the US naming Stockholm's URL,
+// the Stockholm nodes share their pool of two simulators and each enforces half of the
+// default limits, an eu account is served in Frankfurt and refused in the US, gatewayctl
+// lists the four nodes, and SIGTERM stops everything the script started.
 func TestFleet_MakeRunFleet(t *testing.T) {
 	getStack(t) // builds the binaries
 	root, err := moduleRoot()
@@ -41,7 +44,7 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 	envFile := filepath.Join(dir, "fleet.env")
 	env := append(proc.ChildEnv(), "BIN="+binDir, "GATEWAY_FLEET_DATA="+filepath.Join(dir, "fleet"), "GATEWAY_FLEET_ENV="+envFile)
 	ports := map[string]string{}
-	for _, name := range []string{"PG", "CP", "ADMIN", "CP_OPS", "SE", "EU", "US", "SE_OPS", "EU_OPS", "US_OPS", "SE_SIM", "EU_SIM", "US_SIM"} {
+	for _, name := range []string{"PG", "CP", "ADMIN", "CP_OPS", "SE", "EU", "US", "SE_OPS", "EU_OPS", "US_OPS", "SE_SIM", "EU_SIM", "US_SIM", "SE2", "SE2_OPS", "SE_SIM2"} {
 		addr, err := freeAddr()
 		if err != nil {
 			t.Fatal(err)
@@ -97,10 +100,10 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 		}
 	}
 	f.Close()
-	for _, k := range []string{"GATEWAY_FLEET_SE_STO_URL", "GATEWAY_FLEET_EU_FRA_URL", "GATEWAY_FLEET_US_ANY_URL"} {
-		want := map[string]string{"GATEWAY_FLEET_SE_STO_URL": ports["SE"], "GATEWAY_FLEET_EU_FRA_URL": ports["EU"], "GATEWAY_FLEET_US_ANY_URL": ports["US"]}[k]
-		if vars[k] != "http://127.0.0.1:"+want {
-			t.Errorf("%s = %q, want http://127.0.0.1:%s", k, vars[k], want)
+	for k, port := range map[string]string{"GATEWAY_FLEET_SE_STO_URL": ports["SE"], "GATEWAY_FLEET_SE_STO_2_URL": ports["SE2"],
+		"GATEWAY_FLEET_EU_FRA_URL": ports["EU"], "GATEWAY_FLEET_US_ANY_URL": ports["US"]} {
+		if vars[k] != "http://127.0.0.1:"+port {
+			t.Errorf("%s = %q, want http://127.0.0.1:%s", k, vars[k], port)
 		}
 	}
 	// The console is up with an operator to log in as, and its URL is in the env file.
@@ -135,6 +138,7 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 		doc          string
 	}{
 		{"se account at se-sto", se, vars["GATEWAY_FLEET_SE_KEY"], 200, ""},
+		{"se account at se-sto-2", vars["GATEWAY_FLEET_SE_STO_2_URL"], vars["GATEWAY_FLEET_SE_KEY"], 200, ""},
 		{"se account at us-any", us, vars["GATEWAY_FLEET_SE_KEY"], 403, se},
 		{"eu account at eu-fra", eu, vars["GATEWAY_FLEET_EU_KEY"], 200, ""},
 		{"eu account at us-any", us, vars["GATEWAY_FLEET_EU_KEY"], 403, eu},
@@ -144,13 +148,15 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 			t.Errorf("%s: %d naming %q, want %d naming %q", c.who, status, doc, c.status, c.doc)
 		}
 	}
+	sharedPool(t, []string{se, vars["GATEWAY_FLEET_SE_STO_2_URL"]}, vars["GATEWAY_FLEET_SE_KEY"],
+		[]string{ports["SE_SIM"], ports["SE_SIM2"]})
 	ctl := exec.Command(filepath.Join(binDir, "gatewayctl"), "nodes", "list")
 	ctl.Env = append(proc.ChildEnv(), "GATEWAY_ADMIN_URL="+vars["GATEWAY_ADMIN_URL"], "GATEWAY_ADMIN_TOKEN="+vars["GATEWAY_ADMIN_TOKEN"])
 	list, err := ctl.CombinedOutput()
 	if err != nil {
 		t.Fatalf("gatewayctl nodes list: %v\n%s", err, list)
 	}
-	for _, node := range []string{"se-sto", "eu-fra", "us-any"} {
+	for _, node := range []string{"se-sto", "se-sto-2", "eu-fra", "us-any"} {
 		if !strings.Contains(string(list), node) {
 			t.Errorf("gatewayctl nodes list has no %s:\n%s", node, list)
 		}
@@ -175,4 +181,73 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 			t.Errorf("port %s still open after the script stopped", p)
 		}
 	}
+}
+
+// sharedPool sends 16 unique prompts (each its own prefix key, so rendezvous hashing
+// spreads them over the pool) of an se account through each Stockholm node, back to back,
+// and checks that each node's requests reach both simulators of the pool, and that each
+// node enforces half of the default limits (10/s, burst 20): the burst of 16 meets its
+// half (burst 10) and is answered 429 in part; a refused request is sent again.
+func sharedPool(t *testing.T, nodes []string, key string, sims []string) {
+	t.Helper()
+	for _, n := range nodes {
+		before := make([]int64, len(sims))
+		for i, p := range sims {
+			before[i] = simRequests(t, p)
+		}
+		refused := 0
+		for i := 0; i < 16; {
+			switch status := postChat(t, n, key, fmt.Sprintf("Hej %d from %s", i, n)); status {
+			case 200:
+				i++
+			case 429:
+				refused++
+				time.Sleep(250 * time.Millisecond)
+			default:
+				t.Fatalf("se account at %s: %d", n, status)
+			}
+		}
+		if refused == 0 {
+			t.Errorf("%s admitted 16 requests at once: not half of the default limits", n)
+		}
+		for i, p := range sims {
+			if got := simRequests(t, p) - before[i]; got == 0 {
+				t.Errorf("simulator on port %s served none of %s's 16 requests", p, n)
+			}
+		}
+	}
+}
+
+// postChat posts a chat request of content and returns the status.
+func postChat(t *testing.T, base, key, content string) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "llama-3.1-8b-instruct",
+		"messages": []any{map[string]any{"role": "user", "content": content}}})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// simRequests reads a simulator's request count (GET /sim/stats).
+func simRequests(t *testing.T, port string) int64 {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:" + port + "/sim/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Requests int64 `json:"requests"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Requests
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Local fleet for `make run-fleet`: one Postgres cluster and control plane, and three
-# regional data planes, each with its own port, spool and provider simulator:
-#   se-sto  in SE  (serves se, eu and any accounts)
-#   eu-fra  in DE  (serves eu and any accounts)
-#   us-any  in US  (serves any accounts)
+# regions of data planes, each node with its own port and spool:
+#   se-sto  in SE  (serves se, eu and any accounts): two nodes, se-sto and se-sto-2, sharing
+#                  a pool of two simulators (each node routes to both and enforces half of
+#                  every limit, --limit-share-nodes 2)
+#   eu-fra  in DE  (serves eu and any accounts): one node and a simulator
+#   us-any  in US  (serves any accounts): one node and a simulator
 # and a demo account of each residency (se, eu, any). A node refuses an account outside its
 # country with 403 naming the region that serves it (the control plane's --region-urls).
 # .data/fleet.env lists the base URL of each region and the demo keys. Stays in the
@@ -21,6 +23,8 @@
 #   GATEWAY_FLEET_SE_PORT, _EU_PORT, _US_PORT              (8180, 8280, 8380) data planes
 #   GATEWAY_FLEET_SE_OPS_PORT, _EU_OPS_PORT, _US_OPS_PORT  (9281, 9282, 9283) their /metrics, /readyz
 #   GATEWAY_FLEET_SE_SIM_PORT, _EU_SIM_PORT, _US_SIM_PORT  (8190, 8290, 8390) simulators
+#   GATEWAY_FLEET_SE2_PORT, _SE2_OPS_PORT   (8184, 9284) the second se-sto node
+#   GATEWAY_FLEET_SE_SIM2_PORT              (8191) se-sto's second simulator
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,6 +45,9 @@ US_OPS_PORT=${GATEWAY_FLEET_US_OPS_PORT:-9283}
 SE_SIM_PORT=${GATEWAY_FLEET_SE_SIM_PORT:-8190}
 EU_SIM_PORT=${GATEWAY_FLEET_EU_SIM_PORT:-8290}
 US_SIM_PORT=${GATEWAY_FLEET_US_SIM_PORT:-8390}
+SE2_PORT=${GATEWAY_FLEET_SE2_PORT:-8184}
+SE2_OPS_PORT=${GATEWAY_FLEET_SE2_OPS_PORT:-9284}
+SE_SIM2_PORT=${GATEWAY_FLEET_SE_SIM2_PORT:-8191}
 
 TAG=run-fleet
 # shellcheck source=deploy/local/lib.sh
@@ -50,9 +57,9 @@ on_exit_stop_all
 postgres "$PG_PORT"
 secrets
 
-se_url="http://127.0.0.1:$SE_PORT" eu_url="http://127.0.0.1:$EU_PORT" us_url="http://127.0.0.1:$US_PORT"
+se_url="http://127.0.0.1:$SE_PORT" se2_url="http://127.0.0.1:$SE2_PORT" eu_url="http://127.0.0.1:$EU_PORT" us_url="http://127.0.0.1:$US_PORT"
 
-for sim in "se $SE_SIM_PORT" "eu $EU_SIM_PORT" "us $US_SIM_PORT"; do
+for sim in "se $SE_SIM_PORT" "se-2 $SE_SIM2_PORT" "eu $EU_SIM_PORT" "us $US_SIM_PORT"; do
   set -- $sim
   log "starting provider simulator $1 on 127.0.0.1:$2"
   start "simulator-$1" "$BIN/simulator" --listen "127.0.0.1:$2"
@@ -60,19 +67,24 @@ done
 # The control plane names each policy's region in every snapshot.
 controlplane "$PG_PORT" "$CP_PORT" "$ADMIN_PORT" "$CP_OPS_PORT" \
   --region-urls "se=$se_url,eu=$eu_url,any=$us_url"
-dataplane se-sto se-sto "$DATA/se-sto" "$SE_PORT" "$SE_OPS_PORT" "$CP_PORT" --region se-sto --country SE
+# se-sto's two nodes: same region, same snapshots, same simulator pool; a load balancer in
+# front would spread clients over them, so each enforces half of every limit.
+dataplane se-sto se-sto "$DATA/se-sto" "$SE_PORT" "$SE_OPS_PORT" "$CP_PORT" --region se-sto --country SE \
+  --limit-share-nodes 2
+dataplane se-sto-2 se-sto-2 "$DATA/se-sto-2" "$SE2_PORT" "$SE2_OPS_PORT" "$CP_PORT" --region se-sto --country SE \
+  --limit-share-nodes 2
 dataplane eu-fra eu-fra "$DATA/eu-fra" "$EU_PORT" "$EU_OPS_PORT" "$CP_PORT" --region eu-fra --country DE
 dataplane us-any us-any "$DATA/us-any" "$US_PORT" "$US_OPS_PORT" "$CP_PORT" --region us-any --country US
 
-for p in "$SE_SIM_PORT" "$EU_SIM_PORT" "$US_SIM_PORT"; do wait_for "http://127.0.0.1:$p/healthz" simulator; done
+for p in "$SE_SIM_PORT" "$SE_SIM2_PORT" "$EU_SIM_PORT" "$US_SIM_PORT"; do wait_for "http://127.0.0.1:$p/healthz" simulator; done
 wait_for "http://127.0.0.1:$CP_PORT/healthz" "control plane"
 wait_for "http://127.0.0.1:$ADMIN_PORT/healthz" "control plane admin API"
-for u in "$se_url" "$eu_url" "$us_url"; do wait_for "$u/healthz" "data plane"; done
+for u in "$se_url" "$se2_url" "$eu_url" "$us_url"; do wait_for "$u/healthz" "data plane"; done
 
 # --- Catalogue and a demo account per residency -------------------------------------------
 export GATEWAY_ADMIN_URL="http://127.0.0.1:$ADMIN_PORT" GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN"
 load_catalog configs/catalog.fleet.yaml \
-  "s#127.0.0.1:8190#127.0.0.1:$SE_SIM_PORT#g; s#127.0.0.1:8290#127.0.0.1:$EU_SIM_PORT#g; s#127.0.0.1:8390#127.0.0.1:$US_SIM_PORT#g"
+  "s#127.0.0.1:8190#127.0.0.1:$SE_SIM_PORT#g; s#127.0.0.1:8191#127.0.0.1:$SE_SIM2_PORT#g; s#127.0.0.1:8290#127.0.0.1:$EU_SIM_PORT#g; s#127.0.0.1:8390#127.0.0.1:$US_SIM_PORT#g"
 demo_account demo-se "Demo Sverige AB" se
 demo_account demo-eu "Demo Europa GmbH" eu
 demo_account demo-any "Demo Anywhere Inc" any
@@ -81,8 +93,10 @@ console_operator
 mkdir -p "$(dirname "$FLEET_ENV")"
 ( umask 077
   cat >"$FLEET_ENV" <<ENV
-# make run-fleet: the base URL of each region's data plane, and a demo key per residency.
+# make run-fleet: the base URL of each region's data plane (se-sto has two nodes sharing
+# one simulator pool), and a demo key per residency.
 GATEWAY_FLEET_SE_STO_URL=$se_url
+GATEWAY_FLEET_SE_STO_2_URL=$se2_url
 GATEWAY_FLEET_EU_FRA_URL=$eu_url
 GATEWAY_FLEET_US_ANY_URL=$us_url
 GATEWAY_FLEET_SE_KEY=$(cat "$DATA/demo-se.key")
@@ -95,13 +109,14 @@ ENV
 )
 
 # Wait until every node knows every demo key (as its own or as served elsewhere).
-for u in "$se_url" "$eu_url" "$us_url"; do
+for u in "$se_url" "$se2_url" "$eu_url" "$us_url"; do
   for k in demo-se demo-eu demo-any; do wait_for_key "$u" "$(cat "$DATA/$k.key")"; done
 done
 
 cat <<MSG
 
-Fleet is up: se-sto $se_url (SE), eu-fra $eu_url (DE), us-any $us_url (US).
+Fleet is up: se-sto $se_url and $se2_url (SE, two nodes sharing two simulators),
+eu-fra $eu_url (DE), us-any $us_url (US).
 Base URLs and demo keys are in $FLEET_ENV (source it: set -a; . $FLEET_ENV; set +a).
 An se account is served in Stockholm and refused in the US:
 
