@@ -67,6 +67,13 @@ var fleetRows = []fleetRow{
 		}
 		return fmt.Sprintf("%.0f %% / %.0f %%", 100*d.PrefixHitRate, 100*p.PrefixHitRate)
 	}},
+	{"(a) replicas per tenant, default / pinning", func(rs []Result, n int) string {
+		d, p := find(rs, n, "a", defaultName), find(rs, n, "a", pinName)
+		if d == nil || p == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f / %.1f", d.TenantReplicas, p.TenantReplicas)
+	}},
 	{"(c) hot tenant: default TTFT p90 / p99", func(rs []Result, n int) string {
 		return pair(find(rs, n, "c", defaultName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
 	}},
@@ -126,8 +133,8 @@ func replicaTable(results []Result) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("| workload | policy | requests per replica | prefix hits per replica | waiting, mean (peak) | per node: sent, fair-queue waits (mean ms), 429s |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | policy | replicas per tenant | requests per replica | prefix hits per replica | waiting, mean (peak) | per node: sent, fair-queue waits (mean ms), 429s |\n")
+	b.WriteString("|---|---|---:|---|---|---|---|\n")
 	for _, r := range results {
 		if len(r.Replicas) == 0 {
 			continue
@@ -145,7 +152,7 @@ func replicaTable(results []Result) string {
 		if len(nodes) > 0 {
 			node = strings.Join(nodes, "; ")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Policy, strings.Join(reqs, " / "),
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %s | %s | %s |\n", r.Workload, r.Policy, r.TenantReplicas, strings.Join(reqs, " / "),
 			strings.Join(hits, " / "), strings.Join(waits, " / "), node)
 	}
 	return b.String()

@@ -45,7 +45,7 @@ func TestFleetTable(t *testing.T) {
 	rs := []Result{
 		{Workload: "a", Policy: defaultName, Nodes: 1, TTFTp90: 31, TTFTp99: 750, PrefixHitRate: 0.87},
 		{Workload: "a", Policy: pinName, Nodes: 1, TTFTp90: 31, TTFTp99: 750, PrefixHitRate: 0.89},
-		{Workload: "a", Policy: defaultName, Nodes: 3, TTFTp90: 62, TTFTp99: 1500, PrefixHitRate: 0.6},
+		{Workload: "a", Policy: defaultName, Nodes: 3, TTFTp90: 62, TTFTp99: 1500, PrefixHitRate: 0.6, TenantReplicas: 3.5},
 		{Workload: "a", Policy: pinName, Nodes: 3, TTFTp90: 31, TTFTp99: 750, PrefixHitRate: 0.89},
 		{Workload: "e", Policy: defaultName, Nodes: 3, QuietTTFTp90: 300, Throttled: 40, Requests: 200},
 		{Workload: "e0", Policy: defaultName, Nodes: 3, QuietTTFTp90: 140},
@@ -57,6 +57,7 @@ func TestFleetTable(t *testing.T) {
 		"| (a) shared prefixes: default TTFT p90 / p99 | 31 / 750 ms | 62 / 1500 ms |",
 		"| (a) default ÷ pinning, p90 / p99 | 1.0× / 1.0× | 2.0× / 2.0× |",
 		"| (a) prefix hits, default / pinning | 87 % / 89 % | 60 % / 89 % |",
+		"| (a) replicas per tenant, default / pinning | 0.0 / 0.0 | 3.5 / 0.0 |",
 		"| (c) hot tenant: default TTFT p90 / p99 | – | – |",
 		"| (e) quiet account's TTFT p90 under a 15× burst / without it | – | 300 / 140 ms |",
 		"| (e) 429s, of all requests | – | 40 of 200 |",
@@ -75,10 +76,10 @@ func TestReplicaTable(t *testing.T) {
 	if md := replicaTable([]Result{{Workload: "a"}}); md != "" {
 		t.Fatalf("results without replica figures: %q", md)
 	}
-	md := replicaTable([]Result{{Workload: "a", Policy: defaultName,
+	md := replicaTable([]Result{{Workload: "a", Policy: defaultName, TenantReplicas: 2.25,
 		Replicas:  []ReplicaStat{{Requests: 10, HitRate: 0.5, MeanWaiting: 0.25, PeakWaiting: 3}, {Requests: 2}},
 		NodeStats: []NodeStat{{Sent: 6, Queued: 1, QueueWaitMS: 40}, {Sent: 6}}}})
-	want := "| a | scored (default) | 10 / 2 | 50 % / 0 % | 0.2 (3) / 0.0 (0) | 6, 1 (40), 0; 6, 0 (0), 0 |"
+	want := "| a | scored (default) | 2.2 | 10 / 2 | 50 % / 0 % | 0.2 (3) / 0.0 (0) | 6, 1 (40), 0; 6, 0 (0), 0 |"
 	if !strings.Contains(md, want) {
 		t.Fatalf("no line %q in\n%s", want, md)
 	}

@@ -34,6 +34,7 @@ type sample struct {
 	warmup    bool // sent in the first quarter of the run: not counted
 	tenant    int
 	status    int
+	replica   int // the replica that answered (from the stream's ID), -1 unknown
 	ttft, e2e time.Duration
 }
 
@@ -51,7 +52,10 @@ type Result struct {
 	Nodes int `json:",omitempty"`
 	// AdmittedPerSec is the limited tenant's answered requests per second, when the
 	// workload has a limited tenant.
-	AdmittedPerSec float64       `json:",omitempty"`
+	AdmittedPerSec float64 `json:",omitempty"`
+	// TenantReplicas is the mean number of replicas that answered each tenant over the
+	// run (warm-up included): 1 when each tenant stays on one replica.
+	TenantReplicas float64       `json:",omitempty"`
 	Replicas       []ReplicaStat `json:",omitempty"`
 	NodeStats      []NodeStat    `json:",omitempty"`
 }
@@ -129,7 +133,7 @@ func send(ctx context.Context, base, key string, body []byte) sample {
 	t0 := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return sample{}
+		return sample{replica: -1}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -137,10 +141,10 @@ func send(ctx context.Context, base, key string, body []byte) sample {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return sample{}
+		return sample{replica: -1}
 	}
 	defer resp.Body.Close()
-	s := sample{status: resp.StatusCode}
+	s := sample{status: resp.StatusCode, replica: -1}
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, resp.Body)
 		return s
@@ -150,6 +154,7 @@ func send(ctx context.Context, base, key string, body []byte) sample {
 		line, err := br.ReadSlice('\n')
 		if s.ttft == 0 && bytes.HasPrefix(line, []byte("data:")) {
 			s.ttft = time.Since(t0)
+			s.replica = replicaOf(line)
 		}
 		if err != nil {
 			break
@@ -162,8 +167,34 @@ func send(ctx context.Context, base, key string, body []byte) sample {
 	return s
 }
 
+// replicaOf reads the replica's index from a stream event's ID (the simulator names its
+// answers chatcmpl-<name>-<n>, and replicas are named r0 to r3); -1 when absent.
+func replicaOf(event []byte) int {
+	_, rest, ok := bytes.Cut(event, []byte(`"chatcmpl-r`))
+	if !ok || len(rest) < 2 || rest[0] < '0' || rest[0] > '9' || rest[1] != '-' {
+		return -1
+	}
+	return int(rest[0] - '0')
+}
+
+// tenantReplicas is the mean number of distinct replicas that answered each tenant.
+func tenantReplicas(samples []sample) float64 {
+	seen := map[[2]int]bool{}
+	tenants := map[int]bool{}
+	for _, s := range samples {
+		if s.replica >= 0 {
+			seen[[2]int{s.tenant, s.replica}] = true
+			tenants[s.tenant] = true
+		}
+	}
+	if len(tenants) == 0 {
+		return 0
+	}
+	return float64(len(seen)) / float64(len(tenants))
+}
+
 func summarize(w *Workload, p Policy, samples []sample) Result {
-	r := Result{Workload: w.Name, Policy: p.Name}
+	r := Result{Workload: w.Name, Policy: p.Name, TenantReplicas: tenantReplicas(samples)}
 	var ttft, e2e, quiet []float64
 	for _, s := range samples {
 		if s.warmup {

@@ -25,6 +25,9 @@ func TestSmoke(t *testing.T) {
 		if r.PrefixHitRate <= 0 {
 			t.Fatalf("%s: no prefix-cache hits in %+v", p.Name, r)
 		}
+		if r.TenantReplicas < 1 || p.Client == "pin" && r.TenantReplicas != 1 {
+			t.Fatalf("%s: replicas per tenant %.2f", p.Name, r.TenantReplicas)
+		}
 	}
 }
 
