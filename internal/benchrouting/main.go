@@ -171,6 +171,9 @@ func report(dir string, results []Result, secs float64) error {
 func table(results []Result, secs float64) string {
 	var b strings.Builder
 	titles := workloadTitles()
+	if n := nodeCounts(results); len(n) == 1 && n[0] > 1 {
+		fmt.Fprintf(&b, "%d data-plane nodes behind a round-robin balancer. ", n[0])
+	}
 	fmt.Fprintf(&b, "Arrivals over %.0f s per run (same seed for every policy; the first quarter warms the caches and is not counted). Times in ms.\n\n", secs)
 	b.WriteString("| workload | policy | TTFT p50 | p90 | p99 | e2e p50 | prefix hits | quiet tenant TTFT p90 | errors | 429 | requests |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
