@@ -146,7 +146,11 @@ func replicaTable(results []Result) string {
 			waits = append(waits, fmt.Sprintf("%.1f (%d)", x.MeanWaiting, x.PeakWaiting))
 		}
 		for _, x := range r.NodeStats {
-			nodes = append(nodes, fmt.Sprintf("%d, %d (%.0f), %.0f", x.Sent, x.Queued, x.QueueWaitMS, x.Refused))
+			sent := "all" // one node, no balancer
+			if len(r.NodeStats) > 1 {
+				sent = fmt.Sprint(x.Sent)
+			}
+			nodes = append(nodes, fmt.Sprintf("%s, %d (%.0f), %.0f", sent, x.Queued, x.QueueWaitMS, x.Refused))
 		}
 		node := "–"
 		if len(nodes) > 0 {

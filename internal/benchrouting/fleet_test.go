@@ -83,4 +83,8 @@ func TestReplicaTable(t *testing.T) {
 	if !strings.Contains(md, want) {
 		t.Fatalf("no line %q in\n%s", want, md)
 	}
+	one := replicaTable([]Result{{Workload: "a", Policy: defaultName, Replicas: []ReplicaStat{{}}, NodeStats: []NodeStat{{Queued: 2, QueueWaitMS: 5}}}})
+	if want := "| all, 2 (5), 0 |"; !strings.Contains(one, want) {
+		t.Fatalf("one node: no %q in\n%s", want, one)
+	}
 }
