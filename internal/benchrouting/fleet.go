@@ -77,12 +77,11 @@ var fleetRows = []fleetRow{
 	{"(c) hot tenant: default TTFT p90 / p99", func(rs []Result, n int) string {
 		return pair(find(rs, n, "c", defaultName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
 	}},
+	{"(d) quiet tenant's TTFT p90 under a 10× burst / without it", func(rs []Result, n int) string {
+		return quiet(rs, n, "d", "d0")
+	}},
 	{"(e) quiet account's TTFT p90 under a 15× burst / without it", func(rs []Result, n int) string {
-		b, q := find(rs, n, "e", defaultName), find(rs, n, "e0", defaultName)
-		if b == nil || q == nil {
-			return "–"
-		}
-		return fmt.Sprintf("%.0f / %.0f ms", b.QuietTTFTp90, q.QuietTTFTp90)
+		return quiet(rs, n, "e", "e0")
 	}},
 	{"(e) 429s, of all requests", func(rs []Result, n int) string {
 		r := find(rs, n, "e", defaultName)
@@ -98,6 +97,15 @@ var fleetRows = []fleetRow{
 		}
 		return fmt.Sprintf("%.1f", r.AdmittedPerSec)
 	}},
+}
+
+// quiet is the quiet tenant's TTFT p90 of workload w and of its baseline.
+func quiet(rs []Result, n int, w, baseline string) string {
+	b, q := find(rs, n, w, defaultName), find(rs, n, baseline, defaultName)
+	if b == nil || q == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f / %.0f ms", b.QuietTTFTp90, q.QuietTTFTp90)
 }
 
 func pair(r *Result, get func(*Result) (float64, float64)) string {

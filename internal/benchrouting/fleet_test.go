@@ -59,6 +59,7 @@ func TestFleetTable(t *testing.T) {
 		"| (a) prefix hits, default / pinning | 87 % / 89 % | 60 % / 89 % |",
 		"| (a) replicas per tenant, default / pinning | 0.0 / 0.0 | 3.5 / 0.0 |",
 		"| (c) hot tenant: default TTFT p90 / p99 | – | – |",
+		"| (d) quiet tenant's TTFT p90 under a 10× burst / without it | – | – |",
 		"| (e) quiet account's TTFT p90 under a 15× burst / without it | – | 300 / 140 ms |",
 		"| (e) 429s, of all requests | – | 40 of 200 |",
 		"| (f) admitted per second, limit 10/s, sending 45/s | 10.2 | – |",
@@ -86,5 +87,30 @@ func TestReplicaTable(t *testing.T) {
 	one := replicaTable([]Result{{Workload: "a", Policy: defaultName, Replicas: []ReplicaStat{{}}, NodeStats: []NodeStat{{Queued: 2, QueueWaitMS: 5}}}})
 	if want := "| all, 2 (5), 0 |"; !strings.Contains(one, want) {
 		t.Fatalf("one node: no %q in\n%s", want, one)
+	}
+}
+
+// The fleet's workloads have the shapes the fleet table names.
+func TestFleetWorkloads(t *testing.T) {
+	byName := map[string]*Workload{}
+	for _, w := range Workloads() {
+		byName[w.Name] = w
+		if w.Baseline != nil {
+			byName[w.Baseline.Name] = w.Baseline
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		check func(w *Workload) bool
+		what  string
+	}{
+		{"e", func(w *Workload) bool { return w.Rates[3] == 15*w.Rates[0] && w.Rates[0] == w.Rates[1] && w.Quiet == 0 }, "one account at 15× the others' rate"},
+		{"e0", func(w *Workload) bool { return w.Rates[3] == 0 && w.Tenants == 4 }, "the same without the burst"},
+		{"f", func(w *Workload) bool { return w.LimitRPS == 10 && w.Rates[w.Limited] == 45 }, "limited to 10/s, sending 45/s"},
+	} {
+		w := byName[c.name]
+		if w == nil || !c.check(w) {
+			t.Errorf("workload %s is not %s: %+v", c.name, c.what, w)
+		}
 	}
 }
