@@ -8,11 +8,11 @@
 //
 // Turns alone do not keep a light account's latency: when the servers are full, its
 // request still waits for the next slot to free, behind no one but at the pace the
-// heavy account's long requests end. So an account with more requests in flight than its
-// weighted share of the node's (a heavy one) starts only while more than a reserve of
-// slots is free: the most the other accounts below their share had in flight within
-// Remember and do not have now (adaptive: what they recently used, up to what the heavy
-// account's share leaves them), and at least Headroom. An account that was alone and
+// heavy account's long requests end. So an account with at least its weighted share of the
+// servers' slots in flight (a heavy one) starts only while more than a reserve of slots is
+// free: the most that any other account had in flight within Remember and does not have
+// now, up to that account's share (adaptive: what the others recently used), and at least
+// Headroom. An account that was alone and
 // took every slot first thus leaves its absent peers' recent use free once it is over
 // its share, and a peer that comes back finds a slot at once. While a light account
 // waits, a heavy one's waiting requests are not let go (max-min over the slots held, not
@@ -66,9 +66,11 @@ type Queue struct {
 
 	flows sync.Map // account ID → *Flow
 	// inFlight counts every flow's requests in flight; activeWeight is the weight of the
-	// flows active within Linger or holding a reserve; reserve is the slots the flows
-	// below their share used within Remember and do not use now (refresh).
-	inFlight, activeWeight, reserve atomic.Int64
+	// flows active within Linger or holding a reserve; reserve and reserve2 are the largest
+	// two reserves of the flows (what each used within Remember and does not use now, up
+	// to its share), reserveOf the flow of the largest (refresh).
+	inFlight, activeWeight, reserve, reserve2 atomic.Int64
+	reserveOf                                 atomic.Pointer[Flow]
 
 	mu    sync.Mutex
 	ring  []*Flow // flows with requests waiting, in turn order
@@ -76,6 +78,9 @@ type Queue struct {
 	depth int
 	// busy mirrors depth > 0 for Busy, which every request asks.
 	busy atomic.Bool
+	// capacity is the servers' capacity the last request saw (float64 bits), which bounds
+	// the flows' reserves (refresh).
+	capacity atomic.Uint64
 
 	waited  *prometheus.HistogramVec
 	refused *prometheus.CounterVec
@@ -172,11 +177,14 @@ func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
 	if free <= 0 {
 		return false
 	}
-	if !f.heavy() {
+	if capacity > 0 && math.Float64frombits(q.capacity.Load()) != capacity {
+		q.capacity.Store(math.Float64bits(capacity))
+	}
+	if !f.heavy(capacity) {
 		return true
 	}
 	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
-	if r := q.reserve.Load() - f.reserved.Load(); r > 0 {
+	if r := q.reserveFor(f); r > 0 {
 		if active := q.activeWeight.Load(); active > 0 {
 			left := math.Floor(capacity * float64(active-f.weight.Load()) / float64(active))
 			keep = max(keep, min(float64(r), left))
@@ -280,14 +288,15 @@ func (q *Queue) Kick() bool {
 	// A pass that lets nothing go leaves the turn where it was. While a light account
 	// waits, a heavy one's turn is passed.
 	n0, s0 := q.next, q.ring[q.next].served
+	capacity := math.Float64frombits(q.capacity.Load())
 	lightWaits := false
 	for _, f := range q.ring {
-		lightWaits = lightWaits || !f.heavy()
+		lightWaits = lightWaits || !f.heavy(capacity)
 	}
 	for range len(q.ring) {
 		f := q.ring[q.next]
 		w := f.waiting.Front().Value.(*waiter)
-		if lightWaits && f.heavy() {
+		if lightWaits && f.heavy(capacity) {
 			q.advance(f)
 			continue
 		}

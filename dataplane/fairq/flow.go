@@ -2,6 +2,7 @@ package fairq
 
 import (
 	"container/list"
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -15,9 +16,8 @@ type Flow struct {
 	inFlight atomic.Int64
 	weight   atomic.Int64
 	seen     atomic.Int64 // unix ns of the last request
-	// peak is the most requests in flight since peakAt (unix ns), kept for Remember;
-	// reserved is the flow's part of the queue's reserve (refresh).
-	peak, peakAt, reserved atomic.Int64
+	// peak is the most requests in flight since peakAt (unix ns), kept for Remember.
+	peak, peakAt atomic.Int64
 
 	// Guarded by q.mu: requests waiting, and grants in the current turn.
 	waiting list.List
@@ -58,13 +58,17 @@ func (f *Flow) Done() {
 	f.q.inFlight.Add(-1)
 }
 
-// heavy reports whether the flow has more requests in flight than its weighted share of
-// the node's, among the flows active lately (Queue.refresh); such a flow leaves Headroom
-// slots free for the others when the servers are nearly full.
-func (f *Flow) heavy() bool {
+// heavy reports whether the flow has at least its weighted share (among the flows active
+// lately, Queue.refresh) of the servers' capacity in flight, or, the capacity unknown (0),
+// more than its share of the node's requests in flight; such a flow leaves the others'
+// reserve and Headroom free when the servers are nearly full.
+func (f *Flow) heavy(capacity float64) bool {
 	active := f.q.activeWeight.Load()
 	if active <= 0 {
 		return false
+	}
+	if capacity > 0 {
+		return float64(f.inFlight.Load()*active) >= capacity*float64(f.weight.Load())
 	}
 	return f.inFlight.Load()*active > f.q.inFlight.Load()*f.weight.Load()
 }
@@ -97,16 +101,36 @@ func (q *Queue) refresh(now time.Time) {
 		return true
 	})
 	q.activeWeight.Store(active)
-	var reserve int64
+	// Each flow's reserve is what it used lately and does not use now, up to its share of
+	// the servers' capacity (the last a request saw, Queue.capacity); the queue keeps the
+	// largest two (bursts of different accounts seldom coincide, and a sum over many small
+	// accounts would hold back a busy one for slots nobody takes).
+	var first, second int64
+	var top *Flow
+	capacity := math.Float64frombits(q.capacity.Load())
 	q.flows.Range(func(_, v any) bool {
 		f := v.(*Flow)
-		r := int64(0)
-		if !f.heavy() {
-			r = max(f.peak.Load()-f.inFlight.Load(), 0)
+		peak := f.peak.Load()
+		if capacity > 0 && active > 0 {
+			peak = min(peak, int64(math.Ceil(capacity*float64(f.weight.Load())/float64(active))))
 		}
-		f.reserved.Store(r)
-		reserve += r
+		switch r := max(peak-f.inFlight.Load(), 0); {
+		case r > first:
+			first, second, top = r, first, f
+		case r > second:
+			second = r
+		}
 		return true
 	})
-	q.reserve.Store(reserve)
+	q.reserve.Store(first)
+	q.reserve2.Store(second)
+	q.reserveOf.Store(top)
+}
+
+// reserveFor is the largest reserve of a flow other than f.
+func (q *Queue) reserveFor(f *Flow) int64 {
+	if q.reserveOf.Load() == f {
+		return q.reserve2.Load()
+	}
+	return q.reserve.Load()
 }

@@ -113,6 +113,10 @@ func New(cfg Config) *Exchange {
 	return x
 }
 
+// LiveNodes is the number of live nodes the last answer gave (the fallback divisor before
+// any).
+func (x *Exchange) LiveNodes() int { return int(x.liveNodes.Load()) }
+
 // Fallback reports whether the node enforces its fallback share.
 func (x *Exchange) Fallback() bool { return x.fallback.Load() }
 

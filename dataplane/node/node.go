@@ -190,6 +190,9 @@ func (n *node) openFleet(sel *routing.Selector) {
 		cfg.Prefixes = sel
 	}
 	n.fleet = fleetshare.New(cfg)
+	if sel != nil {
+		sel.Nodes = n.fleet.LiveNodes
+	}
 	n.tel.Registry().MustRegister(n.fleet.Collectors()...)
 }
 

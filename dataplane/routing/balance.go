@@ -233,9 +233,15 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	var cached [maxScored]bool
 	bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
 	if req.HasKey && best {
+		known := false
 		for i := range group {
 			cached[i] = s.sent.sentWithin(req.Key, tags[i], req.Now, s.warmFor())
+			known = known || cached[i]
 		}
+		// A key no node has placed (that this node knows of) is taken to be held by its
+		// first home, so that every node sends a new tenant to the same replica rather
+		// than each to whichever of the two homes is less loaded at that instant.
+		cached[0] = cached[0] || !known
 	}
 	for i, v := range views {
 		cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)

@@ -228,3 +228,39 @@ func TestScoredShortPrefixGoesByLoad(t *testing.T) {
 		t.Fatalf("short prefix kept on a busier replica: %v", again)
 	}
 }
+
+// A key no node has placed goes to its first home even when that home runs a request more
+// than the second (every node then agrees on it), and spills only as a held prefix would.
+func TestScoredNewKeyTakesFirstHome(t *testing.T) {
+	cands := fourRoutes()
+	key, _ := PrefixKey("m", "", nil, []byte("a new tenant's system prompt"))
+	req := Request{Key: key, HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: t0}
+	rz, _ := order(&Selector{Loads: loadstat.NewRegistry()}, cands, Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0})
+	byID := map[string]index.Candidate{}
+	for _, c := range cands {
+		byID[c.Route.ID] = c
+	}
+	for _, n := range []int{1, 2, 3} {
+		s := &Selector{Loads: loadstat.NewRegistry()}
+		loadUp(s, byID[rz[0]], n)
+		if ids, d := order(s, cands, req); ids[0] != rz[0] || d.Reason != ReasonAffinity {
+			t.Fatalf("first home %d ahead: %v (%s), want it: %s", n, ids, d.Reason, rz[0])
+		}
+	}
+}
+
+// Room counts this node's part of the free slots when the fleet has several nodes.
+func TestRoomSharedByNodes(t *testing.T) {
+	cands := fourRoutes()[:1]
+	s := &Selector{Loads: loadstat.NewRegistry()}
+	r := s.Loads.For(cands[0].Route)
+	r.SetServer(loadstat.Report{Waiting: 2, Running: 6, KV: -1}, t0, 0) // capacity 6 learned
+	r.SetServer(loadstat.Report{Waiting: 0, Running: 3, KV: -1}, t0, 0) // 3 free
+	alone, capacity := s.Room(cands, t0)
+	nodes := 3
+	s.Nodes = func() int { return nodes }
+	shared, _ := s.Room(cands, t0)
+	if capacity != 6 || alone != 3 || shared != 1 {
+		t.Fatalf("room alone %v, shared by 3 nodes %v (capacity %v), want 3 and 1 of 6", alone, shared, capacity)
+	}
+}

@@ -51,7 +51,9 @@ func freeSlots(v loadstat.View, sat *Saturation) float64 {
 // Room is what the fair queue asks of a request's candidates: how many more requests
 // their servers can start now (the sum of freeSlots; +Inf when any route's is), and the
 // capacity known of them (the sum of their known slots). Without a load registry the room
-// is unbounded.
+// is unbounded. The free slots a server reports are seen by every node of the fleet at
+// once, so a node counts its part of them (Nodes): the nodes' fair queues together then
+// keep the headroom and reserves they keep alone, instead of each filling it.
 func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity float64) {
 	if s.Loads == nil || len(cands) == 0 {
 		return math.Inf(1), 0
@@ -61,6 +63,11 @@ func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity floa
 		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
 		free += freeSlots(v, sat)
 		capacity += v.Slots
+	}
+	if s.Nodes != nil {
+		if n := s.Nodes(); n > 1 {
+			free /= float64(n)
+		}
 	}
 	return free, capacity
 }

@@ -43,7 +43,10 @@ type Selector struct {
 	WarmFor time.Duration
 	// Saturation says when a route is full (default DefaultSaturation).
 	Saturation *Saturation
-	sent       sentTable
+	// Nodes, when set, is the number of live nodes sharing the routes' servers (the fleet
+	// exchange's): Room counts this node's part of their free slots.
+	Nodes func() int
+	sent  sentTable
 }
 
 func (s *Selector) weights() *Weights {

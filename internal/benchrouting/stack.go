@@ -3,10 +3,13 @@ package benchrouting
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/shares"
 	"github.com/sekgate/gateway/dataplane/fairq"
+	"github.com/sekgate/gateway/dataplane/fleetshare"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -16,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/server"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/apikey"
+	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -66,8 +70,9 @@ func startStack(w *Workload, policy string, gateway bool, nodes int) (*stack, er
 	}
 	st.keys = keys
 	var urls []string
-	for range max(1, nodes) {
-		n, err := startNode(ctx, snap, max(1, nodes))
+	fleet := shares.New(shares.Config{})
+	for i := range max(1, nodes) {
+		n, err := startNode(ctx, snap, max(1, nodes), fleetPoster{fleet, fmt.Sprintf("node-%d", i)})
 		if err != nil {
 			st.close()
 			return nil, err
@@ -132,9 +137,21 @@ func fleetSnapshot(w *Workload, policy string, sims []*simulator.Server) (*snaps
 	return snap, keys, nil
 }
 
-// startNode starts one node serving snap on a loopback port; limits are divided among
-// share nodes (--limit-share-nodes), so the deployment together admits about each limit.
-func startNode(ctx context.Context, snap *snapshot.Snapshot, share int) (*node, error) {
+// fleetPoster is a node's link to the fleet exchange, in process: the control plane's
+// table answers it directly.
+type fleetPoster struct {
+	t  *shares.Table
+	id string
+}
+
+func (p fleetPoster) Post(_ context.Context, r internalapi.FleetReport) (internalapi.FleetAnswer, error) {
+	return p.t.Report(p.id, r), nil
+}
+
+// startNode starts one node serving snap on a loopback port, in the fleet exchange through
+// fleet as in production (limits shared by demand, --limit-share-nodes the fallback;
+// capacities and prefix placements shared).
+func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fleetshare.Poster) (*node, error) {
 	x, err := index.Build(snap)
 	if err != nil {
 		return nil, fmt.Errorf("index: %w", err)
@@ -147,8 +164,13 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int) (*node, 
 	n := &node{fq: fairq.New(fairq.Config{})}
 	go scrape.New(scrape.Config{Loads: sel.Loads}).Run(ctx)
 	go n.fq.Run(ctx)
+	lim := limits.New(limits.Config{ShareNodes: share})
+	fx := fleetshare.New(fleetshare.Config{Limiter: lim, Poster: fleet, Capacity: sel.Loads, Prefixes: sel,
+		FallbackNodes: share, Logger: slog.New(slog.DiscardHandler)})
+	sel.Nodes = fx.LiveNodes
+	go fx.Run(ctx)
 	n.srv, err = server.New(server.Config{Store: store, Meter: meter, Selector: sel, FairQueue: n.fq,
-		Limiter: limits.New(limits.Config{ShareNodes: share}), MaxConnsPerAddr: -1, MaxConns: -1})
+		Limiter: lim, MaxConnsPerAddr: -1, MaxConns: -1})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
