@@ -168,7 +168,12 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 			}
 		}
 		// Remote media and provider extensions narrow the routes to those that allow them.
-		cands, verr := valueCandidates(m.Candidates(p.acct.Residency, e), &req)
+		all := m.Candidates(p.acct.Residency, e)
+		if len(all) == 0 {
+			writeError(ctx, wrongEndpoint(p, m, e))
+			return
+		}
+		cands, verr := valueCandidates(all, &req)
 		if verr != nil {
 			writeError(ctx, verr)
 			return

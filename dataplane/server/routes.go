@@ -155,7 +155,7 @@ func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	endpointNotFound(ctx)
+	s.endpointNotFound(ctx)
 }
 
 // unsupported refuses an unsupported family or stored-object operation: 501 with a

@@ -93,6 +93,11 @@ type Config struct {
 	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
 	// endpoint_not_supported errors (default: this gateway's /openapi.json).
 	DocsURL string
+	// PublicURL is the base URL clients use to reach the gateway (e.g. https://api.example.com,
+	// behind a proxy or load balancer): named in hints, in openapi.json's servers and in
+	// the /docs and 501 links (default: the address of the socket a client connected to;
+	// hints then use the request's Host).
+	PublicURL string
 	// Register, when set, adds routes (e.g. /openapi.json, /docs) before the server starts.
 	Register func(r *router.Router)
 	// HeaderTimeout bounds reading a request's headers, from its first byte (on a new
@@ -227,6 +232,13 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, now: cfg.Now, notSupported: errNotSupported, tel: cfg.Telemetry, access: cfg.AccessLog, tracer: cfg.Tracer}
 	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
 		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
+	}
+	if cfg.PublicURL != "" {
+		u, err := ParsePublicURL(cfg.PublicURL)
+		if err != nil {
+			return nil, fmt.Errorf("server: PublicURL %q: %w", cfg.PublicURL, err)
+		}
+		s.cfg.PublicURL = u
 	}
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
