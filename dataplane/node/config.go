@@ -36,6 +36,7 @@ type Config struct {
 	dataDir         string               // last-known-good snapshot and usage spool
 	logLevel        string               // debug, info, warn or error
 	docsURL         string               // public reference GET /docs redirects to
+	publicURL       string               // base URL clients reach the gateway at
 	opsListen       string               // private metrics and probes listener (empty: off)
 	testBoxListen   string               // private listener of the console's test box (empty: off)
 	testBoxToken    flagenv.Secret       // the test box's own token
@@ -79,7 +80,8 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
 	fs.StringVar(&o.testBoxListen, "test-box-listen", "", "private address where the console's test box is served with --test-box-token (empty: off)")
 	fs.Var(&o.testBoxToken, "test-box-token", "the console test box's own token, ≥ 32 bytes, admitted only on --test-box-listen")
-	fs.StringVar(&o.docsURL, "docs-url", "", "public reference GET /docs redirects to (default: this gateway's /openapi.json)")
+	fs.StringVar(&o.docsURL, "docs-url", "", "public reference GET /docs redirects to (default: the reference this gateway renders)")
+	fs.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at, named in hints, openapi.json and links")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	fs.IntVar(&o.batchSize, "usage-batch-size", meter.DefaultBatchSize, "most usage records per batch sent to the control plane (1 to 10000)")
@@ -156,6 +158,11 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 	}
 	if o.edge.MaxHeaderBytes < 1024 {
 		return o, errors.New("--max-header-bytes must be at least 1024")
+	}
+	if o.publicURL != "" {
+		if o.publicURL, err = server.ParsePublicURL(o.publicURL); err != nil {
+			return o, fmt.Errorf("--public-url: %w", err)
+		}
 	}
 	if err := o.region.validate(); err != nil {
 		return o, err

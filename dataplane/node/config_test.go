@@ -223,3 +223,23 @@ func TestRoutingFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestPublicURLFlag(t *testing.T) {
+	base := []string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"", "", true},
+		{"https://api.example.com/", "https://api.example.com", true},
+		{"http://10.0.0.5:8080", "http://10.0.0.5:8080", true},
+		{"api.example.com", "", false},
+		{"https://user@api.example.com", "", false},
+		{"https://api.example.com/?x=1", "", false},
+	} {
+		o, err := parseFlags(append(base, "--public-url", tc.in))
+		if (err == nil) != tc.ok || (tc.ok && o.publicURL != tc.want) {
+			t.Errorf("--public-url %q: %q, %v", tc.in, o.publicURL, err)
+		}
+	}
+}

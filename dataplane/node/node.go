@@ -245,6 +245,7 @@ func (n *node) newServer() error {
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
 	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
 	cfg.Link, cfg.TestBoxToken, cfg.DocsURL, cfg.Logger = n.link, o.testBoxToken.Reveal(), o.docsURL, n.log
+	cfg.PublicURL = o.publicURL
 	n.srv, err = server.New(cfg)
 	return err
 }

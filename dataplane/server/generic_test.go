@@ -92,7 +92,7 @@ func TestPreflightGetsNoGrant(t *testing.T) {
 func TestUnknownPathsAre404(t *testing.T) {
 	g := startGateway(t)
 	for _, tc := range []struct{ method, path string }{
-		{"GET", "/"}, {"GET", "/v1"}, {"GET", "/v2/models"}, {"POST", "/v1/chat"}, {"OPTIONS", "/nope"},
+		{"GET", "/v1"}, {"GET", "/v2/models"}, {"POST", "/v1/chat"}, {"OPTIONS", "/nope"},
 		{"GET", "/v1/service/requests/a/b"}, {"POST", "/v1/messages/batches"}, {"HEAD", "/nope"},
 		{"GET", "/v1/filesx"}, {"GET", "/healthz/"},
 	} {
@@ -104,6 +104,32 @@ func TestUnknownPathsAre404(t *testing.T) {
 			continue
 		}
 		checkEnvelope(t, r, 404, "endpoint_not_found")
+	}
+}
+
+// GET / is a landing page for a person; an API client asking for JSON keeps the JSON 404.
+func TestLandingPage(t *testing.T) {
+	g := startGateway(t)
+	for _, tc := range []struct {
+		method, accept string
+		html           bool
+	}{
+		{"GET", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", true},
+		{"GET", "*/*", true},
+		{"GET", "", true},
+		{"GET", "application/json", false},
+		{"POST", "text/html", false},
+	} {
+		r := g.do(t, tc.method, "/", "", "", "Accept", tc.accept)
+		if !tc.html {
+			checkEnvelope(t, r, 404, "endpoint_not_found")
+			continue
+		}
+		if r.Status != 200 || r.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+			!strings.Contains(r.Body, `href="/docs"`) || !strings.Contains(r.Body, `href="/openapi.json"`) ||
+			!strings.Contains(r.Body, "<code>"+g.URL+"/v1</code>") {
+			t.Errorf("%s / Accept %q: %d %q", tc.method, tc.accept, r.Status, r.Body)
+		}
 	}
 }
 
@@ -135,16 +161,30 @@ func TestUnsupportedEverywhereWithoutAuth(t *testing.T) {
 func TestDocsAndContract(t *testing.T) {
 	g := startGateway(t)
 	r := g.do(t, "GET", "/openapi.json", "", "")
-	if r.Status != 200 || r.Header.Get("Content-Type") != "application/json" || r.Body != string(openapi.Document()) {
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/json" || r.Body != string(openapi.WithServer(g.URL)) {
 		t.Fatalf("/openapi.json: %d %q %d bytes", r.Status, r.Header.Get("Content-Type"), len(r.Body))
+	}
+	if strings.Contains(r.Body, "127.0.0.1:8080") || !strings.Contains(r.Body, `"url": "`+g.URL+`"`) {
+		t.Errorf("/openapi.json servers do not name %s", g.URL)
 	}
 	if r := g.do(t, "HEAD", "/openapi.json", "", ""); r.Status != 200 || r.Body != "" {
 		t.Fatalf("HEAD /openapi.json: %d %q", r.Status, r.Body)
 	}
-	// Without DocsURL, /docs points at the gateway's own contract.
+	// Without DocsURL, /docs is the node's own HTML rendering of its contract.
 	r = g.noRedirect(t, "GET", "/docs")
-	if r.Status != 302 || r.Header.Get("Location") != g.URL+"/openapi.json" || r.Body != "" {
-		t.Fatalf("/docs: %d %q %q", r.Status, r.Header.Get("Location"), r.Body)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("/docs: %d %q %q", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	for _, want := range []string{"<h1>Gateway inference service</h1>", "/v1/chat/completions", "Chat completion",
+		"<code>" + g.URL + "/v1</code>", `href="/openapi.json"`} {
+		if !strings.Contains(r.Body, want) {
+			t.Errorf("/docs lacks %q", want)
+		}
+	}
+	for _, banned := range []string{"<script", "http://127.0.0.1:8080", "{base_url}", "cdn", `<link rel="stylesheet"`} {
+		if strings.Contains(r.Body, banned) {
+			t.Errorf("/docs holds %q", banned)
+		}
 	}
 	g2 := startGateway(t, func(c *Config) { c.DocsURL = "https://reference.invalid/gateway" })
 	for _, m := range []string{"GET", "HEAD"} {

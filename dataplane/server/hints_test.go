@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/internal/simulator"
@@ -169,5 +170,37 @@ func TestModelAndEndpointHints(t *testing.T) {
 	checkEnvelope(t, r, 404, "model_not_found")
 	if strings.Contains(r.Body, "did you mean") {
 		t.Errorf("a model the account may not use was suggested: %s", r.Body)
+	}
+}
+
+// Hints name the base URL the client used: the configured public URL, else the request's
+// Host when it is a plain host[:port], else the socket's address; published links use the
+// public URL or the socket, never the Host.
+func TestHintBaseURL(t *testing.T) {
+	g := startGateway(t)
+	for _, tc := range []struct{ host, want string }{
+		{"gw.example:9000", "http://gw.example:9000/v1 for OpenAI SDKs"},
+		{"[::1]:8443", "http://[::1]:8443/v1 for OpenAI SDKs"},
+		{"evil\"<x>", g.URL + "/v1 for OpenAI SDKs"},
+	} {
+		raw := "GET /chat/completions HTTP/1.1\r\nHost: " + tc.host + "\r\nConnection: close\r\n\r\n"
+		out, _ := rawExchange(t, g.URL, []byte(raw), 5*time.Second)
+		if !strings.Contains(out, "Check the client's base URL: "+tc.want) || strings.Contains(out, "{base_url}") {
+			t.Errorf("Host %q: %q", tc.host, out)
+		}
+	}
+	const pub = "https://api.example.com"
+	p := startGateway(t, func(c *Config) { c.PublicURL = pub + "/" })
+	if r := p.do(t, "POST", "/v1/v1/messages", "", "{}"); !strings.Contains(r.Body, "Check the client's base URL: "+pub+" without /v1") {
+		t.Errorf("hint with PublicURL: %s", r.Body)
+	}
+	if r := p.do(t, "GET", "/openapi.json", "", ""); !strings.Contains(r.Body, `"url": "`+pub+`"`) {
+		t.Errorf("openapi.json servers with PublicURL: %.400s", r.Body)
+	}
+	if r := p.do(t, "GET", "/v1/files", "", ""); !strings.Contains(r.Body, `"documentation_url":"`+pub+`/openapi.json"`) {
+		t.Errorf("501 link with PublicURL: %s", r.Body)
+	}
+	if _, err := New(Config{Store: g.Store, Meter: g.Meter, PublicURL: "ftp://x"}); err == nil {
+		t.Error("a PublicURL that is not http(s) was accepted")
 	}
 }

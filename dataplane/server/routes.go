@@ -149,6 +149,10 @@ func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
 	p := ctx.Path()
+	if string(p) == "/" && (ctx.IsGet() || ctx.IsHead()) && !wantsJSON(ctx) {
+		s.landing(ctx)
+		return
+	}
 	for _, f := range unsupportedFamilies {
 		if bytes.HasPrefix(p, []byte(f)) && (len(p) == len(f) || p[len(f)] == '/') {
 			s.unsupported(ctx)

@@ -225,25 +225,29 @@ func reportObserved() {
 	}
 }
 
-// TestContract_DocumentIsOpenAPI311AndCompiles: the served document is the embedded one,
-// OpenAPI 3.1.1 with the date version, and every schema in it compiles as JSON Schema
+// TestContract_DocumentIsOpenAPI311AndCompiles: the served document is the embedded one
+// with its servers naming the gateway's base URL (not a placeholder), OpenAPI 3.1.1 with the date version, and every schema in it compiles as JSON Schema
 // 2020-12 (the document's lint tests live in dataplane/openapi).
 func TestContract_DocumentIsOpenAPI311AndCompiles(t *testing.T) {
 	s := getStack(t)
 	getSpec(t)
 	r := s.Do(t, "GET", "/openapi.json", "", nil, nil)
-	if r.Status != 200 || !bytes.Equal(r.Body, openapi.Document()) {
+	if r.Status != 200 || !bytes.Equal(r.Body, openapi.WithServer(s.DataURL)) {
 		t.Fatalf("/openapi.json: %d, %d bytes (embedded %d)", r.Status, len(r.Body), len(openapi.Document()))
 	}
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Info    struct{ Version string }
+		Servers []struct{ URL string }
 	}
 	if err := json.Unmarshal(r.Body, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.OpenAPI != "3.1.1" || doc.Info.Version != "2026-10-04" {
 		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
+	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != s.DataURL {
+		t.Fatalf("servers %+v, want %s", doc.Servers, s.DataURL)
 	}
 }
 
