@@ -45,6 +45,9 @@ func BuildReplicas(s *snapshot.Snapshot, saltKey []byte, rep Replicas) (*Index, 
 	if err := x.indexKeys(s.Keys); err != nil {
 		return nil, err
 	}
+	if err := x.indexRevoked(s.Revoked); err != nil {
+		return nil, err
+	}
 	if err := x.indexElsewhere(s.Elsewhere); err != nil {
 		return nil, err
 	}

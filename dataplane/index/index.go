@@ -206,6 +206,23 @@ type Index struct {
 	discovered []snapshot.Route
 	replicas   Replicas
 	served     []snapshot.Route
+	// revoked: recently revoked keys (snapshot.Content.Revoked).
+	revoked map[string]revokedKey
+}
+
+type revokedKey struct {
+	at         time.Time
+	hashPrefix [4]byte
+}
+
+// Revoked returns when the key with public ID id was revoked, when the snapshot lists it
+// as revoked and hashPrefix matches the first 4 bytes of its hash.
+func (x *Index) Revoked(id string, hashPrefix []byte) (time.Time, bool) {
+	r, ok := x.revoked[id]
+	if !ok || len(hashPrefix) < 4 || [4]byte(hashPrefix[:4]) != r.hashPrefix {
+		return time.Time{}, false
+	}
+	return r.at, true
 }
 
 type elsewhereKey struct {
@@ -266,6 +283,30 @@ func (x *Index) indexElsewhere(list []snapshot.ElsewhereKey) error {
 			return invalid("elsewhere key %q: hash_prefix is not 8 hex digits", e.ID)
 		}
 		x.elsewhere[e.ID] = elsewhereKey{residency: e.Residency, hashPrefix: [4]byte(p)}
+	}
+	return nil
+}
+
+func (x *Index) indexRevoked(list []snapshot.RevokedKey) error {
+	if len(list) == 0 {
+		return nil
+	}
+	if len(list) > snapshot.MaxRevoked {
+		return invalid("%d revoked keys, more than %d", len(list), snapshot.MaxRevoked)
+	}
+	x.revoked = make(map[string]revokedKey, len(list))
+	for i, r := range list {
+		if !apikey.ValidID(r.ID) {
+			return invalid("revoked key %d: malformed id %q", i, r.ID)
+		}
+		if _, dup := x.keys[r.ID]; dup {
+			return invalid("revoked key %q is also a key of this snapshot", r.ID)
+		}
+		p, err := hex.DecodeString(r.HashPrefix)
+		if err != nil || len(p) != 4 {
+			return invalid("revoked key %q: hash_prefix is not 8 hex digits", r.ID)
+		}
+		x.revoked[r.ID] = revokedKey{at: r.RevokedAt, hashPrefix: [4]byte(p)}
 	}
 	return nil
 }

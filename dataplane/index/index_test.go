@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -39,6 +40,16 @@ func TestBuildIndexes(t *testing.T) {
 	}
 	if _, ok := x.Key(ks.IDs["revoked"]); ok {
 		t.Fatal("revoked key present")
+	}
+	sum := apikey.HashBytes([]byte(ks.Revoked))
+	if at, ok := x.Revoked(ks.IDs["revoked"], sum[:4]); !ok || at.IsZero() {
+		t.Errorf("revoked key not listed as revoked: %v %v", at, ok)
+	}
+	if _, ok := x.Revoked(ks.IDs["revoked"], []byte{0, 0, 0, 0}); ok {
+		t.Error("a secret of another hash was answered as revoked")
+	}
+	if _, ok := x.Revoked(ks.IDs["se"], sum[:4]); ok {
+		t.Error("a live key was answered as revoked")
 	}
 	for _, name := range []string{fixture.ModelChat, fixture.AliasChat, fixture.AliasChatSlash} {
 		m, ok := x.Model(name)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -52,7 +53,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 		}
 	}
 	if !k.ExpiresAt.IsZero() && !s.now().Before(k.ExpiresAt) {
-		return principal{}, errExpiredKey
+		return principal{}, expiredKey(k.ExpiresAt)
 	}
 	p := principal{idx: idx, key: k, acct: k.Account}
 	if p.acct.Suspended {
@@ -122,15 +123,19 @@ func secretKeyID(secret []byte) (id [4 + secretIDHex]byte, ok bool) {
 	return id, true
 }
 
-// unknownKey is the answer to a secret the snapshot has no key for: 403 pointing at the
-// region that serves the key's account when the snapshot lists it as served elsewhere
-// (a node holds only its country's keys), else invalid key.
+// unknownKey is the answer to a secret the snapshot has no key for: 401 api_key_revoked
+// when the snapshot lists it as recently revoked; 403 pointing at the region that serves
+// the key's account when it lists it as served elsewhere (a node holds only its country's
+// keys); else invalid key.
 func (s *Server) unknownKey(idx *index.Index, secret []byte) *apierror.Error {
 	id, ok := secretKeyID(secret)
 	if !ok {
 		return errInvalidKey
 	}
 	sum := apikey.HashBytes(secret)
+	if at, ok := idx.Revoked(string(id[:]), sum[:4]); ok {
+		return revokedKey(at)
+	}
 	if p, ok := idx.Elsewhere(string(id[:]), sum[:4]); ok {
 		if e := s.admission.check(p, idx); e != nil {
 			return e
@@ -153,4 +158,16 @@ func asciiEqualFold(a, lowerB []byte) bool {
 		}
 	}
 	return true
+}
+
+// expiredKey is the 401 for a key past its expiry, saying when it expired.
+func expiredKey(at time.Time) *apierror.Error {
+	return apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyExpired,
+		"this API key expired at "+at.UTC().Format(time.RFC3339)+"; create a new key in the console")
+}
+
+// revokedKey is the 401 for a key the snapshot lists as revoked, saying when.
+func revokedKey(at time.Time) *apierror.Error {
+	return apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyRevoked,
+		"this API key was revoked at "+at.UTC().Format(time.RFC3339)+"; create a new key in the console")
 }

@@ -23,8 +23,6 @@ var (
 		"invalid API key"))
 	errDuplicateAuth = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
 		"more than one credential header of the same name: send the key once"))
-	errExpiredKey = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyExpired,
-		"this API key has expired"))
 	errSuspended = fixed(apierror.New(403, apierror.TypePermission, apierror.CodeAccountSuspended,
 		"this account is suspended"))
 	errResidency = fixed(apierror.New(403, apierror.TypePermission, apierror.CodeResidencyUnsatisfied,

@@ -75,7 +75,8 @@ func TestAuth(t *testing.T) {
 	}{
 		{"missing", "/v1/models", nil, 401, "invalid_api_key"},
 		{"unknown", "/v1/models", []string{"Authorization", "Bearer sgw_0123456789ab_" + strings.Repeat("0", 40)}, 401, "invalid_api_key"},
-		{"revoked", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.Revoked}, 401, "invalid_api_key"},
+		{"revoked", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.Revoked}, 401, "api_key_revoked"},
+		{"revoked id, other secret", "/v1/models", []string{"Authorization", "Bearer " + otherLastHex(g.Keys.Revoked)}, 401, "invalid_api_key"},
 		{"expired", "/v1/models", []string{"Authorization", "Bearer " + g.Keys.Expired}, 401, "api_key_expired"},
 		{"foreign vendor", "/v1/models", []string{"Authorization", "Bearer " + foreign}, 401, "invalid_api_key"},
 		{"wrong secret for real id", "/v1/models", []string{"Authorization", "Bearer " + otherLastHex(g.Keys.SE)}, 401, "invalid_api_key"},
@@ -106,6 +107,23 @@ func TestAuth(t *testing.T) {
 				t.Errorf("messages-style envelope lacks type=error: %s", r.Body)
 			}
 		})
+	}
+}
+
+// A revoked or expired key is told so, with when.
+func TestRevokedAndExpiredWording(t *testing.T) {
+	g := startGateway(t)
+	for _, tc := range []struct{ name, key, code, want string }{
+		{"revoked", g.Keys.Revoked, "api_key_revoked", "this API key was revoked at " + fixture.RevokedAt(g.Snap.GeneratedAt).Format(time.RFC3339)},
+		{"expired", g.Keys.Expired, "api_key_expired", "this API key expired at " + g.Snap.GeneratedAt.Add(-time.Hour).UTC().Format(time.RFC3339)},
+	} {
+		for _, path := range []string{"/v1/models", "/v1/service/account"} {
+			r := g.do(t, "GET", path, tc.key, "")
+			checkEnvelope(t, r, 401, tc.code)
+			if msg := gjson.Get(r.Body, "error.message").Str; !strings.HasPrefix(msg, tc.want) {
+				t.Errorf("%s %s: %q, want %q", tc.name, path, msg, tc.want)
+			}
+		}
 	}
 }
 

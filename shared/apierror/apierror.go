@@ -27,6 +27,7 @@ const (
 const (
 	CodeInvalidAPIKey        = "invalid_api_key"
 	CodeAPIKeyExpired        = "api_key_expired"
+	CodeAPIKeyRevoked        = "api_key_revoked"
 	CodeInsufficientQuota    = "insufficient_quota"
 	CodeAccountSuspended     = "account_suspended"
 	CodeResidencyUnsatisfied = "residency_unsatisfiable"

@@ -64,6 +64,10 @@ type Content struct {
 	// other countries: no hash, only what lets the node point such a key's holder at the
 	// right region (403 residency_unsatisfiable) instead of calling the key invalid.
 	Elsewhere []ElsewhereKey `json:"elsewhere,omitempty"`
+	// Revoked lists the most recently revoked keys (at most MaxRevoked) by ID, hash prefix
+	// and time, so a node tells the holder of a revoked key that it was revoked rather than
+	// calling it unknown. Nodes of internal protocol 1 are sent snapshots without it.
+	Revoked []RevokedKey `json:"revoked,omitempty"`
 	// RegionURLs maps a residency policy (se, eu, any) to the base URL of the operator's
 	// region that serves it (the control plane's --region-urls, see ParseRegionURLs). A
 	// node names it in the 403 residency_unsatisfiable it gives an account its country
@@ -79,6 +83,18 @@ type ElsewhereKey struct {
 	// HashPrefix is the first 4 bytes (8 hex digits) of the key's hash: enough for the node
 	// to answer only holders of the secret, far too little to authenticate anyone.
 	HashPrefix string `json:"hash_prefix"`
+}
+
+// MaxRevoked bounds Content.Revoked: older revocations are answered as unknown keys.
+const MaxRevoked = 10000
+
+// RevokedKey is a revoked key: no hash, only what lets a node answer the holder of its
+// secret that the key was revoked.
+type RevokedKey struct {
+	ID string `json:"id"` // Key.ID
+	// HashPrefix is the first 4 bytes (8 hex digits) of the key's hash, as in ElsewhereKey.
+	HashPrefix string    `json:"hash_prefix"`
+	RevokedAt  time.Time `json:"revoked_at"`
 }
 
 // Account is a customer account.
@@ -113,7 +129,7 @@ func (a *Account) Weight() int {
 // ValidQueueWeight reports whether w may be stored as an account's queue weight.
 func ValidQueueWeight(w int) bool { return w >= MinQueueWeight && w <= MaxQueueWeight }
 
-// Key is an API key; revoked keys are left out of the snapshot.
+// Key is an API key; revoked keys are left out of the snapshot (see RevokedKey).
 type Key struct {
 	ID        string     `json:"id"`      // key_<12 hex>
 	AccountID string     `json:"account"` // Account.ID
