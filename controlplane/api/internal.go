@@ -117,7 +117,8 @@ func (s *server) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, httpjson.ErrNotReady)
 		return
 	}
-	cur := s.cfg.Snapshots.Wait(r.Context(), publish.Have{Version: have, StructHash: hash, IssuedAt: issued, Country: country}, wait)
+	protocol, _ := internalapi.ParseProtocol(r.Header.Get(internalapi.HeaderProtocol)) // checked by the node middleware
+	cur := s.cfg.Snapshots.Wait(r.Context(), publish.Have{Version: have, StructHash: hash, IssuedAt: issued, Country: country, Protocol: protocol}, wait)
 	if cur == nil {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -90,24 +90,38 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// variant returns cur filtered for country, signed and encoded, from the cache of cur's
-// variants (built on first use; the cache is dropped when cur is replaced). An empty
-// country is cur itself.
-func (p *Publisher) variant(cur *Current, country string) (*Current, error) {
-	if country == "" {
+// variant returns cur filtered for country and for the node's internal protocol (see
+// forProtocol), signed and encoded, from the cache of cur's variants (built on first use;
+// the cache is dropped when cur is replaced). An empty country and the current protocol
+// is cur itself.
+func (p *Publisher) variant(cur *Current, country string, protocol int) (*Current, error) {
+	old := oldProtocol(cur.Snapshot, protocol)
+	if country == "" && !old {
 		return cur, nil
+	}
+	key := country
+	if old {
+		key += "/1"
 	}
 	p.vmu.Lock()
 	defer p.vmu.Unlock()
 	if p.variantsOf != cur {
 		p.variantsOf, p.variants = cur, map[string]*Current{}
 	}
-	if v := p.variants[country]; v != nil {
+	if v := p.variants[key]; v != nil {
 		return v, nil
 	}
-	s, err := Filter(cur.Snapshot, country)
-	if err != nil {
-		return nil, err
+	s := cur.Snapshot
+	var err error
+	if country != "" {
+		if s, err = Filter(s, country); err != nil {
+			return nil, err
+		}
+	}
+	if old {
+		if s, err = withoutRevoked(s); err != nil {
+			return nil, err
+		}
 	}
 	if p.cfg.Signer != nil {
 		s.Sign(p.cfg.Signer)
@@ -118,9 +132,29 @@ func (p *Publisher) variant(cur *Current, country string) (*Current, error) {
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("encode snapshot %d for %s: %w", s.Version, country, err)
+		return nil, fmt.Errorf("encode snapshot %d for %q: %w", s.Version, key, err)
 	}
 	v := &Current{Snapshot: s, JSON: b, StructHash: sh}
-	p.variants[country] = v
+	p.variants[key] = v
 	return v, nil
+}
+
+// oldProtocol reports whether a node of internal protocol version protocol (0: not
+// stated, the current one) must be sent s without what its version cannot read: nodes of
+// version 1 verify a snapshot's hash over the content they decode, so a field they do not
+// know (Revoked) would make them refuse it.
+func oldProtocol(s *snapshot.Snapshot, protocol int) bool {
+	return protocol == 1 && len(s.Revoked) > 0
+}
+
+// withoutRevoked is a copy of s without its revoked keys, rehashed and unsigned.
+func withoutRevoked(s *snapshot.Snapshot) (*snapshot.Snapshot, error) {
+	out := *s
+	out.Signature, out.Revoked = "", nil
+	h, err := snapshot.ComputeHash(&out.Content)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d without revoked keys: %w", s.Version, err)
+	}
+	out.Hash = h
+	return &out, nil
 }

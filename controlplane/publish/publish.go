@@ -100,6 +100,9 @@ type Have struct {
 	StructHash string
 	IssuedAt   int64
 	Country    string
+	// Protocol is the node's internal protocol version (internalapi.HeaderProtocol); 0 is
+	// the current one.
+	Protocol int
 }
 
 // Outdated reports whether the node should receive c: another version, another content at
@@ -382,7 +385,7 @@ func (p *Publisher) Wait(ctx context.Context, have Have, wait time.Duration) *Cu
 		cur, changed := p.Current()
 		var refreshed <-chan struct{}
 		if cur != nil {
-			v, err := p.variant(cur, have.Country)
+			v, err := p.variant(cur, have.Country, have.Protocol)
 			switch {
 			case err != nil:
 				// Never the unfiltered snapshot instead: wait for the next one.

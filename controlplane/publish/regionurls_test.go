@@ -35,7 +35,7 @@ func TestRegionURLsInSnapshot(t *testing.T) {
 	}
 	cur, _ := p.Current()
 	for _, country := range []string{"", "SE", "US"} {
-		v, err := p.variant(cur, country)
+		v, err := p.variant(cur, country, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

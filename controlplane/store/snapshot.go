@@ -133,6 +133,9 @@ func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*sna
 		return nil, translate(err, "read keys")
 	}
 
+	if c.Revoked, err = listRevoked(ctx, tx); err != nil {
+		return nil, err
+	}
 	if c.Models, err = listModels(ctx, tx); err != nil {
 		return nil, err
 	}
@@ -189,4 +192,25 @@ func sortRoutes(rs []snapshot.Route) {
 	slices.SortFunc(rs, func(a, b snapshot.Route) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.ID, b.ID))
 	})
+}
+
+// listRevoked reads the snapshot.MaxRevoked most recently revoked keys, ordered by ID: only
+// their IDs, hash prefixes and revocation times.
+func listRevoked(ctx context.Context, tx pgx.Tx) ([]snapshot.RevokedKey, error) {
+	rows, err := tx.Query(ctx, `SELECT id, left(hash, 8), revoked_at FROM (
+		SELECT id, hash, revoked_at FROM api_keys WHERE revoked_at IS NOT NULL
+		ORDER BY revoked_at DESC, id LIMIT $1) r ORDER BY id`, snapshot.MaxRevoked)
+	if err != nil {
+		return nil, translate(err, "read revoked keys")
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.RevokedKey, error) {
+		var k snapshot.RevokedKey
+		err := r.Scan(&k.ID, &k.HashPrefix, &k.RevokedAt)
+		k.RevokedAt = k.RevokedAt.UTC()
+		return k, err
+	})
+	if err != nil {
+		return nil, translate(err, "read revoked keys")
+	}
+	return list, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/controlplane/store/storetest"
+	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -168,7 +169,7 @@ func TestKeys(t *testing.T) {
 	if _, _, err := s.CreateKey(ctx, "acct_0000000000000000", "", nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("key for unknown account: %v", err)
 	}
-	k2, _, err := s.CreateKey(ctx, a.ID, "", nil)
+	k2, secret2, err := s.CreateKey(ctx, a.ID, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +198,12 @@ func TestKeys(t *testing.T) {
 	}
 	if len(snap.Keys) != 1 || snap.Keys[0].ID != k.ID {
 		t.Fatalf("snapshot keys %+v, want only %s", snap.Keys, k.ID)
+	}
+	// The revoked key is listed by ID, hash prefix and time only.
+	want := snapshot.RevokedKey{ID: k2.ID, HashPrefix: apikey.Hash(secret2)[:8], RevokedAt: r.RevokedAt.UTC()}
+	if len(snap.Revoked) != 1 || snap.Revoked[0].ID != want.ID || snap.Revoked[0].HashPrefix != want.HashPrefix ||
+		!snap.Revoked[0].RevokedAt.Equal(want.RevokedAt) {
+		t.Fatalf("snapshot revoked %+v, want %+v", snap.Revoked, want)
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 // end must know of: new or changed paths, fields or meanings. docs/upgrades.md says how
 // versions move and which ones work together.
 const (
-	// ProtocolVersion is this build's version of the internal API.
-	ProtocolVersion = 1
+	// ProtocolVersion is this build's version of the internal API. Version 2 adds the
+	// snapshot's revoked keys (snapshot.Content.Revoked); version 1 nodes get snapshots
+	// without them.
+	ProtocolVersion = 2
 	// MinProtocolVersion is the oldest node version this build's control plane serves.
 	// Raised only by a release that drops support for older nodes, never above
 	// ProtocolVersion.
