@@ -42,7 +42,8 @@ type usageItemJSON struct {
 }
 
 // serviceAccount answers GET /v1/service/account. usage_30d sums the daily aggregates of
-// the last UsageWindow calendar days (UTC), today included.
+// the last UsageWindow calendar days (UTC), today included. A suspended account reads it
+// too (nodes forward it), with suspended and suspended_reason.
 func (s *server) serviceAccount(w http.ResponseWriter, r *http.Request) {
 	id, ok := accountID(w, r)
 	if !ok {
@@ -68,13 +69,22 @@ func (s *server) serviceAccount(w http.ResponseWriter, r *http.Request) {
 		items[i] = usageItemJSON{Model: m.Model, Requests: m.Requests, PromptTokens: m.PromptTokens,
 			CompletionTokens: m.CompletionTokens, PriceMicroSEK: m.PriceMicroSEK, PriceSEK: money.FormatSEK(m.PriceMicroSEK)}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"customer":          a.Customer,
 		"residency":         a.Residency,
 		"balance_micro_sek": a.BalanceMicroSEK,
 		"balance_sek":       money.FormatSEK(a.BalanceMicroSEK),
 		"usage_30d":         items,
-	})
+	}
+	if a.Suspended {
+		reason, err := s.cfg.Store.SuspensionReason(r.Context(), id)
+		if err != nil {
+			s.storeError(w, r, err, "suspension")
+			return
+		}
+		out["suspended"], out["suspended_reason"] = true, reason
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // recordJSON is the interface's Request record.

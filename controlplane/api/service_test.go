@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -111,6 +113,19 @@ func TestServiceAccount(t *testing.T) {
 	r := e.mustStatus(e.node("GET", "/v1/service/account", c), 200)
 	if !contains(r.body, `"usage_30d":[]`) || !contains(r.body, `"balance_sek":"0.00"`) {
 		t.Fatalf("empty account %s", r.body)
+	}
+	if contains(r.body, `"suspended"`) {
+		t.Fatalf("an active account reads as suspended: %s", r.body)
+	}
+	// A suspended account reads its balance and why it is suspended.
+	yes := true
+	if _, err := e.store.UpdateAccount(context.Background(), c, store.AccountPatch{Suspended: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	r = e.mustStatus(e.node("GET", "/v1/service/account", c), 200)
+	if !contains(r.body, `"suspended":true`) || !contains(r.body, `"suspended_reason":"suspended by the operator`) ||
+		!contains(r.body, `"balance_sek":"0.00"`) {
+		t.Fatalf("suspended account %s", r.body)
 	}
 	// HEAD has headers only.
 	if r := e.node("HEAD", "/v1/service/account", a); r.status != 200 || len(r.body) != 0 {

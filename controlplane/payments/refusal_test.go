@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,6 +257,13 @@ func TestWebhookDisputes(t *testing.T) {
 	}
 	if b, _ := f.st.GetAccount(ctx, other); b.Suspended {
 		t.Fatal("another account was suspended")
+	}
+	// Its holder reads why: the dispute, not the operator.
+	if why, err := f.st.SuspensionReason(ctx, f.account); err != nil || !strings.HasPrefix(why, "a payment was disputed on ") {
+		t.Fatalf("suspension reason %q, %v", why, err)
+	}
+	if why, err := f.st.SuspensionReason(ctx, other); err != nil || !strings.HasPrefix(why, "suspended by the operator") {
+		t.Fatalf("suspension reason without a dispute %q, %v", why, err)
 	}
 	// The dispute moves no money by itself.
 	if b := f.balanceOf(t, f.account); b != 200_000_000 {

@@ -281,3 +281,19 @@ func nullTime(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// SuspensionReason says why the account is suspended, for its holder: the most recent
+// payment dispute when there is one (disputes suspend accounts), else the operator.
+func (s *Store) SuspensionReason(ctx context.Context, accountID string) (string, error) {
+	var at time.Time
+	err := s.pool.QueryRow(ctx, `SELECT created_at FROM payment_disputes WHERE account_id = $1
+		ORDER BY created_at DESC LIMIT 1`, accountID).Scan(&at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "suspended by the operator; contact support to have it lifted", nil
+	case err != nil:
+		return "", fmt.Errorf("read disputes of %s: %w", accountID, err)
+	}
+	return "a payment was disputed on " + at.UTC().Format(time.DateOnly) +
+		"; the account stays suspended until the operator lifts it after the dispute", nil
+}

@@ -29,6 +29,21 @@ func (s *Server) forwardAuthed(ctx *fasthttp.RequestCtx) {
 	s.forwardCP(ctx, p.acct.ID, p.key.ID)
 }
 
+// forwardAccount forwards GET /v1/service/account like forwardAuthed, except that a
+// suspended account is let through: its holder can still read its balance and why it is
+// suspended (inference stays refused).
+func (s *Server) forwardAccount(ctx *fasthttp.RequestCtx) {
+	p, aerr := s.authenticate(ctx, false, false)
+	if aerr == errSuspended {
+		aerr = s.admission.check(p.acct.Residency, p.idx)
+	}
+	if aerr != nil {
+		writeError(ctx, aerr)
+		return
+	}
+	s.forwardCP(ctx, p.acct.ID, p.key.ID)
+}
+
 // forwardPublic forwards signup and payment webhooks without a key: raw body and headers.
 func (s *Server) forwardPublic(ctx *fasthttp.RequestCtx) { s.forwardCP(ctx, "", "") }
 

@@ -4,9 +4,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/sekgate/gateway/dataplane/cplink"
+	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -56,4 +58,43 @@ func TestForwardOverLink(t *testing.T) {
 	if r := g.do(t, "POST", "/v1/service/signup", "", "name=a"); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("no link: %d %s", r.Status, r.Body)
 	}
+}
+
+// A suspended account still reads GET /v1/service/account (its balance and why it is
+// suspended), while inference, the other account paths and model reads stay refused.
+func TestSuspendedReadsAccount(t *testing.T) {
+	got := make(chan string, 4)
+	cp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Method + " " + r.URL.Path + " " + r.Header.Get(internalapi.HeaderAccountID)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"suspended":true}`)
+	}))
+	defer cp.Close()
+	link, err := cplink.New(cplink.Config{URL: cp.URL, NodeID: "node-1", NodeToken: "node-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, func(cfg *Config) { cfg.Link = link })
+	for _, m := range []string{"GET", "HEAD"} {
+		r := g.do(t, m, "/v1/service/account", g.Keys.Suspended, "")
+		if r.Status != 200 {
+			t.Fatalf("%s account of a suspended account: %d %s", m, r.Status, r.Body)
+		}
+		if s := <-got; s != "GET /v1/service/account "+fixture.AcctSuspended {
+			t.Errorf("control plane got %q", s)
+		}
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/service/requests", ""},
+		{"POST", "/v1/service/topup", `{"amount_sek":100}`},
+		{"GET", "/v1/models", ""},
+		{"POST", "/v1/chat/completions", `{"model":"llama8b","messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		checkEnvelope(t, g.do(t, c.method, c.path, g.Keys.Suspended, c.body), 403, "account_suspended")
+	}
+	if len(got) != 0 {
+		t.Errorf("a refused request reached the control plane: %q", <-got)
+	}
+	// Other refusals still hold on the account read: an unknown key is 401.
+	checkEnvelope(t, g.do(t, "GET", "/v1/service/account", "sgw_0123456789ab_"+strings.Repeat("0", 40), ""), 401, "invalid_api_key")
 }

@@ -61,7 +61,7 @@ func (s *Server) endpoints() []endpoint {
 		endpoint{path: "/v1/messages/count_tokens", allow: allowPost, post: s.countTokens, options: true},
 		// Account reads are forwarded to the control plane; HEAD is forwarded as GET so the
 		// control plane needs no HEAD routes, and the body is dropped on the way out.
-		endpoint{path: "/v1/service/account", allow: allowRead, get: s.forwardAuthed, head: headAsGet(s.forwardAuthed), options: true},
+		endpoint{path: "/v1/service/account", allow: allowRead, get: s.forwardAccount, head: headAsGet(s.forwardAccount), options: true},
 		endpoint{path: "/v1/service/requests", allow: allowRead, get: s.forwardAuthed, head: headAsGet(s.forwardAuthed), options: true},
 		endpoint{path: "/v1/service/requests/{id}", allow: allowRead, get: s.forwardAuthed, head: headAsGet(s.forwardAuthed), options: true},
 		endpoint{path: "/v1/service/topup", allow: allowPost, post: s.forwardAuthed, options: true},
