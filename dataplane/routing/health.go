@@ -67,6 +67,10 @@ func (c *HealthConfig) fill() {
 var (
 	// ErrRouteFailed: the route failed (connect error, timeout, 5xx, invalid answer).
 	ErrRouteFailed = errors.New("routing: route failed")
+	// ErrUnreachable: the route failed before any exchange: the node could not connect to
+	// its server (refused, or no answer to the connect). Counted as ErrRouteFailed; the
+	// breaker remembers it (Unreachable).
+	ErrUnreachable = errors.New("routing: route unreachable")
 	// ErrNeutral: the attempt says nothing about the route's health (the client went away,
 	// this node's own connection pool was full, a credential is missing on this node, the
 	// provider rate-limited the request with 429).
@@ -91,6 +95,8 @@ type routeKey struct{ id, baseURL string }
 type breaker struct {
 	cb    *gobreaker.CircuitBreaker[struct{}]
 	owner *Health
+	// unreachable: the route's last counted outcome was ErrUnreachable.
+	unreachable atomic.Bool
 }
 
 // NewHealth returns a Health with cfg's defaults filled.
@@ -158,12 +164,23 @@ func (h *Health) newBreaker(name string) *breaker {
 // without calling fn while the breaker refuses attempts (open, or half-open with its
 // probes in flight); otherwise it returns fn's error.
 func (h *Health) Do(r *index.Route, fn func() error) error {
-	_, err := h.breaker(r).cb.Execute(func() (struct{}, error) { return struct{}{}, fn() })
+	b := h.breaker(r)
+	_, err := b.cb.Execute(func() (struct{}, error) { return struct{}{}, fn() })
 	if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
 		return ErrOpen
 	}
+	if err != ErrNeutral {
+		if u := err == ErrUnreachable; b.unreachable.Load() != u {
+			b.unreachable.Store(u)
+		}
+	}
 	return err
 }
+
+// Unreachable reports whether route r's last counted attempt could not connect to its
+// server (ErrUnreachable): with its breaker open, the route is known unreachable rather
+// than busy or recovering.
+func (h *Health) Unreachable(r *index.Route) bool { return h.breaker(r).unreachable.Load() }
 
 // State names the breaker state of route r: "closed", "half-open" or "open".
 func (h *Health) State(r *index.Route) string { return h.breaker(r).cb.State().String() }

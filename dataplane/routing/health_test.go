@@ -201,3 +201,39 @@ func TestHealthRetainForgetsGoneReplicas(t *testing.T) {
 		t.Fatalf("breakers after Retain %v, want %v", got, want)
 	}
 }
+
+// A breaker remembers whether the route's last counted attempt could not connect: that
+// is what an open breaker means to the client (unreachable, or recovering).
+func TestBreakerUnreachable(t *testing.T) {
+	var h *Health
+	for _, tc := range []struct {
+		outcomes []error
+		want     bool
+	}{
+		{[]error{ErrUnreachable}, true},
+		{[]error{ErrUnreachable, ErrNeutral}, true}, // not counted: still unreachable
+		{[]error{ErrUnreachable, nil}, false},
+		{[]error{ErrUnreachable, ErrRouteFailed}, false},
+		{[]error{ErrRouteFailed}, false},
+		{nil, false},
+	} {
+		r := route("r", "http://10.0.0.9:8000/v1")
+		h = NewHealth(HealthConfig{ConsecutiveFailures: 5, OpenFor: time.Hour})
+		for _, o := range tc.outcomes {
+			if _, err := attempt(h, r, o); err != o {
+				t.Fatalf("Do returned %v for %v", err, o)
+			}
+		}
+		if got := h.Unreachable(r); got != tc.want {
+			t.Errorf("%v: unreachable %v, want %v", tc.outcomes, got, tc.want)
+		}
+	}
+	// Connect failures open the breaker like any failure.
+	r := route("u", "http://10.0.0.8:8000/v1")
+	h = NewHealth(HealthConfig{ConsecutiveFailures: 2, OpenFor: time.Hour})
+	attempt(h, r, ErrUnreachable)
+	attempt(h, r, ErrUnreachable)
+	if called, err := attempt(h, r, nil); called || err != ErrOpen || !h.Unreachable(r) {
+		t.Fatalf("after two connect failures: called %v, %v, unreachable %v", called, err, h.Unreachable(r))
+	}
+}

@@ -230,7 +230,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
 	var last outcome
-	tried := 0
+	tried, skipped, unreachable := 0, 0, true // unreachable: every route skipped is known unreachable
 	for _, cand := range plan {
 		if tried >= s.cfg.MaxAttempts || ex.call.Cancelled() {
 			break
@@ -248,6 +248,8 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		})
 		ex.countLoad(ld, o.ok && err == nil, c.stream)
 		if err == routing.ErrOpen {
+			skipped++
+			unreachable = unreachable && s.cfg.Health.Unreachable(cand.Route)
 			continue // breaker open: not tried
 		}
 		if ex.took >= 0 {
@@ -269,9 +271,21 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 			break
 		}
 	}
+	s.answerNoAttempt(ctx, ex, tried, skipped > 0 && unreachable, last)
+	return nil
+}
+
+// answerNoAttempt answers a request no route served: cancelled, every eligible route's
+// breaker open (known unreachable, or recovering), or the last attempt's failure.
+func (s *Server) answerNoAttempt(ctx *fasthttp.RequestCtx, ex *exchange, tried int, unreachable bool, last outcome) {
 	switch {
 	case ex.call.Cancelled():
 		ex.end(statusClientClosed, usage.ResultCancelled)
+	case tried == 0 && last.aerr == nil && unreachable:
+		// Every eligible route failed to connect until its breaker opened: nothing was
+		// forwarded, and nothing will be until the operator brings the servers back.
+		writeError(ctx, errRouteUnreachable)
+		ex.end(errRouteUnreachable.Status, usage.ResultNoRoute)
 	case tried == 0 && last.aerr == nil:
 		// Every eligible route is recovering (breaker open): nothing was forwarded.
 		aerr := errNoRoute.WithRetryAfter(limits.RetryAfterSeconds(s.cfg.Health.RetryAfter()))
@@ -281,7 +295,6 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		writeError(ctx, last.aerr)
 		ex.end(last.aerr.Status, last.result)
 	}
-	return nil
 }
 
 // statusClientClosed is recorded when the client went away before any answer (nginx's

@@ -97,6 +97,10 @@ var (
 	// The control plane behind the forwarded account paths (forward.go).
 	errRouteMisconfigured = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNoRoute,
 		"this model's routes are misconfigured on this gateway (the operator has been told); retrying will not help until they are fixed").WithRetryAfter(300))
+	// errRouteUnreachable: the model's servers refused or did not answer the connection, or
+	// every route's breaker is open after such failures (attempt.go).
+	errRouteUnreachable = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNoRoute,
+		"this model's servers cannot be reached from this gateway (the operator has been told); retrying soon will not help").WithRetryAfter(60))
 	errControlPlane = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
 		"the account service is unavailable; retry shortly").WithRetryAfter(5))
 )

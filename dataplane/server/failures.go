@@ -10,7 +10,7 @@ import (
 // failure is what one class of failed upstream exchange (proxy.Fail*) means for a request.
 type failure struct {
 	retry  bool            // before the first byte reaches the client, the next route is tried
-	health error           // what it does to the route's breaker: routing.ErrRouteFailed or ErrNeutral
+	health error           // what it does to the route's breaker: routing.ErrRouteFailed, ErrUnreachable or ErrNeutral
 	result string          // the record's result when no later route succeeds
 	client *apierror.Error // the client's answer then
 }
@@ -19,8 +19,10 @@ type failure struct {
 // upstream gave (a non-200 status, an error event) are read by upstreamStatusError and
 // reportedOutcome, since they carry the server's own message.
 var failures = map[string]failure{
-	// Could not connect: the server is down or unreachable.
-	proxy.FailConnect: {retry: true, health: routing.ErrRouteFailed, result: usage.ResultUpstreamError, client: errProviderTransport},
+	// Could not connect: the server is down or unreachable from this node. Like a
+	// misconfigured route, the client is not invited to retry soon: it is the operator's
+	// to fix (the open breaker is reported to the control plane).
+	proxy.FailConnect: {retry: true, health: routing.ErrUnreachable, result: usage.ResultUpstreamError, client: errRouteUnreachable},
 	// No answer (or no next event) within the route's timeouts.
 	proxy.FailTimeout: {retry: true, health: routing.ErrRouteFailed, result: usage.ResultTimeout, client: errProviderTimeout},
 	// The connection broke during the exchange.

@@ -42,7 +42,7 @@ func TestFailureTableCoversEveryClass(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("failure class %q has no row in the failure table", c)
-		case row.health != routing.ErrRouteFailed && row.health != routing.ErrNeutral:
+		case row.health != routing.ErrRouteFailed && row.health != routing.ErrUnreachable && row.health != routing.ErrNeutral:
 			t.Errorf("%q: breaker effect %v", c, row.health)
 		case row.result == "":
 			t.Errorf("%q: no record result", c)

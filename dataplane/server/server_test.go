@@ -400,13 +400,17 @@ func TestUpstreamErrors(t *testing.T) {
 			}
 		})
 	}
-	// Connect failure: route to a closed port.
+	// Connect failure: route to a closed port. Known unreachable, it answers like a
+	// misconfigured route: 503, not a 502 inviting a retry.
 	s, ks := fixture.Snapshot(3, "http://127.0.0.1:1/v1", g.Snap.GeneratedAt)
 	x, _ := index.Build(s)
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(s.Balances, s.BalanceSeq+1)
 	r := g.do(t, "POST", "/v1/chat/completions", ks.SE, chatBody)
-	checkEnvelope(t, r, 502, "provider_error")
+	checkEnvelope(t, r, 503, "no_route_available")
+	if msg := gjson.Get(r.Body, "error.message").Str; !strings.Contains(msg, "cannot be reached") || r.Header.Get("Retry-After") != "60" {
+		t.Errorf("unreachable route: %q, Retry-After %q", msg, r.Header.Get("Retry-After"))
+	}
 	recs := g.Meter.Records()
 	if a := recs[len(recs)-1].Routing.Attempts[0]; a.Error != "connect" {
 		t.Errorf("attempt %+v", a)

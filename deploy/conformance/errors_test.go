@@ -290,7 +290,6 @@ func TestErrors_502_ProviderFailure(t *testing.T) {
 	for name, r := range map[string]Response{
 		"invalid response":   s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelChat, "sim", sim("malformed", true))),
 		"dropped connection": s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelChat, "sim", sim("drop", true))),
-		"refused connection": s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelDead)),
 	} {
 		if r.Status != 502 {
 			t.Errorf("%s: %d %s", name, r.Status, r.Body)
@@ -300,6 +299,19 @@ func TestErrors_502_ProviderFailure(t *testing.T) {
 		if r.Header.Get("X-Service-Provider") == "" {
 			t.Errorf("%s: no X-Service-Provider although execution was attempted", name)
 		}
+	}
+}
+
+// 503: a route known unreachable (its server refuses connections) answers like a
+// misconfigured one, with Retry-After and without inviting a quick retry; execution was
+// attempted, so the provider is named.
+func TestErrors_503_UnreachableRoute(t *testing.T) {
+	s, a := sharedAccount(t)
+	t.Parallel()
+	r := s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelDead))
+	e := wantError(t, r, 503, "no_route_available")
+	if !strings.Contains(e.Error.Message, "cannot be reached") || r.Header.Get("Retry-After") == "" {
+		t.Errorf("unreachable route: %q, Retry-After %q", e.Error.Message, r.Header.Get("Retry-After"))
 	}
 }
 
