@@ -127,15 +127,18 @@ func TestAuthentication_UnknownKeyIs401(t *testing.T) {
 	wantError(t, s.Do(t, "GET", "/v1/models", "", map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}, nil), 401, "")
 }
 
-// Rule 5: a revoked key is 401.
+// Rule 5: a revoked key is 401, said as such (api_key_revoked), not as an unknown key.
 func TestAuthentication_RevokedKeyIs401(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
 	a := s.NewAccount(t, "se", 100)
 	s.Admin(t, "POST", "/admin/v1/keys/"+a.KeyID+"/revoke", nil)
 	s.waitFor(t, "revocation to reach the node", func() bool { return s.Do(t, "GET", "/v1/models", a.Key, nil, nil).Status == 401 })
-	wantError(t, s.Do(t, "GET", "/v1/models", a.Key, nil, nil), 401, "invalid_api_key")
-	wantError(t, s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelChat)), 401, "invalid_api_key")
+	e := wantError(t, s.Do(t, "GET", "/v1/models", a.Key, nil, nil), 401, "api_key_revoked")
+	if !strings.HasPrefix(e.Error.Message, "this API key was revoked at ") {
+		t.Errorf("message %q", e.Error.Message)
+	}
+	wantError(t, s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelChat)), 401, "api_key_revoked")
 }
 
 // Rule 5: an expired key is 401 api_key_expired. Expiry is at least 30 days, so the test
@@ -200,7 +203,7 @@ func TestAuthentication_RouteHeadersAbsentBeforeRouting(t *testing.T) {
 	}
 }
 
-// Rule 8: a suspended account gets 403.
+// Rule 8: a suspended account gets 403 on everything but its account read.
 func TestAuthentication_SuspendedAccountIs403(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
@@ -211,6 +214,14 @@ func TestAuthentication_SuspendedAccountIs403(t *testing.T) {
 	})
 	wantError(t, s.Post(t, "/v1/chat/completions", a.Key, chatReq(modelChat)), 403, "account_suspended")
 	wantError(t, s.Do(t, "GET", "/v1/models", a.Key, nil, nil), 403, "")
+	// The account read still answers: its balance and why it is suspended.
+	r := s.Do(t, "GET", "/v1/service/account", a.Key, nil, nil)
+	if r.Status != 200 {
+		t.Fatalf("account of a suspended account: %d %s", r.Status, r.Body)
+	}
+	if acct := r.JSON(t); acct["suspended"] != true || acct["suspended_reason"] == "" || acct["balance_sek"] == nil {
+		t.Errorf("account of a suspended account: %s", r.Body)
+	}
 }
 
 // Rule 9: cross-origin inference from a web page is not enabled: preflights get no grant and

@@ -88,14 +88,16 @@ func TestGenericMethods_WrongMethodIs405WithAllow(t *testing.T) {
 	}
 }
 
-// Rule 4: an unknown path returns 404 endpoint_not_found.
+// Rule 4: an unknown path returns 404 endpoint_not_found. API clients ask for JSON; a
+// browser's GET / gets a landing page for a person instead (outside the contract).
 func TestGenericMethods_UnknownPathIs404(t *testing.T) {
 	s, a := sharedAccount(t)
 	t.Parallel()
+	asJSON := map[string]string{"Accept": "application/json"}
 	for _, p := range []string{"/", "/v1", "/v2/models", "/v1/chat", "/v1/service", "/v1/service/requests/a/b",
 		"/v1/messages/batches", "/v1/modelsx", "/healthz/x"} {
 		for _, key := range []string{"", a.Key} {
-			wantError(t, s.Do(t, "GET", p, key, nil, nil), 404, "endpoint_not_found")
+			wantError(t, s.Do(t, "GET", p, key, asJSON, nil), 404, "endpoint_not_found")
 			wantError(t, s.Do(t, "POST", p, key, nil, []byte(`{}`)), 404, "endpoint_not_found")
 		}
 		// OPTIONS grants nothing on an unknown path.
