@@ -112,27 +112,9 @@ func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*sna
 		return nil, translate(err, "read accounts")
 	}
 
-	rows, err = tx.Query(ctx, `SELECT id, account_id, hash, expires_at, limits FROM api_keys WHERE revoked_at IS NULL ORDER BY id`)
-	if err != nil {
-		return nil, translate(err, "read keys")
+	if c.Keys, err = listKeys(ctx, tx); err != nil {
+		return nil, err
 	}
-	c.Keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Key, error) {
-		var k snapshot.Key
-		var limits []byte
-		if err := r.Scan(&k.ID, &k.AccountID, &k.Hash, &k.ExpiresAt, &limits); err != nil {
-			return k, err
-		}
-		if k.ExpiresAt != nil {
-			t := k.ExpiresAt.UTC()
-			k.ExpiresAt = &t
-		}
-		k.Limits, err = decodeLimits(limits)
-		return k, err
-	})
-	if err != nil {
-		return nil, translate(err, "read keys")
-	}
-
 	if c.Revoked, err = listRevoked(ctx, tx); err != nil {
 		return nil, err
 	}
@@ -213,4 +195,29 @@ func listRevoked(ctx context.Context, tx pgx.Tx) ([]snapshot.RevokedKey, error) 
 		return nil, translate(err, "read revoked keys")
 	}
 	return list, nil
+}
+
+// listKeys reads the live (unrevoked) keys, ordered by ID.
+func listKeys(ctx context.Context, tx pgx.Tx) ([]snapshot.Key, error) {
+	rows, err := tx.Query(ctx, `SELECT id, account_id, hash, expires_at, limits FROM api_keys WHERE revoked_at IS NULL ORDER BY id`)
+	if err != nil {
+		return nil, translate(err, "read keys")
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Key, error) {
+		var k snapshot.Key
+		var limits []byte
+		if err := r.Scan(&k.ID, &k.AccountID, &k.Hash, &k.ExpiresAt, &limits); err != nil {
+			return k, err
+		}
+		if k.ExpiresAt != nil {
+			t := k.ExpiresAt.UTC()
+			k.ExpiresAt = &t
+		}
+		k.Limits, err = decodeLimits(limits)
+		return k, err
+	})
+	if err != nil {
+		return nil, translate(err, "read keys")
+	}
+	return keys, nil
 }

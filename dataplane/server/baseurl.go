@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -81,6 +82,19 @@ func validHost(h []byte) bool {
 		}
 	}
 	return true
+}
+
+// setPublicURL checks and sets Config.PublicURL (empty: none).
+func (s *Server) setPublicURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := ParsePublicURL(raw)
+	if err != nil {
+		return fmt.Errorf("server: PublicURL %q: %w", raw, err)
+	}
+	s.cfg.PublicURL = u
+	return nil
 }
 
 // ParsePublicURL checks a node's public base URL (scheme://host[:port][/path], http or

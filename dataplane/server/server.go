@@ -233,12 +233,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
 		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
 	}
-	if cfg.PublicURL != "" {
-		u, err := ParsePublicURL(cfg.PublicURL)
-		if err != nil {
-			return nil, fmt.Errorf("server: PublicURL %q: %w", cfg.PublicURL, err)
-		}
-		s.cfg.PublicURL = u
+	if err := s.setPublicURL(cfg.PublicURL); err != nil {
+		return nil, err
 	}
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
