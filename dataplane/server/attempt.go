@@ -206,26 +206,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		}
 		return nil
 	}
-	ex := exchangePool.Get().(*exchange)
-	ex.s, ex.m, ex.start, ex.ticket, ex.held, ex.flow = s, c.m, c.start, t, held, flow
-	ex.box = &ex.boxStore
-	startRecord(ex.box, ctx, c, s.cfg.Region)
-	if s.access != nil || s.tracer != nil {
-		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
-	}
-	ex.bounds, ex.promptEstimate, ex.lengthBound = c.bounds, c.promptEstimate, c.lengthBound
-	if !s.cfg.DisableClientWatch {
-		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
-	}
-	now := c.start
-	if queued > 0 {
-		now = s.now()
-	}
-	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{Key: c.key, HasKey: c.hasKey,
-		PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: now.UnixNano(), Held: queued > 0})
-	rt := &ex.box.routing
-	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
-	rt.QueuedMS = queued.Milliseconds()
+	ex, plan := s.startExchange(ctx, c, t, held, flow, queued)
 	// Deadlines are the network's (fasthttp compares them with the wall clock); the
 	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
@@ -273,6 +254,32 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	}
 	s.answerNoAttempt(ctx, ex, tried, skipped > 0 && unreachable, last)
 	return nil
+}
+
+// startExchange takes an exchange for the admitted call: its record started, the client's
+// connection watched, and the routes ordered into the failover plan.
+func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t limits.Ticket, held int64, flow *fairq.Flow, queued time.Duration) (*exchange, []index.Candidate) {
+	ex := exchangePool.Get().(*exchange)
+	ex.s, ex.m, ex.start, ex.ticket, ex.held, ex.flow = s, c.m, c.start, t, held, flow
+	ex.box = &ex.boxStore
+	startRecord(ex.box, ctx, c, s.cfg.Region)
+	if s.access != nil || s.tracer != nil {
+		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
+	}
+	ex.bounds, ex.promptEstimate, ex.lengthBound = c.bounds, c.promptEstimate, c.lengthBound
+	if !s.cfg.DisableClientWatch {
+		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
+	}
+	now := c.start
+	if queued > 0 {
+		now = s.now()
+	}
+	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{Key: c.key, HasKey: c.hasKey,
+		PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: now.UnixNano(), Held: queued > 0})
+	rt := &ex.box.routing
+	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
+	rt.QueuedMS = queued.Milliseconds()
+	return ex, plan
 }
 
 // answerNoAttempt answers a request no route served: cancelled, every eligible route's
