@@ -3,8 +3,6 @@
 package catalog
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/sekgate/gateway/shared/snapshot"
-	"gopkg.in/yaml.v3"
 )
 
 // Catalog is a set of models with their routes.
@@ -27,12 +24,46 @@ type Model struct {
 }
 
 // Error describes what is wrong with a catalogue; Param names the offending field path.
+// Line and Column (1-based) place it in the catalogue's text when it was read from text
+// (0 when unknown); File, when set, names that text.
 type Error struct {
 	Param   string
 	Message string
+	Line    int
+	Column  int
+	File    string
 }
 
-func (e *Error) Error() string { return e.Param + ": " + e.Message }
+// Error is "[where: ][param: ]message", where is "file:line:column" with a File and
+// "line L, column C" without.
+func (e *Error) Error() string {
+	s := e.Message
+	if e.Param != "" {
+		s = e.Param + ": " + s
+	}
+	if w := e.Where(); w != "" {
+		s = w + ": " + s
+	}
+	return s
+}
+
+// Where is the error's place in the text: "catalog.yaml:14:5", "line 14, column 5",
+// "line 14", or "" when unknown.
+func (e *Error) Where() string {
+	switch {
+	case e.Line <= 0 && e.File == "":
+		return ""
+	case e.Line <= 0:
+		return e.File
+	case e.File != "" && e.Column > 0:
+		return fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	case e.File != "":
+		return fmt.Sprintf("%s:%d", e.File, e.Line)
+	case e.Column > 0:
+		return fmt.Sprintf("line %d, column %d", e.Line, e.Column)
+	}
+	return fmt.Sprintf("line %d", e.Line)
+}
 
 // ErrInvalid is wrapped by every *Error.
 var ErrInvalid = errors.New("invalid catalogue")
@@ -43,31 +74,21 @@ func invalid(param, format string, args ...any) error {
 	return &Error{Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-// DecodeJSON reads a JSON catalogue, refusing unknown fields.
+// DecodeJSON reads a JSON catalogue, refusing unknown fields and wrong types with their
+// line and column.
 func DecodeJSON(r io.Reader) (*Catalog, error) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	var c Catalog
-	if err := dec.Decode(&c); err != nil {
-		return nil, &Error{Param: "body", Message: "malformed catalogue JSON: " + err.Error()}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read catalogue: %w", err)
 	}
-	if dec.More() {
-		return nil, &Error{Param: "body", Message: "trailing data after the catalogue"}
-	}
-	return &c, nil
+	c, _, err := ParseAs(b, FormatJSON)
+	return c, err
 }
 
 // ParseYAML reads a YAML catalogue of the same shape as the JSON one.
 func ParseYAML(b []byte) (*Catalog, error) {
-	var v any
-	if err := yaml.Unmarshal(b, &v); err != nil {
-		return nil, &Error{Param: "body", Message: "malformed catalogue YAML: " + err.Error()}
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		return nil, &Error{Param: "body", Message: "catalogue YAML has no JSON form: " + err.Error()}
-	}
-	return DecodeJSON(bytes.NewReader(j))
+	c, _, err := ParseAs(b, FormatYAML)
+	return c, err
 }
 
 var (
