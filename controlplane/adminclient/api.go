@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
+	"github.com/sekgate/gateway/controlplane/catalog"
 )
 
 // CreateAccount creates an account.
@@ -81,6 +82,11 @@ func (c *Client) ListModels(ctx context.Context) (adminapi.List[adminapi.Model],
 // ListRoutes lists every route.
 func (c *Client) ListRoutes(ctx context.Context) (adminapi.List[adminapi.ListedRoute], json.RawMessage, error) {
 	return call[adminapi.List[adminapi.ListedRoute]](ctx, c, http.MethodGet, "/admin/v1/routes", nil)
+}
+
+// GetCatalog reads the whole catalogue in the shape PutCatalog takes.
+func (c *Client) GetCatalog(ctx context.Context) (catalog.Catalog, json.RawMessage, error) {
+	return call[catalog.Catalog](ctx, c, http.MethodGet, "/admin/v1/catalog", nil)
 }
 
 // PutCatalog upserts a catalogue given as JSON; with dryRun it is only checked, and the

@@ -439,21 +439,27 @@ func (s *server) listRoutes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// putCatalog is PUT /admin/v1/catalog[?dry_run=true]: a JSON catalogue, whose problems
+// are answered with their line and column in the body.
 func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
-	var c catalog.Catalog
-	if !decodeJSON(w, r, catalogBodyLimit, &c) {
+	body, ok := readBody(w, r, catalogBodyLimit)
+	if !ok {
 		return
 	}
-	if err := c.Validate(); err != nil {
-		s.storeError(w, r, err, "catalogue")
-		return
+	c, src, err := catalog.ParseAs(body, catalog.FormatJSON)
+	if err == nil {
+		err = src.Locate(c.Validate())
 	}
-	warnings, err := s.catalogueWarnings(r, &c)
 	if err != nil {
 		s.storeError(w, r, err, "catalogue")
 		return
 	}
-	if r.URL.Query().Get("dry_run") == "true" { // a preview: nothing changes
+	warnings, err := s.catalogueWarnings(r, c)
+	if err != nil {
+		s.storeError(w, r, err, "catalogue")
+		return
+	}
+	if isDryRun(r) { // a preview: nothing changes
 		nr := 0
 		for _, m := range c.Models {
 			nr += len(m.Routes)
@@ -461,13 +467,40 @@ func (s *server) putCatalog(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, adminapi.CatalogResult{Models: len(c.Models), Routes: nr, DryRun: true, Warnings: warnings})
 		return
 	}
-	nm, nr, err := s.cfg.Store.UpsertCatalog(r.Context(), &c)
+	nm, nr, err := s.cfg.Store.UpsertCatalog(r.Context(), c)
 	if err != nil {
 		s.storeError(w, r, err, "model")
 		return
 	}
 	writeJSON(w, http.StatusOK, adminapi.CatalogResult{Models: nm, Routes: nr, Warnings: warnings})
 }
+
+// getCatalog is GET /admin/v1/catalog: every model with its routes, in the shape PUT
+// takes, so an export loads back as it is.
+func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
+	models, err := s.cfg.Store.ListModels(r.Context())
+	if err != nil {
+		s.storeError(w, r, err, "catalogue")
+		return
+	}
+	out := catalog.Catalog{Models: models}
+	if out.Models == nil {
+		out.Models = []catalog.Model{}
+	}
+	for i := range out.Models {
+		m := &out.Models[i]
+		if m.Aliases == nil {
+			m.Aliases = []string{}
+		}
+		if m.Routes == nil {
+			m.Routes = []snapshot.Route{}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// isDryRun is whether a change was asked only to be checked (?dry_run=true).
+func isDryRun(r *http.Request) bool { return r.URL.Query().Get("dry_run") == "true" }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
 	nodes, err := s.cfg.Store.ListNodes(r.Context())

@@ -69,7 +69,8 @@ func redacted(b []byte, size int) json.RawMessage {
 }
 
 // audited runs h and appends the attempt to the audit log: the actor, the route, the
-// target's state before and the answer after. The entry is written after the change; a
+// target's state before and the answer after. guard calls it for changes only: a dry run
+// of the catalogue, which changes nothing, is not recorded. The entry is written after the change; a
 // failed write is logged (the change itself has happened).
 func (s *server) audited(pattern string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -120,7 +120,7 @@ func TestAdminValidation(t *testing.T) {
 		{"catalog alias equals id", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["aliases"] = []string{"nomic-embed"} }), 400, "models[1].id"},
 		{"catalog duplicate alias", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["aliases"] = []string{"a", "a"} }), 400, "models[0].aliases[1]"},
 		{"catalog negative price", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["input_ore_per_million_tokens"] = -1 }), 400, "models[0].input_ore_per_million_tokens"},
-		{"catalog unknown field", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["price"] = 1 }), 400, "body"},
+		{"catalog unknown field", "PUT", "/admin/v1/catalog", cat(func(m, r map[string]any) { m["price"] = 1 }), 400, "models[0]"},
 	} {
 		r := e.admin(tc.method, tc.path, tc.body)
 		if r.status != tc.status {

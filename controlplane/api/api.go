@@ -203,6 +203,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	admin("DELETE /admin/v1/accounts/{id}/models/{model...}", s.disableModel)
 	admin("GET /admin/v1/models", s.listModels)
 	admin("GET /admin/v1/routes", s.listRoutes)
+	admin("GET /admin/v1/catalog", s.getCatalog)
 	admin("PUT /admin/v1/catalog", s.putCatalog)
 	admin("GET /admin/v1/nodes", s.listNodes)
 	admin("GET /admin/v1/overview", s.overview)

@@ -33,7 +33,7 @@ func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 	var ce *catalog.Error
 	switch {
 	case errors.As(err, &ce):
-		writeError(w, invalid(ce.Param, "%s", ce.Message))
+		writeError(w, catalogueError(ce))
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, notFound(what))
 	case errors.Is(err, store.ErrConflict):
@@ -49,6 +49,35 @@ func (s *server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 	}
 }
 
+// catalogueError is the answer to a catalogue problem: the message starts with its line
+// and column in the body when known ("line 3, column 17: must be an integer, got \"8k\"").
+func catalogueError(ce *catalog.Error) *apierror.Error {
+	param, msg := ce.Param, ce.Message
+	if param == "" {
+		param = "body"
+	}
+	if w := ce.Where(); w != "" {
+		msg = w + ": " + msg
+	}
+	return invalid(param, "%s", msg)
+}
+
+// readBody reads a request body of at most limit bytes. It writes the error answer itself
+// and reports whether to go on.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		writeError(w, invalid("body", "Could not read the request body."))
+		return nil, false
+	}
+	if int64(len(body)) > limit {
+		writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
+			fmt.Sprintf("The request body is larger than %d bytes.", limit)))
+		return nil, false
+	}
+	return body, true
+}
+
 // decodeJSON reads a JSON body of at most limit bytes into v, refusing unknown fields and
 // trailing data. It writes the error answer itself and reports whether to go on.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
@@ -58,14 +87,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 // decodeBody is decodeJSON with unknown fields optionally allowed (node payloads, so a
 // newer node's extra fields never block its usage spool).
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, strict bool) bool {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		writeError(w, invalid("body", "Could not read the request body."))
-		return false
-	}
-	if int64(len(body)) > limit {
-		writeError(w, apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeTooLarge, apierror.CodeBodyTooLarge,
-			fmt.Sprintf("The request body is larger than %d bytes.", limit)))
+	body, ok := readBody(w, r, limit)
+	if !ok {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

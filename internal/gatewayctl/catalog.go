@@ -1,20 +1,15 @@
 package gatewayctl
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -190,185 +185,6 @@ from the environment variable its credentials_ref names.`,
 			return nil
 		},
 	}
-}
-
-func (a *app) catalogCmd() *cobra.Command {
-	var dryRun bool
-	load := &cobra.Command{
-		Use:   "load FILE.yaml",
-		Short: "Create or replace the models and routes of a catalogue file (- reads stdin)",
-		Long: `Load a catalogue file (YAML, or JSON which is YAML too) into the control plane. Models and
-routes in the file are created or replaced; routes of those models that the file no longer
-lists are removed. Models not in the file are left alone. Unknown fields are refused, so a
-typo cannot silently drop a setting.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var src []byte
-			var err error
-			if args[0] == "-" {
-				src, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				src, err = os.ReadFile(args[0])
-			}
-			if err != nil {
-				return fmt.Errorf("read catalogue: %w", err)
-			}
-			body, n, err := CatalogJSON(src)
-			if err != nil {
-				return fmt.Errorf("catalogue %s: %w", args[0], err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			res, raw, err := c.PutCatalog(cmd.Context(), body, dryRun)
-			if err != nil {
-				return fmt.Errorf("load catalogue %s (%d models): %w", args[0], n, err)
-			}
-			if a.jsonOut {
-				return a.printJSON(raw)
-			}
-			verb := "Loaded"
-			if dryRun {
-				verb = "Checked (nothing loaded)"
-			}
-			if _, err = fmt.Fprintf(a.out, "%s catalogue %s: %d models, %d routes\n", verb, clean(args[0]), res.Models, res.Routes); err != nil {
-				return err
-			}
-			for _, w := range res.Warnings {
-				if _, err := fmt.Fprintf(a.out, "warning: %s\n", clean(w)); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
-	load.Flags().BoolVar(&dryRun, "dry-run", false, "check the file and show warnings without loading it")
-	return group("catalog", "Load model catalogues", load)
-}
-
-// catalogFile is the catalogue shape, used to refuse unknown fields and wrong types before
-// anything is sent. The JSON sent is built from the file itself, not from this struct.
-type catalogFile struct {
-	Models []struct {
-		ID                  string   `yaml:"id"`
-		Aliases             []string `yaml:"aliases"`
-		Endpoint            string   `yaml:"endpoint"`
-		Created             int64    `yaml:"created"`
-		ContextTokens       int64    `yaml:"context_tokens"`
-		Tokenizer           string   `yaml:"tokenizer"`
-		InputOrePerMillion  int64    `yaml:"input_ore_per_million_tokens"`
-		OutputOrePerMillion int64    `yaml:"output_ore_per_million_tokens"`
-		Routing             string   `yaml:"routing"`         // see shared/snapshot.Model
-		CacheIsolation      string   `yaml:"cache_isolation"` // see shared/snapshot.Model
-		OutputBytesPerToken int      `yaml:"output_bytes_per_token"`
-		Routes              []struct {
-			ID                 string   `yaml:"id"`
-			Model              string   `yaml:"model"`
-			Provider           string   `yaml:"provider"`
-			BaseURL            string   `yaml:"base_url"`
-			UpstreamModel      string   `yaml:"upstream_model"`
-			CredentialsRef     string   `yaml:"credentials_ref"`
-			Protocols          []string `yaml:"protocols"`
-			Translate          bool     `yaml:"translate"`
-			Server             string   `yaml:"server"` // see shared/snapshot.Route
-			Region             string   `yaml:"region"`
-			Country            string   `yaml:"country"`
-			Priority           int      `yaml:"priority"`
-			Weight             int      `yaml:"weight"`
-			MaxConns           int      `yaml:"max_conns"`
-			ConnectTimeoutMS   int      `yaml:"connect_timeout_ms"`
-			FirstByteTimeoutMS int      `yaml:"first_byte_timeout_ms"`
-			IdleTimeoutMS      int      `yaml:"idle_timeout_ms"`
-			TotalTimeoutMS     int      `yaml:"total_timeout_ms"`
-			// ContinuousUsageStats: see shared/snapshot.Route.
-			ContinuousUsageStats bool `yaml:"continuous_usage_stats"`
-			// AllowRemoteMedia, AllowExtensions: see shared/snapshot.Route.
-			AllowRemoteMedia bool     `yaml:"allow_remote_media"`
-			AllowExtensions  []string `yaml:"allow_extensions"`
-			MetricsURL       string   `yaml:"metrics_url"` // see shared/snapshot.Route
-			Discovery        string   `yaml:"discovery"`   // see shared/snapshot.Route
-		} `yaml:"routes"`
-	} `yaml:"models"`
-}
-
-// CatalogJSON checks a YAML (or JSON) catalogue and returns it as JSON for PUT
-// /admin/v1/catalog, with the number of models in it.
-func CatalogJSON(src []byte) (json.RawMessage, int, error) {
-	var typed catalogFile
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	dec.KnownFields(true)
-	if err := dec.Decode(&typed); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, 0, errors.New("file is empty")
-		}
-		return nil, 0, err
-	}
-	if len(typed.Models) == 0 {
-		return nil, 0, errors.New("no models: want a top-level \"models\" list")
-	}
-	for i, m := range typed.Models {
-		if m.ID == "" {
-			return nil, 0, fmt.Errorf("models[%d]: id is required", i)
-		}
-		for j, r := range m.Routes {
-			if r.ID == "" {
-				return nil, 0, fmt.Errorf("model %s: routes[%d]: id is required", m.ID, j)
-			}
-		}
-	}
-	var generic any
-	if err := yaml.Unmarshal(src, &generic); err != nil {
-		return nil, 0, err
-	}
-	generic, err := jsonable(generic)
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := json.Marshal(generic)
-	if err != nil {
-		return nil, 0, fmt.Errorf("encode as JSON: %w", err)
-	}
-	return out, len(typed.Models), nil
-}
-
-// jsonable converts YAML-decoded values to ones encoding/json accepts (string map keys).
-func jsonable(v any) (any, error) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			c, err := jsonable(e)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = c
-		}
-		return t, nil
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			ks, ok := k.(string)
-			if !ok {
-				return nil, fmt.Errorf("map key %v is not a string", k)
-			}
-			c, err := jsonable(e)
-			if err != nil {
-				return nil, err
-			}
-			m[ks] = c
-		}
-		return m, nil
-	case []any:
-		for i, e := range t {
-			c, err := jsonable(e)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = c
-		}
-		return t, nil
-	}
-	return v, nil
 }
 
 // health is a route's health across nodes: "ok", or node: problem pairs, sorted.

@@ -34,6 +34,7 @@ type answer struct {
 type request struct {
 	method, path, auth, contentType string
 	body                            string
+	query                           string
 }
 
 func newFakeAdmin(t *testing.T) (*fakeAdmin, *httptest.Server) {
@@ -41,7 +42,7 @@ func newFakeAdmin(t *testing.T) (*fakeAdmin, *httptest.Server) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.got = append(f.got, request{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)})
+		f.got = append(f.got, request{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b), r.URL.RawQuery})
 		a, ok := f.answers[r.Method+" "+r.URL.EscapedPath()]
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -55,6 +56,13 @@ func newFakeAdmin(t *testing.T) (*fakeAdmin, *httptest.Server) {
 	}))
 	t.Cleanup(srv.Close)
 	return f, srv
+}
+
+// query is the query string of the i-th request.
+func (f *fakeAdmin) query(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.got[i].query
 }
 
 func (f *fakeAdmin) on(method, path string, status int, body string) {
@@ -339,7 +347,7 @@ models:
       - id: sim-se-2
         provider: simulator
         base_url: http://127.0.0.1:8091/v1
-        credentials_ref: env:SIM_KEY
+        credentials_ref: env:GATEWAY_CREDENTIAL_SIM
         protocols: [/v1/chat/completions]
         region: se-got
         country: SE
@@ -363,25 +371,31 @@ models:
 	m := sent["models"].([]any)[0].(map[string]any)
 	r2 := m["routes"].([]any)[1].(map[string]any)
 	if m["id"] != "llama-3.1-8b-instruct" || m["context_tokens"] != float64(131072) || m["aliases"].([]any)[0] != "meta-llama/Llama-3.1-8B-Instruct" ||
-		r2["credentials_ref"] != "env:SIM_KEY" || r2["first_byte_timeout_ms"] != float64(5000) || r2["priority"] != float64(2) ||
+		r2["credentials_ref"] != "env:GATEWAY_CREDENTIAL_SIM" || r2["first_byte_timeout_ms"] != float64(5000) || r2["priority"] != float64(2) ||
 		r2["allow_remote_media"] != true || r2["allow_extensions"].([]any)[0] != "prompt_embeds" {
 		t.Errorf("sent %s", f.got[0].body)
 	}
 
-	// Refused before sending: unknown field, wrong type, no models, missing IDs, no file.
+	// Refused before sending, placed in the file: unknown field, wrong type, no models,
+	// missing IDs, an invalid value, no file.
 	for _, bad := range []struct{ src, want string }{
-		{"models:\n  - id: m\n    priorty: 1\n", "field priorty not found"},
-		{"models:\n  - id: m\n    context_tokens: lots\n", "cannot unmarshal"},
-		{"models: []\n", "no models"},
-		{"", "file is empty"},
-		{"models:\n  - endpoint: /v1/chat/completions\n", "models[0]: id is required"},
-		{"models:\n  - id: m\n    routes:\n      - provider: x\n", "routes[0]: id is required"},
+		{"models:\n  - id: m\n    input_ore_per_milion_tokens: 1\n",
+			`:3:5: models[0]: unknown field "input_ore_per_milion_tokens" in model; did you mean "input_ore_per_million_tokens"?`},
+		{"models:\n  - id: m\n    context_tokens: 8k\n", `:3:21: models[0].context_tokens: must be an integer, got "8k"`},
+		{"models: []\n", `: no models: want a top-level "models" list`},
+		{"", `: the catalogue is empty`},
+		{"models:\n  - endpoint: /v1/chat/completions\n", `:2:5: models[0].id: model id must be 1 to 200 printable characters without spaces`},
+		{"models:\n  - id: m\n    endpoint: /v1/chat/completions\n    routes:\n      - provider: x\n",
+			`:5:9: models[0].routes[0].id: route id must be 1 to 200 printable characters without spaces`},
+		{"{\"models\": [{\"id\": \"m\",\n \"endpoint\": \"/v1/chat/completions\", \"routes\": {}}]}", `:2:48: models[0].routes: must be a list, got an object`},
+		{"models:\n  - id: m\n    endpoint: /v1/chat/completions\n    routing: round_robin\n",
+			`:4:14: models[0].routing: unknown routing "round_robin"; known: scored, weighted, least_load, affinity`},
 	} {
 		os.WriteFile(file, []byte(bad.src), 0o600)
 		before := len(f.got)
 		code, _, errOut := runCLI(t, srv, "catalog", "load", file)
-		if code == 0 || !strings.Contains(errOut, bad.want) || len(f.got) != before {
-			t.Errorf("%q: exit %d stderr %q, %d requests sent", bad.src, code, errOut, len(f.got)-before)
+		if want := "gatewayctl: " + file + bad.want + "\n"; code == 0 || errOut != want || len(f.got) != before {
+			t.Errorf("%q: exit %d, %d requests sent, stderr\n %q\nwant\n %q", bad.src, code, len(f.got)-before, errOut, want)
 		}
 	}
 	if code, _, errOut := runCLI(t, srv, "catalog", "load", filepath.Join(dir, "missing.yaml")); code == 0 || !strings.Contains(errOut, "read catalogue") {
@@ -396,7 +410,7 @@ func TestCatalogFilesInRepo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, n, err := CatalogJSON(src); err != nil || n == 0 {
+			if _, n, err := CatalogJSON(name, src); err != nil || n == 0 {
 				t.Fatalf("%s: %d models, %v", name, n, err)
 			}
 		})
@@ -416,7 +430,7 @@ func FuzzCatalogJSON(f *testing.F) {
 	f.Add([]byte("models:\n  - id: m\n    extra: {1: 2}\n"))
 	f.Add([]byte("- a\n- b\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		out, n, err := CatalogJSON(src)
+		out, n, err := CatalogJSON("fuzz.yaml", src)
 		if err != nil {
 			return
 		}
