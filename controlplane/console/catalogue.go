@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,12 +96,25 @@ type modelDiff struct {
 	Details []string
 }
 
-func (c *Console) readCatalogueForm(r *http.Request) ([]byte, error) {
-	if f, _, err := r.FormFile("file"); err == nil {
+// readCatalogueForm returns the uploaded catalogue file and its name, or the pasted text
+// (name "").
+func (c *Console) readCatalogueForm(r *http.Request) ([]byte, string, error) {
+	if f, h, err := r.FormFile("file"); err == nil {
 		defer f.Close()
-		return io.ReadAll(io.LimitReader(f, 8<<20))
+		b, err := io.ReadAll(io.LimitReader(f, 8<<20))
+		return b, path.Base(strings.ReplaceAll(h.Filename, "\\", "/")), err
 	}
-	return []byte(r.PostFormValue("catalogue")), nil
+	return []byte(r.PostFormValue("catalogue")), "", nil
+}
+
+// catalogueProblem is the page's error for a catalogue that cannot be loaded: its format
+// (YAML or JSON, as read), the file's name and where in it the problem is.
+func catalogueProblem(src []byte, name string, err error) string {
+	what := "The " + string(catalog.Sniff(src)) + " catalogue"
+	if name != "" {
+		what += " file " + name
+	}
+	return what + " cannot be loaded: " + err.Error()
 }
 
 func (c *Console) cataloguePreview(w http.ResponseWriter, r *http.Request, s *session) {
@@ -109,19 +123,19 @@ func (c *Console) cataloguePreview(w http.ResponseWriter, r *http.Request, s *se
 	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &l)
 	v := catalogueView{Models: l.Data}
 	c.loadBreakers(r, s, &v)
-	src, err := c.readCatalogueForm(r)
+	src, name, err := c.readCatalogueForm(r)
 	if err == nil && strings.TrimSpace(string(src)) == "" {
-		err = &catalog.Error{Param: "file", Message: "choose a catalogue file (YAML or JSON)"}
+		p.Error = "Choose a catalogue file (YAML or JSON)."
+		p.Data = v
+		c.render(w, http.StatusOK, "catalogue", p)
+		return
 	}
 	var cat *catalog.Catalog
 	if err == nil {
-		cat, err = catalog.ParseYAML(src)
-	}
-	if err == nil {
-		err = cat.Validate()
+		cat, _, err = catalog.Load(src)
 	}
 	if err != nil {
-		p.Error = "The catalogue file cannot be loaded: " + err.Error()
+		p.Error = catalogueProblem(src, name, err)
 		p.Data = v
 		c.render(w, http.StatusOK, "catalogue", p)
 		return
@@ -148,6 +162,29 @@ func (c *Console) catalogueApply(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	c.done(w, r, "/console/catalogue", "Catalogue loaded: "+strconv.Itoa(res.Models)+" models, "+strconv.Itoa(res.Routes)+" routes.")
+}
+
+// catalogueExport is GET /console/catalogue/export?format=yaml|json: the current
+// catalogue as a file catalog load (and this page's load form) takes.
+func (c *Console) catalogueExport(w http.ResponseWriter, r *http.Request, s *session) {
+	f, ext, ctype := catalog.FormatYAML, "yaml", "application/yaml"
+	if r.URL.Query().Get("format") == "json" {
+		f, ext, ctype = catalog.FormatJSON, "json", "application/json"
+	}
+	var cat catalog.Catalog
+	if st, msg := c.api(r, s, http.MethodGet, "/admin/v1/catalog", nil, &cat); st != http.StatusOK {
+		c.failed(w, r, "/console/catalogue", msg)
+		return
+	}
+	b, err := cat.Export(f)
+	if err != nil {
+		c.log.Error("console: export catalogue", "err", err)
+		c.failed(w, r, "/console/catalogue", "The catalogue could not be exported.")
+		return
+	}
+	w.Header().Set("Content-Type", ctype+"; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="catalog.`+ext+`"`)
+	_, _ = w.Write(b)
 }
 
 func diffCatalogue(current []adminapi.Model, next *catalog.Catalog) *catalogueDiff {

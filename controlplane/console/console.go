@@ -136,6 +136,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/accounts/{id}/{action}", c.authed(c.accountAction))
 	c.mux.HandleFunc("POST /console/keys/{id}/revoke", c.authed(c.revokeKey))
 	c.mux.HandleFunc("GET /console/catalogue", c.authed(c.cataloguePage))
+	c.mux.HandleFunc("GET /console/catalogue/export", c.authed(c.catalogueExport))
 	c.mux.HandleFunc("POST /console/catalogue/preview", c.authed(c.cataloguePreview))
 	c.mux.HandleFunc("POST /console/catalogue/apply", c.authed(c.catalogueApply))
 	c.mux.HandleFunc("GET /console/signups", c.authed(c.signupsPage))
