@@ -74,24 +74,41 @@ func ParseAs(src []byte, f Format) (*Catalog, *Source, error) {
 	if len(doc.Content) == 0 {
 		return nil, s, &Error{Message: "the catalogue is empty"}
 	}
+	j, derr := yamlAsJSON(&doc, src, f)
+	var te *yaml.TypeError // duplicate keys: the walk places them
+	if derr != nil && !errors.As(derr, &te) {
+		return nil, s, malformedYAML(derr)
+	}
 	w := walker{pos: s.pos}
 	if err := w.walk(doc.Content[0], reflect.TypeOf(Catalog{}), ""); err != nil {
 		return nil, s, err
 	}
-	j := src
-	if f == FormatYAML {
-		var v any
-		if err := doc.Decode(&v); err != nil {
-			return nil, s, &Error{Message: "malformed catalogue YAML: " + err.Error()}
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, s, &Error{Message: "catalogue YAML has no JSON form: " + err.Error()}
-		}
-		j = b
+	if derr != nil {
+		return nil, s, malformedYAML(derr)
 	}
 	c, _, err := decodeStrict(j, f)
 	return c, s, err
+}
+
+func malformedYAML(err error) error {
+	return &Error{Message: "malformed catalogue YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// yamlAsJSON returns a YAML catalogue's document as JSON, and JSON text as it is. Decoding
+// comes before the walk, which follows aliases: it refuses excessive aliasing first.
+func yamlAsJSON(doc *yaml.Node, src []byte, f Format) ([]byte, error) {
+	if f == FormatJSON {
+		return src, nil
+	}
+	var v any
+	if err := doc.Decode(&v); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("no JSON form: %w", err)
+	}
+	return b, nil
 }
 
 // decodeStrict decodes JSON into a Catalog, refusing unknown fields: the walk has

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,6 +56,39 @@ func TestParseErrorsArePlaced(t *testing.T) {
 				t.Fatalf("error\n %s\nwant\n %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// Merge keys share route settings; their fields are checked like the route's own, and the
+// route's own override them.
+func TestParseMergeKeys(t *testing.T) {
+	withAnchor := "models:\n  - id: m\n    endpoint: /v1/chat/completions\n    routes:\n" +
+		"      - &r1\n        id: r1\n        provider: vllm\n        base_url: http://127.0.0.1:8090/v1\n        region: se-sto\n        country: SE\n        weight: 1\n" +
+		"      - <<: *r1\n        id: r2\n        weight: 3\n"
+	c, _, err := Load([]byte(withAnchor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Models[0].Routes[1]; r.ID != "r2" || r.Weight != 3 || r.Provider != "vllm" || r.Country != "SE" {
+		t.Fatalf("merged route %+v", r)
+	}
+	typo := strings.Replace(withAnchor, "        region: se-sto\n", "        regoin: se-sto\n", 1)
+	if _, _, err := Load([]byte(typo)); err == nil || err.Error() != `line 9, column 9: models[0].routes[0]: unknown field "regoin" in route; did you mean "region"?` {
+		t.Fatalf("typo in a merged mapping: %v", err)
+	}
+}
+
+// A document of nested aliases that would expand without bound is refused quickly.
+func TestParseAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("models: *a9\n")
+	_, _, err := Load([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Fatalf("alias bomb: %v", err)
 	}
 }
 

@@ -112,9 +112,20 @@ func (w *walker) object(n *yaml.Node, o *object, path string) error {
 	if n.Kind != yaml.MappingNode {
 		return located(n, path, "the %s must be an object of fields, got %s", o.name, describe(n))
 	}
+	// Merged mappings (<<: *defaults) first: the object's own fields override theirs.
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if key := n.Content[i]; key.Kind == yaml.ScalarNode && key.ShortTag() == "!!merge" {
+			if err := w.merge(n.Content[i+1], o, path); err != nil {
+				return err
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
+		if key.Kind == yaml.ScalarNode && key.ShortTag() == "!!merge" {
+			continue
+		}
 		if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" {
 			return located(key, path, "field names of the %s must be strings, got %s", o.name, describe(key))
 		}
@@ -135,6 +146,23 @@ func (w *walker) object(n *yaml.Node, o *object, path string) error {
 			child = path + "." + key.Value
 		}
 		if err := w.walk(val, ft, child); err != nil {
+			return err
+		}
+	}
+	w.pos[path] = at(n)
+	return nil
+}
+
+// merge checks the mapping, or list of mappings, of a merge key as fields of o.
+func (w *walker) merge(n *yaml.Node, o *object, path string) error {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.SequenceNode {
+		return w.object(n, o, path)
+	}
+	for _, m := range n.Content {
+		if err := w.merge(m, o, path); err != nil {
 			return err
 		}
 	}
