@@ -59,6 +59,7 @@ func Load(src []byte) (*Catalog, *Source, error) {
 // where known, a column.
 func ParseAs(src []byte, f Format) (*Catalog, *Source, error) {
 	s := &Source{Format: f, pos: map[string]Position{}}
+	src = bytes.TrimPrefix(src, []byte("\ufeff")) // a byte order mark some editors write
 	if f == FormatJSON {
 		if err := jsonSyntax(src); err != nil {
 			return nil, s, err

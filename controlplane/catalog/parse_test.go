@@ -92,6 +92,20 @@ func TestParseAliasBomb(t *testing.T) {
 	}
 }
 
+// Text JSON allows and YAML does not (a raw DEL character) still loads, without
+// positions; a byte order mark is skipped.
+func TestParseOddText(t *testing.T) {
+	for name, src := range map[string]string{
+		"DEL in a JSON string":        `{"models":[{"id":"m","endpoint":"/v1/chat/completions","tokenizer":"a` + "\x7f" + `b"}]}`,
+		"JSON with a byte order mark": "\ufeff" + validJSON,
+		"YAML with a byte order mark": "\ufeff" + validYAML,
+	} {
+		if _, _, err := Load([]byte(src)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 func TestErrorWhere(t *testing.T) {
 	for _, tt := range []struct {
 		e    Error
