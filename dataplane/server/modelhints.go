@@ -64,11 +64,15 @@ func modelDistance(want, id string, limit int) int {
 
 // wrongEndpoint is the 400 for a model the account may use that no route serves on
 // endpoint e (an embeddings model sent to chat completions, say): it names the endpoints
-// that do serve it under the account's policy. Runs on the error path only.
+// that do serve it under the account's policy; a 503 when routes discovered from DNS serve
+// e but have no replica now. Runs on the error path only.
 func wrongEndpoint(p principal, m *index.Model, e index.Endpoint) *apierror.Error {
+	if m.AwaitsReplicas(p.acct.Residency, e) {
+		return errNoRoute // its routes' replicas are gone from DNS for now: retry shortly
+	}
 	eps := m.Endpoints(p.acct.Residency)
-	if len(eps) == 0 {
-		return errUnsupportedProtocol
+	if len(eps) == 0 || slices.Contains(eps, e.Path()) {
+		return errUnsupportedProtocol // nothing to point to
 	}
 	use := strings.Join(eps, " or ")
 	if slices.Contains(eps, m.Endpoint) {
