@@ -25,6 +25,12 @@ type Account struct {
 	BalanceSEK      string           `json:"balance_sek"` // exact decimal string
 	Models          []string         `json:"models"`
 	Limits          *snapshot.Limits `json:"limits,omitempty"`
+	// EffectiveLimits are the limits the nodes apply to the account: its own, else the
+	// deployment's defaults.
+	EffectiveLimits *EffectiveLimits `json:"effective_limits,omitempty"`
+	// SuspensionReason is the operator's reason for the suspension (empty: none given, or
+	// not suspended).
+	SuspensionReason string `json:"suspension_reason,omitempty"`
 	// QueueWeight is the account's weight in the nodes' fair queue (1..100): while every
 	// model server is full, it gets that many turns for each turn of a weight-1 account.
 	QueueWeight int `json:"queue_weight"`
@@ -41,9 +47,11 @@ type CreateAccountRequest struct {
 // PatchAccountRequest is the body of PATCH /admin/v1/accounts/{id}; absent fields are left
 // as they are. Limits is a JSON object, or null to clear the account's limits.
 type PatchAccountRequest struct {
-	Residency *string         `json:"residency,omitempty"`
-	Suspended *bool           `json:"suspended,omitempty"`
-	Limits    json.RawMessage `json:"limits,omitempty"`
+	Residency *string `json:"residency,omitempty"`
+	Suspended *bool   `json:"suspended,omitempty"`
+	// SuspensionReason says why the account is suspended (with Suspended true).
+	SuspensionReason string          `json:"suspension_reason,omitempty"`
+	Limits           json.RawMessage `json:"limits,omitempty"`
 	// QueueWeight sets the fair-queue weight, 1..100.
 	QueueWeight *int `json:"queue_weight,omitempty"`
 }
@@ -82,6 +90,9 @@ type Key struct {
 	ExpiresAt *time.Time       `json:"expires_at"`
 	RevokedAt *time.Time       `json:"revoked_at"`
 	Limits    *snapshot.Limits `json:"limits,omitempty"`
+	// EffectiveLimits are the limits the nodes apply to the key's requests: its own, else
+	// its account's, else the deployment's defaults.
+	EffectiveLimits *EffectiveLimits `json:"effective_limits,omitempty"`
 	// LastUsedAt is the time of the key's newest request record (null: none kept).
 	LastUsedAt *time.Time `json:"last_used_at"`
 }

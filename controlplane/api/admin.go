@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,13 +33,37 @@ func toAccountJSON(a store.Account) adminapi.Account {
 		m = []string{}
 	}
 	return adminapi.Account{ID: a.ID, Customer: a.Customer, Residency: a.Residency, Suspended: a.Suspended,
-		CreatedAt: a.CreatedAt.UTC(), BalanceMicroSEK: a.BalanceMicroSEK, BalanceSEK: money.FormatSEK(a.BalanceMicroSEK),
+		SuspensionReason: a.SuspensionReason, CreatedAt: a.CreatedAt.UTC(), BalanceMicroSEK: a.BalanceMicroSEK, BalanceSEK: money.FormatSEK(a.BalanceMicroSEK),
 		Models: m, Limits: a.Limits, QueueWeight: a.QueueWeight}
 }
 
 func toKeyJSON(k store.Key) adminapi.Key {
 	return adminapi.Key{ID: k.ID, AccountID: k.AccountID, Name: k.Name, CreatedAt: k.CreatedAt.UTC(), ExpiresAt: utc(k.ExpiresAt),
 		RevokedAt: utc(k.RevokedAt), Limits: k.Limits}
+}
+
+// accountJSON is an account as the admin API answers it: with its effective limits.
+func (s *server) accountJSON(a store.Account) adminapi.Account {
+	out := toAccountJSON(a)
+	out.EffectiveLimits = adminapi.NewEffectiveLimits(nil, a.Limits, s.cfg.DefaultLimits)
+	return out
+}
+
+// keyJSON is a key as the admin API answers it: with its effective limits, which depend on
+// its account's limits (acct).
+func (s *server) keyJSON(k store.Key, acct *snapshot.Limits) adminapi.Key {
+	out := toKeyJSON(k)
+	out.EffectiveLimits = adminapi.NewEffectiveLimits(k.Limits, acct, s.cfg.DefaultLimits)
+	return out
+}
+
+// keyAnswer is keyJSON for a key whose account the handler has not read.
+func (s *server) keyAnswer(ctx context.Context, k store.Key) (adminapi.Key, error) {
+	a, err := s.cfg.Store.GetAccount(ctx, k.AccountID)
+	if err != nil {
+		return adminapi.Key{}, fmt.Errorf("read the account of key %s: %w", k.ID, err)
+	}
+	return s.keyJSON(k, a.Limits), nil
 }
 
 func utc(t *time.Time) *time.Time {
@@ -95,7 +120,7 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	writeJSON(w, http.StatusCreated, toAccountJSON(a))
+	writeJSON(w, http.StatusCreated, s.accountJSON(a))
 }
 
 func (s *server) listAccounts(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +135,7 @@ func (s *server) listAccounts(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminapi.List[adminapi.Account]{Data: make([]adminapi.Account, len(accts))}
 	for i, a := range accts {
-		out.Data[i] = toAccountJSON(a)
+		out.Data[i] = s.accountJSON(a)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -121,13 +146,14 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	writeJSON(w, http.StatusOK, toAccountJSON(a))
+	writeJSON(w, http.StatusOK, s.accountJSON(a))
 }
 
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Residency   *string         `json:"residency"`
 		Suspended   *bool           `json:"suspended"`
+		Reason      *string         `json:"suspension_reason"`
 		Limits      json.RawMessage `json:"limits"`
 		QueueWeight json.RawMessage `json:"queue_weight"`
 	}
@@ -135,6 +161,9 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := store.AccountPatch{Residency: in.Residency, Suspended: in.Suspended}
+	if !suspensionReason(w, in.Suspended, in.Reason, &p) {
+		return
+	}
 	if len(in.QueueWeight) > 0 {
 		n, ok := queueWeight(w, in.QueueWeight)
 		if !ok {
@@ -163,7 +192,26 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	writeJSON(w, http.StatusOK, toAccountJSON(a))
+	writeJSON(w, http.StatusOK, s.accountJSON(a))
+}
+
+// suspensionReason checks a PATCH's suspension_reason and puts it in p: text of at most
+// 1000 characters, given only with "suspended": true. It writes the 400 itself when not.
+func suspensionReason(w http.ResponseWriter, suspended *bool, reason *string, p *store.AccountPatch) bool {
+	if reason == nil {
+		return true
+	}
+	text := strings.TrimSpace(*reason)
+	switch {
+	case suspended == nil || !*suspended:
+		writeError(w, invalid("suspension_reason", `suspension_reason goes with "suspended": true.`))
+		return false
+	case !validText(text, 1000):
+		writeError(w, invalid("suspension_reason", "suspension_reason must be at most 1000 characters."))
+		return false
+	}
+	p.SuspensionReason = &text
+	return true
 }
 
 func (s *server) addCredit(w http.ResponseWriter, r *http.Request) {
@@ -234,12 +282,21 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	out := toKeyJSON(k)
+	out, err := s.keyAnswer(r.Context(), k)
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
 	out.Secret = secret
 	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
+	acct, err := s.cfg.Store.GetAccount(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
 	keys, err := s.cfg.Store.ListKeys(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "account")
@@ -252,7 +309,7 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminapi.List[adminapi.Key]{Data: make([]adminapi.Key, len(keys))}
 	for i, k := range keys {
-		out.Data[i] = toKeyJSON(k)
+		out.Data[i] = s.keyJSON(k, acct.Limits)
 		if t, ok := used[k.ID]; ok {
 			out.Data[i].LastUsedAt = &t
 		}
@@ -271,7 +328,7 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "key")
 		return
 	}
-	writeJSON(w, http.StatusOK, toKeyJSON(k))
+	s.writeKey(w, r, k)
 }
 
 // patchKey sets a key's own limits ({"limits": {...}}) or clears them ({"limits": null}).
@@ -305,7 +362,17 @@ func (s *server) patchKey(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "key")
 		return
 	}
-	writeJSON(w, http.StatusOK, toKeyJSON(k))
+	s.writeKey(w, r, k)
+}
+
+// writeKey answers 200 with the key and its effective limits.
+func (s *server) writeKey(w http.ResponseWriter, r *http.Request, k store.Key) {
+	out, err := s.keyAnswer(r.Context(), k)
+	if err != nil {
+		s.storeError(w, r, err, "key")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) enableModels(w http.ResponseWriter, r *http.Request) {

@@ -237,7 +237,7 @@ func (s *server) searchAccounts(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminapi.AccountPage{Data: make([]adminapi.Account, len(accts))}
 	for i, a := range accts {
-		out.Data[i] = toAccountJSON(a)
+		out.Data[i] = s.accountJSON(a)
 	}
 	if len(accts) == limit {
 		out.NextAfter = accts[len(accts)-1].ID

@@ -40,6 +40,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // Snapshots is what the API needs from the snapshot publisher (*publish.Publisher).
@@ -66,6 +67,10 @@ type Config struct {
 	UsageWindow int
 	// ServiceLimits bound /v1/service/* per key and per account (defaults in ServiceLimits).
 	ServiceLimits ServiceLimits
+	// DefaultLimits are the deployment's limits for accounts and keys without their own
+	// (what the publisher puts in every snapshot): the admin API shows them as the
+	// effective limits of those accounts and keys.
+	DefaultLimits snapshot.Limits
 	// Optional handlers of forwarded paths owned by other packages; nil leaves the path
 	// answering 404. They run behind the node-token check.
 	Topup   http.Handler // POST /v1/service/topup (account in X-Gateway-Account-Id)

@@ -32,7 +32,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		UnhealthyRoutes: map[string]string{},
 	}
 	for i, a := range o.LowBalance {
-		out.LowBalance[i] = toAccountJSON(a)
+		out.LowBalance[i] = s.accountJSON(a)
 	}
 	for _, n := range o.SilentNodes {
 		out.SilentNodes = append(out.SilentNodes, n.NodeID)

@@ -27,12 +27,14 @@ type plane struct {
 	log     *slog.Logger
 	metrics *opsmetrics.Metrics
 
-	st       *store.Store
-	ops      *opsServer
-	pub      *publish.Publisher
-	ret      *retention.Job
-	handlers *api.Handlers
-	admin    http.Handler // the admin API, with the console when it is served
+	st  *store.Store
+	ops *opsServer
+	pub *publish.Publisher
+	// defaultLimits are the deployment's limits for accounts and keys without their own.
+	defaultLimits snapshot.Limits
+	ret           *retention.Job
+	handlers      *api.Handlers
+	admin         http.Handler // the admin API, with the console when it is served
 
 	closers []func()
 }
@@ -80,6 +82,7 @@ func (p *plane) newPublisher(context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.defaultLimits = limits
 	p.pub, err = publish.New(publish.Config{Store: p.st, Logger: p.log, DefaultLimits: limits, RegionURLs: cfg.regionURLs, Signer: signer, Reissue: cfg.link.reissue, Metrics: p.metrics})
 	if err != nil {
 		return err
@@ -110,7 +113,7 @@ func (p *plane) newRetention(ctx context.Context) error {
 func (p *plane) newHandlers(context.Context) error {
 	cfg := p.cfg
 	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.adminToken.Reveal(), NodeTokens: strings.Split(cfg.nodeTokens.Reveal(), ","), Logger: p.log,
-		ServiceLimits: cfg.serviceLimits}
+		ServiceLimits: cfg.serviceLimits, DefaultLimits: p.defaultLimits}
 	if err := addIntegrations(&acfg, cfg, p.st, p.metrics, p.log); err != nil {
 		return err
 	}

@@ -18,7 +18,10 @@ type Account struct {
 	Customer  string
 	Residency string
 	Suspended bool
-	Limits    *snapshot.Limits
+	// SuspensionReason is why the account is suspended (empty: none given, or not
+	// suspended).
+	SuspensionReason string
+	Limits           *snapshot.Limits
 	// QueueWeight is the account's weight in the nodes' fair queue (snapshot.Account),
 	// 1..100.
 	QueueWeight int
@@ -33,6 +36,9 @@ type Account struct {
 type AccountPatch struct {
 	Residency *string
 	Suspended *bool
+	// SuspensionReason replaces the reason of a suspension. Lifting a suspension
+	// (Suspended false) clears it.
+	SuspensionReason *string
 	// Limits replaces the account's limits; set ClearLimits to remove them.
 	Limits      *snapshot.Limits
 	ClearLimits bool
@@ -60,14 +66,14 @@ func randomID(prefix string) (string, error) {
 	return prefix + hex.EncodeToString(b[:]), nil
 }
 
-const accountColumns = `a.id, a.customer, a.residency, a.suspended, a.limits, a.queue_weight, a.created_at,
+const accountColumns = `a.id, a.customer, a.residency, a.suspended, a.suspension_reason, a.limits, a.queue_weight, a.created_at,
 	COALESCE(b.balance_micro_sek, 0),
 	COALESCE((SELECT array_agg(m.model_id ORDER BY m.model_id) FROM account_models m WHERE m.account_id = a.id), '{}')`
 
 func scanAccount(row pgx.Row) (Account, error) {
 	var a Account
 	var limits []byte
-	err := row.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &a.QueueWeight, &a.CreatedAt, &a.BalanceMicroSEK, &a.Models)
+	err := row.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &a.SuspensionReason, &limits, &a.QueueWeight, &a.CreatedAt, &a.BalanceMicroSEK, &a.Models)
 	if err != nil {
 		return a, err
 	}
@@ -167,9 +173,10 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, p AccountPatch) (A
 	tag, err := s.pool.Exec(ctx, `UPDATE accounts SET
 			residency = COALESCE($2, residency),
 			suspended = COALESCE($3, suspended),
+			suspension_reason = CASE WHEN NOT COALESCE($3, suspended) THEN '' ELSE COALESCE($7, suspension_reason) END,
 			limits = CASE WHEN $5 THEN NULL WHEN $4::jsonb IS NOT NULL THEN $4::jsonb ELSE limits END,
 			queue_weight = COALESCE($6, queue_weight)
-		WHERE id = $1`, id, p.Residency, p.Suspended, lj, p.ClearLimits, p.QueueWeight)
+		WHERE id = $1`, id, p.Residency, p.Suspended, lj, p.ClearLimits, p.QueueWeight, p.SuspensionReason)
 	if err != nil {
 		return Account{}, translate(err, "update account "+id)
 	}

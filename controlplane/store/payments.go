@@ -259,7 +259,8 @@ func (p *PaymentTx) InsertDispute(ctx context.Context, ev PaymentEvent, sessionI
 // SuspendAccount suspends an account. The accounts trigger notifies the snapshot
 // compiler: nodes refuse the account's keys with 403 account_suspended within seconds.
 func (p *PaymentTx) SuspendAccount(ctx context.Context, accountID string) error {
-	if _, err := p.tx.Exec(ctx, `UPDATE accounts SET suspended = true WHERE id = $1`, accountID); err != nil {
+	if _, err := p.tx.Exec(ctx, `UPDATE accounts SET suspended = true,
+		suspension_reason = 'payment dispute' WHERE id = $1`, accountID); err != nil {
 		return fmt.Errorf("suspend %s: %w", accountID, err)
 	}
 	return nil
