@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -111,13 +112,21 @@ func (a *app) accountsCmd() *cobra.Command {
 			},
 		}
 	}
-	setSuspended := func(v bool) func([]string) (adminapi.PatchAccountRequest, error) {
-		return func([]string) (adminapi.PatchAccountRequest, error) {
-			return adminapi.PatchAccountRequest{Suspended: &v}, nil
-		}
-	}
-	suspend := patch("suspend ACCOUNT_ID", "Suspend an account (its keys stop working)", 1, setSuspended(true))
-	unsuspend := patch("unsuspend ACCOUNT_ID", "Lift an account's suspension", 1, setSuspended(false))
+	var reason string
+	suspend := patch("suspend ACCOUNT_ID --reason TEXT", "Suspend an account (its keys stop working), saying why", 1,
+		func([]string) (adminapi.PatchAccountRequest, error) {
+			yes := true
+			if strings.TrimSpace(reason) == "" {
+				return adminapi.PatchAccountRequest{}, errors.New("--reason is required: say why the account is suspended")
+			}
+			return adminapi.PatchAccountRequest{Suspended: &yes, SuspensionReason: reason}, nil
+		})
+	suspend.Flags().StringVar(&reason, "reason", "", "why the account is suspended, kept with it until the suspension is lifted (required)")
+	unsuspend := patch("unsuspend ACCOUNT_ID", "Lift an account's suspension", 1,
+		func([]string) (adminapi.PatchAccountRequest, error) {
+			no := false
+			return adminapi.PatchAccountRequest{Suspended: &no}, nil
+		})
 	setRes := patch("set-residency ACCOUNT_ID se|eu|any", "Change an account's residency policy", 2,
 		func(args []string) (adminapi.PatchAccountRequest, error) {
 			if !residency.Valid(args[1]) {
@@ -143,7 +152,7 @@ func (a *app) accountsCmd() *cobra.Command {
 			l, err := acctLimits()
 			return adminapi.PatchAccountRequest{Limits: l}, err
 		})
-	acctLimits = limitsFlags(setLimits)
+	acctLimits = limitsFlags(setLimits, "remove the account's own limits (the deployment defaults apply)")
 
 	return group("accounts", "Create, list, show, suspend accounts and set their residency, limits and queue weight",
 		create, listCmd, get, suspend, unsuspend, setRes, setLimits, setWeight)
@@ -163,16 +172,27 @@ func (a *app) showAccount(ac adminapi.Account, raw []byte) error {
 	if a.jsonOut {
 		return a.printJSON(raw)
 	}
-	return a.details(
+	suspended := yesNo(ac.Suspended)
+	if ac.Suspended && ac.SuspensionReason != "" {
+		suspended += " (" + ac.SuspensionReason + ")"
+	}
+	value, source := effective(ac.EffectiveLimits)
+	if err := a.details(
 		"ID", ac.ID,
 		"Customer", ac.Customer,
 		"Residency", ac.Residency,
-		"Suspended", yesNo(ac.Suspended),
+		"Suspended", suspended,
 		"Balance", balance(ac)+" SEK",
 		"Models", list(ac.Models),
 		"Queue weight", itoa(int64(max(ac.QueueWeight, 1))),
 		"Created", fmtTime(ac.CreatedAt),
-	)
+	); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(a.out, "\n"); err != nil {
+		return err
+	}
+	return a.table([]any{"Limits", "Own", "Effective", "From"}, [][]string{{"requests", ownLimits(ac.Limits), value, source}})
 }
 
 func (a *app) creditCmd() *cobra.Command {

@@ -1,7 +1,6 @@
 package gatewayctl
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -62,13 +61,7 @@ func (a *app) keysCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(raw)
 			}
-			now := time.Now()
-			rows := make([][]string, 0, len(l.Data))
-			for _, k := range l.Data {
-				rows = append(rows, []string{k.ID, orDash(k.Name), keyStatus(k, now), fmtTime(k.CreatedAt),
-					fmtTimePtr(k.ExpiresAt), fmtTimePtr(k.RevokedAt), fmtTimePtr(k.LastUsedAt)})
-			}
-			return a.table([]any{"ID", "Name", "Status", "Created", "Expires", "Revoked", "Last used"}, rows)
+			return a.keysTable(l.Data, time.Now())
 		},
 	}
 
@@ -97,7 +90,7 @@ func (a *app) keysCmd() *cobra.Command {
 		Short: "Set a key's own request limits (without them a key is limited through its account)",
 		Args:  cobra.ExactArgs(1),
 	}
-	keyLimits := limitsFlags(setLimits)
+	keyLimits := limitsFlags(setLimits, "remove the key's own limits (it is limited through its account only)")
 	setLimits.RunE = func(cmd *cobra.Command, args []string) error {
 		l, err := keyLimits()
 		if err != nil {
@@ -114,26 +107,19 @@ func (a *app) keysCmd() *cobra.Command {
 		if a.jsonOut {
 			return a.printJSON(raw)
 		}
-		shown := "none (limited through its account)"
-		if k.Limits != nil {
-			b, err := json.Marshal(k.Limits)
-			if err != nil {
-				return fmt.Errorf("set limits of key %s: %w", args[0], err)
-			}
-			shown = string(b)
-		}
-		_, err = fmt.Fprintf(a.out, "Limits of key %s: %s\n", clean(k.ID), clean(shown))
-		return err
+		return a.keysTable([]adminapi.Key{k}, time.Now())
 	}
 	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits)
 }
 
-func keyStatus(k adminapi.Key, now time.Time) string {
-	switch {
-	case k.RevokedAt != nil:
-		return "revoked"
-	case k.ExpiresAt != nil && !k.ExpiresAt.After(now):
-		return "expired"
+// keysTable lists keys with their state and limits: their own, the effective ones and
+// where those come from.
+func (a *app) keysTable(keys []adminapi.Key, now time.Time) error {
+	rows := make([][]string, 0, len(keys))
+	for _, k := range keys {
+		value, source := effective(k.EffectiveLimits)
+		rows = append(rows, []string{k.ID, orDash(k.Name), k.Status(now), fmtTime(k.CreatedAt),
+			fmtTimePtr(k.ExpiresAt), fmtTimePtr(k.RevokedAt), fmtTimePtr(k.LastUsedAt), ownLimits(k.Limits), value, source})
 	}
-	return "active"
+	return a.table([]any{"ID", "Name", "Status", "Created", "Expires", "Revoked", "Last used", "Own limits", "Effective limits", "From"}, rows)
 }
