@@ -112,12 +112,13 @@ type accountView struct {
 	Chart      chart
 	Models     []string // catalogue models the account does not have yet and can reach
 	NewKey     *adminapi.Key
+	Now        time.Time // what key states are read at
 	TestBox    *adminapi.TestBoxResult
 	TestAnswer string
 }
 
 func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (accountView, bool) {
-	var v accountView
+	v := accountView{Now: c.now()}
 	base := "/admin/v1/accounts/" + url.PathEscape(id)
 	if st, msg := c.api(r, s, http.MethodGet, base, nil, &v.Account); st != http.StatusOK {
 		p.Error = msg
@@ -191,7 +192,12 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 	switch r.PathValue("action") {
 	case "suspend", "resume":
 		suspended := r.PathValue("action") == "suspend"
-		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Suspended: &suspended}, nil)
+		reason := strings.TrimSpace(f("reason"))
+		if suspended && reason == "" {
+			c.failed(w, r, back, "A suspension needs a reason.")
+			return
+		}
+		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Suspended: &suspended, SuspensionReason: reason}, nil)
 		notice = map[bool]string{true: "Account suspended.", false: "Account resumed."}[suspended]
 	case "residency":
 		res := f("residency")

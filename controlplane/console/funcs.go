@@ -7,35 +7,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/money"
 )
 
 func formatSEK(micro int64) string { return money.FormatSEK(micro) }
 
-// displaySEK writes micro-SEK as SEK rounded to the öre (half away from zero) with
-// thousands separators, as people read amounts: 1,250.50. The exact amount is formatSEK's.
+// displaySEK writes micro-SEK as SEK with thousands separators, as people read amounts,
+// at the precision of money.FormatSEK (which rows use): 1,250.50, or 0.000034 for a
+// request's price, never rounded to 0.00.
 func displaySEK(micro int64) string {
-	neg := micro < 0
-	if neg {
-		micro = -micro
+	exact := money.FormatSEK(micro)
+	sign, whole, frac := "", exact, ""
+	if strings.HasPrefix(whole, "-") {
+		sign, whole = "-", whole[1:]
 	}
-	ore := micro / 10_000
-	if micro%10_000 >= 5_000 {
-		ore++
+	if i := strings.IndexByte(whole, '.'); i >= 0 {
+		whole, frac = whole[:i], whole[i:]
 	}
-	whole := strconv.FormatInt(ore/100, 10)
 	var b strings.Builder
-	if neg && ore > 0 {
-		b.WriteByte('-')
-	}
+	b.WriteString(sign)
 	for i, d := range whole {
 		if i > 0 && (len(whole)-i)%3 == 0 {
 			b.WriteByte(',')
 		}
 		b.WriteRune(d)
 	}
-	b.WriteByte('.')
-	b.WriteString(pad2(ore % 100))
+	b.WriteString(frac)
 	return b.String()
 }
 
@@ -119,10 +117,26 @@ var funcs = template.FuncMap{
 		}
 		return string(b)
 	},
-	"neg":  func(n int64) bool { return n < 0 },
+	"neg": func(n int64) bool { return n < 0 },
+	// limitsText and limitsSource show effective limits as gatewayctl does.
+	"limitsText": func(e *adminapi.EffectiveLimits) string {
+		if e == nil {
+			return "—"
+		}
+		return adminapi.LimitsText(e.Limits)
+	},
+	"limitsSource": func(e *adminapi.EffectiveLimits) string {
+		if e == nil {
+			return ""
+		}
+		return limitSources[e.Source]
+	},
 	"can":  func(s *session, role string) bool { return s != nil && rank[s.Role] >= rank[role] },
 	"plus": func(a, b int) int { return a + b },
 	"ms":   func(n int64) string { return (time.Duration(n) * time.Millisecond).String() },
 }
+
+// limitSources say where effective limits come from.
+var limitSources = map[string]string{"key": "the key's own", "account": "the account's", "default": "deployment default"}
 
 var rank = map[string]int{"viewer": 1, "operator": 2, "admin": 3}
