@@ -24,7 +24,8 @@ func Name(prefix, name string) string {
 // Parse adds --config and --print-config to fs, parses args into it, then sets every flag
 // that was not on the command line from its environment variable, if set (lookup is
 // os.LookupEnv when nil), and every flag set by neither from the --config file, if any. A
-// flag on the command line wins; a bad value is an error naming its source. With
+// flag on the command line wins; a bad value is an error naming its source (a bad duration
+// names the format, ErrDuration). With
 // --print-config it writes the effective settings to standard output and returns
 // ErrPrintedConfig.
 func Parse(fs *flag.FlagSet, args []string, prefix string, lookup func(string) (string, bool)) error {
@@ -37,6 +38,7 @@ func ParseTo(w io.Writer, fs *flag.FlagSet, args []string, prefix string, lookup
 		lookup = os.LookupEnv
 	}
 	file, print := Register(fs)
+	ExplainDurations(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

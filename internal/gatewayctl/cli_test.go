@@ -241,7 +241,9 @@ func TestCommands(t *testing.T) {
 
 // spaced collapses runs of spaces, so a table's cells can be asserted in order whatever
 // the widths of their columns.
-func spaced(s string) string { return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ") }
+func spaced(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
+}
 
 func TestErrors(t *testing.T) {
 	tests := []struct {
@@ -278,6 +280,7 @@ func TestErrors(t *testing.T) {
 		{"suspend without a reason", []string{"accounts", "suspend", "acct_x"}, 200, `{}`, []string{"--reason is required"}, 0},
 		{"suspend with a blank reason", []string{"accounts", "suspend", "acct_x", "--reason", "  "}, 200, `{}`, []string{"--reason is required"}, 0},
 		{"limits clear and values", []string{"accounts", "set-limits", "acct_x", "--clear", "--rps", "1"}, 200, `{}`, []string{"cannot be combined"}, 0},
+		{"since in words", []string{"records", "--since", "10 minutes"}, 200, `{}`, []string{`invalid argument "10 minutes" for "--since"`, "use Go durations such as 10m, 1h30m"}, 0},
 		{"unknown command", []string{"frobnicate"}, 200, `{}`, []string{"unknown command"}, 0},
 	}
 	for _, tt := range tests {

@@ -99,7 +99,7 @@ With --csv the page is written as CSV for a spreadsheet; --json prints the API's
 	f.BoolVar(&q.Underreported, "underreported", false, "only records whose provider reported less output than it delivered")
 	f.StringVar(&q.From, "from", "", "only records at or after this RFC 3339 time")
 	f.StringVar(&q.To, "to", "", "only records before this RFC 3339 time")
-	f.DurationVar(&since, "since", 0, "only records of the last duration, e.g. 1h (instead of --from)")
+	f.Var((*durationFlag)(&since), "since", "only records of the last duration, e.g. 1h or 30m (instead of --from)")
 	f.StringVar(&q.After, "after", "", "continue a listing (the cursor a previous page printed)")
 	f.IntVar(&q.Limit, "limit", 50, "how many records (1 to 1000)")
 	c.MarkFlagsMutuallyExclusive("since", "from")
