@@ -43,25 +43,30 @@ console_operator() {
   fi
 }
 
-# stop_all ends every process start began, the last started first, then Postgres.
+# stop_all [SIGNAL] ends every process start began with SIGNAL (TERM unless given), the
+# last started first, then Postgres. A Ctrl-C passes INT on, so the planes skip their
+# shutdown delay as they do when interrupted by hand; SIGTERM keeps it.
 stop_all() {
+  local sig=${1:-TERM}
   trap - INT TERM EXIT
   log "stopping"
   # The last started first: data planes hand their spooled usage to the control plane
   # before it stops.
   local i
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill "${pids[$i]}" 2>/dev/null || true
+    kill -"$sig" "${pids[$i]}" 2>/dev/null || true
     wait "${pids[$i]}" 2>/dev/null || true
   done
   if [ -n "${PGDATA:-}" ]; then as_pg "$pg_bin/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true; fi
   log "stopped"
 }
 
-# on_exit_stop_all: Ctrl-C, SIGTERM and any exit stop everything that was started.
+# on_exit_stop_all: Ctrl-C (passed on as INT), SIGTERM and any exit stop everything that
+# was started.
 on_exit_stop_all() {
   trap stop_all EXIT
-  trap 'stop_all; exit 0' INT TERM
+  trap 'stop_all INT; exit 0' INT
+  trap 'stop_all TERM; exit 0' TERM
 }
 
 # postgres PORT: a Postgres cluster in $DATA/pg (created on first use) listening on
