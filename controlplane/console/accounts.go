@@ -191,14 +191,13 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 	var msg, notice string
 	switch r.PathValue("action") {
 	case "suspend", "resume":
-		suspended := r.PathValue("action") == "suspend"
-		reason := strings.TrimSpace(f("reason"))
-		if suspended && reason == "" {
+		req, ok := suspension(r.PathValue("action"), f("reason"))
+		if !ok {
 			c.failed(w, r, back, "A suspension needs a reason.")
 			return
 		}
-		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Suspended: &suspended, SuspensionReason: reason}, nil)
-		notice = map[bool]string{true: "Account suspended.", false: "Account resumed."}[suspended]
+		st, msg = c.api(r, s, http.MethodPatch, base, req, nil)
+		notice = map[bool]string{true: "Account suspended.", false: "Account resumed."}[*req.Suspended]
 	case "residency":
 		res := f("residency")
 		st, msg = c.api(r, s, http.MethodPatch, base, adminapi.PatchAccountRequest{Residency: &res}, nil)
@@ -230,22 +229,8 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 		st, msg = c.api(r, s, http.MethodDelete, base+"/models/"+url.PathEscape(f("model")), nil, nil)
 		notice = "Model disabled."
 	case "keys":
-		// The secret is shown in this answer only: no redirect, nothing in a URL.
-		var k adminapi.Key
-		req := adminapi.CreateKeyRequest{Name: f("name")}
-		if d := f("expires_in_days"); d != "" {
-			n, ok := atoi(d)
-			if !ok {
-				c.failed(w, r, back, "Expiry must be a whole number of days.")
-				return
-			}
-			req.ExpiresInDays = n
-		}
-		st, msg = c.api(r, s, http.MethodPost, base+"/keys", req, &k)
-		if st == http.StatusCreated { // shown once, after a redirect: a reload creates nothing
-			c.redirectOnce(w, r, s, back, onceAnswer{key: &k, notice: "Key " + k.ID + " created. Copy the secret now: it is not shown again."})
-			return
-		}
+		c.createKey(w, r, s, base, back)
+		return
 	case "test-box":
 		var res adminapi.TestBoxResult
 		n, _ := atoi(f("max_tokens"))
@@ -263,6 +248,38 @@ func (c *Console) accountAction(w http.ResponseWriter, r *http.Request, s *sessi
 		return
 	}
 	c.done(w, r, back, notice)
+}
+
+// createKey handles the account page's key form. The secret is shown once, after a
+// redirect (a reload creates nothing), never in a URL.
+func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *session, base, back string) {
+	var k adminapi.Key
+	req := adminapi.CreateKeyRequest{Name: r.PostFormValue("name")}
+	if d := r.PostFormValue("expires_in_days"); d != "" {
+		n, ok := atoi(d)
+		if !ok {
+			c.failed(w, r, back, "Expiry must be a whole number of days.")
+			return
+		}
+		req.ExpiresInDays = n
+	}
+	st, msg := c.api(r, s, http.MethodPost, base+"/keys", req, &k)
+	if st != http.StatusCreated {
+		c.failed(w, r, back, msg)
+		return
+	}
+	c.redirectOnce(w, r, s, back, onceAnswer{key: &k, notice: "Key " + k.ID + " created. Copy the secret now: it is not shown again."})
+}
+
+// suspension is the PATCH of the suspend or resume form; ok is false for a suspension
+// without a reason.
+func suspension(action, reason string) (req adminapi.PatchAccountRequest, ok bool) {
+	suspended := action == "suspend"
+	reason = strings.TrimSpace(reason)
+	if suspended && reason == "" {
+		return req, false
+	}
+	return adminapi.PatchAccountRequest{Suspended: &suspended, SuspensionReason: reason}, true
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {

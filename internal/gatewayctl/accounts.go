@@ -90,30 +90,15 @@ func (a *app) accountsCmd() *cobra.Command {
 		},
 	}
 
-	patch := func(use, short string, nargs int, build func(args []string) (adminapi.PatchAccountRequest, error)) *cobra.Command {
-		return &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  cobra.ExactArgs(nargs),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				req, err := build(args)
-				if err != nil {
-					return err
-				}
-				c, err := a.client()
-				if err != nil {
-					return err
-				}
-				acct, raw, err := c.PatchAccount(cmd.Context(), args[0], req)
-				if err != nil {
-					return fmt.Errorf("update account %s: %w", args[0], err)
-				}
-				return a.showAccount(acct, raw)
-			},
-		}
-	}
+	return group("accounts", "Create, list, show, suspend accounts and set their residency, limits and queue weight",
+		append([]*cobra.Command{create, listCmd, get}, a.accountChangeCmds()...)...)
+}
+
+// accountChangeCmds are the accounts subcommands that change an account: suspend,
+// unsuspend, set-residency, set-limits and set-queue-weight.
+func (a *app) accountChangeCmds() []*cobra.Command {
 	var reason string
-	suspend := patch("suspend ACCOUNT_ID --reason TEXT", "Suspend an account (its keys stop working), saying why", 1,
+	suspend := a.patchAccountCmd("suspend ACCOUNT_ID --reason TEXT", "Suspend an account (its keys stop working), saying why", 1,
 		func([]string) (adminapi.PatchAccountRequest, error) {
 			yes := true
 			if strings.TrimSpace(reason) == "" {
@@ -122,12 +107,12 @@ func (a *app) accountsCmd() *cobra.Command {
 			return adminapi.PatchAccountRequest{Suspended: &yes, SuspensionReason: reason}, nil
 		})
 	suspend.Flags().StringVar(&reason, "reason", "", "why the account is suspended, kept with it until the suspension is lifted (required)")
-	unsuspend := patch("unsuspend ACCOUNT_ID", "Lift an account's suspension", 1,
+	unsuspend := a.patchAccountCmd("unsuspend ACCOUNT_ID", "Lift an account's suspension", 1,
 		func([]string) (adminapi.PatchAccountRequest, error) {
 			no := false
 			return adminapi.PatchAccountRequest{Suspended: &no}, nil
 		})
-	setRes := patch("set-residency ACCOUNT_ID se|eu|any", "Change an account's residency policy", 2,
+	setRes := a.patchAccountCmd("set-residency ACCOUNT_ID se|eu|any", "Change an account's residency policy", 2,
 		func(args []string) (adminapi.PatchAccountRequest, error) {
 			if !residency.Valid(args[1]) {
 				return adminapi.PatchAccountRequest{}, fmt.Errorf("residency %q: want se, eu or any", args[1])
@@ -135,7 +120,7 @@ func (a *app) accountsCmd() *cobra.Command {
 			return adminapi.PatchAccountRequest{Residency: &args[1]}, nil
 		})
 
-	setWeight := patch("set-queue-weight ACCOUNT_ID N",
+	setWeight := a.patchAccountCmd("set-queue-weight ACCOUNT_ID N",
 		"Set an account's fair-queue weight, 1..100 (turns per turn of a weight-1 account)", 2,
 		func(args []string) (adminapi.PatchAccountRequest, error) {
 			n, err := strconv.Atoi(args[1])
@@ -146,16 +131,39 @@ func (a *app) accountsCmd() *cobra.Command {
 		})
 
 	var acctLimits func() (json.RawMessage, error) // reads the command's flags, set below
-	setLimits := patch("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] [--hold-max-price] | --clear)",
+	setLimits := a.patchAccountCmd("set-limits ACCOUNT_ID (--rps N [--burst N] [--max-concurrent N] [--hold-max-price] | --clear)",
 		"Set an account's request limits (--clear: the deployment defaults apply)", 1,
 		func([]string) (adminapi.PatchAccountRequest, error) {
 			l, err := acctLimits()
 			return adminapi.PatchAccountRequest{Limits: l}, err
 		})
 	acctLimits = limitsFlags(setLimits, "remove the account's own limits (the deployment defaults apply)")
+	return []*cobra.Command{suspend, unsuspend, setRes, setLimits, setWeight}
+}
 
-	return group("accounts", "Create, list, show, suspend accounts and set their residency, limits and queue weight",
-		create, listCmd, get, suspend, unsuspend, setRes, setLimits, setWeight)
+// patchAccountCmd is an accounts subcommand that sends the PATCH build makes of its
+// arguments and shows the account it answers.
+func (a *app) patchAccountCmd(use, short string, nargs int, build func(args []string) (adminapi.PatchAccountRequest, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(nargs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := build(args)
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			acct, raw, err := c.PatchAccount(cmd.Context(), args[0], req)
+			if err != nil {
+				return fmt.Errorf("update account %s: %w", args[0], err)
+			}
+			return a.showAccount(acct, raw)
+		},
+	}
 }
 
 // weightRange says which queue weights an account may have.
