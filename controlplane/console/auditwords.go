@@ -7,6 +7,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // auditWords says an audit entry in words, as an operator would tell it: "demo credited
@@ -57,7 +58,7 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 	case "PATCH /admin/v1/accounts/{id}":
 		var parts []string
 		if v, ok := req["suspended"].(bool); ok {
-			parts = append(parts, map[bool]string{true: "suspended", false: "resumed"}[v]+" "+account)
+			parts = append(parts, map[bool]string{true: "suspended", false: "resumed"}[v]+" "+account+reason("suspension_reason"))
 		}
 		if r := str(req, "residency"); r != "" {
 			parts = append(parts, "set the residency of "+account+" to "+r)
@@ -66,7 +67,7 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 			parts = append(parts, fmt.Sprintf("set the queue weight of %s to %g", account, w))
 		}
 		if _, ok := req["limits"]; ok {
-			parts = append(parts, "changed the limits of "+account)
+			parts = append(parts, limitsWords(e.Request, account))
 		}
 		if len(parts) == 0 {
 			parts = []string{"changed " + account}
@@ -98,7 +99,7 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 	case "POST /admin/v1/keys/{id}/revoke":
 		what = "revoked the key " + e.Target
 	case "PATCH /admin/v1/keys/{id}":
-		what = "changed the key " + e.Target
+		what = limitsWords(e.Request, "the key "+e.Target)
 	case "PUT /admin/v1/catalog":
 		what = "loaded a catalogue"
 		if n, ok := after["models"].(float64); ok {
@@ -140,4 +141,18 @@ func orDash(a, b string) string {
 		return b
 	}
 	return "—"
+}
+
+// limitsWords says what a PATCH's "limits" did to whose ("set the limits of X to 10 rps").
+func limitsWords(request json.RawMessage, whose string) string {
+	var in struct {
+		Limits *snapshot.Limits `json:"limits"`
+	}
+	if json.Unmarshal(request, &in) != nil {
+		return "changed the limits of " + whose
+	}
+	if in.Limits == nil {
+		return "cleared the limits of " + whose
+	}
+	return "set the limits of " + whose + " to " + adminapi.LimitsText(*in.Limits)
 }
