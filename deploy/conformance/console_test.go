@@ -86,7 +86,7 @@ func TestConsole_Browser(t *testing.T) {
 		}
 	}()
 	base := s.AdminURL + "/console"
-	within := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 20*time.Second) }
+	within := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 60*time.Second) }
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		c, cancel := within()
@@ -138,7 +138,7 @@ func TestConsole_Browser(t *testing.T) {
 	waitText := func(sel, want string) string {
 		t.Helper()
 		var got string
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			got = eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
 			if strings.Contains(got, want) && eval(`document.readyState`) == "complete" {
 				return strings.TrimSpace(got)
