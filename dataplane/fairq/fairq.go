@@ -12,7 +12,9 @@
 // servers' slots in flight (a heavy one) starts only while more than a reserve of slots is
 // free: the most that any other account had in flight within Remember and does not have
 // now, up to that account's share (adaptive: what the others recently used), and at least
-// Headroom. An account that was alone and
+// Headroom. Shares are of the fleet's servers: with the fleet exchange, an account's
+// requests in flight on the other nodes count with its own here (fleet.go). An account
+// that was alone and
 // took every slot first thus leaves its absent peers' recent use free once it is over
 // its share, and a peer that comes back finds a slot at once. While a light account
 // waits, a heavy one's waiting requests are not let go (max-min over the slots held, not
@@ -71,6 +73,11 @@ type Queue struct {
 	// to its share), reserveOf the flow of the largest (refresh).
 	inFlight, activeWeight, reserve, reserve2 atomic.Int64
 	reserveOf                                 atomic.Pointer[Flow]
+	// othersIn is the flows' requests in flight on the other nodes, fleetUntil (unix ns)
+	// when the fleet's counts lapse unless an answer renews them (0: none held); fleetMu
+	// orders SetFleet and expireFleet (fleet.go).
+	othersIn, fleetUntil atomic.Int64
+	fleetMu              sync.Mutex
 
 	mu    sync.Mutex
 	ring  []*Flow // flows with requests waiting, in turn order

@@ -30,6 +30,21 @@ type FleetReport struct {
 	// it took placements from (0: none yet).
 	Placements      []Placement `json:"placements,omitempty"`
 	PlacementsSince uint64      `json:"placements_since,omitempty"`
+	// Flows are the accounts with requests in flight or lately active in the node's fair
+	// queue (at most MaxFleetFlows, the busiest), so every node judges an account's share
+	// of the servers by what it holds on all of them (dataplane/fairq).
+	Flows []FlowLoad `json:"flows,omitempty"`
+}
+
+// MaxFleetFlows bounds the flows of one report and of one answer's maps.
+const MaxFleetFlows = 10_000
+
+// FlowLoad is one account's traffic through a node's fair queue when the report was made:
+// its requests in flight on that node and its weight.
+type FlowLoad struct {
+	Account  string `json:"a"`
+	InFlight int64  `json:"n,omitempty"`
+	Weight   int64  `json:"w"`
 }
 
 // MaxFleetPlacements bounds the placements of one report and of one answer.
@@ -77,4 +92,9 @@ type FleetAnswer struct {
 	// continues from.
 	Placements   []Placement `json:"placements,omitempty"`
 	PlacementSeq uint64      `json:"placement_seq,omitempty"`
+	// FlowsElsewhere is, per account, the requests in flight on the live nodes other than
+	// this one (accounts with none left out); FlowWeights the weight of every account
+	// some live node reported a flow of (the accounts active fleet-wide).
+	FlowsElsewhere map[string]int64 `json:"flows_elsewhere,omitempty"`
+	FlowWeights    map[string]int64 `json:"flow_weights,omitempty"`
 }

@@ -1,0 +1,103 @@
+package fairq
+
+import (
+	"sort"
+	"time"
+)
+
+// The fleet's shares. Behind a load balancer every node holds a part of each account's
+// requests, so an account that takes the servers from the others may hold no more than its
+// share on any one node. The fleet exchange (dataplane/fleetshare) reports each node's
+// flows (Loads) and hands back the other nodes' requests in flight per account and the
+// accounts active anywhere (SetFleet): the queue adds the former to each flow's own count
+// and the latter's weights to the active weight, wherever shares are judged (heavy, the
+// reserves), so an account above its fleet-wide share is heavy on every node. The counts
+// are as old as the last answer; when no answer renews them before their time is up, they
+// drop to none and the queue judges by its own flows alone.
+
+// FlowLoad is one account's flow on this node: its requests in flight here and its weight.
+type FlowLoad struct {
+	Account  string
+	InFlight int64
+	Weight   int64
+}
+
+// Loads returns the flows with requests in flight or waiting here, or seen within Linger
+// (at most limit of them, those with the most in flight; limit ≤ 0: all). Counts are this
+// node's own, never the fleet's.
+func (q *Queue) Loads(limit int) []FlowLoad {
+	linger := q.now().Add(-q.cfg.Linger).UnixNano()
+	var out []FlowLoad
+	q.flows.Range(func(k, v any) bool {
+		f := v.(*Flow)
+		n := f.inFlight.Load()
+		active := n > 0 || f.seen.Load() >= linger
+		if !active {
+			q.mu.Lock()
+			active = f.waiting.Len() > 0
+			q.mu.Unlock()
+		}
+		if active {
+			out = append(out, FlowLoad{Account: k.(string), InFlight: max(n, 0), Weight: f.weight.Load()})
+		}
+		return true
+	})
+	if limit > 0 && len(out) > limit {
+		sort.Slice(out, func(i, j int) bool { return out[i].InFlight > out[j].InFlight })
+		out = out[:limit]
+	}
+	return out
+}
+
+// SetFleet installs a fleet answer: others, per account, the requests in flight on the
+// other nodes, and weights the weight of every account active on any node. They hold for
+// ttl (the exchange's fallback time); nil maps drop the fleet's counts at once.
+func (q *Queue) SetFleet(others, weights map[string]int64, ttl time.Duration) {
+	q.fleetMu.Lock()
+	defer q.fleetMu.Unlock()
+	// An account active only elsewhere gets a flow here too: its weight is in the shares
+	// and its use elsewhere in the reserves.
+	for acct, w := range weights {
+		if _, ok := q.flows.Load(acct); !ok {
+			f := &Flow{q: q}
+			f.weight.Store(max(w, 1))
+			q.flows.LoadOrStore(acct, f)
+		}
+	}
+	var sum int64
+	q.flows.Range(func(k, v any) bool {
+		f, acct := v.(*Flow), k.(string)
+		n := max(others[acct], 0)
+		_, on := weights[acct]
+		f.others.Store(n)
+		f.fleet.Store(on)
+		sum += n
+		return true
+	})
+	q.othersIn.Store(sum)
+	if len(others) == 0 && len(weights) == 0 {
+		q.fleetUntil.Store(0)
+		return
+	}
+	q.fleetUntil.Store(q.now().Add(ttl).UnixNano())
+}
+
+// expireFleet drops the fleet's counts when their time is up at now.
+func (q *Queue) expireFleet(now time.Time) {
+	if until := q.fleetUntil.Load(); until == 0 || now.UnixNano() <= until {
+		return
+	}
+	q.fleetMu.Lock()
+	defer q.fleetMu.Unlock()
+	if until := q.fleetUntil.Load(); until == 0 || now.UnixNano() <= until {
+		return // renewed meanwhile
+	}
+	q.flows.Range(func(_, v any) bool {
+		f := v.(*Flow)
+		f.others.Store(0)
+		f.fleet.Store(false)
+		return true
+	})
+	q.othersIn.Store(0)
+	q.fleetUntil.Store(0)
+}

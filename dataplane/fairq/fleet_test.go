@@ -1,0 +1,110 @@
+package fairq
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+)
+
+// fleetQueue is a queue on a settable clock with flows a (2 in flight) and b (1), both
+// active, and no headroom beyond the default 2.
+func fleetQueue() (*Queue, *time.Time, *Flow, *Flow) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	q := New(Config{Now: func() time.Time { return now }})
+	a, b := q.Flow("a", 1), q.Flow("b", 1)
+	a.Start()
+	a.Start()
+	b.Start()
+	q.refresh(now)
+	return q, &now, a, b
+}
+
+// An account's requests in flight on the other nodes count with its own: with 2 here and
+// 10 elsewhere it is above its share of 16 slots on this node too, and leaves the
+// headroom; an account active only elsewhere shares the servers as well.
+func TestFleetLoadMakesHeavy(t *testing.T) {
+	const capacity = 16
+	for _, tc := range []struct {
+		name            string
+		others, weights map[string]int64
+		acct            string
+		free            float64
+		want            bool
+	}{
+		{"no answer: a within its share", nil, nil, "a", 2, true},
+		{"a has 10 elsewhere: headroom kept", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 2, false},
+		{"a has 10 elsewhere: beyond headroom", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, true},
+		{"b light while a is heavy", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "b", 1, true},
+		{"a has 5 elsewhere: within its half", map[string]int64{"a": 5}, map[string]int64{"a": 1, "b": 1}, "a", 2, true},
+		{"a has 5 elsewhere, c active elsewhere: over a third", map[string]int64{"a": 5, "c": 1},
+			map[string]int64{"a": 1, "b": 1, "c": 1}, "a", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, now, a, b := fleetQueue()
+			q.SetFleet(tc.others, tc.weights, 3*time.Second)
+			q.refresh(*now)
+			f := map[string]*Flow{"a": a, "b": b}[tc.acct]
+			if got := q.Admit(f, tc.free, capacity); got != tc.want {
+				t.Fatalf("Admit(%s, %v free of %d) = %v, want %v (active weight %d)",
+					tc.acct, tc.free, capacity, got, tc.want, q.activeWeight.Load())
+			}
+		})
+	}
+}
+
+// The other nodes' counts hold until their time is up and then drop to none when no
+// answer renewed them; an empty answer drops them at once.
+func TestFleetCountsLapse(t *testing.T) {
+	const capacity = 16
+	q, now, a, _ := fleetQueue()
+	interval := time.Second
+	q.SetFleet(map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, 3*interval)
+	*now = now.Add(3 * interval)
+	q.refresh(*now)
+	if q.Admit(a, 2, capacity) {
+		t.Fatal("within three intervals: the other nodes' 10 of a were forgotten")
+	}
+	*now = now.Add(time.Millisecond)
+	q.refresh(*now)
+	if !q.Admit(a, 2, capacity) {
+		t.Fatal("three intervals without an answer: the other nodes' counts still held")
+	}
+	if got := a.others.Load() + q.othersIn.Load(); got != 0 {
+		t.Fatalf("others %d after lapse, want 0", got)
+	}
+
+	q.SetFleet(map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, 3*interval)
+	q.refresh(*now)
+	if q.Admit(a, 2, capacity) {
+		t.Fatal("a fresh answer not applied")
+	}
+	q.SetFleet(nil, nil, 3*interval) // the exchange in fallback
+	q.refresh(*now)
+	if !q.Admit(a, 2, capacity) || q.fleetUntil.Load() != 0 {
+		t.Fatal("an empty answer left the other nodes' counts")
+	}
+}
+
+// Loads reports the node's own flows that are busy or lately seen, never the fleet's
+// counts, and at most limit of them, the busiest.
+func TestLoads(t *testing.T) {
+	q, now, a, _ := fleetQueue()
+	q.SetFleet(map[string]int64{"a": 10, "z": 4}, map[string]int64{"a": 1, "b": 1, "z": 2}, time.Minute)
+	q.Flow("idle", 3)
+	*now = now.Add(5 * time.Second) // past Linger: idle and b's seen no longer count
+	a.Start()
+	want := []FlowLoad{{"a", 3, 1}, {"b", 1, 1}}
+	got := q.Loads(0)
+	sortLoads(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Loads = %v, want %v", got, want)
+	}
+	if got := q.Loads(1); !reflect.DeepEqual(got, want[:1]) {
+		t.Fatalf("Loads(1) = %v, want %v", got, want[:1])
+	}
+}
+
+func sortLoads(ls []FlowLoad) {
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Account < ls[j].Account })
+}
