@@ -29,8 +29,8 @@ func (s *server) postFleet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !validFleetReport(rep) {
-		writeError(w, invalid("entries", "at most %d accounts, keys and routes each, with IDs of 1 to 200 characters and counts not negative",
-			internalapi.MaxFleetEntries))
+		writeError(w, invalid("entries", "at most %d accounts, keys and routes each and %d flows, with IDs of 1 to 200 characters and counts not negative",
+			internalapi.MaxFleetEntries, internalapi.MaxFleetFlows))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.cfg.Fleet.Report(node, rep))
@@ -53,6 +53,14 @@ func validFleetReport(rep internalapi.FleetReport) bool {
 	}
 	for _, x := range rep.Routes {
 		if !validID(x.RouteID) || x.Slots < 0 {
+			return false
+		}
+	}
+	if len(rep.Flows) > internalapi.MaxFleetFlows {
+		return false
+	}
+	for _, f := range rep.Flows {
+		if !validID(f.Account) || f.InFlight < 0 || f.Weight < 0 {
 			return false
 		}
 	}

@@ -53,10 +53,12 @@ func TestFleetReportShares(t *testing.T) {
 		t.Fatalf("limits modes %v", modes)
 	}
 	for name, bad := range map[string]internalapi.FleetReport{
-		"no interval":       {},
-		"negative attempts": {IntervalMs: 1000, Accounts: []internalapi.FleetDemand{{ID: "a", Attempts: -1}}},
-		"empty ID":          {IntervalMs: 1000, Keys: []internalapi.FleetDemand{{Attempts: 1}}},
-		"negative slots":    {IntervalMs: 1000, Routes: []internalapi.RouteSlots{{RouteID: "r", Slots: -1}}},
+		"no interval":          {},
+		"negative attempts":    {IntervalMs: 1000, Accounts: []internalapi.FleetDemand{{ID: "a", Attempts: -1}}},
+		"empty ID":             {IntervalMs: 1000, Keys: []internalapi.FleetDemand{{Attempts: 1}}},
+		"negative slots":       {IntervalMs: 1000, Routes: []internalapi.RouteSlots{{RouteID: "r", Slots: -1}}},
+		"negative in flight":   {IntervalMs: 1000, Flows: []internalapi.FlowLoad{{Account: "a", InFlight: -1, Weight: 1}}},
+		"flow without account": {IntervalMs: 1000, Flows: []internalapi.FlowLoad{{InFlight: 1, Weight: 1}}},
 	} {
 		if r := post("node-a", bad); r.status != 400 {
 			t.Errorf("%s: %d", name, r.status)

@@ -2,7 +2,7 @@
 // the last report of every data-plane node (internalapi.FleetReport) and answers each
 // report with that node's share of every limit it reported and the fleet's known server
 // capacity per route, and hands each node the prefix placements the others made
-// (placements.go).
+// (placements.go) and the other nodes' fair-queue flows (flows.go).
 //
 // # Shares
 //
@@ -68,6 +68,7 @@ type node struct {
 	accounts map[string]float64
 	keys     map[string]float64
 	routes   map[string]int64
+	flows    map[string]flowLoad
 }
 
 // New returns an empty Table.
@@ -88,7 +89,8 @@ func New(cfg Config) *Table {
 func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAnswer {
 	now := t.cfg.Now()
 	n := &node{at: now, ttl: Missed * time.Duration(max(r.IntervalMs, 1)) * time.Millisecond, fallback: r.Fallback,
-		accounts: rates(r.Accounts, r.WindowMs), keys: rates(r.Keys, r.WindowMs), routes: make(map[string]int64, len(r.Routes))}
+		accounts: rates(r.Accounts, r.WindowMs), keys: rates(r.Keys, r.WindowMs), routes: make(map[string]int64, len(r.Routes)),
+		flows: flowsOf(r.Flows)}
 	for _, x := range r.Routes {
 		if x.Slots > 0 {
 			n.routes[x.RouteID] = max(n.routes[x.RouteID], x.Slots)
@@ -105,6 +107,7 @@ func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAn
 		Accounts: t.shares(id, live, func(x *node) map[string]float64 { return x.accounts }),
 		Keys:     t.shares(id, live, func(x *node) map[string]float64 { return x.keys }),
 		Routes:   capacity(live)}
+	a.FlowsElsewhere, a.FlowWeights = fleetFlows(id, live)
 	t.placed.add(id, r.Placements, now)
 	a.Placements, a.PlacementSeq = t.placed.since(id, r.PlacementsSince, now)
 	return a
