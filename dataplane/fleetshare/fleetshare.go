@@ -1,16 +1,17 @@
 // Package fleetshare is a data-plane node's side of the fleet exchange: every interval it
 // reports to the control plane (internalapi.PathFleet) the demand of its limited keys and
-// accounts, the server capacity it learned per route and the prefix keys it sent where,
-// and applies the answer: its share of each limit (dataplane/limits), the fleet's capacity
-// for routes it knows none of (dataplane/loadstat) and the other nodes' prefix placements
-// (dataplane/routing). Nothing of it is on the request path.
+// accounts, the server capacity it learned per route, the prefix keys it sent where and its
+// fair queue's flows, and applies the answer: its share of each limit (dataplane/limits),
+// the fleet's capacity for routes it knows none of (dataplane/loadstat), the other nodes'
+// prefix placements (dataplane/routing) and their requests in flight per account
+// (dataplane/fairq). Nothing of it is on the request path.
 //
 // # Fallback
 //
 // When no answer arrived for Missed intervals (the control plane is down or cut off), the
 // node enforces a conservative local share: every limit divided by the number of live
 // nodes the last answer gave, or by Config.FallbackNodes (--limit-share-nodes) when it
-// never had one. It says so in a log line on each change and in the
+// never had one; its fair queue judges shares by its own flows alone. It says so in a log line on each change and in the
 // gateway_fleet_limits_fallback gauge, and keeps serving; the first answer ends it.
 package fleetshare
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -54,6 +56,14 @@ type Capacity interface {
 	SeedSlots(slots map[string]int64, now int64)
 }
 
+// Flows is what the exchange needs of the node's fair queue (*fairq.Queue): its flows, and
+// learning the other nodes' requests in flight per account and the accounts active
+// anywhere, for ttl.
+type Flows interface {
+	Loads(limit int) []fairq.FlowLoad
+	SetFleet(others, weights map[string]int64, ttl time.Duration)
+}
+
 // Poster sends a report to the control plane and returns its answer (*LinkPoster).
 type Poster interface {
 	Post(ctx context.Context, r internalapi.FleetReport) (internalapi.FleetAnswer, error)
@@ -67,6 +77,8 @@ type Config struct {
 	Capacity Capacity
 	// Prefixes, when set, reports the node's prefix placements and learns the fleet's.
 	Prefixes Prefixes
+	// Flows, when set, reports the fair queue's flows and hands it the fleet's.
+	Flows Flows
 	// Interval between reports (default 1 s).
 	Interval time.Duration
 	// FallbackNodes divides every limit in the fallback until an answer told the number
@@ -173,6 +185,11 @@ func (x *Exchange) report() internalapi.FleetReport {
 				AgoMs: max(now.UnixNano()-p.At, 0) / int64(time.Millisecond)})
 		}
 	}
+	if x.cfg.Flows != nil {
+		for _, f := range x.cfg.Flows.Loads(internalapi.MaxFleetFlows) {
+			rep.Flows = append(rep.Flows, internalapi.FlowLoad{Account: f.Account, InFlight: f.InFlight, Weight: f.Weight})
+		}
+	}
 	return rep
 }
 
@@ -211,6 +228,10 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 		x.cfg.Capacity.SeedSlots(a.Routes, now.UnixNano())
 	}
 	x.learn(a, now)
+	if x.cfg.Flows != nil {
+		// The counts last until the fallback would begin: an answer renews them first.
+		x.cfg.Flows.SetFleet(a.FlowsElsewhere, a.FlowWeights, Missed*x.cfg.Interval)
+	}
 	x.mu.Lock()
 	x.lastAnswer, x.nodes = now, nodes
 	x.mu.Unlock()
@@ -232,6 +253,9 @@ func (x *Exchange) checkFallback() {
 		return
 	}
 	x.cfg.Limiter.SetShares(limits.EqualShares(nodes))
+	if x.cfg.Flows != nil {
+		x.cfg.Flows.SetFleet(nil, nil, 0)
+	}
 	x.fallback.Store(true)
 	x.cfg.Logger.Warn("fleet limits: no answer from the control plane; enforcing the fallback share of every limit",
 		"silent", silent.Round(time.Millisecond), "divided_by", nodes)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -156,5 +158,51 @@ func TestPlacementsExchanged(t *testing.T) {
 	x.Step(context.Background())
 	if r := post.reports[1]; r.PlacementsSince != 42 || pre.since[1] != c.t.Add(-time.Second).UnixNano() {
 		t.Fatalf("second report since %d, placements after %d", r.PlacementsSince, pre.since[1])
+	}
+}
+
+var _ Flows = (*fairq.Queue)(nil)
+
+type fakeFlows struct {
+	own []fairq.FlowLoad
+	set []fleetSet
+}
+
+type fleetSet struct {
+	others, weights map[string]int64
+	ttl             time.Duration
+}
+
+func (f *fakeFlows) Loads(int) []fairq.FlowLoad { return f.own }
+func (f *fakeFlows) SetFleet(others, weights map[string]int64, ttl time.Duration) {
+	f.set = append(f.set, fleetSet{others, weights, ttl})
+}
+
+// TestFlowsExchanged: a report carries the fair queue's flows; an answer's other nodes'
+// counts and active accounts go to the queue for three intervals, and the fallback drops
+// them.
+func TestFlowsExchanged(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	fl := &fakeFlows{own: []fairq.FlowLoad{{Account: "burst", InFlight: 4, Weight: 1}, {Account: "big", Weight: 3}}}
+	ans := internalapi.FleetAnswer{Nodes: 3, FlowsElsewhere: map[string]int64{"burst": 9},
+		FlowWeights: map[string]int64{"burst": 1, "big": 3, "quiet": 1}}
+	post := &fakePoster{answer: ans}
+	x := New(Config{Limiter: &fakeLimiter{}, Poster: post, Flows: fl, Interval: time.Second, Now: c.now})
+	c.step(time.Second)
+	x.Step(context.Background())
+	want := []internalapi.FlowLoad{{Account: "burst", InFlight: 4, Weight: 1}, {Account: "big", Weight: 3}}
+	if got := post.reports[0].Flows; !reflect.DeepEqual(got, want) {
+		t.Fatalf("report flows %+v, want %+v", got, want)
+	}
+	if len(fl.set) != 1 || !reflect.DeepEqual(fl.set[0], fleetSet{ans.FlowsElsewhere, ans.FlowWeights, 3 * time.Second}) {
+		t.Fatalf("queue given %+v, want the answer's flows for 3s", fl.set)
+	}
+	post.err = errors.New("connection refused")
+	for range Missed {
+		c.step(time.Second)
+		x.Step(context.Background())
+	}
+	if !x.Fallback() || len(fl.set) != 2 || fl.set[1].others != nil || fl.set[1].weights != nil {
+		t.Fatalf("fallback %v, queue given %+v: want the fleet's counts dropped", x.Fallback(), fl.set)
 	}
 }

@@ -175,8 +175,8 @@ func (n *node) openSync() error {
 	return nil
 }
 
-// openFleet builds the fleet exchange (--fleet-interval): the limiter's shares and the
-// capacities of the selector's routes.
+// openFleet builds the fleet exchange (--fleet-interval): the limiter's shares, the
+// capacities of the selector's routes and the fair queue's fleet-wide flows.
 func (n *node) openFleet(sel *routing.Selector) {
 	if n.o.fleetInterval <= 0 {
 		return
@@ -188,6 +188,9 @@ func (n *node) openFleet(sel *routing.Selector) {
 	}
 	if sel != nil {
 		cfg.Prefixes = sel
+	}
+	if n.fairq != nil {
+		cfg.Flows = n.fairq
 	}
 	n.fleet = fleetshare.New(cfg)
 	if sel != nil {
@@ -233,13 +236,13 @@ func (n *node) newServer() error {
 	n.tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = n.limiter
 	cfg.Selector, n.scraper = o.routing.selector(scrape.Config{Logger: n.log})
-	n.openFleet(cfg.Selector)
-	n.loads = cfg.Selector.Loads
 	if o.routing.fairQueue {
 		n.fairq = fairq.New(o.routing.queueConfig())
 		n.tel.Registry().MustRegister(n.fairq.Collectors()...)
 		cfg.FairQueue = n.fairq
 	}
+	n.openFleet(cfg.Selector)
+	n.loads = cfg.Selector.Loads
 	n.refusals = refusals.New(nil)
 	cfg.Refusals = n.refusals
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region

@@ -150,7 +150,7 @@ func (p fleetPoster) Post(_ context.Context, r internalapi.FleetReport) (interna
 
 // startNode starts one node serving snap on a loopback port, in the fleet exchange through
 // fleet as in production (limits shared by demand, --limit-share-nodes the fallback;
-// capacities and prefix placements shared).
+// capacities, prefix placements and the fair queues' flows shared).
 func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fleetshare.Poster) (*node, error) {
 	x, err := index.Build(snap)
 	if err != nil {
@@ -165,7 +165,7 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 	go scrape.New(scrape.Config{Loads: sel.Loads}).Run(ctx)
 	go n.fq.Run(ctx)
 	lim := limits.New(limits.Config{ShareNodes: share})
-	fx := fleetshare.New(fleetshare.Config{Limiter: lim, Poster: fleet, Capacity: sel.Loads, Prefixes: sel,
+	fx := fleetshare.New(fleetshare.Config{Limiter: lim, Poster: fleet, Capacity: sel.Loads, Prefixes: sel, Flows: n.fq,
 		FallbackNodes: share, Logger: slog.New(slog.DiscardHandler)})
 	sel.Nodes = fx.LiveNodes
 	go fx.Run(ctx)
