@@ -78,6 +78,8 @@ type Queue struct {
 	// orders SetFleet and expireFleet (fleet.go).
 	othersIn, fleetUntil atomic.Int64
 	fleetMu              sync.Mutex
+	// nodes is the live nodes of the fleet answer held (1 without one).
+	nodes atomic.Int64
 
 	mu    sync.Mutex
 	ring  []*Flow // flows with requests waiting, in turn order
@@ -136,7 +138,7 @@ func New(cfg Config) *Queue {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Queue{cfg: cfg,
+	q := &Queue{cfg: cfg,
 		waited: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_fair_queue_wait_seconds",
 			Help:    "Time inference requests waited in the node's fair queue because every eligible route was saturated, by account class.",
@@ -147,6 +149,8 @@ func New(cfg Config) *Queue {
 			Help: "Inference requests refused with 429 by the node's fair queue, by account class and reason (full, timeout).",
 		}, []string{"class", "reason"}),
 	}
+	q.nodes.Store(1)
+	return q
 }
 
 func (q *Queue) now() time.Time { return q.cfg.Now() }
@@ -196,6 +200,11 @@ func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
 			left := math.Floor(capacity * float64(active-f.weight.Load()) / float64(active))
 			keep = max(keep, min(float64(r), left))
 		}
+	}
+	if n := float64(q.nodes.Load()); n > 1 {
+		// free is this node's 1/n of the servers' free slots: the fleet keeps keep free
+		// even when every node starts one request on the same report.
+		keep = (keep + n - 1) / n
 	}
 	return free > keep
 }

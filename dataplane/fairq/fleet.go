@@ -11,7 +11,10 @@ import (
 // flows (Loads) and hands back the other nodes' requests in flight per account and the
 // accounts active anywhere (SetFleet): the queue adds the former to each flow's own count
 // and the latter's weights to the active weight, wherever shares are judged (heavy, the
-// reserves), so an account above its fleet-wide share is heavy on every node. The counts
+// reserves), so an account above its fleet-wide share is heavy on every node. What such an
+// account leaves free is the fleet's: each node sees its part of the servers' free slots
+// (1/N) and keeps its part of the headroom and reserves, with room for every node to start
+// one request on the same report (roomFor). The counts
 // are as old as the last answer; when no answer renews them before their time is up, they
 // drop to none and the queue judges by its own flows alone.
 
@@ -49,12 +52,24 @@ func (q *Queue) Loads(limit int) []FlowLoad {
 	return out
 }
 
-// SetFleet installs a fleet answer: others, per account, the requests in flight on the
-// other nodes, and weights the weight of every account active on any node. They hold for
-// ttl (the exchange's fallback time); nil maps drop the fleet's counts at once.
-func (q *Queue) SetFleet(others, weights map[string]int64, ttl time.Duration) {
+// Fleet is what a fleet answer tells the queue.
+type Fleet struct {
+	// Others is, per account, the requests in flight on the other nodes; Weights the weight
+	// of every account active on any node.
+	Others, Weights map[string]int64
+	// Nodes is the number of live nodes, this one included, among which the servers' free
+	// slots are divided (routing.Selector.Room): the headroom and reserves an account above
+	// its share leaves are kept by the fleet, each node keeping its part (roomFor).
+	Nodes int
+	// TTL is how long the counts hold without a new answer (the exchange's fallback time).
+	TTL time.Duration
+}
+
+// SetFleet installs a fleet answer; one without accounts drops the fleet's counts at once.
+func (q *Queue) SetFleet(fl Fleet) {
 	q.fleetMu.Lock()
 	defer q.fleetMu.Unlock()
+	others, weights := fl.Others, fl.Weights
 	// An account active only elsewhere gets a flow here too: its weight is in the shares
 	// and its use elsewhere in the reserves.
 	for acct, w := range weights {
@@ -76,10 +91,12 @@ func (q *Queue) SetFleet(others, weights map[string]int64, ttl time.Duration) {
 	})
 	q.othersIn.Store(sum)
 	if len(others) == 0 && len(weights) == 0 {
+		q.nodes.Store(1)
 		q.fleetUntil.Store(0)
 		return
 	}
-	q.fleetUntil.Store(q.now().Add(ttl).UnixNano())
+	q.nodes.Store(int64(max(fl.Nodes, 1)))
+	q.fleetUntil.Store(q.now().Add(fl.TTL).UnixNano())
 }
 
 // expireFleet drops the fleet's counts when their time is up at now.
@@ -99,5 +116,6 @@ func (q *Queue) expireFleet(now time.Time) {
 		return true
 	})
 	q.othersIn.Store(0)
+	q.nodes.Store(1)
 	q.fleetUntil.Store(0)
 }

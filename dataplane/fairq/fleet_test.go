@@ -29,20 +29,27 @@ func TestFleetLoadMakesHeavy(t *testing.T) {
 		name            string
 		others, weights map[string]int64
 		acct            string
-		free            float64
+		nodes           int
+		free            float64 // this node's part of the servers' free slots
 		want            bool
 	}{
-		{"no answer: a within its share", nil, nil, "a", 2, true},
-		{"a has 10 elsewhere: headroom kept", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 2, false},
-		{"a has 10 elsewhere: beyond headroom", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, true},
-		{"b light while a is heavy", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "b", 1, true},
-		{"a has 5 elsewhere: within its half", map[string]int64{"a": 5}, map[string]int64{"a": 1, "b": 1}, "a", 2, true},
+		{"no answer: a within its share", nil, nil, "a", 1, 2, true},
+		{"a has 10 elsewhere: headroom kept", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 1, 2, false},
+		{"a has 10 elsewhere: beyond headroom", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 1, 3, true},
+		{"b light while a is heavy", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "b", 1, 1, true},
+		{"a has 5 elsewhere: within its half", map[string]int64{"a": 5}, map[string]int64{"a": 1, "b": 1}, "a", 1, 2, true},
 		{"a has 5 elsewhere, c active elsewhere: over a third", map[string]int64{"a": 5, "c": 1},
-			map[string]int64{"a": 1, "b": 1, "c": 1}, "a", 2, false},
+			map[string]int64{"a": 1, "b": 1, "c": 1}, "a", 1, 2, false},
+		// Three nodes keep the 2 slots of headroom together, and room for each to start one
+		// on the same report: a heavy account starts while more than 4 of the servers'
+		// slots are free, a third of them this node's.
+		{"3 nodes, 4 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, 4.0 / 3, false},
+		{"3 nodes, 5 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, 5.0 / 3, true},
+		{"3 nodes, light b, 1 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "b", 3, 1.0 / 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, now, a, b := fleetQueue()
-			q.SetFleet(tc.others, tc.weights, 3*time.Second)
+			q.SetFleet(Fleet{Others: tc.others, Weights: tc.weights, Nodes: tc.nodes, TTL: 3 * time.Second})
 			q.refresh(*now)
 			f := map[string]*Flow{"a": a, "b": b}[tc.acct]
 			if got := q.Admit(f, tc.free, capacity); got != tc.want {
@@ -59,29 +66,29 @@ func TestFleetCountsLapse(t *testing.T) {
 	const capacity = 16
 	q, now, a, _ := fleetQueue()
 	interval := time.Second
-	q.SetFleet(map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, 3*interval)
+	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, Nodes: 3, TTL: 3 * interval})
 	*now = now.Add(3 * interval)
 	q.refresh(*now)
-	if q.Admit(a, 2, capacity) {
+	if q.Admit(a, 1, capacity) {
 		t.Fatal("within three intervals: the other nodes' 10 of a were forgotten")
 	}
 	*now = now.Add(time.Millisecond)
 	q.refresh(*now)
-	if !q.Admit(a, 2, capacity) {
+	if !q.Admit(a, 1, capacity) {
 		t.Fatal("three intervals without an answer: the other nodes' counts still held")
 	}
-	if got := a.others.Load() + q.othersIn.Load(); got != 0 {
-		t.Fatalf("others %d after lapse, want 0", got)
+	if got := a.others.Load() + q.othersIn.Load(); got != 0 || q.nodes.Load() != 1 {
+		t.Fatalf("others %d of %d nodes after lapse, want 0 of 1", got, q.nodes.Load())
 	}
 
-	q.SetFleet(map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, 3*interval)
+	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, TTL: 3 * interval})
 	q.refresh(*now)
-	if q.Admit(a, 2, capacity) {
+	if q.Admit(a, 1, capacity) {
 		t.Fatal("a fresh answer not applied")
 	}
-	q.SetFleet(nil, nil, 3*interval) // the exchange in fallback
+	q.SetFleet(Fleet{Nodes: 3, TTL: 3 * interval}) // the exchange in fallback
 	q.refresh(*now)
-	if !q.Admit(a, 2, capacity) || q.fleetUntil.Load() != 0 {
+	if !q.Admit(a, 1, capacity) || q.fleetUntil.Load() != 0 {
 		t.Fatal("an empty answer left the other nodes' counts")
 	}
 }
@@ -90,7 +97,7 @@ func TestFleetCountsLapse(t *testing.T) {
 // counts, and at most limit of them, the busiest.
 func TestLoads(t *testing.T) {
 	q, now, a, _ := fleetQueue()
-	q.SetFleet(map[string]int64{"a": 10, "z": 4}, map[string]int64{"a": 1, "b": 1, "z": 2}, time.Minute)
+	q.SetFleet(Fleet{Others: map[string]int64{"a": 10, "z": 4}, Weights: map[string]int64{"a": 1, "b": 1, "z": 2}, TTL: time.Minute})
 	q.Flow("idle", 3)
 	*now = now.Add(5 * time.Second) // past Linger: idle and b's seen no longer count
 	a.Start()

@@ -58,10 +58,10 @@ type Capacity interface {
 
 // Flows is what the exchange needs of the node's fair queue (*fairq.Queue): its flows, and
 // learning the other nodes' requests in flight per account and the accounts active
-// anywhere, for ttl.
+// anywhere.
 type Flows interface {
 	Loads(limit int) []fairq.FlowLoad
-	SetFleet(others, weights map[string]int64, ttl time.Duration)
+	SetFleet(fairq.Fleet)
 }
 
 // Poster sends a report to the control plane and returns its answer (*LinkPoster).
@@ -230,7 +230,8 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 	x.learn(a, now)
 	if x.cfg.Flows != nil {
 		// The counts last until the fallback would begin: an answer renews them first.
-		x.cfg.Flows.SetFleet(a.FlowsElsewhere, a.FlowWeights, Missed*x.cfg.Interval)
+		x.cfg.Flows.SetFleet(fairq.Fleet{Others: a.FlowsElsewhere, Weights: a.FlowWeights, Nodes: nodes,
+			TTL: Missed * x.cfg.Interval})
 	}
 	x.mu.Lock()
 	x.lastAnswer, x.nodes = now, nodes
@@ -254,7 +255,7 @@ func (x *Exchange) checkFallback() {
 	}
 	x.cfg.Limiter.SetShares(limits.EqualShares(nodes))
 	if x.cfg.Flows != nil {
-		x.cfg.Flows.SetFleet(nil, nil, 0)
+		x.cfg.Flows.SetFleet(fairq.Fleet{})
 	}
 	x.fallback.Store(true)
 	x.cfg.Logger.Warn("fleet limits: no answer from the control plane; enforcing the fallback share of every limit",

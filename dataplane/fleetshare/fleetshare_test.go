@@ -165,18 +165,11 @@ var _ Flows = (*fairq.Queue)(nil)
 
 type fakeFlows struct {
 	own []fairq.FlowLoad
-	set []fleetSet
-}
-
-type fleetSet struct {
-	others, weights map[string]int64
-	ttl             time.Duration
+	set []fairq.Fleet
 }
 
 func (f *fakeFlows) Loads(int) []fairq.FlowLoad { return f.own }
-func (f *fakeFlows) SetFleet(others, weights map[string]int64, ttl time.Duration) {
-	f.set = append(f.set, fleetSet{others, weights, ttl})
-}
+func (f *fakeFlows) SetFleet(fl fairq.Fleet)    { f.set = append(f.set, fl) }
 
 // TestFlowsExchanged: a report carries the fair queue's flows; an answer's other nodes'
 // counts and active accounts go to the queue for three intervals, and the fallback drops
@@ -194,15 +187,16 @@ func TestFlowsExchanged(t *testing.T) {
 	if got := post.reports[0].Flows; !reflect.DeepEqual(got, want) {
 		t.Fatalf("report flows %+v, want %+v", got, want)
 	}
-	if len(fl.set) != 1 || !reflect.DeepEqual(fl.set[0], fleetSet{ans.FlowsElsewhere, ans.FlowWeights, 3 * time.Second}) {
-		t.Fatalf("queue given %+v, want the answer's flows for 3s", fl.set)
+	wantSet := fairq.Fleet{Others: ans.FlowsElsewhere, Weights: ans.FlowWeights, Nodes: 3, TTL: 3 * time.Second}
+	if len(fl.set) != 1 || !reflect.DeepEqual(fl.set[0], wantSet) {
+		t.Fatalf("queue given %+v, want the answer's flows of 3 nodes for 3s", fl.set)
 	}
 	post.err = errors.New("connection refused")
 	for range Missed {
 		c.step(time.Second)
 		x.Step(context.Background())
 	}
-	if !x.Fallback() || len(fl.set) != 2 || fl.set[1].others != nil || fl.set[1].weights != nil {
+	if !x.Fallback() || len(fl.set) != 2 || !reflect.DeepEqual(fl.set[1], fairq.Fleet{}) {
 		t.Fatalf("fallback %v, queue given %+v: want the fleet's counts dropped", x.Fallback(), fl.set)
 	}
 }
