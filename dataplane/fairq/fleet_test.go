@@ -93,6 +93,25 @@ func TestFleetCountsLapse(t *testing.T) {
 	}
 }
 
+// What an account used on the other nodes lately and does not use now is reserved for it
+// on this node too, even when it never sent a request here.
+func TestFleetReserve(t *testing.T) {
+	const capacity = 16
+	q, now, a, _ := fleetQueue()
+	weights := map[string]int64{"a": 1, "b": 1, "c": 1}
+	for _, c := range []int64{2, 6} { // c's use elsewhere grows
+		q.SetFleet(Fleet{Others: map[string]int64{"a": 10, "c": c}, Weights: weights, Nodes: 1, TTL: time.Minute})
+		q.refresh(*now)
+		*now = now.Add(time.Second)
+	}
+	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: weights, Nodes: 1, TTL: time.Minute})
+	q.refresh(*now)
+	// c's 6 (its share of 16 among three, rounded up) stay free of heavy a.
+	if q.Admit(a, 6, capacity) || !q.Admit(a, 7, capacity) {
+		t.Fatalf("a admitted with 6 free: %v, with 7: %v; want c's 6 kept", q.Admit(a, 6, capacity), q.Admit(a, 7, capacity))
+	}
+}
+
 // Loads reports the node's own flows that are busy or lately seen, never the fleet's
 // counts, and at most limit of them, the busiest.
 func TestLoads(t *testing.T) {

@@ -96,8 +96,8 @@ func (q *Queue) refresh(now time.Time) {
 		f := v.(*Flow)
 		seen := f.seen.Load()
 		n := f.load()
-		if f.peakAt.Load() < remember || q.cfg.Remember < 0 {
-			f.peak.Store(n) // forgotten: from now on
+		if f.peakAt.Load() < remember || q.cfg.Remember < 0 || n > f.peak.Load() {
+			f.peak.Store(n) // forgotten, or passed on the other nodes: from now on
 			f.peakAt.Store(now.UnixNano())
 		}
 		q.mu.Lock()
