@@ -87,7 +87,8 @@ func (x *Index) indexModels(models []snapshot.Model) error {
 	return nil
 }
 
-// indexRoutes validates each route and adds it, or its replicas in rep, to its model.
+// indexRoutes validates each route and adds it, or its replicas in rep, to its model;
+// a route not serving (disabled or draining) is validated and left out.
 func (x *Index) indexRoutes(routes []snapshot.Route, rep Replicas) error {
 	ids := make(map[string]bool, len(routes))
 	for i := range routes {
@@ -99,6 +100,14 @@ func (x *Index) indexRoutes(routes []snapshot.Route, rep Replicas) error {
 		m, ok := x.models[sr.Model]
 		if !ok {
 			return invalid("route %q names unknown model %q", sr.ID, sr.Model)
+		}
+		if !sr.Serving() {
+			// Disabled or draining: checked like any route, never a candidate. Requests
+			// already sent to it hold the previous index's route and finish there.
+			if err := sr.Validate(); err != nil {
+				return invalid("route %q: %v", sr.ID, err)
+			}
+			continue
 		}
 		if err := x.indexRoute(sr, m, rep, ids); err != nil {
 			return err

@@ -130,6 +130,9 @@ func (r *Route) Validate() error {
 	if !KnownServer(r.Server) {
 		return fieldErr("server", "unknown server %q: want one of %s", r.Server, strings.Join(Servers, ", "))
 	}
+	if !KnownRouteState(r.State) {
+		return fieldErr("state", "unknown state %q: want enabled, disabled or draining", r.State)
+	}
 	for i, p := range r.Protocols {
 		if !KnownEndpoint(p) {
 			return fieldErr(fmt.Sprintf("protocols[%d]", i), "unknown endpoint %q", p)
@@ -212,4 +215,34 @@ func KnownServer(s string) bool {
 		}
 	}
 	return false
+}
+
+// Route states (Route.State). The snapshot and the store say RouteEnabled as "".
+const (
+	RouteEnabled  = "enabled"
+	RouteDisabled = "disabled"
+	RouteDraining = "draining"
+)
+
+// RouteStates are the states an operator may give a route.
+var RouteStates = []string{RouteEnabled, RouteDisabled, RouteDraining}
+
+// KnownRouteState reports whether s is a route state ("" is enabled).
+func KnownRouteState(s string) bool {
+	switch s {
+	case "", RouteEnabled, RouteDisabled, RouteDraining:
+		return true
+	}
+	return false
+}
+
+// Serving reports whether nodes may send the route new requests.
+func (r *Route) Serving() bool { return r.State == "" || r.State == RouteEnabled }
+
+// StateName is the route's state in words: enabled, disabled or draining.
+func (r *Route) StateName() string {
+	if r.State == "" {
+		return RouteEnabled
+	}
+	return r.State
 }

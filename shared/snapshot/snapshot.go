@@ -215,6 +215,11 @@ type Route struct {
 	// URL's host names. Nodes re-resolve the name and serve each replica as a route of its
 	// own (ID "<route>@<ip:port>") with this route's other fields.
 	Discovery string `json:"discovery,omitempty"`
+	// State is whether nodes send the route new requests: empty (RouteEnabled) they do;
+	// RouteDisabled and RouteDraining they do not. A draining route's requests in flight
+	// finish; the two differ only in what the operator means (the route is being taken
+	// out, or is out).
+	State string `json:"state,omitempty"`
 }
 
 // Balance is an account's balance in micro-SEK.
