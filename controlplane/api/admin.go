@@ -471,11 +471,7 @@ func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
 	}
 	out := adminapi.List[adminapi.Model]{Data: make([]adminapi.Model, len(models))}
 	for i, m := range models {
-		al := m.Aliases
-		if al == nil {
-			al = []string{}
-		}
-		out.Data[i] = adminapi.Model{Model: m.Model, Aliases: al, Routes: m.Routes}
+		out.Data[i] = modelJSON(m)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -115,7 +115,7 @@ func (s *server) audited(pattern string, h http.HandlerFunc) http.HandlerFunc {
 }
 
 // auditBefore returns the target's state before a change, for the routes whose target the
-// store can read (accounts, keys, operators).
+// store can read (accounts, keys, operators, models, routes).
 func (s *server) auditBefore(ctx context.Context, pattern, target string) json.RawMessage {
 	if target == "" {
 		return nil
@@ -144,6 +144,18 @@ func (s *server) auditBefore(ctx context.Context, pattern, target string) json.R
 			return nil
 		}
 		v = toOperatorJSON(o)
+	case path == "/admin/v1/models/{id}":
+		m, err := s.cfg.Store.GetModel(ctx, target)
+		if err != nil {
+			return nil
+		}
+		v = modelJSON(m)
+	case path == "/admin/v1/routes/{id}":
+		rt, err := s.cfg.Store.GetRoute(ctx, target)
+		if err != nil {
+			return nil
+		}
+		v = adminapi.NewPatchedRoute(rt)
 	default:
 		return nil
 	}

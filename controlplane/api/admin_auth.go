@@ -38,8 +38,9 @@ func identityOf(ctx context.Context) identity {
 }
 
 // requiredRole is the least role that may call a route: reads need a viewer, changes an
-// operator, the catalogue and operator management an admin. Ending one's own session
-// needs only a viewer.
+// operator, the catalogue (prices included) and operator management an admin. A route's
+// weight, priority and state are an operator's to change. Ending one's own session needs
+// only a viewer.
 func requiredRole(pattern string) string {
 	method, path, _ := strings.Cut(pattern, " ")
 	switch {
@@ -47,7 +48,7 @@ func requiredRole(pattern string) string {
 		return store.RoleViewer
 	case path == "/admin/v1/sessions/current":
 		return store.RoleViewer
-	case path == "/admin/v1/catalog" || strings.HasPrefix(path, "/admin/v1/operators"):
+	case path == "/admin/v1/catalog" || path == "/admin/v1/models/{id}" || strings.HasPrefix(path, "/admin/v1/operators"):
 		return store.RoleAdmin
 	}
 	return store.RoleOperator

@@ -181,6 +181,9 @@ func validateRoute(m *Model, j int, rp string, routeIDs map[string]bool) error {
 	if len(r.Protocols) == 0 {
 		r.Protocols = []string{m.Endpoint}
 	}
+	if r.State == snapshot.RouteEnabled {
+		r.State = "" // the snapshot's and the store's spelling
+	}
 	// The nodes' own check (shared/snapshot): what passes here, nodes accept.
 	if err := r.Validate(); err != nil {
 		var fe *snapshot.FieldError

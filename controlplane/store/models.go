@@ -59,8 +59,8 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 				if _, err := tx.Exec(ctx, `INSERT INTO routes (id, model_id, provider, base_url, upstream_model, credentials_ref,
 						protocols, translate, region, country, priority, weight, max_conns, connect_timeout_ms,
 						first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms, continuous_usage_stats,
-						allow_remote_media, allow_extensions, metrics_url, server, discovery)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+						allow_remote_media, allow_extensions, metrics_url, server, discovery, state)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 					ON CONFLICT (id) DO UPDATE SET model_id = EXCLUDED.model_id, provider = EXCLUDED.provider,
 						base_url = EXCLUDED.base_url, upstream_model = EXCLUDED.upstream_model,
 						credentials_ref = EXCLUDED.credentials_ref, protocols = EXCLUDED.protocols,
@@ -70,11 +70,12 @@ func (s *Store) UpsertCatalog(ctx context.Context, c *catalog.Catalog) (models, 
 						idle_timeout_ms = EXCLUDED.idle_timeout_ms, total_timeout_ms = EXCLUDED.total_timeout_ms,
 						continuous_usage_stats = EXCLUDED.continuous_usage_stats,
 						allow_remote_media = EXCLUDED.allow_remote_media, allow_extensions = EXCLUDED.allow_extensions,
-						metrics_url = EXCLUDED.metrics_url, server = EXCLUDED.server, discovery = EXCLUDED.discovery`,
+						metrics_url = EXCLUDED.metrics_url, server = EXCLUDED.server, discovery = EXCLUDED.discovery,
+						state = EXCLUDED.state`,
 					r.ID, m.ID, r.Provider, r.BaseURL, r.UpstreamModel, r.CredentialsRef, r.Protocols, r.Translate,
 					r.Region, r.Country, r.Priority, r.Weight, r.MaxConns, r.ConnectTimeoutMS, r.FirstByteTimeoutMS,
 					r.IdleTimeoutMS, r.TotalTimeoutMS, r.ContinuousUsageStats, r.AllowRemoteMedia,
-					nonNil(r.AllowExtensions), r.MetricsURL, r.Server, r.Discovery); err != nil {
+					nonNil(r.AllowExtensions), r.MetricsURL, r.Server, r.Discovery, storedState(r.State)); err != nil {
 					return translate(err, "upsert route "+r.ID)
 				}
 				routes++
@@ -102,14 +103,14 @@ func scanModel(row pgx.Row) (snapshot.Model, error) {
 
 const routeColumns = `id, model_id, provider, base_url, upstream_model, credentials_ref, protocols, translate, region,
 	country, priority, weight, max_conns, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, total_timeout_ms,
-	continuous_usage_stats, allow_remote_media, allow_extensions, metrics_url, server, discovery`
+	continuous_usage_stats, allow_remote_media, allow_extensions, metrics_url, server, discovery, state`
 
 func scanRoute(row pgx.Row) (snapshot.Route, error) {
 	var r snapshot.Route
 	err := row.Scan(&r.ID, &r.Model, &r.Provider, &r.BaseURL, &r.UpstreamModel, &r.CredentialsRef, &r.Protocols, &r.Translate,
 		&r.Region, &r.Country, &r.Priority, &r.Weight, &r.MaxConns, &r.ConnectTimeoutMS, &r.FirstByteTimeoutMS,
 		&r.IdleTimeoutMS, &r.TotalTimeoutMS, &r.ContinuousUsageStats, &r.AllowRemoteMedia, &r.AllowExtensions, &r.MetricsURL, &r.Server,
-		&r.Discovery)
+		&r.Discovery, &r.State)
 	if len(r.AllowExtensions) == 0 {
 		r.AllowExtensions = nil // the snapshot omits an empty list; keep one form
 	}
