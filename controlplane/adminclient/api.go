@@ -84,6 +84,16 @@ func (c *Client) ListRoutes(ctx context.Context) (adminapi.List[adminapi.ListedR
 	return call[adminapi.List[adminapi.ListedRoute]](ctx, c, http.MethodGet, "/admin/v1/routes", nil)
 }
 
+// PatchModel changes a model's prices. A slash in the ID is escaped as %2F.
+func (c *Client) PatchModel(ctx context.Context, id string, r adminapi.PatchModelRequest) (adminapi.Model, json.RawMessage, error) {
+	return call[adminapi.Model](ctx, c, http.MethodPatch, "/admin/v1/models/"+esc(id), r)
+}
+
+// PatchRoute changes a route's weight, priority or state.
+func (c *Client) PatchRoute(ctx context.Context, id string, r adminapi.PatchRouteRequest) (adminapi.PatchedRoute, json.RawMessage, error) {
+	return call[adminapi.PatchedRoute](ctx, c, http.MethodPatch, "/admin/v1/routes/"+esc(id), r)
+}
+
 // GetCatalog reads the whole catalogue in the shape PutCatalog takes.
 func (c *Client) GetCatalog(ctx context.Context) (catalog.Catalog, json.RawMessage, error) {
 	return call[catalog.Catalog](ctx, c, http.MethodGet, "/admin/v1/catalog", nil)

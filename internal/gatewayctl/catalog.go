@@ -87,7 +87,8 @@ func (a *app) modelsCmd() *cobra.Command {
 			return a.table([]any{"ID", "Aliases", "Endpoint", "Context", "Input öre/M", "Output öre/M", "Routes"}, rows)
 		},
 	}
-	return group("models", "Enable or disable models for accounts; list the catalogue", enable, disable, listCmd)
+	return group("models", "Enable or disable models for accounts; list the catalogue; set a model's prices",
+		enable, disable, listCmd, a.setPricesCmd())
 }
 
 func (a *app) routesCmd() *cobra.Command {
@@ -115,14 +116,15 @@ func (a *app) routesCmd() *cobra.Command {
 				}
 				rows = append(rows, []string{r.ID, r.Model, r.Provider, r.Region, r.Country,
 					strconv.Itoa(r.Priority), strconv.Itoa(r.Weight), list(r.Protocols), yesNo(r.Translate),
-					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), base, health(r.Problems)})
+					yesNo(r.AllowRemoteMedia), list(r.AllowExtensions), base, r.StateName(), health(r.Problems)})
 				rows = append(rows, replicaRows(r.Replicas)...)
 			}
 			return a.table([]any{"ID", "Model", "Provider", "Region", "Country", "Priority", "Weight", "Protocols", "Translate",
-				"Remote media", "Extensions", "Base URL", "Health"}, rows)
+				"Remote media", "Extensions", "Base URL", "State", "Health"}, rows)
 		},
 	}
-	return group("routes", "Inspect routes; probe a route's server", listCmd, a.probeCmd())
+	subs := append([]*cobra.Command{listCmd, a.probeCmd()}, a.routeEditCmds()...)
+	return group("routes", "Inspect routes; probe a route's server; set a route's weight, priority and state", subs...)
 }
 
 func (a *app) probeCmd() *cobra.Command {
@@ -203,7 +205,7 @@ func replicaRows(reps []adminapi.ListedReplica) [][]string {
 			}
 			states[node] = p
 		}
-		rows = append(rows, []string{"  " + rep.ID, "", "", "", "", "", "", "", "", "", "", rep.Address, health(states)})
+		rows = append(rows, []string{"  " + rep.ID, "", "", "", "", "", "", "", "", "", "", rep.Address, "", health(states)})
 	}
 	return rows
 }

@@ -23,7 +23,10 @@ func (a *app) catalogLoadCmd() *cobra.Command {
 		Short: "Create or replace the models and routes of a catalogue file (- reads stdin)",
 		Long: `Load a catalogue file (YAML, or JSON) into the control plane. Models and routes in the
 file are created or replaced; routes of those models that the file no longer lists are
-removed. Models not in the file are left alone. The file is checked before anything is
+removed. Models not in the file are left alone. The file is the truth: prices, weights,
+priorities and route states changed since (models set-prices, routes set-weight, disable,
+drain) are set from the file again, and a route it lists without a state is enabled.
+The file is checked before anything is
 sent: an unknown field (with the closest known one suggested), a wrong type or an invalid
 value is refused with its line and column, e.g.
 

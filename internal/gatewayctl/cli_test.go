@@ -168,6 +168,22 @@ func TestCommands(t *testing.T) {
 		{"routes list with replicas", []string{"routes", "list"}, "GET", "/admin/v1/routes", 200, discoveredRoutesJSON, "",
 			[]string{"vllm-se", "http://vllm.llm.svc.cluster.local:8000/v1 (dns)", "vllm-se@10.0.0.5:8000", "10.0.0.5:8000",
 				"node-a: breaker open, unreachable", "vllm-se@10.0.0.6:8000", "node-b: breaker half-open"}, ""},
+		{"models set-prices", []string{"models", "set-prices", "meta/llama", "--input", "120", "--output", "0"}, "PATCH", "/admin/v1/models/meta%2Fllama", 200,
+			`{"id":"meta/llama","endpoint":"/v1/chat/completions","input_ore_per_million_tokens":120,"output_ore_per_million_tokens":0,"aliases":[],"routes":[]}`,
+			`{"input_ore_per_million_tokens":120,"output_ore_per_million_tokens":0}`, []string{"INPUT ÖRE/M", "OUTPUT ÖRE/M", "meta/llama  120  0  0"}, ""},
+		{"models set-prices output only", []string{"models", "set-prices", "m", "--output", "300"}, "PATCH", "/admin/v1/models/m", 200,
+			`{"id":"m","endpoint":"/v1/chat/completions","input_ore_per_million_tokens":150,"output_ore_per_million_tokens":300,"aliases":[],"routes":[]}`,
+			`{"output_ore_per_million_tokens":300}`, []string{"m  150  300"}, ""},
+		{"routes set-weight", []string{"routes", "set-weight", "sim-se-llama", "4"}, "PATCH", "/admin/v1/routes/sim-se-llama", 200, routeEditedJSON("enabled"),
+			`{"weight":4}`, []string{"ID  MODEL  PRIORITY  WEIGHT  STATE", "sim-se-llama  llama  0  4  enabled"}, ""},
+		{"routes set-priority", []string{"routes", "set-priority", "sim-se-llama", "--", "-2"}, "PATCH", "/admin/v1/routes/sim-se-llama", 200, routeEditedJSON("enabled"),
+			`{"priority":-2}`, []string{"sim-se-llama"}, ""},
+		{"routes disable", []string{"routes", "disable", "sim-se-llama"}, "PATCH", "/admin/v1/routes/sim-se-llama", 200, routeEditedJSON("disabled"),
+			`{"state":"disabled"}`, []string{"sim-se-llama  llama  0  4  disabled"}, ""},
+		{"routes drain", []string{"routes", "drain", "sim-se-llama"}, "PATCH", "/admin/v1/routes/sim-se-llama", 200, routeEditedJSON("draining"),
+			`{"state":"draining"}`, []string{"sim-se-llama  llama  0  4  draining"}, ""},
+		{"routes enable", []string{"routes", "enable", "sim-se-llama"}, "PATCH", "/admin/v1/routes/sim-se-llama", 200, routeEditedJSON("enabled"),
+			`{"state":"enabled"}`, []string{"sim-se-llama  llama  0  4  enabled"}, ""},
 		{"nodes list", []string{"nodes", "list"}, "GET", "/admin/v1/nodes", 200, `{"data":[{"node_id":"local-1","applied_version":7,"last_seen":"2026-11-01T10:00:00Z","region":"se-sto","spool_age_ms":2540,"spool_reported_at":"2026-11-01T10:00:00Z","limits_mode":"fallback"},{"node_id":"local-2","applied_version":7,"last_seen":"2026-11-01T10:00:00Z","region":"","spool_age_ms":0,"spool_reported_at":null}]}`, "",
 			[]string{"REGION", "APPLIED VERSION", "SPOOL AGE", "local-1", "se-sto", "7", "2026-11-01 10:00:00Z", "ago", "2.5s", "local-2", "LIMITS", "fallback"}, ""},
 		{"nodes rejected", []string{"nodes", "rejected", "--limit", "5"}, "GET", "/admin/v1/rejected-records", 200,
@@ -282,6 +298,12 @@ func TestErrors(t *testing.T) {
 		{"limits clear and values", []string{"accounts", "set-limits", "acct_x", "--clear", "--rps", "1"}, 200, `{}`, []string{"cannot be combined"}, 0},
 		{"since in words", []string{"records", "--since", "10 minutes"}, 200, `{}`, []string{`invalid argument "10 minutes" for "--since"`, "use Go durations such as 10m, 1h30m"}, 0},
 		{"unknown command", []string{"frobnicate"}, 200, `{}`, []string{"unknown command"}, 0},
+		{"set-prices negative", []string{"models", "set-prices", "m", "--input=-1"}, 200, `{}`, []string{"--input -1: want a whole number"}, 0},
+		{"set-prices nothing", []string{"models", "set-prices", "m"}, 200, `{}`, []string{"give --input, --output or both"}, 0},
+		{"set-prices fraction", []string{"models", "set-prices", "m", "--output", "1.5"}, 200, `{}`, []string{"invalid argument"}, 0},
+		{"set-weight zero", []string{"routes", "set-weight", "r", "0"}, 200, `{}`, []string{`weight "0": want a whole number of at least 1`}, 0},
+		{"set-weight word", []string{"routes", "set-weight", "r", "heavy"}, 200, `{}`, []string{`weight "heavy"`}, 0},
+		{"drain without a route", []string{"routes", "drain"}, 200, `{}`, []string{"accepts 1 arg"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -465,4 +487,10 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out.String(), "gatewayctl ") || !strings.Contains(out.String(), " revision ") {
 		t.Fatalf("--version: code %d, out %q, err %q", code, out.String(), errOut.String())
 	}
+}
+
+// routeEditedJSON is the answer to a route patch, the route in the given state.
+func routeEditedJSON(state string) string {
+	return `{"id":"sim-se-llama","model":"llama","provider":"sim","base_url":"http://127.0.0.1:8090/v1","protocols":["/v1/chat/completions"],` +
+		`"translate":false,"region":"se-sto","country":"SE","priority":0,"weight":4,"state":"` + state + `"}`
 }
