@@ -105,6 +105,10 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 		if n, ok := after["models"].(float64); ok {
 			what += fmt.Sprintf(" of %d models and %v routes", int(n), after["routes"])
 		}
+	case "PATCH /admin/v1/models/{id}":
+		what = "changed the prices of " + e.Target + changeWords(e, "input_ore_per_million_tokens", "output_ore_per_million_tokens")
+	case "PATCH /admin/v1/routes/{id}":
+		what = "changed the route " + e.Target + changeWords(e, "weight", "priority", "state")
 	case "POST /admin/v1/operators":
 		what = "added the operator " + orDash(str(req, "name"), e.Target) + " (" + str(req, "role") + ")"
 	case "PATCH /admin/v1/operators/{name}":

@@ -141,6 +141,8 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/catalogue/export", c.authed(c.catalogueExport))
 	c.mux.HandleFunc("POST /console/catalogue/preview", c.authed(c.cataloguePreview))
 	c.mux.HandleFunc("POST /console/catalogue/apply", c.authed(c.catalogueApply))
+	c.mux.HandleFunc("POST /console/catalogue/prices", c.authed(c.setPrices))
+	c.mux.HandleFunc("POST /console/catalogue/route", c.authed(c.setRoute))
 	c.mux.HandleFunc("GET /console/signups", c.authed(c.signupsPage))
 	c.mux.HandleFunc("POST /console/signups/{id}/{action}", c.authed(c.signupAction))
 	c.mux.HandleFunc("GET /console/nodes", c.authed(c.nodesPage))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 func formatSEK(micro int64) string { return money.FormatSEK(micro) }
@@ -75,6 +76,8 @@ var funcs = template.FuncMap{
 	"sek":    formatSEK,
 	"sek2":   displaySEK,
 	"oreSEK": oreSEK,
+	// routeStates are the states a route may be given (shared/snapshot).
+	"routeStates": func() []string { return snapshot.RouteStates },
 	"ts": func(t any) string {
 		switch v := t.(type) {
 		case time.Time:
