@@ -65,7 +65,10 @@ func TestFleetFlowsBounded(t *testing.T) {
 	tb := New(Config{})
 	tb.Report("n1", flowReport(fs...))
 	a := tb.Report("n2", flowReport(internalapi.FlowLoad{Account: "mine", InFlight: 1, Weight: 1}))
-	if len(a.FlowsElsewhere) != internalapi.MaxFleetFlows || len(a.FlowWeights) > internalapi.MaxFleetFlows {
+	// The asker's own account may take one of the weights' places (the nodes are read in
+	// no set order), and an account without a weight's place is not counted elsewhere.
+	if n := len(a.FlowsElsewhere); n < internalapi.MaxFleetFlows-1 || n > internalapi.MaxFleetFlows ||
+		len(a.FlowWeights) > internalapi.MaxFleetFlows {
 		t.Fatalf("elsewhere %d, weights %d accounts, want at most %d", len(a.FlowsElsewhere), len(a.FlowWeights),
 			internalapi.MaxFleetFlows)
 	}
