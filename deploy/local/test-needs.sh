@@ -9,6 +9,9 @@ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/n
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 command -v podman >/dev/null 2>&1 || command -v buildah >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 || missing+=(podman)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+# deploy/conformance runs the JavaScript clients (it installs their packages with npm ci).
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "make test needs: ${missing[*]} (on Debian, .ci/run installs them as root; or apt-get install ${missing[*]}); make test-short needs none of them" >&2
   exit 1
