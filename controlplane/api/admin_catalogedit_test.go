@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -31,21 +33,29 @@ func field(t *testing.T, obj json.RawMessage, name string) string {
 	return string(m[name])
 }
 
-// waitSnapshot polls the nodes' snapshot until ok holds (the publisher debounces).
+// waitSnapshot long-polls the nodes' snapshot as a node does (it holds the last one seen
+// and waits for a newer), until ok holds: the publisher compiles changes after a short
+// debounce. It fails when no snapshot satisfies ok within 10 s.
 func (e *env) waitSnapshot(t *testing.T, ok func(snapshot.Snapshot) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var snap snapshot.Snapshot
-		e.mustStatus(e.node("GET", "/internal/v1/snapshot?have=0&hash="+strings.Repeat("0", 64)+"&issued=0", ""), 200).json(t, &snap)
+	var snap snapshot.Snapshot
+	have, hash, issued := int64(0), strings.Repeat("0", 64), int64(0)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		r := e.node("GET", fmt.Sprintf("/internal/v1/snapshot?have=%d&hash=%s&issued=%d&wait=2", have, hash, issued), "")
+		if r.status == http.StatusNotModified {
+			continue // nothing newer within the wait
+		}
+		e.mustStatus(r, 200).json(t, &snap)
 		if ok(snap) {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot never showed the change: models %+v routes %+v", snap.Models, snap.Routes)
+		sh, err := snapshot.StructureHash(&snap.Content)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		have, hash, issued = snap.Version, sh, snap.IssuedAt.UnixNano()
 	}
+	t.Fatalf("snapshot never showed the change: models %+v routes %+v accounts %+v", snap.Models, snap.Routes, snap.Accounts)
 }
 
 // A model's prices change one at a time or both, are audited with the model before and

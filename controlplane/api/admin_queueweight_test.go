@@ -1,9 +1,7 @@
 package api_test
 
 import (
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -35,21 +33,11 @@ func TestAdminAccountQueueWeight(t *testing.T) {
 		t.Fatalf("search %+v", page.Data)
 	}
 
-	// The publisher compiles changes after a short debounce: poll until they show.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var snap snapshot.Snapshot
-		e.mustStatus(e.node("GET", "/internal/v1/snapshot?have=0&hash="+strings.Repeat("0", 64)+"&issued=0", ""), 200).json(t, &snap)
+	e.waitSnapshot(t, func(snap snapshot.Snapshot) bool {
 		weights := map[string]int{}
 		for _, a := range snap.Accounts {
 			weights[a.ID] = a.Weight()
 		}
-		if weights[plain.ID] == 7 && weights[heavy.ID] == 3 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot weights %v", weights)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return weights[plain.ID] == 7 && weights[heavy.ID] == 3
+	})
 }
