@@ -48,6 +48,7 @@ type Scraper struct {
 	cfg     Config
 	mu      sync.Mutex
 	targets map[*loadstat.Route]*target
+	reading sync.WaitGroup // the reads started and not ended (Wait)
 	// Reads and Failures count reads made and failed (metrics, tests).
 	Reads, Failures atomic.Int64
 }
@@ -112,13 +113,18 @@ func (s *Scraper) Tick(ctx context.Context) {
 		if !tg.busy.CompareAndSwap(false, true) {
 			return
 		}
+		s.reading.Add(1)
 		go func() {
+			defer s.reading.Done()
 			defer tg.busy.Store(false)
 			s.read(ctx, r, tg)
 		}()
 	})
 	s.prune(routes)
 }
+
+// Wait waits for the reads started so far to end (each within Timeout).
+func (s *Scraper) Wait() { s.reading.Wait() }
 
 // prune forgets the reading state of routes the registry dropped (replicas gone from
 // DNS, loadstat.Registry.Retain), once there are more targets than routes.

@@ -101,12 +101,9 @@ func TestScraperReadsRoutesInUse(t *testing.T) {
 
 	s := New(Config{Loads: reg, Now: func() time.Time { return now }, Timeout: 5 * time.Second})
 	s.Tick(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Reads.Load() < 2 || inUse.View(now.UnixNano(), time.Second).Fresh == 0 || s.Failures.Load() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("reads %d failures %d", s.Reads.Load(), s.Failures.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
+	s.Wait()
+	if s.Failures.Load() != 1 {
+		t.Fatalf("reads %d failures %d, want 1 failure (broken)", s.Reads.Load(), s.Failures.Load())
 	}
 	v := inUse.View(now.UnixNano(), time.Second)
 	if v.Waiting != 6 || v.Running != 4 || v.KV != 0.9 {
@@ -138,44 +135,17 @@ func TestScraperForgetsDroppedReplicas(t *testing.T) {
 	}
 	s := New(Config{Loads: reg, Now: func() time.Time { return now }})
 	s.Tick(context.Background())
-	if !waitReads(s, 2) {
-		t.Fatalf("reads %d, want 2", s.Reads.Load())
+	s.Wait()
+	if n := s.Reads.Load(); n != 2 {
+		t.Fatalf("reads %d, want 2", n)
 	}
 	reg.Retain(func(id, _ string) bool { return id == "v@10.0.0.6:8000" })
-	for s.readsBusy() {
-		time.Sleep(time.Millisecond)
-	}
 	s.Tick(context.Background())
-	if !waitReads(s, 3) {
-		t.Fatalf("reads %d, want 3", s.Reads.Load())
-	}
+	s.Wait()
 	s.mu.Lock()
 	n := len(s.targets)
 	s.mu.Unlock()
 	if n != 1 || s.Reads.Load() != 3 {
 		t.Fatalf("%d targets, %d reads: want the dropped replica forgotten and unread", n, s.Reads.Load())
 	}
-}
-
-func waitReads(s *Scraper, n int64) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Reads.Load() < n || s.readsBusy() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true
-}
-
-// readsBusy reports whether a read is still running.
-func (s *Scraper) readsBusy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, tg := range s.targets {
-		if tg.busy.Load() {
-			return true
-		}
-	}
-	return false
 }
