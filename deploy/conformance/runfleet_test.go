@@ -202,6 +202,8 @@ func sharedPool(t *testing.T, nodes []string, key string, sims []string) {
 				i++
 			case 429:
 				refused++
+				// The real node's token bucket refills in real time (5/s here): wait
+				// for a token before sending the request again.
 				time.Sleep(250 * time.Millisecond)
 			default:
 				t.Fatalf("se account at %s: %d", n, status)
