@@ -389,6 +389,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ScanEvent(rb, &members)
 		reported := false
 		var delivered int64
+		bound := c.bounds.Output // the record's output bound, once the answer is taken
 		if valid {
 			u, reported = tokens.FromBody(ue, rb, &members)
 			answer := tokens.DeliveredAnswer(ue, rb)
@@ -400,22 +401,23 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 				// Output past the bound: the server generated it (a length field of its own),
 				// so it is charged as reported, up to what the answer holds (outbound.go).
 				u.OutputTokens, inBound = overBoundOutput(out, c.bounds.Output, answer.Holds()), true
-				ex.bounds.Output = u.OutputTokens // the record's bound (inference.go's record)
+				bound = u.OutputTokens
 			}
 			// An answer holding more output than the bound is refused, never delivered: it
 			// could not be charged for in full.
-			valid = inBound && !u.Invalid && delivered <= max(ex.bounds.Output, c.bounds.Output)
+			valid = inBound && !u.Invalid && delivered <= bound
 		}
 		if !valid {
 			fasthttp.ReleaseResponse(uresp)
 			att.Error = proxy.FailInvalid
 			return failureOf(proxy.FailInvalid).outcome()
 		}
+		ex.bounds.Output = bound // the record's bound (inference.go's record)
 		if !reported {
 			// No usage in the answer: the prompt is estimated from the request.
 			u.InputTokens = c.promptEstimate
 		}
-		ch := chargeOutput(u.OutputTokens, reported, delivered, max(ex.bounds.Output, c.bounds.Output))
+		ch := chargeOutput(u.OutputTokens, reported, delivered, bound)
 		ch.flag(&ex.box.routing, u.OutputTokens)
 		u.OutputTokens = ch.out
 		ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || !reported || ch.estimated
