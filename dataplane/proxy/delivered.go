@@ -103,12 +103,9 @@ type responsesTally struct {
 	slots []slot
 }
 
-// add takes one event (valid JSON) and returns what it delivers beyond the events before.
+// add takes one event (valid JSON) other than a *.delta (delta) and returns what it
+// delivers beyond the events before.
 func (t *responsesTally) add(name, data []byte) tokens.Delivered {
-	if bytes.HasSuffix(name, []byte(".delta")) {
-		d, _ := t.delta(name, data, nil)
-		return d
-	}
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data)))
 	e := readEvent(root)
 	var grew int64
@@ -199,20 +196,13 @@ func (t *responsesTally) item(it gjson.Result, i int64, v view) int64 {
 				grew += t.show(slotKey{item: i, part: partOther}, v, tokens.NameBytes(int64(len(m.Str))))
 			}
 		default:
-			grew += t.show(slotKey{item: i, part: partOther}, v, tokens.TextBytes(wrap(k, m)))
+			if !tokens.NotText(k.Str) {
+				grew += t.show(slotKey{item: i, part: partOther}, v, tokens.TextBytes(m))
+			}
 		}
 		return true
 	})
 	return grew
-}
-
-// wrap is member k: m as a value TextBytes reads with k's name (so that an identifier
-// member counts nothing).
-func wrap(k, m gjson.Result) gjson.Result {
-	if tokens.NotText(k.Str) {
-		return gjson.Result{}
-	}
-	return m
 }
 
 // show adds n bytes to slot k's view v and returns how much the slot's count grew.

@@ -42,7 +42,7 @@ func FuzzTextWalk(f *testing.F) {
 			t.Fatalf("%.300q: from the notes %+v, whole %+v", s, got, messagesOutput([]byte(s)))
 		}
 		var tally responsesTally
-		_ = tally.add([]byte("response.output_text.delta"), []byte(s))
+		_, _ = tally.delta([]byte("response.output_text.delta"), []byte(s), nil)
 		_ = tally.add([]byte("response.completed"), []byte(s))
 		_ = tally.add([]byte("response.output_item.done"), []byte(s))
 		_ = tally.add([]byte("response.unknown"), []byte(s))

@@ -50,11 +50,6 @@ const HoldBytesPerToken = 4
 // server says it generated).
 func (d Delivered) Holds() int64 { return max(d.Pieces, d.Bytes/HoldBytesPerToken) }
 
-// EstimateOutput is the low estimate of the output tokens of a complete answer of endpoint
-// e at the default bytes per token (Delivered.Tokens of DeliveredAnswer). Endpoints that
-// generate no text (embeddings, the decision model) estimate 0.
-func EstimateOutput(e index.Endpoint, body []byte) int64 { return DeliveredAnswer(e, body).Tokens(0) }
-
 // DeliveredAnswer is the generated output of a complete answer of endpoint e: every
 // string a client reads as output, in every member that carries it, duplicates included
 // (a JSON client keeps a duplicated member's last value; summing every value can only

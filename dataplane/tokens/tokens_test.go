@@ -153,7 +153,7 @@ func TestEstimateOutput(t *testing.T) {
 		{index.EPChat, `not json`, 0},
 	}
 	for _, tt := range tests {
-		if got := EstimateOutput(tt.e, []byte(tt.body)); got != tt.want {
+		if got := DeliveredAnswer(tt.e, []byte(tt.body)).Tokens(0); got != tt.want {
 			t.Errorf("%v %s: %d, want %d", tt.e, tt.body, got, tt.want)
 		}
 	}
