@@ -185,12 +185,10 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		setRateHeaders(&ctx.Response.Header, v)
 	}
 	if len(c.cands) == 0 {
+		// Candidates there were (a model without any is answered before, wrongEndpoint);
+		// none speaks the request's protocol natively.
 		t.Release()
-		if c.m.AwaitsReplicas(p.acct.Residency, c.e) {
-			writeError(ctx, errNoRoute) // its routes' replicas are gone from DNS for now
-		} else {
-			writeError(ctx, errUnsupportedProtocol)
-		}
+		writeError(ctx, errUnsupportedProtocol)
 		return nil
 	}
 	queued, flow, ok := s.fairQueue(ctx, c)
