@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -84,7 +84,7 @@ func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Err
 		out, err = proxy.BoundLengths(out, c.lengthBound)
 	}
 	if err != nil {
-		return nil, errBodyEdit
+		return nil, outcome.ErrBodyEdit
 	}
 	return out, nil
 }
@@ -143,24 +143,6 @@ func upstreamEndpoint(e index.Endpoint, c index.Candidate) index.Endpoint {
 	return e
 }
 
-// outcome is what one attempt came to.
-type outcome struct {
-	ok     bool
-	retry  bool            // the next eligible route may be tried
-	aerr   *apierror.Error // the client's answer when no later attempt succeeds
-	result string          // the record's result in that case
-	health error           // for the route's breaker: nil, routing.ErrRouteFailed or ErrNeutral
-}
-
-// retryableStatus: upstream statuses that move the request to the next route.
-func retryableStatus(status int) bool {
-	switch status {
-	case 429, 502, 503, 504:
-		return true
-	}
-	return false
-}
-
 // runAttempts applies the account's and key's limits, then tries the eligible routes in order
 // (priority, then weighted random; routes whose circuit breaker is open are skipped) until
 // one answers, at most MaxAttempts attempts within RequestTimeout. Failures before the
@@ -208,24 +190,24 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 	// Deadlines are the network's (fasthttp compares them with the wall clock); the
 	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
-	var last outcome
+	var last outcome.Failure
 	tried, skipped, unreachable := 0, 0, true // unreachable: every route skipped is known unreachable
 	for _, cand := range plan {
 		if tried >= s.cfg.MaxAttempts || ex.call.Cancelled() {
 			break
 		}
 		if !time.Now().Before(deadline) {
-			last = outcome{aerr: errProviderTimeout, result: usage.ResultTimeout}
+			last = outcome.Of(outcome.Expired)
 			break
 		}
-		var o outcome
+		var f outcome.Failure
 		ex.took = -1
 		ld := s.routeLoad(cand.Route)
 		err := s.cfg.Health.Do(cand.Route, func() error {
-			o = s.attempt(ctx, ex, c, cand, deadline)
-			return o.health
+			f = s.attempt(ctx, ex, c, cand, deadline)
+			return f.Breaker()
 		})
-		ex.countLoad(ld, o.ok && err == nil, c.stream)
+		ex.countLoad(ld, !f.Failed() && err == nil, c.stream)
 		if err == routing.ErrOpen {
 			skipped++
 			unreachable = unreachable && s.cfg.Health.Unreachable(cand.Route)
@@ -237,7 +219,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 			s.tel.Attempt(cand.Route.Provider, attemptOutcome(&ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1]), ex.took, tried > 0)
 		}
 		tried++
-		if o.ok {
+		if !f.Failed() {
 			ex.cand = cand
 			ex.box.routing.Translated = cand.Translate
 			if c.stream {
@@ -245,8 +227,8 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 			}
 			return ex
 		}
-		last = o
-		if !o.retry {
+		last = f
+		if !f.Retry() {
 			break
 		}
 	}
@@ -282,32 +264,26 @@ func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t limi
 
 // answerNoAttempt answers a request no route served: cancelled, every eligible route's
 // breaker open (known unreachable, or recovering), or the last attempt's failure.
-func (s *Server) answerNoAttempt(ctx *fasthttp.RequestCtx, ex *exchange, tried int, unreachable bool, last outcome) {
+func (s *Server) answerNoAttempt(ctx *fasthttp.RequestCtx, ex *exchange, tried int, unreachable bool, last outcome.Failure) {
 	switch {
 	case ex.call.Cancelled():
-		ex.end(statusClientClosed, usage.ResultCancelled)
-	case tried == 0 && last.aerr == nil && unreachable:
+		ex.end(outcome.StatusClientClosed, usage.ResultCancelled)
+		return
+	case tried == 0 && !last.Failed() && unreachable:
 		// Every eligible route failed to connect until its breaker opened: nothing was
 		// forwarded, and nothing will be until the operator brings the servers back.
-		writeError(ctx, errRouteUnreachable)
-		ex.end(errRouteUnreachable.Status, usage.ResultNoRoute)
-	case tried == 0 && last.aerr == nil:
+		last = outcome.Of(outcome.Unreachable)
+	case tried == 0 && !last.Failed():
 		// Every eligible route is recovering (breaker open): nothing was forwarded.
-		aerr := errNoRoute.WithRetryAfter(limits.RetryAfterSeconds(s.cfg.Health.RetryAfter()))
-		writeError(ctx, aerr)
-		ex.end(aerr.Status, usage.ResultNoRoute)
-	default:
-		writeError(ctx, last.aerr)
-		ex.end(last.aerr.Status, last.result)
+		last = outcome.Of(outcome.Recovering).WithClient(
+			outcome.ErrNoRoute.WithRetryAfter(limits.RetryAfterSeconds(s.cfg.Health.RetryAfter())))
 	}
+	writeError(ctx, last.Client())
+	ex.end(last.Status(), last.Result())
 }
 
-// statusClientClosed is recorded when the client went away before any answer (nginx's
-// convention); nothing reaches the client.
-const statusClientClosed = 499
-
 // attempt makes one try at candidate cand.
-func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand index.Candidate, deadline time.Time) outcome {
+func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand index.Candidate, deadline time.Time) outcome.Failure {
 	r := cand.Route
 	ue := upstreamEndpoint(c.e, cand)
 	var body []byte
@@ -323,7 +299,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		body, berr = s.salted(c, cand, ue, body)
 	}
 	if berr != nil {
-		return outcome{aerr: berr, result: usage.ResultRejected, health: routing.ErrNeutral}
+		return outcome.Of(outcome.BodyRefused).WithClient(berr)
 	}
 	att := ex.box.addAttempt(r)
 	ctx.Response.Header.Set("X-Service-Provider", r.Provider)
@@ -347,35 +323,20 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	att.DurationMS = ex.took.Milliseconds()
 	if err != nil {
 		fasthttp.ReleaseResponse(uresp)
-		class := proxy.Classify(err)
-		att.Error = class
-		if class == proxy.FailCancelled {
-			return outcome{health: routing.ErrNeutral}
+		f := outcome.Classify(err, nil)
+		att.Error = f.AttemptError()
+		if f.Class() != outcome.Cancelled && s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("upstream attempt failed", "request_id", ex.box.rec.RequestID, "route", r.ID, "class", f.String(), "err", err)
 		}
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("upstream attempt failed", "request_id", ex.box.rec.RequestID, "route", r.ID, "class", class, "err", err)
-		}
-		return failureOf(class).outcome()
+		return f
 	}
 	status := uresp.StatusCode()
 	att.Status = status
 	if status != fasthttp.StatusOK {
-		aerr, result, refusal := upstreamStatusError(status, uresp)
+		f := outcome.Classify(nil, uresp)
 		_ = uresp.CloseBodyStream()
 		fasthttp.ReleaseResponse(uresp)
-		// 5xx counts against the route's breaker. 429 does not: the provider is alive and
-		// says when to come back; the request still fails over, and a client that gets the
-		// 429 in the end also gets the provider's Retry-After (an open breaker would turn it
-		// into a 503). A 4xx refusal of the input is the client's error: the route is fine.
-		var health error
-		switch {
-		case refusal:
-		case status >= 500:
-			health = routing.ErrRouteFailed
-		case status == 429:
-			health = routing.ErrNeutral
-		}
-		return outcome{retry: retryableStatus(status) && !refusal, aerr: aerr, result: result, health: health}
+		return f
 	}
 	if !c.stream {
 		// A 200 must be a JSON body whose usage is possible for this request: anything else
@@ -407,8 +368,9 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		}
 		if !valid {
 			fasthttp.ReleaseResponse(uresp)
-			att.Error = proxy.FailInvalid
-			return failureOf(proxy.FailInvalid).outcome()
+			f := outcome.Of(outcome.Invalid)
+			att.Error = f.AttemptError()
+			return f
 		}
 		ex.bounds.Output = bound // the record's bound (inference.go's record)
 		if !reported {
@@ -423,13 +385,14 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			s.dialects.learn(r, rb)
 		}
 		ex.up, ex.resp, ex.usage = up, uresp, u
-		return outcome{ok: true}
+		return outcome.Failure{}
 	}
 	if !bytes.HasPrefix(uresp.Header.ContentType(), []byte("text/event-stream")) {
 		_ = uresp.CloseBodyStream()
 		fasthttp.ReleaseResponse(uresp)
-		att.Error = proxy.FailInvalid
-		return outcome{retry: true, aerr: errInvalidUpstream, result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
+		f := outcome.Of(outcome.Invalid)
+		att.Error = f.AttemptError()
+		return f
 	}
 	st := proxy.OpenStream(uresp, ue, proxy.StreamOptions{
 		DropUsageOnly: c.stream && !c.includeUsage && !cand.Translate && ue == c.e,
@@ -446,28 +409,17 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		fasthttp.ReleaseResponse(uresp)
 		ex.took = s.now().Sub(t0)
 		att.DurationMS = ex.took.Milliseconds()
-		if ex.call.Cancelled() {
-			att.Error = proxy.FailCancelled
-			return outcome{health: routing.ErrNeutral}
+		f := outcome.Of(outcome.Cancelled)
+		if !ex.call.Cancelled() {
+			f = outcome.Classify(err, nil) // a server's error as its first event, too
 		}
-		if re, ok := proxy.Reported(err); ok {
-			return reportedOutcome(re.Info) // the server's error as its first event
-		}
-		if proxy.IsInvalid(err) {
-			att.Error = proxy.FailInvalid
-			return failureOf(proxy.FailInvalid).outcome()
-		}
-		class := proxy.FailTransport
-		if errors.Is(err, proxy.ErrStreamTimeout) || proxy.Classify(err) == proxy.FailTimeout {
-			class = proxy.FailTimeout
-		}
-		att.Error = class
-		return failureOf(class).outcome()
+		att.Error = f.AttemptError()
+		return f
 	}
 	ex.took = s.now().Sub(t0)
 	att.DurationMS = ex.took.Milliseconds()
 	ex.up, ex.resp, ex.stream = up, uresp, st
-	return outcome{ok: true}
+	return outcome.Failure{}
 }
 
 // end records the request with status and result (token counts already set on the

@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) salted(c *upstreamCall, cand index.Candidate, ue index.Endpoint
 	}
 	out, err := sjson.SetBytes(body, "cache_salt", c.salt)
 	if err != nil {
-		return nil, errBodyEdit
+		return nil, outcome.ErrBodyEdit
 	}
 	return out, nil
 }

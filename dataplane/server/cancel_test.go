@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -76,7 +77,7 @@ func TestClientCancelCancelsUpstream(t *testing.T) {
 			if rec.Result != usage.ResultCancelled {
 				t.Errorf("record %+v", rec)
 			}
-			if c.body == chatPlainReq && rec.Status != statusClientClosed {
+			if c.body == chatPlainReq && rec.Status != outcome.StatusClientClosed {
 				t.Errorf("status %d", rec.Status)
 			}
 			if up.Stats().Completed != 0 {

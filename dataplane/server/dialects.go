@@ -1,130 +1,24 @@
 package server
 
 import (
-	"errors"
-	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tidwall/gjson"
-	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
-	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/translate"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/jsonenc"
-	"github.com/sekgate/gateway/shared/usage"
 )
 
 // This file is the edge's side of the servers' dialects (dataplane/dialect): the client's
 // answer to an error a server reported, in a body or inside its stream, and the end of a
 // stream that did not complete.
-
-// maxErrorRead bounds how much of a failed upstream answer's body is read for its message.
-const maxErrorRead = 64 << 10
-
-// errorReadWait bounds the wait for a streamed error body: a server that sends a failed
-// status and then stalls does not hold the request.
-var errorReadWait = 2 * time.Second
-
-var errErrorBodySlow = errors.New("server: upstream error body too slow")
-
-// errorBody returns (up to maxErrorRead of) a failed upstream answer's body, also when it
-// was opened as a stream (read for at most errorReadWait).
-func errorBody(resp *fasthttp.Response) []byte {
-	bs := resp.BodyStream()
-	if !resp.StreamBody || bs == nil {
-		return resp.Body()
-	}
-	if c, ok := bs.(interface{ CloseWithError(error) error }); ok {
-		t := time.AfterFunc(errorReadWait, func() { _ = c.CloseWithError(errErrorBodySlow) })
-		defer t.Stop()
-	}
-	b, _ := io.ReadAll(io.LimitReader(bs, maxErrorRead))
-	return b
-}
-
-// providerRefusal is the client's error for an upstream's refusal of the input (400, 413,
-// 422, or a context overflow whatever its status): 400 (413 kept) with the server's message.
-func providerRefusal(status int, info dialect.Error, known bool) *apierror.Error {
-	msg := "the provider refused the request"
-	if known && info.Message != "" {
-		msg += ": " + truncate(info.Message, 500)
-	}
-	st := 400
-	if status == 413 && !info.Overflow {
-		st = 413
-	}
-	return apierror.New(st, apierror.TypeInvalidRequest, apierror.CodeProviderRejected, msg)
-}
-
-// providerFailure is errProviderFailed with the server's message, when it gave one.
-func providerFailure(info dialect.Error, known bool) *apierror.Error {
-	if !known || info.Message == "" {
-		return errProviderFailed
-	}
-	return apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider failed to serve the request: "+truncate(info.Message, 500))
-}
-
-// reportedStatus is the status an error a server reported inside a 200 stream stands for:
-// its own (code, http_status_code), 400 for a context overflow or a validation error, else
-// 500.
-func reportedStatus(info dialect.Error) int {
-	switch {
-	case info.Overflow:
-		return 400
-	case info.Status == 422 && !strings.Contains(strings.ToLower(info.Message), "validation"):
-		// TGI gives every error inside a stream 422, generation failures too.
-		return 500
-	case info.Status != 0:
-		return info.Status
-	case info.Type == "validation" || strings.Contains(info.Type, "BadRequest") || info.Type == "invalid_request_error":
-		return 400
-	}
-	return 500
-}
-
-// reportedOutcome is an attempt's outcome when the first event of its stream was an error:
-// nothing reached the client, so it is answered like a failed status (a refusal of the
-// input is the client's and not failed over; a server failure moves on to the next route).
-func reportedOutcome(info dialect.Error) outcome {
-	switch st := reportedStatus(info); {
-	case st == 400 || st == 413 || st == 422:
-		return outcome{aerr: providerRefusal(st, info, true), result: usage.ResultRejected}
-	case st == 429:
-		return outcome{retry: true, aerr: errProviderRateLimited, result: usage.ResultRateLimited, health: routing.ErrNeutral}
-	default:
-		return outcome{retry: true, aerr: providerFailure(info, true), result: usage.ResultUpstreamError, health: routing.ErrRouteFailed}
-	}
-}
-
-// streamEndMessage is what a client whose stream did not complete is told.
-func streamEndMessage(r *proxy.StreamResult, rel relayed) string {
-	if re, ok := proxy.Reported(r.Err); ok {
-		return "the provider reported an error: " + truncate(re.Info.Message, 500) + "; the output is incomplete"
-	}
-	switch {
-	case proxy.IsInvalid(r.Err):
-		return errStreamInvalid.Message
-	case errors.Is(r.Err, proxy.ErrStreamTimeout) || proxy.Classify(r.Err) == proxy.FailTimeout:
-		return "the provider did not finish in time; the output is incomplete"
-	case errors.Is(rel.err, errOutputBound):
-		return errOutputBound.Error()
-	case r.Err == nil && errors.Is(rel.err, errOutputBound):
-		return errOutputBound.Error()
-	case r.Err == nil && rel.err != nil:
-		return "the provider's answer could not be translated; the output is incomplete"
-	}
-	return "the provider's stream ended before its last event; the output is incomplete"
-}
 
 // streamEndEvent is the error event that ends a stream of client endpoint e with msg:
 // chat and text completions get a data line with the interface's error envelope (the
@@ -251,9 +145,6 @@ func (dm *dialectMemo) learn(r *index.Route, b []byte) {
 	}
 	e.misses.Add(1)
 }
-
-// isReported reports whether err is an error the server reported inside its stream.
-func isReported(err error) bool { _, ok := proxy.Reported(err); return ok }
 
 // translateOptions are the options of a request translated onto route r: r's dialect and
 // the request's stop sequences (Messages-style stop_sequences).

@@ -14,6 +14,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/memmeter"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/tokens"
@@ -270,7 +271,7 @@ func TestReportedStatus(t *testing.T) {
 		{dialect.Error{Message: "model runner stopped", Type: "api_error"}, 500},
 		{dialect.Error{Status: 429, Message: "busy"}, 429},
 	} {
-		if got := reportedStatus(c.info); got != c.want {
+		if got := outcome.ReportedStatus(c.info); got != c.want {
 			t.Errorf("%+v: %d, want %d", c.info, got, c.want)
 		}
 	}
@@ -279,8 +280,8 @@ func TestReportedStatus(t *testing.T) {
 // TestStalledErrorBody: a server that answers a stream request with a failed status and
 // then stalls its body does not hold the request: the client gets the refusal.
 func TestStalledErrorBody(t *testing.T) {
-	defer func(d time.Duration) { errorReadWait = d }(errorReadWait)
-	errorReadWait = 100 * time.Millisecond
+	defer func(d time.Duration) { outcome.ErrorReadWait = d }(outcome.ErrorReadWait)
+	outcome.ErrorReadWait = 100 * time.Millisecond
 	release := make(chan struct{})
 	defer close(release)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -69,38 +69,12 @@ var (
 	errTooManyAddrConns = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeTooManyConnections,
 		"too many open connections from this address; reuse connections or close idle ones"))
 
-	// Routes and providers (attempt.go, inference.go).
-	errNoRoute = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNoRoute,
-		"no route can take the request right now; retry shortly").WithRetryAfter(2))
-	errBodyEdit        = fixed(apierror.InvalidParam("", "request body cannot be edited for the upstream"))
-	errInvalidUpstream = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider returned an invalid response"))
-	errProviderTimeout = fixed(apierror.New(504, apierror.TypeTimeout, apierror.CodeProviderTimeout,
-		"the provider did not answer in time"))
-	errProviderTransport = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider could not be reached or broke the connection"))
-	errProviderRateLimited = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeProviderRateLimited,
-		"the provider is at capacity; retry with backoff"))
-	errProviderUnavailable = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNoRoute,
-		"the provider is unavailable; retry shortly"))
-	errProviderFailed = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider failed to serve the request"))
-
-	// Streams (streamend.go, drain.go): sent as error events in the client's protocol.
-	// errStreamInvalid ends a stream whose provider broke the protocol after the first byte;
-	// errShuttingDown one still open when the node's drain timeout ran out.
-	errStreamInvalid = fixed(apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError,
-		"the provider sent an invalid event; the output is incomplete"))
+	// errShuttingDown ends a stream still open when the node's drain timeout ran out
+	// (drain.go), as an error event in the client's protocol.
 	errShuttingDown = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNotReady,
 		"the gateway node is shutting down; the output is incomplete, retry the request"))
 
 	// The control plane behind the forwarded account paths (forward.go).
-	errRouteMisconfigured = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNoRoute,
-		"this model's routes are misconfigured on this gateway (the operator has been told); retrying will not help until they are fixed").WithRetryAfter(300))
-	// errRouteUnreachable: the model's servers refused or did not answer the connection, or
-	// every route's breaker is open after such failures (attempt.go).
-	errRouteUnreachable = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNoRoute,
-		"this model's servers cannot be reached from this gateway (the operator has been told); retrying soon will not help").WithRetryAfter(60))
 	errControlPlane = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
 		"the account service is unavailable; retry shortly").WithRetryAfter(5))
 )
@@ -135,32 +109,11 @@ func writeErrorStyle(ctx *fasthttp.RequestCtx, e *apierror.Error, ms bool) {
 	if e.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	ctx.SetBody(envelope(e, ms))
+	ctx.SetBody(apierror.Envelope(e, ms))
 }
 
-// envelope caches the JSON of the package's fixed errors.
-func envelope(e *apierror.Error, ms bool) []byte {
-	if c, ok := cachedEnvelopes[e]; ok {
-		return c[b2i(ms)]
-	}
-	return e.JSON(ms)
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// cachedEnvelopes holds the envelopes of every error declared with fixed.
-var cachedEnvelopes = map[*apierror.Error][2][]byte{}
-
-// fixed registers e's envelopes in cachedEnvelopes and returns e.
-func fixed(e *apierror.Error) *apierror.Error {
-	cachedEnvelopes[e] = [2][]byte{e.JSON(false), e.JSON(true)}
-	return e
-}
+// fixed registers e's envelopes with apierror.Fixed and returns e.
+func fixed(e *apierror.Error) *apierror.Error { return apierror.Fixed(e) }
 
 // errSaturated refuses a request the fair queue cannot hold (its Retry-After is set per
 // refusal).

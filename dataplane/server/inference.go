@@ -1,13 +1,11 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
@@ -15,7 +13,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/tracing"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -259,22 +256,6 @@ func nativeCandidates(cands []index.Candidate) []index.Candidate {
 	return cands
 }
 
-// streamResult is the record's result of a relayed stream: what the upstream reported
-// (r) and what the client received (rel).
-func streamResult(r *proxy.StreamResult, rel relayed, cancelled bool) string {
-	switch {
-	case rel.gone || cancelled:
-		return usage.ResultCancelled
-	case proxy.IsInvalid(r.Err) || isReported(r.Err):
-		return usage.ResultUpstreamError
-	case errors.Is(r.Err, proxy.ErrStreamTimeout) || proxy.Classify(r.Err) == proxy.FailTimeout:
-		return usage.ResultTimeout
-	case r.Err != nil || rel.err != nil || !rel.done:
-		return usage.ResultIncomplete
-	}
-	return usage.ResultOK
-}
-
 // record prices and hands over the record. Token counts are bounded here once more, so no
 // path can price more than the request made possible.
 func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start time.Time, status int, result string) {
@@ -292,42 +273,6 @@ func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start t
 		return
 	}
 	s.cfg.Meter.Record(rec)
-}
-
-// upstreamStatusError maps a non-200 upstream answer to the gateway's error, with the
-// server's message read from its body in any server's shape (dialect.ReadError). refusal
-// says the provider refused the input (400, 413, 422, or a context overflow whatever the
-// status): the client's error, which every route would give, so it is never failed over.
-func upstreamStatusError(status int, resp *fasthttp.Response) (aerr *apierror.Error, result string, refusal bool) {
-	var (
-		info  dialect.Error
-		known bool
-	)
-	if status != 429 && status != 503 && status != 504 {
-		info, known = dialect.ReadError(errorBody(resp))
-	}
-	switch {
-	case status == 400 || status == 422 || status == 413 || known && info.Overflow:
-		return providerRefusal(status, info, known), usage.ResultRejected, true
-	case status == 429:
-		ra := proxy.RetryAfter(resp)
-		if ra > 0 {
-			return errProviderRateLimited.WithRetryAfter(ra), usage.ResultRateLimited, false
-		}
-		return errProviderRateLimited, usage.ResultRateLimited, false
-	case status == 503:
-		return errProviderUnavailable.WithRetryAfter(max(proxy.RetryAfter(resp), 1)), usage.ResultUpstreamError, false
-	case status == 504:
-		return errProviderTimeout, usage.ResultTimeout, false
-	}
-	return providerFailure(info, known), usage.ResultUpstreamError, false
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // countTokens answers /v1/messages/count_tokens: no route supports it, so a visible model

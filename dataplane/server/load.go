@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/fairq"
+	"github.com/sekgate/gateway/dataplane/outcome"
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
@@ -83,7 +84,7 @@ func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Dura
 		if err == fairq.ErrFull || err == fairq.ErrTimeout {
 			writeError(ctx, errSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter())))
 		} else {
-			writeError(ctx, errNoRoute)
+			writeError(ctx, outcome.ErrNoRoute)
 		}
 		return d, nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -68,7 +69,7 @@ func modelDistance(want, id string, limit int) int {
 // e but have no replica now. Runs on the error path only.
 func wrongEndpoint(p principal, m *index.Model, e index.Endpoint) *apierror.Error {
 	if m.AwaitsReplicas(p.acct.Residency, e) {
-		return errNoRoute // its routes' replicas are gone from DNS for now: retry shortly
+		return outcome.ErrNoRoute // its routes' replicas are gone from DNS for now: retry shortly
 	}
 	eps := m.Endpoints(p.acct.Residency)
 	if len(eps) == 0 || slices.Contains(eps, e.Path()) {

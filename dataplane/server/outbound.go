@@ -1,9 +1,9 @@
 package server
 
 import (
-	"errors"
 	"strconv"
 
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/tokens"
@@ -38,10 +38,6 @@ func overBoundOutput(reported, bound, estimate int64) int64 {
 	return min(reported, max(bound, estimate), usage.MaxRecordTokens)
 }
 
-// errOutputBound ends a relayed stream whose provider generates past the request's output
-// bound (a server that read no length field the gateway bounds).
-var errOutputBound = errors.New("the provider generated past the request's output limit; the output ends there")
-
 // streamCut is the most output a relayed stream delivers, in tokens (protocol.maxOutput;
 // 0: no bound): the request's output bound. The contract, exact: output is counted from
 // what each event shows the client (proxy.Stream.Delivered, tokens.Delivered: the larger
@@ -58,7 +54,7 @@ func streamCut(ex *exchange) int64 {
 }
 
 // pastBound reports whether st's current event would take the output delivered past the
-// bound (streamCut); it then marks the relay ended by errOutputBound, so the client gets
+// bound (streamCut); it then marks the relay ended by outcome.ErrOutputBound, so the client gets
 // its protocol's error event instead of the event, the upstream connection is closed
 // (ending the generation), the route's breaker counts nothing, and the record charges
 // what was delivered, within the bound.
@@ -66,7 +62,7 @@ func (p protocol) pastBound(st *proxy.Stream, r *relayed) bool {
 	if p.maxOutput <= 0 || st.Delivered().Tokens(p.bytesPerToken) <= p.maxOutput {
 		return false
 	}
-	r.err = errOutputBound
+	r.err = outcome.ErrOutputBound
 	return true
 }
 

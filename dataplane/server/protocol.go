@@ -8,6 +8,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/translate"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -83,8 +84,8 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		if len(ex.box.routing.Attempts) > 0 {
 			ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1].Error = proxy.FailInvalid
 		}
-		writeError(ctx, errInvalidUpstream)
-		ex.end(errInvalidUpstream.Status, usage.ResultUpstreamError)
+		writeError(ctx, outcome.ErrInvalidUpstream)
+		ex.end(outcome.ErrInvalidUpstream.Status, usage.ResultUpstreamError)
 		return
 	}
 	// The usage read (and bounded) by the attempt loop from the upstream's answer; a
@@ -120,7 +121,7 @@ func translatingBody(c *upstreamCall, dialectOf func(*index.Route) *dialect.Dial
 				out, err = proxy.BoundLengths(out, c.lengthBound) // outbound.go
 			}
 			if err != nil {
-				return nil, errBodyEdit
+				return nil, outcome.ErrBodyEdit
 			}
 			return out, nil
 		}
@@ -146,7 +147,7 @@ func translatingBody(c *upstreamCall, dialectOf func(*index.Route) *dialect.Dial
 		}
 		if continuous {
 			if out, err = sjson.SetBytes(out, "stream_options.continuous_usage_stats", true); err != nil {
-				return nil, errBodyEdit
+				return nil, outcome.ErrBodyEdit
 			}
 		}
 		last.model, last.continuous, last.server, last.body = r.UpstreamModel, continuous, d, out

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/shared/usage"
@@ -38,7 +39,7 @@ func (ex *exchange) writeStart() {
 //
 // A stream that did not complete (an error the server reported inside it, an event that is
 // not JSON, usage beyond the bounds, a cut, a timeout) ends with an error event in the
-// client's protocol carrying why (streamEndMessage). A provider that broke the protocol has
+// client's protocol carrying why (outcome.StreamEnd.Message). A provider that broke the protocol has
 // its route's breaker count the failure; it and a reported error make the record say
 // upstream_error.
 //
@@ -54,20 +55,21 @@ func (ex *exchange) writeStart() {
 // started generating and the prompt is always charged.
 func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
 	r := &ex.stream.Result
-	result := streamResult(r, rel, ex.cancelled())
+	end := outcome.StreamEnd{Upstream: r.Err, Relay: rel.err, Gone: rel.gone || ex.cancelled(), Done: rel.done}
+	result := end.Result()
 	ex.s.dialects.learned(ex.cand.Route, r)
 	// Every stream that did not complete ends with its protocol's error event (unless the
 	// client went away, or received a terminal event already: the upstream's own on a
 	// same-protocol stream, a translated response.incomplete, the drain's error).
 	if !rel.done && !rel.gone && !rel.ended && !ex.cancelled() && !(r.Ended && rel.tr == nil) {
-		msg := streamEndMessage(r, rel)
+		msg := end.Message()
 		if rel.tr != nil {
 			_ = rel.tr.Fail(msg)
 		} else if _, err := w.Write(streamEndEvent(client, msg, r.ResponseID, rel.events)); err == nil {
 			_ = w.Flush()
 		}
 	}
-	if proxy.IsInvalid(r.Err) {
+	if end.BreaksRoute() {
 		if n := len(ex.box.routing.Attempts); n > 0 {
 			ex.box.routing.Attempts[n-1].Error = proxy.FailInvalid
 		}

@@ -128,3 +128,27 @@ func (e *Error) JSON(messagesStyle bool) []byte {
 	out, _ := json.Marshal(b) // cannot fail: only strings
 	return out
 }
+
+// fixedEnvelopes holds the rendered envelopes of the errors registered with Fixed. It is
+// written only while packages initialise (Fixed is called from package-level variable
+// declarations), so reads need no lock.
+var fixedEnvelopes = map[*Error][2][]byte{}
+
+// Fixed renders e's two envelopes once, for Envelope, and returns e. Call it only from
+// package-level variable declarations.
+func Fixed(e *Error) *Error {
+	fixedEnvelopes[e] = [2][]byte{e.JSON(false), e.JSON(true)}
+	return e
+}
+
+// Envelope is e.JSON(messagesStyle), rendered once for errors registered with Fixed. The
+// result must not be modified.
+func Envelope(e *Error, messagesStyle bool) []byte {
+	if c, ok := fixedEnvelopes[e]; ok {
+		if messagesStyle {
+			return c[1]
+		}
+		return c[0]
+	}
+	return e.JSON(messagesStyle)
+}
