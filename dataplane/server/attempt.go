@@ -17,6 +17,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -95,10 +96,10 @@ func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Err
 // token counts, and calls end exactly once (from the stream writer for streams).
 type exchange struct {
 	s   *Server
-	box *recordBox // &boxStore
+	box *settle.Box // &boxStore
 	// boxStore is the request's record: it lives as long as the exchange, which end
 	// returns to its pool after handing the record to the meter.
-	boxStore recordBox
+	boxStore settle.Box
 	m        *index.Model
 	cand     index.Candidate
 	up       *proxy.Upstream
@@ -215,15 +216,15 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		}
 		if ex.took >= 0 {
 			ex.endAttemptSpan()
-			ex.box.upstream += ex.took
-			s.tel.Attempt(cand.Route.Provider, attemptOutcome(&ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1]), ex.took, tried > 0)
+			ex.box.Upstream += ex.took
+			s.tel.Attempt(cand.Route.Provider, attemptOutcome(&ex.box.Routing.Attempts[len(ex.box.Routing.Attempts)-1]), ex.took, tried > 0)
 		}
 		tried++
 		if !f.Failed() {
 			ex.cand = cand
-			ex.box.routing.Translated = cand.Translate
+			ex.box.Routing.Translated = cand.Translate
 			if c.stream {
-				ex.box.ttft = s.now().Sub(c.start)
+				ex.box.TTFT = s.now().Sub(c.start)
 			}
 			return ex
 		}
@@ -242,7 +243,12 @@ func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t limi
 	ex := exchangePool.Get().(*exchange)
 	ex.s, ex.m, ex.start, ex.ticket, ex.held, ex.flow = s, c.m, c.start, t, held, flow
 	ex.box = &ex.boxStore
-	startRecord(ex.box, ctx, c, s.cfg.Region)
+	var keyID *string
+	if c.p.key.ID != "" { // console test-box requests have no key: key_id null
+		keyID = &c.p.key.ID
+	}
+	ex.box.Start(settle.Who{RequestID: requestID(ctx), At: c.start, AccountID: c.p.acct.ID, KeyID: keyID,
+		Model: c.m.ID, Endpoint: c.e, Stream: c.stream, Policy: c.p.acct.Residency, NodeRegion: s.cfg.Region})
 	if s.access != nil || s.tracer != nil {
 		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
 	}
@@ -256,7 +262,7 @@ func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t limi
 	}
 	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{Key: c.key, HasKey: c.hasKey,
 		PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: now.UnixNano(), Held: queued > 0})
-	rt := &ex.box.routing
+	rt := &ex.box.Routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	rt.QueuedMS = queued.Milliseconds()
 	return ex, plan
@@ -288,8 +294,8 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	ue := upstreamEndpoint(c.e, cand)
 	var body []byte
 	var berr *apierror.Error
-	if c.body != nil && ex.box.trace.Traced() {
-		sp := ex.box.trace.Start("translate", ex.box.rec.RequestID)
+	if c.body != nil && ex.box.Trace.Traced() {
+		sp := ex.box.Trace.Start("translate", ex.box.Rec.RequestID)
 		body, berr = c.upstreamBody(cand)
 		sp.End(errorCode(berr))
 	} else {
@@ -301,16 +307,16 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	if berr != nil {
 		return outcome.Of(outcome.BodyRefused).WithClient(berr)
 	}
-	att := ex.box.addAttempt(r)
+	att := ex.box.AddAttempt(r)
 	ctx.Response.Header.Set("X-Service-Provider", r.Provider)
 	ctx.Response.Header.Set("X-Service-Residency", r.Region)
 
 	up := s.cfg.Pool.For(r)
 	ureq := fasthttp.AcquireRequest()
 	uresp := fasthttp.AcquireResponse()
-	up.Prepare(ureq, r, ue, body, ex.box.rec.RequestID, c.stream)
-	if ex.box.trace.Traced() {
-		ex.attemptSpan = ex.box.trace.StartAttempt(ex.box.rec.RequestID, r.ID, r.Provider, &ureq.Header)
+	up.Prepare(ureq, r, ue, body, ex.box.Rec.RequestID, c.stream)
+	if ex.box.Trace.Traced() {
+		ex.attemptSpan = ex.box.Trace.StartAttempt(ex.box.Rec.RequestID, r.ID, r.Provider, &ureq.Header)
 	}
 	t0 := s.now()
 	dl := time.Now().Add(up.TotalTimeout())
@@ -326,7 +332,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		f := outcome.Classify(err, nil)
 		att.Error = f.AttemptError()
 		if f.Class() != outcome.Cancelled && s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("upstream attempt failed", "request_id", ex.box.rec.RequestID, "route", r.ID, "class", f.String(), "err", err)
+			s.log.Debug("upstream attempt failed", "request_id", ex.box.Rec.RequestID, "route", r.ID, "class", f.String(), "err", err)
 		}
 		return f
 	}
@@ -359,7 +365,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			if !inBound && !u.Invalid && in >= 0 && in <= c.bounds.Prompt && out > c.bounds.Output && out <= usage.MaxRecordTokens {
 				// Output past the bound: the server generated it (a length field of its own),
 				// so it is charged as reported, up to what the answer holds (outbound.go).
-				u.OutputTokens, inBound = overBoundOutput(out, c.bounds.Output, answer.Holds()), true
+				u.OutputTokens, inBound = settle.OverBoundOutput(out, c.bounds.Output, answer.Holds()), true
 				bound = u.OutputTokens
 			}
 			// An answer holding more output than the bound is refused, never delivered: it
@@ -377,10 +383,10 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 			// No usage in the answer: the prompt is estimated from the request.
 			u.InputTokens = c.promptEstimate
 		}
-		ch := chargeOutput(u.OutputTokens, reported, delivered, bound)
-		ch.flag(&ex.box.routing, u.OutputTokens)
-		u.OutputTokens = ch.out
-		ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || !reported || ch.estimated
+		ch := settle.ChargeOutput(u.OutputTokens, reported, delivered, bound)
+		ch.Flag(&ex.box.Routing, u.OutputTokens)
+		u.OutputTokens = ch.Tokens
+		ex.box.Routing.UsageEstimated = ex.box.Routing.UsageEstimated || !reported || ch.Estimated
 		if ue == index.EPChat {
 			s.dialects.learn(r, rb)
 		}
@@ -441,9 +447,9 @@ func (ex *exchange) end(status int, result string) {
 	if ex.load != nil {
 		ex.endLoad()
 	}
-	ex.s.record(ex.box, ex.m, ex.bounds, ex.start, status, result)
+	ex.s.settle.Record(ex.box, ex.m, ex.bounds, ex.start, status, result)
 	if ex.held > 0 {
-		ex.s.cfg.Meter.(Holder).Release(ex.box.rec.AccountID, ex.held) // after the record's price counts
+		ex.s.cfg.Meter.(Holder).Release(ex.box.Rec.AccountID, ex.held) // after the record's price counts
 	}
 	*ex = exchange{watch: ex.watch} // keep the watch's timer and state
 	exchangePool.Put(ex)

@@ -10,7 +10,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
-	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/translate"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/jsonenc"
@@ -39,22 +38,6 @@ func streamEndEvent(e index.Endpoint, msg, id string, seq int) []byte {
 		return append(b, `},"output":[]}}`+"\n\n"...)
 	}
 	return []byte("data: " + string(ae.JSON(false)) + "\n\n")
-}
-
-// streamCharge applies the one rule for a stream that ended without completing (an error
-// the server reported, a cut, a timeout, an invalid event): the prompt as reported, else
-// estimated from the request; the output by chargeOutput (the larger of reported and
-// delivered); and a stream that delivered no generated output and reported no usage is
-// not charged.
-func streamCharge(r *proxy.StreamResult, out tokens.Delivered, bytesPerToken int, promptEstimate int64, b tokens.Bounds) (in int64, c outputCharge, estimated bool) {
-	if !r.PromptReported && !r.OutputReported && out == (tokens.Delivered{}) {
-		return 0, outputCharge{}, false
-	}
-	in = r.PromptTokens
-	if !r.PromptReported {
-		in, estimated = promptEstimate, true
-	}
-	return in, chargeOutput(r.CompletionTokens, r.OutputReported, out.Tokens(bytesPerToken), b.Output), estimated
 }
 
 // clientAskedRunningUsage reports whether a chat request asks for the route's running usage itself.

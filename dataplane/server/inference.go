@@ -12,53 +12,8 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tokens"
-	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/usage"
 )
-
-// recordBox holds a record with its routing detail (room for three attempts inline); each
-// exchange has one.
-type recordBox struct {
-	// endpoint is the endpoint the client called.
-	endpoint index.Endpoint
-	rec      usage.Record
-	routing  usage.Routing
-	attempt  [3]usage.Attempt
-	// trace is the request's span (not traced: the zero value).
-	trace tracing.Request
-	// upstream is the time spent waiting on upstream attempts until the answer was
-	// committed; ttft, for a stream, the time from arrival until its first event was ready.
-	upstream, ttft time.Duration
-}
-
-// startRecord starts the record of call c in box (the exchange's, reused once the record
-// is handed to the meter).
-func startRecord(box *recordBox, ctx *fasthttp.RequestCtx, c *upstreamCall, nodeRegion string) {
-	*box = recordBox{}
-	rec := &box.rec
-	rec.RequestID = requestID(ctx)
-	rec.TS = c.start
-	rec.AccountID = c.p.acct.ID
-	if c.p.key.ID != "" { // console test-box requests have no key: key_id null
-		rec.KeyID = &c.p.key.ID
-	}
-	rec.Model = c.m.ID
-	rec.Endpoint = c.e.Path()
-	box.endpoint = c.e
-	rec.Stream = c.stream
-	box.routing.Policy = c.p.acct.Residency
-	box.routing.NodeRegion = nodeRegion
-	box.routing.Attempts = box.attempt[:0]
-	rec.Routing = &box.routing
-}
-
-// addAttempt appends an attempt at route r and names r in the record as the route tried
-// last (the one that answered, if any does).
-func (b *recordBox) addAttempt(r *index.Route) *usage.Attempt {
-	b.routing.Attempts = append(b.routing.Attempts, usage.Attempt{Route: r.ID, Provider: r.Provider, Region: r.Region})
-	b.rec.Provider, b.rec.Residency = r.Provider, r.Region
-	return &b.routing.Attempts[len(b.routing.Attempts)-1]
-}
 
 // admit authenticates an inference request, checks the balance and sets X-Service-Policy.
 func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, bool) {
@@ -231,7 +186,7 @@ func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		rb, _ = proxy.MirrorReasoning(nil, rb, "message") // both names: clients read either
 		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.of(ex.cand.Route).FinishStop)
 	}
-	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
+	ex.box.Rec.PromptTokens, ex.box.Rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
 	ctx.SetBody(rb)
@@ -254,25 +209,6 @@ func nativeCandidates(cands []index.Candidate) []index.Candidate {
 		}
 	}
 	return cands
-}
-
-// record prices and hands over the record. Token counts are bounded here once more, so no
-// path can price more than the request made possible.
-func (s *Server) record(box *recordBox, m *index.Model, b tokens.Bounds, start time.Time, status int, result string) {
-	rec := &box.rec
-	rec.Status = status
-	rec.Result = result
-	rec.PromptTokens, rec.CompletionTokens, _ = b.Check(rec.PromptTokens, rec.CompletionTokens)
-	var promptPrice int64
-	rec.CompletionTokens, rec.PriceMicroSEK, promptPrice = priceOf(m, rec.Endpoint, rec.PromptTokens, rec.CompletionTokens)
-	d := s.now().Sub(start)
-	rec.DurationMS = d.Milliseconds()
-	s.observe(box, d, promptPrice) // metrics, access log
-	if box.trace.Traced() {
-		s.recordTraced(box)
-		return
-	}
-	s.cfg.Meter.Record(rec)
 }
 
 // countTokens answers /v1/messages/count_tokens: no route supports it, so a visible model

@@ -49,9 +49,9 @@ func (ex *exchange) endLoad() {
 	if fq := ex.s.cfg.FairQueue; fq != nil && fq.Busy() {
 		fq.Kick() // one out, one in
 	}
-	rec := &ex.box.rec
-	if ex.stream != nil && ex.box.ttft > 0 && rec.CompletionTokens > 1 {
-		rest := ex.s.now().Sub(ex.start) - ex.box.ttft
+	rec := &ex.box.Rec
+	if ex.stream != nil && ex.box.TTFT > 0 && rec.CompletionTokens > 1 {
+		rest := ex.s.now().Sub(ex.start) - ex.box.TTFT
 		if rest > 0 {
 			ld.ObserveTPOT(rest / time.Duration(rec.CompletionTokens-1))
 		}

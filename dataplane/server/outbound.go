@@ -30,14 +30,6 @@ func recordBoundError(req *reqparse.Request, window int64) *apierror.Error {
 		" tokens, the most one request may generate; set a lower max_tokens or n")
 }
 
-// overBoundOutput is the output charged for a non-streaming answer whose reported output is
-// over the request's bound (a server that read a length field of its own): what it reports,
-// up to what the answer holds (the larger of the bound and the estimate of its text), and
-// never over what one record may hold.
-func overBoundOutput(reported, bound, estimate int64) int64 {
-	return min(reported, max(bound, estimate), usage.MaxRecordTokens)
-}
-
 // streamCut is the most output a relayed stream delivers, in tokens (protocol.maxOutput;
 // 0: no bound): the request's output bound. The contract, exact: output is counted from
 // what each event shows the client (proxy.Stream.Delivered, tokens.Delivered: the larger
@@ -64,35 +56,4 @@ func (p protocol) pastBound(st *proxy.Stream, r *relayed) bool {
 	}
 	r.err = outcome.ErrOutputBound
 	return true
-}
-
-// outputCharge is the output a record charges: the larger of what the provider reported and what
-// the client was delivered (tokens.Delivered.Tokens), within the bound. estimated is set
-// when the charge is not the reported count (nothing reported, or less than delivered),
-// underreported when delivered exceeds reported by more than underreportTolerance.
-type outputCharge struct {
-	out                      int64
-	estimated, underreported bool
-}
-
-func chargeOutput(reported int64, wasReported bool, delivered, bound int64) outputCharge {
-	if !wasReported {
-		return outputCharge{out: min(delivered, bound), estimated: true}
-	}
-	if delivered <= reported {
-		return outputCharge{out: min(reported, bound)}
-	}
-	return outputCharge{out: min(delivered, bound), estimated: true,
-		underreported: delivered-reported > underreportTolerance(reported)}
-}
-
-// underreportTolerance is how far the delivered estimate may exceed the reported output
-// before a record is flagged (routing.output_underreported): a tenth, and at least 2.
-func underreportTolerance(reported int64) int64 { return max(2, reported/10) }
-
-// flag marks a record's routing when c found the provider under-reporting.
-func (c outputCharge) flag(rt *usage.Routing, reported int64) {
-	if c.underreported {
-		rt.OutputUnderreported, rt.ReportedOutput = true, reported
-	}
 }

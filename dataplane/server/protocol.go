@@ -81,8 +81,8 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 		// The route answered 200 with something the client's protocol cannot carry (a chat
 		// completion without choices, tool arguments that are not JSON). The exchange is
 		// committed: no other route is tried.
-		if len(ex.box.routing.Attempts) > 0 {
-			ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1].Error = proxy.FailInvalid
+		if len(ex.box.Routing.Attempts) > 0 {
+			ex.box.Routing.Attempts[len(ex.box.Routing.Attempts)-1].Error = proxy.FailInvalid
 		}
 		writeError(ctx, outcome.ErrInvalidUpstream)
 		ex.end(outcome.ErrInvalidUpstream.Status, usage.ResultUpstreamError)
@@ -90,7 +90,7 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	}
 	// The usage read (and bounded) by the attempt loop from the upstream's answer; a
 	// translated answer carries the same counts.
-	ex.box.rec.PromptTokens, ex.box.rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
+	ex.box.Rec.PromptTokens, ex.box.Rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if proto.translate {
 		ctx.SetContentType("application/json")

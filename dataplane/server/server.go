@@ -28,6 +28,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -177,6 +178,7 @@ type Server struct {
 	streams   streamSet     // streams being relayed (drain.go)
 	admission nodeAdmission // accounts this node's country admits (nodecountry.go)
 	dialects  dialectMemo   // servers detected on routes that name none (dialects.go)
+	settle    *settle.Settler
 }
 
 // New validates cfg and builds a Server.
@@ -245,6 +247,7 @@ func New(cfg Config) (*Server, error) {
 	if !internalapi.ValidRegion(cfg.Region) {
 		return nil, fmt.Errorf("server: Region %q is not lower-case letters, digits and '-' (at most 63)", cfg.Region)
 	}
+	s.settle = &settle.Settler{Meter: cfg.Meter, Telemetry: cfg.Telemetry, Access: cfg.AccessLog, Now: cfg.Now}
 	s.admission = newNodeAdmission(cfg.Country, cfg.RegionURLs)
 	if cfg.Link != nil {
 		s.cp = cfg.Link.HTTPClient(30 * time.Second)

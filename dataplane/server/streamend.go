@@ -9,6 +9,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -17,22 +18,11 @@ import (
 // stream runs (result interrupted, the prompt tokens the first event reported or the
 // node's estimate, no output, priced). The end record supersedes it.
 func (ex *exchange) writeStart() {
-	ex.startRec, ex.startRouting = ex.box.rec, ex.box.routing
+	ex.startRec, ex.startRouting = ex.box.Rec, ex.box.Routing
 	r := &ex.stream.Result
-	st := &ex.startRec
-	st.Status, st.Result, st.DurationMS = 200, usage.ResultInterrupted, 0
-	st.PromptTokens, st.CompletionTokens = r.PromptTokens, 0
-	if !r.PromptReported {
-		st.PromptTokens = ex.promptEstimate
-		ex.startRouting.UsageEstimated = true
-	}
-	if r.OutputReported {
-		st.CompletionTokens = r.CompletionTokens
-	}
-	st.PromptTokens, st.CompletionTokens, _ = ex.bounds.Check(st.PromptTokens, st.CompletionTokens)
-	st.CompletionTokens, st.PriceMicroSEK, _ = priceOf(ex.m, st.Endpoint, st.PromptTokens, st.CompletionTokens)
-	st.Routing = &ex.startRouting
-	ex.s.cfg.Meter.Start(st)
+	ex.s.settle.Start(&ex.startRec, &ex.startRouting, ex.m, ex.bounds, settle.StartUsage{
+		Prompt: r.PromptTokens, Output: r.CompletionTokens, PromptReported: r.PromptReported,
+		OutputReported: r.OutputReported, PromptEstimate: ex.promptEstimate})
 }
 
 // endStream finishes a relayed stream and records it.
@@ -70,28 +60,28 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		}
 	}
 	if end.BreaksRoute() {
-		if n := len(ex.box.routing.Attempts); n > 0 {
-			ex.box.routing.Attempts[n-1].Error = proxy.FailInvalid
+		if n := len(ex.box.Routing.Attempts); n > 0 {
+			ex.box.Routing.Attempts[n-1].Error = proxy.FailInvalid
 		}
 		if ex.s.cfg.Health != nil && ex.cand.Route != nil {
 			_ = ex.s.cfg.Health.Do(ex.cand.Route, func() error { return routing.ErrRouteFailed })
 		}
 	}
-	rec := &ex.box.rec
+	rec := &ex.box.Rec
 	var est bool
-	var c outputCharge
+	var c settle.Output
 	if result == usage.ResultOK || result == usage.ResultCancelled {
 		rec.PromptTokens = r.PromptTokens
 		if !r.PromptReported {
 			rec.PromptTokens, est = ex.promptEstimate, true
 		}
-		c = chargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(ex.m.OutputBytesPerToken), ex.bounds.Output)
+		c = settle.ChargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(ex.m.OutputBytesPerToken), ex.bounds.Output)
 	} else {
-		rec.PromptTokens, c, est = streamCharge(r, rel.out, ex.m.OutputBytesPerToken, ex.promptEstimate, ex.bounds)
+		rec.PromptTokens, c, est = settle.StreamCharge(r, rel.out, ex.m.OutputBytesPerToken, ex.promptEstimate, ex.bounds)
 	}
-	rec.CompletionTokens = c.out
-	ex.box.routing.UsageEstimated = ex.box.routing.UsageEstimated || est || c.estimated
-	c.flag(&ex.box.routing, r.CompletionTokens)
+	rec.CompletionTokens = c.Tokens
+	ex.box.Routing.UsageEstimated = ex.box.Routing.UsageEstimated || est || c.Estimated
+	c.Flag(&ex.box.Routing, r.CompletionTokens)
 	// The record first, then the upstream: closing a stream that ended cleanly reads the
 	// end of the upstream's body so its connection can be reused (proxy.Stream.Close), which
 	// may wait a moment, and a node killed meanwhile must not lose the record of a stream

@@ -10,6 +10,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -72,32 +73,6 @@ func attemptOutcome(a *usage.Attempt) string {
 	return statusOutcome(a.Status)
 }
 
-// observe reports a routed request about to be recorded to the metrics and the access log;
-// promptPrice is the prompt's side of its price. It runs before the meter takes the record.
-func (s *Server) observe(box *recordBox, d time.Duration, promptPrice int64) {
-	rec := &box.rec
-	s.tel.Observe(&telemetry.Request{Endpoint: box.endpoint, Model: rec.Model, Provider: rec.Provider, Result: rec.Result,
-		Status: rec.Status, PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
-		PromptMicroSEK: promptPrice, OutputMicroSEK: rec.PriceMicroSEK - promptPrice,
-		Duration: d, Upstream: box.upstream, TTFT: box.ttft, Stream: rec.Stream,
-		Underreported: box.routing.OutputUnderreported})
-	if s.access == nil {
-		return
-	}
-	e := accesslog.Entry{Time: rec.TS, RequestID: rec.RequestID, AccountID: rec.AccountID, Endpoint: rec.Endpoint,
-		Model: rec.Model, Provider: rec.Provider, Region: rec.Residency, NodeRegion: box.routing.NodeRegion,
-		Status: rec.Status, Result: rec.Result, Stream: rec.Stream, Attempts: len(box.routing.Attempts),
-		PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens, PriceMicroSEK: rec.PriceMicroSEK,
-		Duration: d, TTFT: box.ttft}
-	if rec.KeyID != nil {
-		e.KeyID = *rec.KeyID
-	}
-	if n := len(box.routing.Attempts); n > 0 {
-		e.Route = box.routing.Attempts[n-1].Route
-	}
-	s.access.Write(&e)
-}
-
 // userRouted marks a request that reached the attempt loop: its record makes its
 // access-log line and ends its span. userTrace holds the span of a traced request until
 // then.
@@ -129,26 +104,11 @@ func (s *Server) serveObserved(ctx *fasthttp.RequestCtx) {
 }
 
 // routed hands the request's span to its record box and marks the request routed.
-func (s *Server) routed(ctx *fasthttp.RequestCtx, box *recordBox) {
+func (s *Server) routed(ctx *fasthttp.RequestCtx, box *settle.Box) {
 	ctx.SetUserValue(userRouted, true)
 	if tr, ok := ctx.UserValue(userTrace).(tracing.Request); ok {
-		box.trace = tr
+		box.Trace = tr
 	}
-}
-
-// recordTraced hands a traced request's record to the meter in a spool-write span, then
-// ends the request's span with the record's figures.
-func (s *Server) recordTraced(box *recordBox) {
-	rec := &box.rec
-	attrs := []attribute.KeyValue{attribute.String("gateway.model", rec.Model), attribute.String("gateway.provider", rec.Provider),
-		attribute.String("gateway.result", rec.Result), attribute.Int("gateway.attempts", len(box.routing.Attempts)),
-		attribute.Int64("gateway.prompt_tokens", rec.PromptTokens), attribute.Int64("gateway.completion_tokens", rec.CompletionTokens),
-		attribute.Int64("gateway.price_micro_sek", rec.PriceMicroSEK), attribute.Bool("gateway.stream", rec.Stream)}
-	status, tr := rec.Status, box.trace
-	sp := tr.Start("spool write", rec.RequestID)
-	s.cfg.Meter.Record(rec) // the meter owns rec from here
-	sp.End("")
-	tr.End(status, attrs...)
 }
 
 // endAttemptSpan ends the last attempt's span with its outcome.
@@ -156,7 +116,7 @@ func (ex *exchange) endAttemptSpan() {
 	if ex.attemptSpan == (tracing.Child{}) {
 		return
 	}
-	a := &ex.box.routing.Attempts[len(ex.box.routing.Attempts)-1]
+	a := &ex.box.Routing.Attempts[len(ex.box.Routing.Attempts)-1]
 	failure := ""
 	if out := attemptOutcome(a); out != outcomeOK {
 		failure = out
