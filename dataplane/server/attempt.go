@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/fairq"
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -27,7 +27,7 @@ import (
 // upstreamCall describes one inference request to the attempt loop (runAttempts). Every
 // inference handler, translated protocols included, fills one and calls runAttempts.
 type upstreamCall struct {
-	p principal
+	p admit.Principal
 	m *index.Model
 	// e is the endpoint the client called (the record's endpoint).
 	e index.Endpoint
@@ -106,14 +106,11 @@ type exchange struct {
 	resp     *fasthttp.Response
 	stream   *proxy.Stream
 	start    time.Time
-	ticket   limits.Ticket
-	flow     *fairq.Flow // the account's count in the fair queue's shares (nil without one)
+	ticket   admit.Ticket // the request's slot, fair-queue share and price hold
 	// usage is the bounded usage of a committed non-streaming answer (its upstream
 	// protocol's usage object).
 	usage  tokens.Usage
 	bounds tokens.Bounds
-	// held is the maximum price held against the balance (hold.go; 0: none).
-	held int64
 	// lengthBound is the output bound per choice (upstreamCall; 0: not a generation).
 	lengthBound int64
 	// promptEstimate: see upstreamCall.
@@ -154,40 +151,18 @@ func upstreamEndpoint(e index.Endpoint, c index.Candidate) index.Endpoint {
 // error and recorded the request itself. X-Service-Provider and X-Service-Residency name
 // the route tried last (the one that answered on success).
 func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
-	p := c.p
-	t, d := s.cfg.Limiter.Acquire(p.key.ID, p.key.Limits, p.acct.ID, p.acct.Limits, &p.idx.Snapshot.DefaultLimits)
-	if d.Reason != limits.OK {
-		s.refusedLimit(d)
-		if d.Reason == limits.Rate {
-			setRateHeaders(&ctx.Response.Header, d.View)
-		}
-		writeError(ctx, limitError(d))
-		return nil
-	}
-	if v, ok := t.RateView(s.now()); ok {
-		setRateHeaders(&ctx.Response.Header, v)
-	}
 	if len(c.cands) == 0 {
 		// Candidates there were (a model without any is answered before, wrongEndpoint);
 		// none speaks the request's protocol natively.
-		t.Release()
 		writeError(ctx, errUnsupportedProtocol)
 		return nil
 	}
-	queued, flow, ok := s.fairQueue(ctx, c)
-	if !ok {
-		t.Release()
+	t, aerr := s.admit.Admit(ctx, &admit.Request{P: c.p, Model: c.m, Endpoint: c.e, Cands: c.cands, Bounds: c.bounds})
+	if aerr != nil {
+		writeError(ctx, aerr)
 		return nil
 	}
-	held, ok := s.holdMaxPrice(ctx, c) // hold.go
-	if !ok {
-		t.Release()
-		if flow != nil {
-			flow.Done()
-		}
-		return nil
-	}
-	ex, plan := s.startExchange(ctx, c, t, held, flow, queued)
+	ex, plan := s.startExchange(ctx, c, t)
 	// Deadlines are the network's (fasthttp compares them with the wall clock); the
 	// durations recorded use the injected clock (s.now), as the request's own does.
 	deadline := time.Now().Add(s.cfg.RequestTimeout)
@@ -239,16 +214,17 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 
 // startExchange takes an exchange for the admitted call: its record started, the client's
 // connection watched, and the routes ordered into the failover plan.
-func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t limits.Ticket, held int64, flow *fairq.Flow, queued time.Duration) (*exchange, []index.Candidate) {
+func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t admit.Ticket) (*exchange, []index.Candidate) {
 	ex := exchangePool.Get().(*exchange)
-	ex.s, ex.m, ex.start, ex.ticket, ex.held, ex.flow = s, c.m, c.start, t, held, flow
+	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
+	queued := t.Queued
 	ex.box = &ex.boxStore
 	var keyID *string
-	if c.p.key.ID != "" { // console test-box requests have no key: key_id null
-		keyID = &c.p.key.ID
+	if c.p.Key.ID != "" { // console test-box requests have no key: key_id null
+		keyID = &c.p.Key.ID
 	}
-	ex.box.Start(settle.Who{RequestID: requestID(ctx), At: c.start, AccountID: c.p.acct.ID, KeyID: keyID,
-		Model: c.m.ID, Endpoint: c.e, Stream: c.stream, Policy: c.p.acct.Residency, NodeRegion: s.cfg.Region})
+	ex.box.Start(settle.Who{RequestID: requestID(ctx), At: c.start, AccountID: c.p.Acct.ID, KeyID: keyID,
+		Model: c.m.ID, Endpoint: c.e, Stream: c.stream, Policy: c.p.Acct.Residency, NodeRegion: s.cfg.Region})
 	if s.access != nil || s.tracer != nil {
 		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
 	}
@@ -441,37 +417,17 @@ func (ex *exchange) end(status int, result string) {
 	}
 	ex.call.Done()
 	ex.ticket.Release()
-	if ex.flow != nil {
-		ex.flow.Done()
-	}
 	if ex.load != nil {
 		ex.endLoad()
 	}
 	ex.s.settle.Record(ex.box, ex.m, ex.bounds, ex.start, status, result)
-	if ex.held > 0 {
-		ex.s.cfg.Meter.(Holder).Release(ex.box.Rec.AccountID, ex.held) // after the record's price counts
-	}
+	ex.ticket.Settled()             // the hold, after the record's price counts
 	*ex = exchange{watch: ex.watch} // keep the watch's timer and state
 	exchangePool.Put(ex)
 }
 
 // cancelled reports whether the client went away during the exchange.
 func (ex *exchange) cancelled() bool { return ex.call.Cancelled() }
-
-// limitError maps a limiter refusal to the 429 the client gets.
-func limitError(d limits.Denial) *apierror.Error {
-	ra := limits.RetryAfterSeconds(d.RetryAfter)
-	who := "API key"
-	if d.Scope == limits.ScopeAccount {
-		who = "account"
-	}
-	if d.Reason == limits.Concurrency {
-		return apierror.New(429, apierror.TypeRateLimit, apierror.CodeConcurrencyLimited,
-			"too many concurrent requests for this "+who+"; retry when one finishes").WithRetryAfter(ra)
-	}
-	return apierror.New(429, apierror.TypeRateLimit, apierror.CodeRateLimited,
-		"request rate limit of this "+who+" exceeded; retry after the indicated delay").WithRetryAfter(ra)
-}
 
 // jsonContentType reports whether a 200 answer's Content-Type says JSON
 // (application/json, application/problem+json, ...). An absent one is accepted: some

@@ -131,7 +131,7 @@ func BenchmarkAuthLookup(b *testing.B) {
 	ctx.Request.Header.Set("Authorization", "Bearer "+ks.SE)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.authenticate(&ctx, false, true); err != nil {
+		if _, err := s.admit.Authenticate(&ctx, false, true); err != nil {
 			b.Fatal(err)
 		}
 	}

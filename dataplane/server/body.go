@@ -248,13 +248,13 @@ func badFraming(raw []byte) bool {
 // connection, so what follows would be served as the next request.
 func chunkedValue(line []byte) bool {
 	v := line[bytes.IndexByte(line, ':')+1:]
-	return asciiEqualFold(bytes.TrimSpace(v), []byte("chunked"))
+	return bytes.EqualFold(bytes.TrimSpace(v), []byte("chunked"))
 }
 
 // hasKey reports whether header line starts with key (any case) followed by optional
 // whitespace and a colon.
 func hasKey(line []byte, key string) bool {
-	if len(line) < len(key) || !asciiEqualFold(line[:len(key)], []byte(key)) {
+	if len(line) < len(key) || !bytes.EqualFold(line[:len(key)], []byte(key)) {
 		return false
 	}
 	rest := bytes.TrimLeft(line[len(key):], " \t")
@@ -280,7 +280,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	case ctx.Request.Header.ContentLength() > limit:
 		aerr = tooLargeFor(limit)
 	case ctx.IsPost() && keyedPosts[string(path)]:
-		_, aerr = s.authenticate(ctx, messagesStyle(ctx), false)
+		_, aerr = s.admit.Authenticate(ctx, messagesStyle(ctx), false)
 	}
 	if aerr == nil {
 		return fasthttp.StatusContinue

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/tidwall/sjson"
 
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -27,11 +28,11 @@ import (
 
 // callTenant is what keeps the requests of p to m apart: the account's ID for the prefix
 // key and its cache salt, or empty for both when m shares its cache.
-func callTenant(p principal, m *index.Model) (tenant, salt string) {
+func callTenant(p admit.Principal, m *index.Model) (tenant, salt string) {
 	if m.SharesCache() {
 		return "", ""
 	}
-	return p.acct.ID, p.acct.CacheSalt
+	return p.Acct.ID, p.Acct.CacheSalt
 }
 
 // salted returns body, bound for candidate cand on upstream endpoint ue, with call c's

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/reqparse"
@@ -82,7 +83,7 @@ func TestPrefixKeyPerAccount(t *testing.T) {
 		m, _ := x.Model(fixture.ModelChat)
 		key := func(acct string) uint64 {
 			a, _ := x.Account(acct)
-			c := newUpstreamCall(principal{idx: x, acct: a}, m, index.EPChat, nil, &req, body, time.Now())
+			c := newUpstreamCall(admit.Principal{Idx: x, Acct: a}, m, index.EPChat, nil, &req, body, time.Now())
 			if !c.hasKey {
 				t.Fatal("no prefix key")
 			}

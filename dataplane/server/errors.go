@@ -15,20 +15,6 @@ import (
 // control plane answers too take the shared wording (shared/apierror).
 var (
 	// Admission.
-	errNotReady = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
-		"the gateway has not received its configuration yet; retry shortly").WithRetryAfter(5))
-	errMissingKey = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-		"missing API key: send it as Authorization: Bearer <key>"))
-	errInvalidKey = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-		"invalid API key"))
-	errDuplicateAuth = fixed(apierror.New(401, apierror.TypeAuthentication, apierror.CodeInvalidAPIKey,
-		"more than one credential header of the same name: send the key once"))
-	errSuspended = fixed(apierror.New(403, apierror.TypePermission, apierror.CodeAccountSuspended,
-		"this account is suspended"))
-	errResidency = fixed(apierror.New(403, apierror.TypePermission, apierror.CodeResidencyUnsatisfied,
-		"no route of this deployment satisfies the account's residency policy"))
-	errBalance = fixed(apierror.New(402, apierror.TypeInsufficientQuota, apierror.CodeInsufficientQuota,
-		"balance exhausted: top up the account to continue"))
 	errModelNotFound = fixed(apierror.New(404, apierror.TypeNotFound, apierror.CodeModelNotFound,
 		"the model does not exist or is not available to this account").WithParam("model"))
 	errUnsupportedProtocol = fixed(apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
@@ -114,8 +100,3 @@ func writeErrorStyle(ctx *fasthttp.RequestCtx, e *apierror.Error, ms bool) {
 
 // fixed registers e's envelopes with apierror.Fixed and returns e.
 func fixed(e *apierror.Error) *apierror.Error { return apierror.Fixed(e) }
-
-// errSaturated refuses a request the fair queue cannot hold (its Retry-After is set per
-// refusal).
-var errSaturated = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeProviderRateLimited,
-	"every model server that can serve this request is at capacity; retry after the indicated delay"))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -21,27 +22,27 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Trans
 // forwardAuthed forwards an account path (/v1/service/*) after authenticating the key; the
 // control plane receives the identity in internal headers next to the node token.
 func (s *Server) forwardAuthed(ctx *fasthttp.RequestCtx) {
-	p, aerr := s.authenticate(ctx, false, false)
+	p, aerr := s.admit.Authenticate(ctx, false, false)
 	if aerr != nil {
 		writeError(ctx, aerr)
 		return
 	}
-	s.forwardCP(ctx, p.acct.ID, p.key.ID)
+	s.forwardCP(ctx, p.Acct.ID, p.Key.ID)
 }
 
 // forwardAccount forwards GET /v1/service/account like forwardAuthed, except that a
 // suspended account is let through: its holder can still read its balance and why it is
 // suspended (inference stays refused).
 func (s *Server) forwardAccount(ctx *fasthttp.RequestCtx) {
-	p, aerr := s.authenticate(ctx, false, false)
-	if aerr == errSuspended {
-		aerr = s.admission.check(p.acct.Residency, p.idx)
+	p, aerr := s.admit.Authenticate(ctx, false, false)
+	if aerr == admit.ErrSuspended {
+		aerr = s.admit.Residency(p)
 	}
 	if aerr != nil {
 		writeError(ctx, aerr)
 		return
 	}
-	s.forwardCP(ctx, p.acct.ID, p.key.ID)
+	s.forwardCP(ctx, p.Acct.ID, p.Key.ID)
 }
 
 // forwardPublic forwards signup and payment webhooks without a key: raw body and headers.

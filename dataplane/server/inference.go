@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
@@ -15,20 +16,15 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// admit authenticates an inference request, checks the balance and sets X-Service-Policy.
-func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, bool) {
-	p, aerr := s.authenticate(ctx, allowXAPIKey, true)
-	if p.acct != nil {
-		ctx.Response.Header.Set("X-Service-Policy", p.acct.Residency)
+// admitted authenticates an inference request and checks the balance (admit.Inference),
+// and sets X-Service-Policy.
+func (s *Server) admitted(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (admit.Principal, bool) {
+	p, aerr := s.admit.Inference(ctx, allowXAPIKey)
+	if p.Acct != nil {
+		ctx.Response.Header.Set("X-Service-Policy", p.Acct.Residency)
 	}
 	if aerr != nil {
-		s.refusedAuth(aerr)
 		writeError(ctx, aerr)
-		return p, false
-	}
-	if s.cfg.Meter.Spendable(p.acct.ID) <= 0 {
-		s.tel.Refused(telemetry.RefuseBalance)
-		writeError(ctx, errBalance)
 		return p, false
 	}
 	return p, true
@@ -36,13 +32,13 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (principal, 
 
 // countRefusal counts the request of p if it was refused before routing: an error answer
 // that names no route (routed answers carry X-Service-Provider and make a record).
-func (s *Server) countRefusal(ctx *fasthttp.RequestCtx, p principal) {
+func (s *Server) countRefusal(ctx *fasthttp.RequestCtx, p admit.Principal) {
 	st := ctx.Response.StatusCode()
 	if s.cfg.Refusals == nil || st < 400 || len(ctx.Response.Header.Peek("X-Service-Provider")) > 0 {
 		return
 	}
 	code := gjson.GetBytes(ctx.Response.Body(), "error.code").String()
-	s.cfg.Refusals.Add(p.acct.ID, p.key.ID, st, code)
+	s.cfg.Refusals.Add(p.Acct.ID, p.Key.ID, st, code)
 }
 
 // generates reports whether e produces tokens under an output limit (max_tokens).
@@ -51,12 +47,12 @@ func generates(e index.Endpoint) bool {
 }
 
 // resolve finds the visible model a request names.
-func resolve(p principal, name string) (*index.Model, bool) {
-	m, ok := p.idx.Model(name)
+func resolve(p admit.Principal, name string) (*index.Model, bool) {
+	m, ok := p.Idx.Model(name)
 	if !ok {
 		return nil, false
 	}
-	_, ok = p.acct.VisibleModel(m.ID)
+	_, ok = p.Acct.VisibleModel(m.ID)
 	return m, ok
 }
 
@@ -67,8 +63,8 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 	allowXAPIKey := e == index.EPMessages
 	return func(ctx *fasthttp.RequestCtx) {
 		start := s.now()
-		p, ok := s.admit(ctx, allowXAPIKey)
-		if p.acct != nil && p.key != nil {
+		p, ok := s.admitted(ctx, allowXAPIKey)
+		if p.Acct != nil && p.Key != nil {
 			defer s.countRefusal(ctx, p)
 		}
 		if !ok {
@@ -120,7 +116,7 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 			}
 		}
 		// Remote media and provider extensions narrow the routes to those that allow them.
-		all := m.Candidates(p.acct.Residency, e)
+		all := m.Candidates(p.Acct.Residency, e)
 		if len(all) == 0 {
 			writeError(ctx, wrongEndpoint(p, m, e))
 			return
@@ -142,7 +138,7 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 	}
 }
 
-func newUpstreamCall(p principal, m *index.Model, e index.Endpoint, cands []index.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
+func newUpstreamCall(p admit.Principal, m *index.Model, e index.Endpoint, cands []index.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
 	c := upstreamCall{p: p, m: m, e: e, cands: cands,
 		stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
 	inputs := 1
@@ -214,7 +210,7 @@ func nativeCandidates(cands []index.Candidate) []index.Candidate {
 // countTokens answers /v1/messages/count_tokens: no route supports it, so a visible model
 // gets 400 unsupported_protocol; a positive balance is still required.
 func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
-	p, ok := s.admit(ctx, true)
+	p, ok := s.admitted(ctx, true)
 	if !ok {
 		return
 	}

@@ -3,13 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/valyala/fasthttp"
-
-	"github.com/sekgate/gateway/dataplane/fairq"
-	"github.com/sekgate/gateway/dataplane/outcome"
-
 	"github.com/sekgate/gateway/dataplane/index"
-	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 )
 
@@ -56,48 +50,4 @@ func (ex *exchange) endLoad() {
 			ld.ObserveTPOT(rest / time.Duration(rec.CompletionTokens-1))
 		}
 	}
-}
-
-// fairQueue holds a request in the node's fair queue while every eligible route is
-// saturated (or others wait already, or its account is above its share and only the
-// headroom is free) and reports how long it waited, and the account's flow, whose count
-// of requests in flight it has started (the exchange ends it); false when the request
-// was refused (answered here with 429 and Retry-After, not recorded: nothing was routed).
-func (s *Server) fairQueue(ctx *fasthttp.RequestCtx, c *upstreamCall) (time.Duration, *fairq.Flow, bool) {
-	fq := s.cfg.FairQueue
-	if fq == nil {
-		return 0, nil, true
-	}
-	f := fq.Flow(c.p.acct.ID, c.p.acct.Weight())
-	if free, capacity := s.cfg.Selector.Room(c.cands, s.now().UnixNano()); fq.Admit(f, free, capacity) {
-		f.Start()
-		return 0, f, true
-	}
-	class := "standard"
-	if c.p.acct.Limits != nil {
-		class = "limited"
-	}
-	// A separate object, not a closure over c: c stays on its caller's stack.
-	chk := &roomCheck{s: s, cands: c.cands}
-	d, err := fq.Wait(ctx, f, class, chk.room)
-	if err != nil {
-		if err == fairq.ErrFull || err == fairq.ErrTimeout {
-			writeError(ctx, errSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter())))
-		} else {
-			writeError(ctx, outcome.ErrNoRoute)
-		}
-		return d, nil, false
-	}
-	f.Start()
-	return d, f, true
-}
-
-// roomCheck tells the fair queue how much room a held request's routes have.
-type roomCheck struct {
-	s     *Server
-	cands []index.Candidate
-}
-
-func (r *roomCheck) room() (free, capacity float64) {
-	return r.s.cfg.Selector.Room(r.cands, r.s.now().UnixNano())
 }

@@ -22,12 +22,3 @@ type Meter interface {
 	// SeedBalances replaces known balances with those of a snapshot taken at ledger seq.
 	SeedBalances(b []snapshot.Balance, seq int64)
 }
-
-// Holder is a Meter that can hold a request's maximum price against the balance
-// (snapshot.Limits.HoldMaxPrice); both meters are.
-type Holder interface {
-	// Hold takes amount from the account's spendable balance when it covers it.
-	Hold(accountID string, amount int64) bool
-	// Release gives back what Hold took.
-	Release(accountID string, amount int64)
-}

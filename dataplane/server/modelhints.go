@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -14,8 +15,8 @@ import (
 // modelNotFound is the 404 for a model name the account cannot use. It names up to three
 // of the account's visible models whose IDs or aliases are closest to name (one a prefix
 // of the other, or a few edits apart), never a model the account cannot see.
-func modelNotFound(p principal, name string) *apierror.Error {
-	if p.acct == nil || name == "" || len(name) > 200 {
+func modelNotFound(p admit.Principal, name string) *apierror.Error {
+	if p.Acct == nil || name == "" || len(name) > 200 {
 		return errModelNotFound
 	}
 	type near struct {
@@ -25,7 +26,7 @@ func modelNotFound(p principal, name string) *apierror.Error {
 	var found []near
 	want := asciiLower(name)
 	limit := max(2, len(want)/3)
-	for _, m := range p.acct.Visible {
+	for _, m := range p.Acct.Visible {
 		best := modelDistance(want, m.ID, limit)
 		for _, a := range m.Aliases {
 			best = min(best, modelDistance(want, a, limit))
@@ -67,11 +68,11 @@ func modelDistance(want, id string, limit int) int {
 // endpoint e (an embeddings model sent to chat completions, say): it names the endpoints
 // that do serve it under the account's policy; a 503 when routes discovered from DNS serve
 // e but have no replica now. Runs on the error path only.
-func wrongEndpoint(p principal, m *index.Model, e index.Endpoint) *apierror.Error {
-	if m.AwaitsReplicas(p.acct.Residency, e) {
+func wrongEndpoint(p admit.Principal, m *index.Model, e index.Endpoint) *apierror.Error {
+	if m.AwaitsReplicas(p.Acct.Residency, e) {
 		return outcome.ErrNoRoute // its routes' replicas are gone from DNS for now: retry shortly
 	}
-	eps := m.Endpoints(p.acct.Residency)
+	eps := m.Endpoints(p.Acct.Residency)
 	if len(eps) == 0 || slices.Contains(eps, e.Path()) {
 		return errUnsupportedProtocol // nothing to point to
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 )
 
@@ -57,10 +58,10 @@ func renderModel(m *index.Model, policy string) modelJSON {
 }
 
 // authedRead authenticates a model read and sets X-Service-Policy.
-func (s *Server) authedRead(ctx *fasthttp.RequestCtx) (principal, bool) {
-	p, aerr := s.authenticate(ctx, false, true)
-	if p.acct != nil {
-		ctx.Response.Header.Set("X-Service-Policy", p.acct.Residency)
+func (s *Server) authedRead(ctx *fasthttp.RequestCtx) (admit.Principal, bool) {
+	p, aerr := s.admit.Authenticate(ctx, false, true)
+	if p.Acct != nil {
+		ctx.Response.Header.Set("X-Service-Policy", p.Acct.Residency)
 	}
 	if aerr != nil {
 		writeError(ctx, aerr)
@@ -74,9 +75,9 @@ func (s *Server) listModels(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	out := modelListJSON{Object: "list", Data: make([]modelJSON, 0, len(p.acct.Visible))}
-	for _, m := range p.acct.Visible {
-		out.Data = append(out.Data, renderModel(m, p.acct.Residency))
+	out := modelListJSON{Object: "list", Data: make([]modelJSON, 0, len(p.Acct.Visible))}
+	for _, m := range p.Acct.Visible {
+		out.Data = append(out.Data, renderModel(m, p.Acct.Residency))
 	}
 	if len(out.Data) == 0 {
 		out.Service = &serviceNote{Code: "no_models_available",
@@ -96,15 +97,15 @@ func (s *Server) getModel(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, errModelNotFound)
 		return
 	}
-	m, ok := p.idx.Model(name)
+	m, ok := p.Idx.Model(name)
 	if ok {
-		_, ok = p.acct.VisibleModel(m.ID)
+		_, ok = p.Acct.VisibleModel(m.ID)
 	}
 	if !ok {
 		writeError(ctx, modelNotFound(p, name))
 		return
 	}
-	writeJSON(ctx, 200, renderModel(m, p.acct.Residency))
+	writeJSON(ctx, 200, renderModel(m, p.Acct.Residency))
 }
 
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {

@@ -9,18 +9,6 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-func TestAppendResetDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0s", -time.Second: "0s", time.Nanosecond: "1ms", 20 * time.Millisecond: "20ms", 999 * time.Millisecond: "999ms",
-		time.Second: "1s", 1500 * time.Millisecond: "1.5s", 1234567 * time.Microsecond: "1.235s", 90 * time.Second: "1m30s",
-		6 * time.Minute: "6m0s", time.Hour + 5*time.Second: "1h0m5s", 2*time.Hour + 3*time.Minute + 40*time.Millisecond: "2h3m0.04s",
-	} {
-		if got := string(appendResetDuration([]byte("x"), d)); got != "x"+want {
-			t.Errorf("%v: %q, want %q", d, got, want)
-		}
-	}
-}
-
 // Inference answers carry the node's request-rate view: the bucket's size, what is left
 // after this request, and when it is full again; a rate refusal shows 0 left.
 func TestRateLimitHeaders(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
+	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/fairq"
@@ -174,11 +175,11 @@ type Server struct {
 	// proxied counts the requests in handling per client address of clients behind a
 	// trusted proxy (nil without trusted proxies): the per-address cap of the listener
 	// cannot see them.
-	proxied   *edge.Counter
-	streams   streamSet     // streams being relayed (drain.go)
-	admission nodeAdmission // accounts this node's country admits (nodecountry.go)
-	dialects  dialectMemo   // servers detected on routes that name none (dialects.go)
-	settle    *settle.Settler
+	proxied  *edge.Counter
+	streams  streamSet   // streams being relayed (drain.go)
+	dialects dialectMemo // servers detected on routes that name none (dialects.go)
+	settle   *settle.Settler
+	admit    *admit.Admitter
 }
 
 // New validates cfg and builds a Server.
@@ -248,7 +249,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: Region %q is not lower-case letters, digits and '-' (at most 63)", cfg.Region)
 	}
 	s.settle = &settle.Settler{Meter: cfg.Meter, Telemetry: cfg.Telemetry, Access: cfg.AccessLog, Now: cfg.Now}
-	s.admission = newNodeAdmission(cfg.Country, cfg.RegionURLs)
+	holder, _ := cfg.Meter.(admit.Holder)
+	s.admit = admit.New(admit.Config{Store: cfg.Store, Balances: cfg.Meter, Holder: holder, Limiter: cfg.Limiter,
+		FairQueue: cfg.FairQueue, Selector: cfg.Selector, Telemetry: cfg.Telemetry, TestBoxToken: cfg.TestBoxToken,
+		Country: cfg.Country, RegionURLs: cfg.RegionURLs, Now: cfg.Now})
 	if cfg.Link != nil {
 		s.cp = cfg.Link.HTTPClient(30 * time.Second)
 		s.cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -360,7 +364,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if s.proxied != nil {
-		if key, ok := s.proxiedClient(ctx); ok && !s.presentsKey(ctx) {
+		if key, ok := s.proxiedClient(ctx); ok && !s.admit.PresentsKey(ctx) {
 			if !s.proxied.Acquire(key) {
 				writeError(ctx, errTooManyAddrRequests)
 				if bodyLeft(ctx) {

@@ -9,35 +9,11 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/index"
-	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/settle"
-	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tracing"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
-
-// refusedAuth counts an authentication refusal of an inference request by reason: the
-// node's country or the account's policy (residency), or the key and account (auth). A
-// node without a snapshot (503) is not a refusal of the request.
-func (s *Server) refusedAuth(aerr *apierror.Error) {
-	switch {
-	case aerr.Status == 503:
-	case aerr.Code == apierror.CodeResidencyUnsatisfied:
-		s.tel.Refused(telemetry.RefuseResidency)
-	default:
-		s.tel.Refused(telemetry.RefuseAuth)
-	}
-}
-
-// refusedLimit counts a limiter refusal.
-func (s *Server) refusedLimit(d limits.Denial) {
-	if d.Reason == limits.Concurrency {
-		s.tel.Refused(telemetry.RefuseConcurrency)
-		return
-	}
-	s.tel.Refused(telemetry.RefuseRate)
-}
 
 // Attempt outcomes besides the failure classes of proxy.Classify.
 const (

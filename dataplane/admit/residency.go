@@ -1,4 +1,4 @@
-package server
+package admit
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ func (a nodeAdmission) check(p string, idx *index.Index) *apierror.Error {
 	e, ok := a.refuse[p]
 	if !ok {
 		if !residency.Valid(p) {
-			return errResidency
+			return ErrResidency
 		}
 		return nil
 	}

@@ -1,8 +1,7 @@
-package server
+package admit
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -11,62 +10,62 @@ import (
 	"github.com/sekgate/gateway/shared/apikey"
 )
 
-// principal is an authenticated caller.
-type principal struct {
-	idx  *index.Index
-	key  *index.Key
-	acct *index.Account
+// Principal is an authenticated caller.
+type Principal struct {
+	Idx  *index.Index
+	Key  *index.Key
+	Acct *index.Account
 }
 
 var bearerPrefix = []byte("bearer ")
 
-// authenticate finds the caller's key in the current snapshot. allowXAPIKey admits the
+// Authenticate finds the caller's key in the current snapshot. allowXAPIKey admits the
 // x-api-key header when no Authorization header is present (Messages-style endpoints); an
 // Authorization header always wins, valid or not. checkResidency refuses accounts whose
 // policy no route of the deployment satisfies.
-func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResidency bool) (principal, *apierror.Error) {
+func (s *Admitter) Authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResidency bool) (Principal, *apierror.Error) {
 	idx := s.cfg.Store.Load()
 	if idx == nil {
-		return principal{}, errNotReady
+		return Principal{}, ErrNotReady
 	}
 	var secret []byte
 	if len(ctx.Request.Header.PeekAll(fasthttp.HeaderAuthorization)) > 1 ||
 		(allowXAPIKey && len(ctx.Request.Header.PeekAll("X-Api-Key")) > 1) {
 		// Which one a proxy in front of the gateway would pick is anybody's guess.
-		return principal{}, errDuplicateAuth
+		return Principal{}, ErrDuplicateAuth
 	}
 	if h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization); len(h) > 0 {
 		if len(h) <= len(bearerPrefix) || !asciiEqualFold(h[:len(bearerPrefix)], bearerPrefix) {
-			return principal{}, errInvalidKey
+			return Principal{}, ErrInvalidKey
 		}
 		secret = bytes.TrimSpace(h[len(bearerPrefix):])
 	} else if allowXAPIKey {
 		secret = bytes.TrimSpace(ctx.Request.Header.Peek("x-api-key"))
 	}
 	if len(secret) == 0 {
-		return principal{}, errMissingKey
+		return Principal{}, ErrMissingKey
 	}
 	k, ok := lookupSecret(idx, secret)
 	if !ok {
 		if k, ok = s.testBoxKey(ctx, idx, secret); !ok {
-			return principal{}, s.unknownKey(idx, secret)
+			return Principal{}, s.unknownKey(idx, secret)
 		}
 	}
-	if !k.ExpiresAt.IsZero() && !s.now().Before(k.ExpiresAt) {
-		return principal{}, expiredKey(k.ExpiresAt)
+	if !k.ExpiresAt.IsZero() && !s.cfg.Now().Before(k.ExpiresAt) {
+		return Principal{}, expiredKey(k.ExpiresAt)
 	}
-	p := principal{idx: idx, key: k, acct: k.Account}
-	if p.acct.Suspended {
-		return p, errSuspended
+	p := Principal{Idx: idx, Key: k, Acct: k.Account}
+	if p.Acct.Suspended {
+		return p, ErrSuspended
 	}
-	if e := s.admission.check(p.acct.Residency, idx); e != nil {
+	if e := s.residency.check(p.Acct.Residency, idx); e != nil {
 		return p, e
 	}
-	if checkResidency && !p.acct.Satisfiable {
-		return p, errResidency
+	if checkResidency && !p.Acct.Satisfiable {
+		return p, ErrResidency
 	}
 	if c, ok := ctx.Conn().(connAuthenticator); ok {
-		c.Authenticate(p.acct.ID)
+		c.Authenticate(p.Acct.ID)
 	}
 	return p, nil
 }
@@ -75,10 +74,10 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, allowXAPIKey, checkResid
 // stops counting against its address's cap and counts against the account's.
 type connAuthenticator interface{ Authenticate(account string) }
 
-// presentsKey reports whether the request carries a key of the current snapshot (without
-// the checks authenticate makes after finding it): such a request behind a trusted proxy
+// PresentsKey reports whether the request carries a key of the current snapshot (without
+// the checks Authenticate makes after finding it): such a request behind a trusted proxy
 // is the account's, bounded by its limits, not a stranger counted per client address.
-func (s *Server) presentsKey(ctx *fasthttp.RequestCtx) bool {
+func (s *Admitter) PresentsKey(ctx *fasthttp.RequestCtx) bool {
 	idx := s.cfg.Store.Load()
 	if idx == nil {
 		return false
@@ -127,21 +126,21 @@ func secretKeyID(secret []byte) (id [4 + secretIDHex]byte, ok bool) {
 // when the snapshot lists it as recently revoked; 403 pointing at the region that serves
 // the key's account when it lists it as served elsewhere (a node holds only its country's
 // keys); else invalid key.
-func (s *Server) unknownKey(idx *index.Index, secret []byte) *apierror.Error {
+func (s *Admitter) unknownKey(idx *index.Index, secret []byte) *apierror.Error {
 	id, ok := secretKeyID(secret)
 	if !ok {
-		return errInvalidKey
+		return ErrInvalidKey
 	}
 	sum := apikey.HashBytes(secret)
 	if at, ok := idx.Revoked(string(id[:]), sum[:4]); ok {
 		return revokedKey(at)
 	}
 	if p, ok := idx.Elsewhere(string(id[:]), sum[:4]); ok {
-		if e := s.admission.check(p, idx); e != nil {
+		if e := s.residency.check(p, idx); e != nil {
 			return e
 		}
 	}
-	return errInvalidKey
+	return ErrInvalidKey
 }
 
 func asciiEqualFold(a, lowerB []byte) bool {
@@ -158,16 +157,4 @@ func asciiEqualFold(a, lowerB []byte) bool {
 		}
 	}
 	return true
-}
-
-// expiredKey is the 401 for a key past its expiry, saying when it expired.
-func expiredKey(at time.Time) *apierror.Error {
-	return apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyExpired,
-		"this API key expired at "+at.UTC().Format(time.RFC3339)+"; create a new key in the console")
-}
-
-// revokedKey is the 401 for a key the snapshot lists as revoked, saying when.
-func revokedKey(at time.Time) *apierror.Error {
-	return apierror.New(401, apierror.TypeAuthentication, apierror.CodeAPIKeyRevoked,
-		"this API key was revoked at "+at.UTC().Format(time.RFC3339)+"; create a new key in the console")
 }
