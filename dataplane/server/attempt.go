@@ -14,6 +14,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/outcome"
+	"github.com/sekgate/gateway/dataplane/plan"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/routing"
@@ -23,72 +24,6 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
-
-// upstreamCall describes one inference request to the attempt loop (runAttempts). Every
-// inference handler, translated protocols included, fills one and calls runAttempts.
-type upstreamCall struct {
-	p admit.Principal
-	m *index.Model
-	// e is the endpoint the client called (the record's endpoint).
-	e index.Endpoint
-	// cands are the routes eligible for the request: m.Candidates(policy, e), i.e. already
-	// inside the account's residency policy and speaking the protocol (natively or by
-	// translation). runAttempts only orders and skips them; it never adds routes.
-	cands []index.Candidate
-	// stream asks for a server-sent event answer.
-	stream bool
-	// includeUsage: the client asked for the stream's usage chunk; otherwise the gateway
-	// asks for it on the client's behalf and a same-protocol relay drops it.
-	includeUsage bool
-	start        time.Time
-	// raw is the client's body and sentModel the model name in it: without body, each
-	// attempt sends raw with proxy.RewriteBody's edits (the route's upstream model name,
-	// stream usage), the same-protocol pass-through.
-	raw       []byte
-	sentModel string
-	// body, when set, builds the upstream request body for candidate c instead, once per
-	// attempt (translation: another protocol and model name per route). It may return the
-	// same slice each time. An error is the client's answer (nothing is forwarded, no
-	// other route is tried).
-	body func(c index.Candidate) ([]byte, *apierror.Error)
-	// bounds are the most usage an answer can report (tokens.Bounds: the model's context
-	// window, the request's output limit); promptEstimate is the node's low estimate of the
-	// prompt's tokens, charged when a started stream ends before the provider reported usage.
-	bounds         tokens.Bounds
-	promptEstimate int64
-	// lengthBound is the output bound per choice that every length field of a forwarded
-	// body is brought within (proxy.BoundLengths; 0: no edit); editLengths says the body
-	// has such fields besides max_tokens (reqparse.Request.LengthFields).
-	lengthBound int64
-	editLengths bool
-	// key is the request's prefix key (routing.PrefixKey), hasKey whether it has one,
-	// prefixBytes the size it was taken from.
-	key         uint64
-	hasKey      bool
-	prefixBytes int
-	// salt is the cache_salt sent to servers that honour one: the account's, on a model
-	// with account cache isolation; empty otherwise (cachesalt.go).
-	salt string
-}
-
-// upstreamBody returns the body of an attempt on cand.
-func (c *upstreamCall) upstreamBody(cand index.Candidate) ([]byte, *apierror.Error) {
-	if c.body != nil {
-		return c.body(cand)
-	}
-	// Only chat and text completions streams have stream_options.include_usage; the
-	// other protocols report usage in their streams anyway.
-	usageOpt := c.stream && (c.e == index.EPChat || c.e == index.EPCompletions)
-	out, err := proxy.RewriteBody(c.raw, c.sentModel, cand.Route.UpstreamModel, usageOpt, c.includeUsage,
-		usageOpt && cand.Route.ContinuousUsageStats)
-	if err == nil && c.editLengths {
-		out, err = proxy.BoundLengths(out, c.lengthBound)
-	}
-	if err != nil {
-		return nil, outcome.ErrBodyEdit
-	}
-	return out, nil
-}
 
 // exchange is an upstream answer the attempt loop committed to: status 200 with a
 // complete, valid JSON body (resp), or for streams the event-stream response with its
@@ -111,9 +46,9 @@ type exchange struct {
 	// protocol's usage object).
 	usage  tokens.Usage
 	bounds tokens.Bounds
-	// lengthBound is the output bound per choice (upstreamCall; 0: not a generation).
+	// lengthBound is the output bound per choice (plan.Call; 0: not a generation).
 	lengthBound int64
-	// promptEstimate: see upstreamCall.
+	// promptEstimate: see plan.Call.
 	promptEstimate int64
 	call           proxy.Call
 	// startRec and startRouting hold a stream's start entry while it is handed to the meter
@@ -133,14 +68,6 @@ type exchange struct {
 
 var exchangePool = sync.Pool{New: func() any { return &exchange{} }}
 
-// upstreamEndpoint is the endpoint a candidate is called on.
-func upstreamEndpoint(e index.Endpoint, c index.Candidate) index.Endpoint {
-	if c.Translate {
-		return index.EPChat
-	}
-	return e
-}
-
 // runAttempts applies the account's and key's limits, then tries the eligible routes in order
 // (priority, then weighted random; routes whose circuit breaker is open are skipped) until
 // one answers, at most MaxAttempts attempts within RequestTimeout. Failures before the
@@ -150,14 +77,14 @@ func upstreamEndpoint(e index.Endpoint, c index.Candidate) index.Endpoint {
 // It returns the committed exchange, or nil after it has answered the client with the
 // error and recorded the request itself. X-Service-Provider and X-Service-Residency name
 // the route tried last (the one that answered on success).
-func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchange {
-	if len(c.cands) == 0 {
+func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *plan.Call) *exchange {
+	if len(c.Cands) == 0 {
 		// Candidates there were (a model without any is answered before, wrongEndpoint);
 		// none speaks the request's protocol natively.
-		writeError(ctx, errUnsupportedProtocol)
+		writeError(ctx, plan.ErrUnsupportedProtocol)
 		return nil
 	}
-	t, aerr := s.admit.Admit(ctx, &admit.Request{P: c.p, Model: c.m, Endpoint: c.e, Cands: c.cands, Bounds: c.bounds})
+	t, aerr := s.admit.Admit(ctx, &admit.Request{P: c.P, Model: c.Model, Endpoint: c.Endpoint, Cands: c.Cands, Bounds: c.Bounds})
 	if aerr != nil {
 		writeError(ctx, aerr)
 		return nil
@@ -183,7 +110,7 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 			f = s.attempt(ctx, ex, c, cand, deadline)
 			return f.Breaker()
 		})
-		ex.countLoad(ld, !f.Failed() && err == nil, c.stream)
+		ex.countLoad(ld, !f.Failed() && err == nil, c.Stream)
 		if err == routing.ErrOpen {
 			skipped++
 			unreachable = unreachable && s.cfg.Health.Unreachable(cand.Route)
@@ -198,8 +125,8 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 		if !f.Failed() {
 			ex.cand = cand
 			ex.box.Routing.Translated = cand.Translate
-			if c.stream {
-				ex.box.TTFT = s.now().Sub(c.start)
+			if c.Stream {
+				ex.box.TTFT = s.now().Sub(c.Start)
 			}
 			return ex
 		}
@@ -214,30 +141,30 @@ func (s *Server) runAttempts(ctx *fasthttp.RequestCtx, c *upstreamCall) *exchang
 
 // startExchange takes an exchange for the admitted call: its record started, the client's
 // connection watched, and the routes ordered into the failover plan.
-func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *upstreamCall, t admit.Ticket) (*exchange, []index.Candidate) {
+func (s *Server) startExchange(ctx *fasthttp.RequestCtx, c *plan.Call, t admit.Ticket) (*exchange, []index.Candidate) {
 	ex := exchangePool.Get().(*exchange)
-	ex.s, ex.m, ex.start, ex.ticket = s, c.m, c.start, t
+	ex.s, ex.m, ex.start, ex.ticket = s, c.Model, c.Start, t
 	queued := t.Queued
 	ex.box = &ex.boxStore
 	var keyID *string
-	if c.p.Key.ID != "" { // console test-box requests have no key: key_id null
-		keyID = &c.p.Key.ID
+	if c.P.Key.ID != "" { // console test-box requests have no key: key_id null
+		keyID = &c.P.Key.ID
 	}
-	ex.box.Start(settle.Who{RequestID: requestID(ctx), At: c.start, AccountID: c.p.Acct.ID, KeyID: keyID,
-		Model: c.m.ID, Endpoint: c.e, Stream: c.stream, Policy: c.p.Acct.Residency, NodeRegion: s.cfg.Region})
+	ex.box.Start(settle.Who{RequestID: requestID(ctx), At: c.Start, AccountID: c.P.Acct.ID, KeyID: keyID,
+		Model: c.Model.ID, Endpoint: c.Endpoint, Stream: c.Stream, Policy: c.P.Acct.Residency, NodeRegion: s.cfg.Region})
 	if s.access != nil || s.tracer != nil {
 		s.routed(ctx, ex.box) // the record makes the access-log line and ends the span
 	}
-	ex.bounds, ex.promptEstimate, ex.lengthBound = c.bounds, c.promptEstimate, c.lengthBound
+	ex.bounds, ex.promptEstimate, ex.lengthBound = c.Bounds, c.PromptEstimate, c.LengthBound
 	if !s.cfg.DisableClientWatch {
 		ex.watch.start(ctx.Conn(), &ex.call, s.cfg.ClientWatchDelay)
 	}
-	now := c.start
+	now := c.Start
 	if queued > 0 {
 		now = s.now()
 	}
-	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.cands, routing.Request{Key: c.key, HasKey: c.hasKey,
-		PrefixBytes: c.prefixBytes, Mode: routing.ModeOf(c.m.Routing), Now: now.UnixNano(), Held: queued > 0})
+	plan, dec := s.cfg.Selector.Order(ex.plan[:0], c.Cands, routing.Request{Key: c.Key, HasKey: c.HasKey,
+		PrefixBytes: c.PrefixBytes, Mode: routing.ModeOf(c.Model.Routing), Now: now.UnixNano(), Held: queued > 0})
 	rt := &ex.box.Routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	rt.QueuedMS = queued.Milliseconds()
@@ -265,20 +192,20 @@ func (s *Server) answerNoAttempt(ctx *fasthttp.RequestCtx, ex *exchange, tried i
 }
 
 // attempt makes one try at candidate cand.
-func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall, cand index.Candidate, deadline time.Time) outcome.Failure {
+func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *plan.Call, cand index.Candidate, deadline time.Time) outcome.Failure {
 	r := cand.Route
-	ue := upstreamEndpoint(c.e, cand)
+	ue := plan.UpstreamEndpoint(c.Endpoint, cand)
 	var body []byte
 	var berr *apierror.Error
-	if c.body != nil && ex.box.Trace.Traced() {
+	if c.Body != nil && ex.box.Trace.Traced() {
 		sp := ex.box.Trace.Start("translate", ex.box.Rec.RequestID)
-		body, berr = c.upstreamBody(cand)
+		body, berr = c.UpstreamBody(cand)
 		sp.End(errorCode(berr))
 	} else {
-		body, berr = c.upstreamBody(cand)
+		body, berr = c.UpstreamBody(cand)
 	}
 	if berr == nil {
-		body, berr = s.salted(c, cand, ue, body)
+		body, berr = c.Salted(body, ue, s.dialects.Of(cand.Route))
 	}
 	if berr != nil {
 		return outcome.Of(outcome.BodyRefused).WithClient(berr)
@@ -290,7 +217,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	up := s.cfg.Pool.For(r)
 	ureq := fasthttp.AcquireRequest()
 	uresp := fasthttp.AcquireResponse()
-	up.Prepare(ureq, r, ue, body, ex.box.Rec.RequestID, c.stream)
+	up.Prepare(ureq, r, ue, body, ex.box.Rec.RequestID, c.Stream)
 	if ex.box.Trace.Traced() {
 		ex.attemptSpan = ex.box.Trace.StartAttempt(ex.box.Rec.RequestID, r.ID, r.Provider, &ureq.Header)
 	}
@@ -299,7 +226,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 	if deadline.Before(dl) {
 		dl = deadline
 	}
-	err := up.Do(ureq, uresp, c.stream, dl, &ex.call)
+	err := up.Do(ureq, uresp, c.Stream, dl, &ex.call)
 	fasthttp.ReleaseRequest(ureq)
 	ex.took = s.now().Sub(t0)
 	att.DurationMS = ex.took.Milliseconds()
@@ -320,7 +247,7 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		fasthttp.ReleaseResponse(uresp)
 		return f
 	}
-	if !c.stream {
+	if !c.Stream {
 		// A 200 must be a JSON body whose usage is possible for this request: anything else
 		// is an invalid answer (the next route is tried; a last one answers 502, uncharged).
 		rb := uresp.Body()
@@ -330,18 +257,18 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		u, valid := tokens.Usage{}, jsonContentType(uresp.Header.ContentType()) && reqparse.ScanEvent(rb, &members)
 		reported := false
 		var delivered int64
-		bound := c.bounds.Output // the record's output bound, once the answer is taken
+		bound := c.Bounds.Output // the record's output bound, once the answer is taken
 		if valid {
 			u, reported = tokens.FromBody(ue, rb, &members)
 			answer := tokens.DeliveredAnswer(ue, rb)
-			delivered = answer.Tokens(c.m.OutputBytesPerToken)
+			delivered = answer.Tokens(c.Model.OutputBytesPerToken)
 			in, out := u.InputTokens, u.OutputTokens
 			var inBound bool
-			u.InputTokens, u.OutputTokens, inBound = c.bounds.Check(in, out)
-			if !inBound && !u.Invalid && in >= 0 && in <= c.bounds.Prompt && out > c.bounds.Output && out <= usage.MaxRecordTokens {
+			u.InputTokens, u.OutputTokens, inBound = c.Bounds.Check(in, out)
+			if !inBound && !u.Invalid && in >= 0 && in <= c.Bounds.Prompt && out > c.Bounds.Output && out <= usage.MaxRecordTokens {
 				// Output past the bound: the server generated it (a length field of its own),
 				// so it is charged as reported, up to what the answer holds (outbound.go).
-				u.OutputTokens, inBound = settle.OverBoundOutput(out, c.bounds.Output, answer.Holds()), true
+				u.OutputTokens, inBound = settle.OverBoundOutput(out, c.Bounds.Output, answer.Holds()), true
 				bound = u.OutputTokens
 			}
 			// An answer holding more output than the bound is refused, never delivered: it
@@ -357,14 +284,14 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		ex.bounds.Output = bound // the record's bound (inference.go's record)
 		if !reported {
 			// No usage in the answer: the prompt is estimated from the request.
-			u.InputTokens = c.promptEstimate
+			u.InputTokens = c.PromptEstimate
 		}
 		ch := settle.ChargeOutput(u.OutputTokens, reported, delivered, bound)
 		ch.Flag(&ex.box.Routing, u.OutputTokens)
 		u.OutputTokens = ch.Tokens
 		ex.box.Routing.UsageEstimated = ex.box.Routing.UsageEstimated || !reported || ch.Estimated
 		if ue == index.EPChat {
-			s.dialects.learn(r, rb)
+			s.dialects.Learn(r, rb)
 		}
 		ex.up, ex.resp, ex.usage = up, uresp, u
 		return outcome.Failure{}
@@ -377,14 +304,14 @@ func (s *Server) attempt(ctx *fasthttp.RequestCtx, ex *exchange, c *upstreamCall
 		return f
 	}
 	st := proxy.OpenStream(uresp, ue, proxy.StreamOptions{
-		DropUsageOnly: c.stream && !c.includeUsage && !cand.Translate && ue == c.e,
-		StripRunningUsage: !cand.Translate && ue == c.e && cand.Route.ContinuousUsageStats &&
-			(ue == index.EPChat || ue == index.EPCompletions) && !clientAskedRunningUsage(c.raw),
+		DropUsageOnly: c.Stream && !c.IncludeUsage && !cand.Translate && ue == c.Endpoint,
+		StripRunningUsage: !cand.Translate && ue == c.Endpoint && cand.Route.ContinuousUsageStats &&
+			(ue == index.EPChat || ue == index.EPCompletions) && !plan.ClientAskedRunningUsage(c.Raw),
 		Total:           time.Until(dl),
-		Bounds:          c.bounds,
-		Dialect:         s.dialects.of(cand.Route),
+		Bounds:          c.Bounds,
+		Dialect:         s.dialects.Of(cand.Route),
 		MirrorReasoning: !cand.Translate && ue == index.EPChat,
-		Detect:          ue == index.EPChat && s.dialects.detecting(cand.Route),
+		Detect:          ue == index.EPChat && s.dialects.Detecting(cand.Route),
 	})
 	if err := st.Peek(); err != nil {
 		st.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/dataplane/plan"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -80,14 +81,16 @@ func TestPrefixKeyPerAccount(t *testing.T) {
 		same      bool
 	}{{"", false}, {"account", false}, {"shared", true}} {
 		x := setIsolation(t, snap, &index.Store{}, tc.isolation)
-		m, _ := x.Model(fixture.ModelChat)
 		key := func(acct string) uint64 {
 			a, _ := x.Account(acct)
-			c := newUpstreamCall(admit.Principal{Idx: x, Acct: a}, m, index.EPChat, nil, &req, body, time.Now())
-			if !c.hasKey {
+			var c plan.Call
+			if aerr := c.Make(admit.Principal{Idx: x, Acct: a}, index.EPChat, &req, body, time.Now()); aerr != nil {
+				t.Fatal(aerr)
+			}
+			if !c.HasKey {
 				t.Fatal("no prefix key")
 			}
-			return c.key
+			return c.Key
 		}
 		if got := key(fixture.AcctSE) == key(fixture.AcctEU); got != tc.same {
 			t.Errorf("isolation %q: same key for two accounts %v, want %v", tc.isolation, got, tc.same)

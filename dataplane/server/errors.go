@@ -15,12 +15,6 @@ import (
 // control plane answers too take the shared wording (shared/apierror).
 var (
 	// Admission.
-	errModelNotFound = fixed(apierror.New(404, apierror.TypeNotFound, apierror.CodeModelNotFound,
-		"the model does not exist or is not available to this account").WithParam("model"))
-	errUnsupportedProtocol = fixed(apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
-		"no approved route of this model supports this protocol").WithParam("model"))
-	errNoTokenCounting = fixed(apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
-		"token counting is not supported by any route of this model; it is not an estimator").WithParam("model"))
 
 	// Paths and methods.
 	errEndpointNotFound = fixed(apierror.ErrEndpointNotFound)

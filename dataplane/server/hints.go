@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/suggest"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
@@ -47,7 +48,7 @@ func pathHint(p []byte) (hint string, baseURL bool) {
 		return "", false
 	}
 	orig := strings.TrimSuffix(string(p), "/")
-	want := asciiLower(orig)
+	want := suggest.Lower(orig)
 	if h := nearestPath(want, orig); h != "" {
 		if h == string(p) {
 			return "", false // the router serves it: not a mistake
@@ -83,14 +84,14 @@ func nearestPath(p, orig string) string {
 	best, bestDist := "", 0
 	for _, k := range knownPaths {
 		limit := pathEditLimit(len(k.path))
-		if d := editDistance(p, k.path, limit); d <= limit && (best == "" || d < bestDist) {
+		if d := suggest.Distance(p, k.path, limit); d <= limit && (best == "" || d < bestDist) {
 			best, bestDist = k.path, d
 		}
 		if !k.parent {
 			continue
 		}
 		if i := nthSlash(p, strings.Count(k.path, "/")+1); i > 0 && i < len(p)-1 {
-			if d := editDistance(p[:i], k.path, limit); d <= limit && (best == "" || d < bestDist) {
+			if d := suggest.Distance(p[:i], k.path, limit); d <= limit && (best == "" || d < bestDist) {
 				best, bestDist = k.path+orig[len(orig)-(len(p)-i):], d
 			}
 		}
@@ -140,50 +141,4 @@ func (s *Server) endpointNotFound(ctx *fasthttp.RequestCtx) {
 		msg += " Check the client's base URL: " + advice + "."
 	}
 	writeErrorStyle(ctx, apierror.New(404, apierror.TypeNotFound, apierror.CodeEndpointNotFound, msg), ms)
-}
-
-// editDistance is the optimal-string-alignment distance of a and b (insertions,
-// deletions, substitutions and swaps of adjacent bytes, each one edit), or limit+1 as soon
-// as it must exceed limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	rows := make([]int, 3*(len(b)+1))
-	pprev, prev, cur := rows[:len(b)+1], rows[len(b)+1:2*(len(b)+1)], rows[2*(len(b)+1):]
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], pprev[j-2]+1)
-			}
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > limit {
-			return limit + 1
-		}
-		pprev, prev, cur = prev, cur, pprev
-	}
-	return prev[len(b)]
-}
-
-// asciiLower lower-cases the ASCII letters of s, keeping every other byte (and so its
-// length) as it is.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }

@@ -1,18 +1,15 @@
 package server
 
 import (
-	"time"
-
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/plan"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
-	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/telemetry"
-	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -39,21 +36,6 @@ func (s *Server) countRefusal(ctx *fasthttp.RequestCtx, p admit.Principal) {
 	}
 	code := gjson.GetBytes(ctx.Response.Body(), "error.code").String()
 	s.cfg.Refusals.Add(p.Acct.ID, p.Key.ID, st, code)
-}
-
-// generates reports whether e produces tokens under an output limit (max_tokens).
-func generates(e index.Endpoint) bool {
-	return e == index.EPChat || e == index.EPCompletions || e == index.EPMessages || e == index.EPResponses
-}
-
-// resolve finds the visible model a request names.
-func resolve(p admit.Principal, name string) (*index.Model, bool) {
-	m, ok := p.Idx.Model(name)
-	if !ok {
-		return nil, false
-	}
-	_, ok = p.Acct.VisibleModel(m.ID)
-	return m, ok
 }
 
 // inference returns the handler of one of the six inference endpoints: admission, body
@@ -99,112 +81,49 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 			req.Stream = false
 		}
 		keep = req.Stream && len(*bb) > 0
-		m, ok := resolve(p, req.Model)
-		if !ok {
-			writeError(ctx, modelNotFound(p, req.Model))
-			return
-		}
-		if generates(e) {
-			// Prompt plus output must fit the model's context window (generation endpoints).
-			if cerr := reqparse.CheckContext(req, m.ContextTokens); cerr != nil {
-				writeError(ctx, cerr)
-				return
-			}
-			if berr := recordBoundError(&req, m.ContextTokens); berr != nil {
-				writeError(ctx, berr)
-				return
-			}
-		}
-		// Remote media and provider extensions narrow the routes to those that allow them.
-		all := m.Candidates(p.Acct.Residency, e)
-		if len(all) == 0 {
-			writeError(ctx, wrongEndpoint(p, m, e))
-			return
-		}
-		cands, verr := valueCandidates(all, &req)
-		if verr != nil {
-			writeError(ctx, verr)
-			return
-		}
 		if servesOwnProtocol(e) {
-			c := newUpstreamCall(p, m, e, cands, &req, body, start)
+			var c plan.Call
+			if aerr := c.Make(p, e, &req, body, start); aerr != nil {
+				writeError(ctx, aerr)
+				return
+			}
 			s.serveProtocol(ctx, &c) // Messages-style, Responses-style, decision model (protocol.go)
 			return
 		}
 		// A separate variable: the protocol path lets its call escape (a body builder holds
 		// it); the pass-through call stays on the stack.
-		c := newUpstreamCall(p, m, e, cands, &req, body, start)
+		var c plan.Call
+		if aerr := c.Make(p, e, &req, body, start); aerr != nil {
+			writeError(ctx, aerr)
+			return
+		}
 		s.passThrough(ctx, &c)
 	}
-}
-
-func newUpstreamCall(p admit.Principal, m *index.Model, e index.Endpoint, cands []index.Candidate, req *reqparse.Request, body []byte, start time.Time) upstreamCall {
-	c := upstreamCall{p: p, m: m, e: e, cands: cands,
-		stream: req.Stream, includeUsage: req.IncludeUsage, start: start, raw: body, sentModel: req.Model}
-	inputs := 1
-	if e == index.EPEmbeddings || e == index.EPSystemOne {
-		inputs = req.InputCount // embedded or answered one by one, each within the window
-	}
-	perChoice := tokens.NewBounds(m.ContextTokens, req.MaxTokens, inputs)
-	c.bounds = perChoice.WithChoices(max(1, req.Choices))
-	if generates(e) {
-		c.lengthBound = perChoice.Output
-		c.editLengths = req.LengthFields
-	}
-	c.promptEstimate = min(req.EstimatedPromptTokens(), c.bounds.Prompt)
-	tenant, salt := callTenant(p, m)
-	c.salt = salt
-	if routing.ModeOf(m.Routing) != routing.ModeWeighted {
-		c.key, c.hasKey = routing.PrefixKey(m.ID, tenant, req.CacheKey.In(body), req.Prefix.In(body))
-		c.prefixBytes = int(req.Prefix.Len)
-		if req.CacheKey.Len > 0 {
-			c.prefixBytes = routing.FullAffinityBytes
-		}
-	}
-	return c
 }
 
 // passThrough forwards a same-protocol request on the routes that speak its protocol
 // natively (translated candidates are served by the translation handlers) and relays the
 // answer unchanged.
-func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *upstreamCall) {
-	c.cands = nativeCandidates(c.cands)
+func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *plan.Call) {
+	c.Cands = plan.NativeCandidates(c.Cands)
 	ex := s.runAttempts(ctx, c)
 	if ex == nil {
 		return
 	}
-	if c.stream {
-		relayStream(ctx, ex, protocol{client: c.e})
+	if c.Stream {
+		relayStream(ctx, ex, protocol{client: c.Endpoint})
 		return
 	}
 	rb := ex.resp.Body()
-	if c.e == index.EPChat {
+	if c.Endpoint == index.EPChat {
 		rb, _ = proxy.MirrorReasoning(nil, rb, "message") // both names: clients read either
-		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.of(ex.cand.Route).FinishStop)
+		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.Of(ex.cand.Route).FinishStop)
 	}
 	ex.box.Rec.PromptTokens, ex.box.Rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
 	ctx.SetBody(rb)
 	ex.end(fasthttp.StatusOK, usage.ResultOK)
-}
-
-// nativeCandidates returns the candidates that need no translation, without copying when
-// there are none to drop (the common case).
-func nativeCandidates(cands []index.Candidate) []index.Candidate {
-	for i, c := range cands {
-		if c.Translate {
-			native := make([]index.Candidate, i, len(cands))
-			copy(native, cands[:i])
-			for _, c := range cands[i:] {
-				if !c.Translate {
-					native = append(native, c)
-				}
-			}
-			return native
-		}
-	}
-	return cands
 }
 
 // countTokens answers /v1/messages/count_tokens: no route supports it, so a visible model
@@ -225,9 +144,9 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, perr)
 		return
 	}
-	if _, ok := resolve(p, req.Model); !ok {
-		writeError(ctx, modelNotFound(p, req.Model))
+	if _, ok := plan.Resolve(p, req.Model); !ok {
+		writeError(ctx, plan.ModelNotFound(p, req.Model))
 		return
 	}
-	writeError(ctx, errNoTokenCounting)
+	writeError(ctx, plan.ErrNoTokenCounting)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/plan"
 )
 
 type pricingJSON struct {
@@ -94,7 +95,7 @@ func (s *Server) getModel(ctx *fasthttp.RequestCtx) {
 	raw, _ := ctx.UserValue("model").(string)
 	name, err := url.PathUnescape(raw)
 	if err != nil || name == "" {
-		writeError(ctx, errModelNotFound)
+		writeError(ctx, plan.ErrModelNotFound)
 		return
 	}
 	m, ok := p.Idx.Model(name)
@@ -102,7 +103,7 @@ func (s *Server) getModel(ctx *fasthttp.RequestCtx) {
 		_, ok = p.Acct.VisibleModel(m.ID)
 	}
 	if !ok {
-		writeError(ctx, modelNotFound(p, name))
+		writeError(ctx, plan.ModelNotFound(p, name))
 		return
 	}
 	writeJSON(ctx, 200, renderModel(m, p.Acct.Residency))

@@ -1,17 +1,13 @@
 package server
 
 import (
-	"errors"
-
-	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
+	"github.com/sekgate/gateway/dataplane/plan"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/translate"
-	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -61,18 +57,18 @@ func servesOwnProtocol(e index.Endpoint) bool {
 
 // serveProtocol forwards a Messages-style, Responses-style or decision-model request on
 // every eligible candidate, native or translated, and answers the client in its protocol.
-// c.cands must be m.Candidates(policy, c.e), narrowed by valueCandidates; c.body is set here.
-func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
-	c.body = translatingBody(c, s.dialects.of)
+// c.Cands must be m.Candidates(policy, c.Endpoint), narrowed by valueCandidates; c.Body is set here.
+func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *plan.Call) {
+	c.Body = plan.TranslatingBody(c, s.dialects.Of)
 	ex := s.runAttempts(ctx, c)
 	if ex == nil {
 		return
 	}
-	proto := protocol{client: c.e, translate: ex.cand.Translate, model: c.sentModel}
+	proto := protocol{client: c.Endpoint, translate: ex.cand.Translate, model: c.SentModel}
 	if proto.translate {
-		proto.opt = translateOptions(c, s.dialects.of(ex.cand.Route))
+		proto.opt = plan.TranslateOptions(c, s.dialects.Of(ex.cand.Route))
 	}
-	if c.stream {
+	if c.Stream {
 		relayStream(ctx, ex, proto)
 		return
 	}
@@ -99,69 +95,6 @@ func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *upstreamCall) {
 	}
 	ctx.SetBody(out)
 	ex.end(fasthttp.StatusOK, usage.ResultOK)
-}
-
-// translatingBody returns the per-attempt body builder of c: native candidates get the
-// client's body with the route's model name; translated ones a chat completions request,
-// built once per upstream model name.
-func translatingBody(c *upstreamCall, dialectOf func(*index.Route) *dialect.Dialect) func(index.Candidate) ([]byte, *apierror.Error) {
-	// The last translated body, by upstream model name and whether it asks for running
-	// usage (one variable: one allocation for the closure's state).
-	var last struct {
-		model      string
-		continuous bool
-		server     *dialect.Dialect
-		body       []byte
-	}
-	return func(cand index.Candidate) ([]byte, *apierror.Error) {
-		r := cand.Route
-		if !cand.Translate {
-			out, err := proxy.RewriteBody(c.raw, c.sentModel, r.UpstreamModel, false, false, false)
-			if err == nil && c.editLengths {
-				out, err = proxy.BoundLengths(out, c.lengthBound) // outbound.go
-			}
-			if err != nil {
-				return nil, outcome.ErrBodyEdit
-			}
-			return out, nil
-		}
-		continuous := c.stream && r.ContinuousUsageStats
-		d := dialectOf(r)
-		if last.body != nil && last.model == r.UpstreamModel && last.continuous == continuous && last.server == d {
-			return last.body, nil
-		}
-		var (
-			out []byte
-			err error
-		)
-		switch c.e {
-		case index.EPMessages:
-			out, err = translate.MessagesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: d})
-		case index.EPResponses:
-			out, err = translate.ResponsesToChatWith(c.raw, r.UpstreamModel, translate.Options{Dialect: d})
-		default:
-			return nil, errUnsupportedProtocol
-		}
-		if err != nil {
-			return nil, translateRequestError(err)
-		}
-		if continuous {
-			if out, err = sjson.SetBytes(out, "stream_options.continuous_usage_stats", true); err != nil {
-				return nil, outcome.ErrBodyEdit
-			}
-		}
-		last.model, last.continuous, last.server, last.body = r.UpstreamModel, continuous, d, out
-		return out, nil
-	}
-}
-
-// translateRequestError maps a request translator's error to the client's 400.
-func translateRequestError(err error) *apierror.Error {
-	if errors.Is(err, translate.ErrUnsupported) {
-		return apierror.New(400, apierror.TypeInvalidRequest, apierror.CodeUnsupportedProtocol,
-			"this model's routes serve the request through chat completions, which cannot express it: "+err.Error())
-	}
-	return apierror.InvalidParam("", "request body cannot be translated for the upstream: "+err.Error())
 }
 
 // answer turns the upstream's complete 200 body (valid JSON, checked by the attempt loop)

@@ -22,6 +22,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/cplink"
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
@@ -176,8 +177,8 @@ type Server struct {
 	// trusted proxy (nil without trusted proxies): the per-address cap of the listener
 	// cannot see them.
 	proxied  *edge.Counter
-	streams  streamSet   // streams being relayed (drain.go)
-	dialects dialectMemo // servers detected on routes that name none (dialects.go)
+	streams  streamSet    // streams being relayed (drain.go)
+	dialects dialect.Memo // servers detected on routes that name none (dialects.go)
 	settle   *settle.Settler
 	admit    *admit.Admitter
 }

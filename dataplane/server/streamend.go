@@ -47,7 +47,7 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 	r := &ex.stream.Result
 	end := outcome.StreamEnd{Upstream: r.Err, Relay: rel.err, Gone: rel.gone || ex.cancelled(), Done: rel.done}
 	result := end.Result()
-	ex.s.dialects.learned(ex.cand.Route, r)
+	ex.s.dialects.Learned(ex.cand.Route, r.Server, r.ServerDetected)
 	// Every stream that did not complete ends with its protocol's error event (unless the
 	// client went away, or received a terminal event already: the upstream's own on a
 	// same-protocol stream, a translated response.incomplete, the drain's error).

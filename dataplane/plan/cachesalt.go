@@ -1,9 +1,10 @@
-package server
+package plan
 
 import (
 	"github.com/tidwall/sjson"
 
 	"github.com/sekgate/gateway/dataplane/admit"
+	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/shared/apierror"
@@ -35,13 +36,13 @@ func callTenant(p admit.Principal, m *index.Model) (tenant, salt string) {
 	return p.Acct.ID, p.Acct.CacheSalt
 }
 
-// salted returns body, bound for candidate cand on upstream endpoint ue, with call c's
-// cache salt when it has one and the route's server honours it.
-func (s *Server) salted(c *upstreamCall, cand index.Candidate, ue index.Endpoint, body []byte) ([]byte, *apierror.Error) {
-	if c.salt == "" || (ue != index.EPChat && ue != index.EPCompletions) || !s.dialects.of(cand.Route).CacheSalt {
+// Salted returns body, bound for upstream endpoint ue of a route whose server is d, with
+// call c's cache salt when it has one and d honours it.
+func (c *Call) Salted(body []byte, ue index.Endpoint, d *dialect.Dialect) ([]byte, *apierror.Error) {
+	if c.Salt == "" || (ue != index.EPChat && ue != index.EPCompletions) || !d.CacheSalt {
 		return body, nil
 	}
-	out, err := sjson.SetBytes(body, "cache_salt", c.salt)
+	out, err := sjson.SetBytes(body, "cache_salt", c.Salt)
 	if err != nil {
 		return nil, outcome.ErrBodyEdit
 	}

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"fmt"
@@ -9,22 +9,23 @@ import (
 	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
+	"github.com/sekgate/gateway/dataplane/suggest"
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-// modelNotFound is the 404 for a model name the account cannot use. It names up to three
+// ModelNotFound is the 404 for a model name the account cannot use. It names up to three
 // of the account's visible models whose IDs or aliases are closest to name (one a prefix
 // of the other, or a few edits apart), never a model the account cannot see.
-func modelNotFound(p admit.Principal, name string) *apierror.Error {
+func ModelNotFound(p admit.Principal, name string) *apierror.Error {
 	if p.Acct == nil || name == "" || len(name) > 200 {
-		return errModelNotFound
+		return ErrModelNotFound
 	}
 	type near struct {
 		id   string
 		dist int
 	}
 	var found []near
-	want := asciiLower(name)
+	want := suggest.Lower(name)
 	limit := max(2, len(want)/3)
 	for _, m := range p.Acct.Visible {
 		best := modelDistance(want, m.ID, limit)
@@ -36,7 +37,7 @@ func modelNotFound(p admit.Principal, name string) *apierror.Error {
 		}
 	}
 	if len(found) == 0 {
-		return errModelNotFound
+		return ErrModelNotFound
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].dist < found[j].dist })
 	ids := make([]string, 0, 3)
@@ -54,27 +55,27 @@ const minPrefix = 4
 // one is a prefix of the other (llama-3.1-8b for llama-3.1-8b-instruct; an exact match in
 // another case is 0), else the edit distance, or limit+1 when that exceeds limit.
 func modelDistance(want, id string, limit int) int {
-	id = asciiLower(id)
+	id = suggest.Lower(id)
 	if want == id {
 		return 0
 	}
 	if len(want) >= minPrefix && len(id) >= minPrefix && (strings.HasPrefix(id, want) || strings.HasPrefix(want, id)) {
 		return 1
 	}
-	return editDistance(want, id, limit)
+	return suggest.Distance(want, id, limit)
 }
 
-// wrongEndpoint is the 400 for a model the account may use that no route serves on
+// WrongEndpoint is the 400 for a model the account may use that no route serves on
 // endpoint e (an embeddings model sent to chat completions, say): it names the endpoints
 // that do serve it under the account's policy; a 503 when routes discovered from DNS serve
 // e but have no replica now. Runs on the error path only.
-func wrongEndpoint(p admit.Principal, m *index.Model, e index.Endpoint) *apierror.Error {
+func WrongEndpoint(p admit.Principal, m *index.Model, e index.Endpoint) *apierror.Error {
 	if m.AwaitsReplicas(p.Acct.Residency, e) {
 		return outcome.ErrNoRoute // its routes' replicas are gone from DNS for now: retry shortly
 	}
 	eps := m.Endpoints(p.Acct.Residency)
 	if len(eps) == 0 || slices.Contains(eps, e.Path()) {
-		return errUnsupportedProtocol // nothing to point to
+		return ErrUnsupportedProtocol // nothing to point to
 	}
 	use := strings.Join(eps, " or ")
 	if slices.Contains(eps, m.Endpoint) {

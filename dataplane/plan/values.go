@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"github.com/sekgate/gateway/dataplane/index"
