@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"sync"
 
+	"github.com/sekgate/gateway/dataplane/attempt"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/shared/apierror"
 )
@@ -30,25 +31,25 @@ func drainEvent(e index.Endpoint) []byte {
 // timeout can end them (EndStreams) instead of cutting their connections.
 type streamSet struct {
 	mu     sync.Mutex
-	open   map[*exchange]bool // value: ended by EndStreams
-	closed bool               // EndStreams ran: a stream that starts now ends at once
+	open   map[*attempt.Exchange]bool // value: ended by EndStreams
+	closed bool                       // EndStreams ran: a stream that starts now ends at once
 }
 
 // add registers a committed stream before its relay starts.
-func (ss *streamSet) add(ex *exchange) {
+func (ss *streamSet) add(ex *attempt.Exchange) {
 	ss.mu.Lock()
 	if ss.open == nil {
-		ss.open = make(map[*exchange]bool)
+		ss.open = make(map[*attempt.Exchange]bool)
 	}
 	ss.open[ex] = ss.closed
 	if ss.closed {
-		ex.call.Cancel()
+		ex.Cancel()
 	}
 	ss.mu.Unlock()
 }
 
 // remove unregisters a stream whose relay returned and reports whether EndStreams ended it.
-func (ss *streamSet) remove(ex *exchange) bool {
+func (ss *streamSet) remove(ex *attempt.Exchange) bool {
 	ss.mu.Lock()
 	ended := ss.open[ex]
 	delete(ss.open, ex)
@@ -69,7 +70,7 @@ func (s *Server) EndStreams() int {
 	for ex, ended := range ss.open {
 		if !ended {
 			ss.open[ex] = true
-			ex.call.Cancel()
+			ex.Cancel()
 			n++
 		}
 	}
@@ -84,12 +85,12 @@ func (s *Server) OpenStreams() int {
 }
 
 // relayTracked relays a committed stream as one EndStreams can end, then finishes it.
-func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
+func (s *Server) relayTracked(w *bufio.Writer, ex *attempt.Exchange, proto protocol) {
 	s.streams.add(ex)
 	s.tel.StreamOpened()
 	proto.maxOutput = streamCut(ex) // a stream past the output bound is cut (outbound.go)
-	proto.bytesPerToken = ex.m.OutputBytesPerToken
-	rel := proto.relay(w, ex.stream)
+	proto.bytesPerToken = ex.Model.OutputBytesPerToken
+	rel := proto.relay(w, ex.Stream)
 	s.tel.StreamClosed()
 	if s.streams.remove(ex) && !rel.gone {
 		if _, err := w.Write(drainEvent(proto.client)); err == nil {
@@ -97,5 +98,5 @@ func (s *Server) relayTracked(w *bufio.Writer, ex *exchange, proto protocol) {
 		}
 		rel.ended = true
 	}
-	ex.endStream(w, proto.client, rel)
+	s.endStream(ex, w, proto.client, rel)
 }

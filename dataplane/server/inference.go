@@ -5,7 +5,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/admit"
+	"github.com/sekgate/gateway/dataplane/attempt"
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/plan"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/reqparse"
@@ -106,24 +108,24 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 // answer unchanged.
 func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *plan.Call) {
 	c.Cands = plan.NativeCandidates(c.Cands)
-	ex := s.runAttempts(ctx, c)
+	ex := s.attempts(ctx, c)
 	if ex == nil {
 		return
 	}
 	if c.Stream {
-		relayStream(ctx, ex, protocol{client: c.Endpoint})
+		s.relayStream(ctx, ex, protocol{client: c.Endpoint})
 		return
 	}
-	rb := ex.resp.Body()
+	rb := ex.Resp.Body()
 	if c.Endpoint == index.EPChat {
 		rb, _ = proxy.MirrorReasoning(nil, rb, "message") // both names: clients read either
-		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.Of(ex.cand.Route).FinishStop)
+		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.Of(ex.Cand.Route).FinishStop)
 	}
-	ex.box.Rec.PromptTokens, ex.box.Rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
+	ex.Box.Rec.PromptTokens, ex.Box.Rec.CompletionTokens = ex.Usage.InputTokens, ex.Usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
+	ctx.SetContentTypeBytes(ex.Resp.Header.ContentType())
 	ctx.SetBody(rb)
-	ex.end(fasthttp.StatusOK, usage.ResultOK)
+	ex.End(fasthttp.StatusOK, usage.ResultOK)
 }
 
 // countTokens answers /v1/messages/count_tokens: no route supports it, so a visible model
@@ -149,4 +151,26 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	writeError(ctx, plan.ErrNoTokenCounting)
+}
+
+// attempts admits a planned request and runs its attempts (admit, then attempt): the
+// committed exchange, or nil once the client has its answer (a refusal, or the failure of
+// a request no route served, which is recorded).
+func (s *Server) attempts(ctx *fasthttp.RequestCtx, c *plan.Call) *attempt.Exchange {
+	if len(c.Cands) == 0 {
+		// Candidates there were (a model without any is answered by plan); none speaks
+		// the request's protocol natively.
+		writeError(ctx, plan.ErrUnsupportedProtocol)
+		return nil
+	}
+	t, aerr := s.admit.Admit(ctx, &admit.Request{P: c.P, Model: c.Model, Endpoint: c.Endpoint, Cands: c.Cands, Bounds: c.Bounds})
+	if aerr != nil {
+		writeError(ctx, aerr)
+		return nil
+	}
+	ex, f := s.runner.Run(ctx, c, t, requestID(ctx))
+	if f.Failed() && f.Class() != outcome.Cancelled {
+		writeError(ctx, f.Client())
+	}
+	return ex
 }

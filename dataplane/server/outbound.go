@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sekgate/gateway/dataplane/attempt"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
 )
@@ -13,11 +14,11 @@ import (
 // the stream, so the client never receives more output than the bound, and the record
 // charges at least what was delivered and at most the bound. The estimate is low, so an
 // honest server's stream within its bound is never cut.
-func streamCut(ex *exchange) int64 {
-	if ex.lengthBound <= 0 || ex.bounds.Output <= 0 {
+func streamCut(ex *attempt.Exchange) int64 {
+	if ex.LengthBound <= 0 || ex.Bounds.Output <= 0 {
 		return 0
 	}
-	return ex.bounds.Output
+	return ex.Bounds.Output
 }
 
 // pastBound reports whether st's current event would take the output delivered past the

@@ -60,41 +60,41 @@ func servesOwnProtocol(e index.Endpoint) bool {
 // c.Cands must be m.Candidates(policy, c.Endpoint), narrowed by valueCandidates; c.Body is set here.
 func (s *Server) serveProtocol(ctx *fasthttp.RequestCtx, c *plan.Call) {
 	c.Body = plan.TranslatingBody(c, s.dialects.Of)
-	ex := s.runAttempts(ctx, c)
+	ex := s.attempts(ctx, c)
 	if ex == nil {
 		return
 	}
-	proto := protocol{client: c.Endpoint, translate: ex.cand.Translate, model: c.SentModel}
+	proto := protocol{client: c.Endpoint, translate: ex.Cand.Translate, model: c.SentModel}
 	if proto.translate {
-		proto.opt = plan.TranslateOptions(c, s.dialects.Of(ex.cand.Route))
+		proto.opt = plan.TranslateOptions(c, s.dialects.Of(ex.Cand.Route))
 	}
 	if c.Stream {
-		relayStream(ctx, ex, proto)
+		s.relayStream(ctx, ex, proto)
 		return
 	}
-	out, ok := proto.answer(ex.resp.Body())
+	out, ok := proto.answer(ex.Resp.Body())
 	if !ok {
 		// The route answered 200 with something the client's protocol cannot carry (a chat
 		// completion without choices, tool arguments that are not JSON). The exchange is
 		// committed: no other route is tried.
-		if len(ex.box.Routing.Attempts) > 0 {
-			ex.box.Routing.Attempts[len(ex.box.Routing.Attempts)-1].Error = proxy.FailInvalid
+		if len(ex.Box.Routing.Attempts) > 0 {
+			ex.Box.Routing.Attempts[len(ex.Box.Routing.Attempts)-1].Error = proxy.FailInvalid
 		}
 		writeError(ctx, outcome.ErrInvalidUpstream)
-		ex.end(outcome.ErrInvalidUpstream.Status, usage.ResultUpstreamError)
+		ex.End(outcome.ErrInvalidUpstream.Status, usage.ResultUpstreamError)
 		return
 	}
 	// The usage read (and bounded) by the attempt loop from the upstream's answer; a
 	// translated answer carries the same counts.
-	ex.box.Rec.PromptTokens, ex.box.Rec.CompletionTokens = ex.usage.InputTokens, ex.usage.OutputTokens
+	ex.Box.Rec.PromptTokens, ex.Box.Rec.CompletionTokens = ex.Usage.InputTokens, ex.Usage.OutputTokens
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if proto.translate {
 		ctx.SetContentType("application/json")
 	} else {
-		ctx.SetContentTypeBytes(ex.resp.Header.ContentType())
+		ctx.SetContentTypeBytes(ex.Resp.Header.ContentType())
 	}
 	ctx.SetBody(out)
-	ex.end(fasthttp.StatusOK, usage.ResultOK)
+	ex.End(fasthttp.StatusOK, usage.ResultOK)
 }
 
 // answer turns the upstream's complete 200 body (valid JSON, checked by the attempt loop)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/attempt"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/sse"
@@ -41,14 +42,14 @@ type relayed struct {
 
 // relayStream answers with the committed stream of ex (its first event already read),
 // translated or passed through, and records the request when the stream ends.
-func relayStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol) {
+func (s *Server) relayStream(ctx *fasthttp.RequestCtx, ex *attempt.Exchange, proto protocol) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
-	ex.writeStart() // before the 200 and X-Request-Id leave: no request ID without a record
+	ex.Started() // before the 200 and X-Request-Id leave: no request ID without a record
 	b := bodyPool.Get().(*streamBody)
-	b.ex, b.proto = ex, proto
+	b.s, b.ex, b.proto = s, ex, proto
 	ctx.Response.SetBodyStream(b, -1)
 }
 
@@ -60,7 +61,8 @@ func relayStream(ctx *fasthttp.RequestCtx, ex *exchange, proto protocol) {
 // it: Close relays a stream fasthttp never wrote (the client's connection failed before),
 // so that it is finished and recorded all the same.
 type streamBody struct {
-	ex    *exchange
+	s     *Server
+	ex    *attempt.Exchange
 	proto protocol
 }
 
@@ -99,7 +101,7 @@ func (b *streamBody) relay(w io.Writer) {
 	b.ex = nil
 	bw := clientBufs.Get().(*bufio.Writer)
 	bw.Reset(w)
-	ex.s.relayTracked(bw, ex, b.proto)
+	b.s.relayTracked(bw, ex, b.proto)
 	_ = bw.Flush() // the stream's last event, held until its record was written
 	bw.Reset(nil)
 	clientBufs.Put(bw)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/admit"
+	"github.com/sekgate/gateway/dataplane/attempt"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/edge"
@@ -178,9 +179,10 @@ type Server struct {
 	// cannot see them.
 	proxied  *edge.Counter
 	streams  streamSet    // streams being relayed (drain.go)
-	dialects dialect.Memo // servers detected on routes that name none (dialects.go)
+	dialects dialect.Memo // servers detected on routes that name none
 	settle   *settle.Settler
 	admit    *admit.Admitter
+	runner   *attempt.Runner
 }
 
 // New validates cfg and builds a Server.
@@ -223,7 +225,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxAttempts = 3
 	}
 	if cfg.ClientWatchDelay == 0 {
-		cfg.ClientWatchDelay = defaultClientWatchDelay
+		cfg.ClientWatchDelay = attempt.DefaultClientWatchDelay
 	} else if cfg.ClientWatchDelay < 0 {
 		cfg.ClientWatchDelay = 0
 	}
@@ -251,6 +253,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.settle = &settle.Settler{Meter: cfg.Meter, Telemetry: cfg.Telemetry, Access: cfg.AccessLog, Now: cfg.Now}
 	holder, _ := cfg.Meter.(admit.Holder)
+	var routed func(*fasthttp.RequestCtx, *settle.Box)
+	if s.access != nil || s.tracer != nil {
+		routed = s.routed // the record makes the access-log line and ends the span
+	}
+	s.runner = attempt.New(attempt.Config{Pool: cfg.Pool, Selector: cfg.Selector, Health: cfg.Health,
+		FairQueue: cfg.FairQueue, Dialects: &s.dialects, Settler: s.settle, Telemetry: cfg.Telemetry,
+		Logger: cfg.Logger, Now: cfg.Now, MaxAttempts: cfg.MaxAttempts, RequestTimeout: cfg.RequestTimeout,
+		ClientWatch: !cfg.DisableClientWatch, ClientWatchDelay: cfg.ClientWatchDelay, Region: cfg.Region, Routed: routed})
 	s.admit = admit.New(admit.Config{Store: cfg.Store, Balances: cfg.Meter, Holder: holder, Limiter: cfg.Limiter,
 		FairQueue: cfg.FairQueue, Selector: cfg.Selector, Telemetry: cfg.Telemetry, TestBoxToken: cfg.TestBoxToken,
 		Country: cfg.Country, RegionURLs: cfg.RegionURLs, Now: cfg.Now})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sekgate/gateway/dataplane/attempt"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
@@ -12,18 +13,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/shared/usage"
 )
-
-// writeStart hands the meter the start entry of the committed stream, before its 200 and
-// X-Request-Id reach the client: the record the request gets if the node dies while the
-// stream runs (result interrupted, the prompt tokens the first event reported or the
-// node's estimate, no output, priced). The end record supersedes it.
-func (ex *exchange) writeStart() {
-	ex.startRec, ex.startRouting = ex.box.Rec, ex.box.Routing
-	r := &ex.stream.Result
-	ex.s.settle.Start(&ex.startRec, &ex.startRouting, ex.m, ex.bounds, settle.StartUsage{
-		Prompt: r.PromptTokens, Output: r.CompletionTokens, PromptReported: r.PromptReported,
-		OutputReported: r.OutputReported, PromptEstimate: ex.promptEstimate})
-}
 
 // endStream finishes a relayed stream and records it.
 //
@@ -43,15 +32,15 @@ func (ex *exchange) writeStart() {
 // provider that reported less than it delivered is flagged (routing.output_underreported).
 // A completed or cancelled stream has received its first event, so the provider has
 // started generating and the prompt is always charged.
-func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relayed) {
-	r := &ex.stream.Result
-	end := outcome.StreamEnd{Upstream: r.Err, Relay: rel.err, Gone: rel.gone || ex.cancelled(), Done: rel.done}
+func (s *Server) endStream(ex *attempt.Exchange, w *bufio.Writer, client index.Endpoint, rel relayed) {
+	r := &ex.Stream.Result
+	end := outcome.StreamEnd{Upstream: r.Err, Relay: rel.err, Gone: rel.gone || ex.Cancelled(), Done: rel.done}
 	result := end.Result()
-	ex.s.dialects.Learned(ex.cand.Route, r.Server, r.ServerDetected)
+	s.dialects.Learned(ex.Cand.Route, r.Server, r.ServerDetected)
 	// Every stream that did not complete ends with its protocol's error event (unless the
 	// client went away, or received a terminal event already: the upstream's own on a
 	// same-protocol stream, a translated response.incomplete, the drain's error).
-	if !rel.done && !rel.gone && !rel.ended && !ex.cancelled() && !(r.Ended && rel.tr == nil) {
+	if !rel.done && !rel.gone && !rel.ended && !ex.Cancelled() && !(r.Ended && rel.tr == nil) {
 		msg := end.Message()
 		if rel.tr != nil {
 			_ = rel.tr.Fail(msg)
@@ -60,35 +49,34 @@ func (ex *exchange) endStream(w *bufio.Writer, client index.Endpoint, rel relaye
 		}
 	}
 	if end.BreaksRoute() {
-		if n := len(ex.box.Routing.Attempts); n > 0 {
-			ex.box.Routing.Attempts[n-1].Error = proxy.FailInvalid
+		if n := len(ex.Box.Routing.Attempts); n > 0 {
+			ex.Box.Routing.Attempts[n-1].Error = proxy.FailInvalid
 		}
-		if ex.s.cfg.Health != nil && ex.cand.Route != nil {
-			_ = ex.s.cfg.Health.Do(ex.cand.Route, func() error { return routing.ErrRouteFailed })
+		if s.cfg.Health != nil && ex.Cand.Route != nil {
+			_ = s.cfg.Health.Do(ex.Cand.Route, func() error { return routing.ErrRouteFailed })
 		}
 	}
-	rec := &ex.box.Rec
+	rec := &ex.Box.Rec
 	var est bool
 	var c settle.Output
 	if result == usage.ResultOK || result == usage.ResultCancelled {
 		rec.PromptTokens = r.PromptTokens
 		if !r.PromptReported {
-			rec.PromptTokens, est = ex.promptEstimate, true
+			rec.PromptTokens, est = ex.PromptEstimate, true
 		}
-		c = settle.ChargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(ex.m.OutputBytesPerToken), ex.bounds.Output)
+		c = settle.ChargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(ex.Model.OutputBytesPerToken), ex.Bounds.Output)
 	} else {
-		rec.PromptTokens, c, est = settle.StreamCharge(r, rel.out, ex.m.OutputBytesPerToken, ex.promptEstimate, ex.bounds)
+		rec.PromptTokens, c, est = settle.StreamCharge(r, rel.out, ex.Model.OutputBytesPerToken, ex.PromptEstimate, ex.Bounds)
 	}
 	rec.CompletionTokens = c.Tokens
-	ex.box.Routing.UsageEstimated = ex.box.Routing.UsageEstimated || est || c.Estimated
-	c.Flag(&ex.box.Routing, r.CompletionTokens)
+	ex.Box.Routing.UsageEstimated = ex.Box.Routing.UsageEstimated || est || c.Estimated
+	c.Flag(&ex.Box.Routing, r.CompletionTokens)
 	// The record first, then the upstream: closing a stream that ended cleanly reads the
 	// end of the upstream's body so its connection can be reused (proxy.Stream.Close), which
 	// may wait a moment, and a node killed meanwhile must not lose the record of a stream
 	// its client received whole.
-	st, resp := ex.stream, ex.resp
-	ex.stream, ex.resp = nil, nil
-	ex.end(200, result)
+	st, resp := ex.Detach()
+	ex.End(200, result)
 	st.Close()
 	fasthttp.ReleaseResponse(resp)
 }

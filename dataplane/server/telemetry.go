@@ -11,43 +11,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/tracing"
-	"github.com/sekgate/gateway/shared/apierror"
-	"github.com/sekgate/gateway/shared/usage"
 )
-
-// Attempt outcomes besides the failure classes of proxy.Classify.
-const (
-	outcomeOK        = "ok"
-	outcomeStatus4xx = "status_4xx"
-	outcomeStatus429 = "status_429"
-	outcomeStatus5xx = "status_5xx"
-	outcomeStatus    = "status_other"
-)
-
-// statusOutcome names an upstream's non-200 status for gateway_upstream_attempts_total.
-func statusOutcome(status int) string {
-	switch {
-	case status == 429:
-		return outcomeStatus429
-	case status >= 400 && status < 500:
-		return outcomeStatus4xx
-	case status >= 500 && status < 600:
-		return outcomeStatus5xx
-	}
-	return outcomeStatus
-}
-
-// attemptOutcome names what an upstream attempt came to: ok, its failure class, or its
-// status class.
-func attemptOutcome(a *usage.Attempt) string {
-	switch {
-	case a.Error != "":
-		return a.Error
-	case a.Status == 200:
-		return outcomeOK
-	}
-	return statusOutcome(a.Status)
-}
 
 // userRouted marks a request that reached the attempt loop: its record makes its
 // access-log line and ends its span. userTrace holds the span of a traced request until
@@ -87,20 +51,6 @@ func (s *Server) routed(ctx *fasthttp.RequestCtx, box *settle.Box) {
 	}
 }
 
-// endAttemptSpan ends the last attempt's span with its outcome.
-func (ex *exchange) endAttemptSpan() {
-	if ex.attemptSpan == (tracing.Child{}) {
-		return
-	}
-	a := &ex.box.Routing.Attempts[len(ex.box.Routing.Attempts)-1]
-	failure := ""
-	if out := attemptOutcome(a); out != outcomeOK {
-		failure = out
-	}
-	ex.attemptSpan.End(failure, attribute.Int("http.response.status_code", a.Status))
-	ex.attemptSpan = tracing.Child{}
-}
-
 // responseCode is the error code (or type) of a JSON error answer, or "".
 func responseCode(body []byte) string {
 	if c := gjson.GetBytes(body, "error.code"); c.Type == gjson.String {
@@ -110,14 +60,6 @@ func responseCode(body []byte) string {
 		return c.Str
 	}
 	return ""
-}
-
-// errorCode is aerr's code, or "" for nil.
-func errorCode(aerr *apierror.Error) string {
-	if aerr == nil {
-		return ""
-	}
-	return aerr.Code
 }
 
 // logRefusal writes the access-log line of an inference request answered without a record

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package server
+package attempt
 
 import (
 	"net"

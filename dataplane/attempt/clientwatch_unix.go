@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package attempt
 
 import (
 	"errors"
@@ -12,9 +12,6 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/proxy"
 )
-
-// defaultClientWatchDelay is Config.ClientWatchDelay's default.
-const defaultClientWatchDelay = 20 * time.Millisecond
 
 // clientWatch notices a client closing its connection while the gateway waits on the
 // upstream or relays a stream, and cancels the upstream exchange at once instead of at the
