@@ -21,8 +21,8 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// Call describes one inference request to the attempt loop (runAttempts). Every
-// inference handler, translated protocols included, fills one and calls runAttempts.
+// Call describes one inference request to the stages after it (admit, attempt, relay). Every
+// inference handler, translated protocols included, makes one (Make).
 type Call struct {
 	P     admit.Principal
 	Model *index.Model
@@ -30,7 +30,7 @@ type Call struct {
 	Endpoint index.Endpoint
 	// cands are the routes eligible for the request: m.Candidates(policy, e), i.e. already
 	// inside the account's residency policy and speaking the protocol (natively or by
-	// translation). runAttempts only orders and skips them; it never adds routes.
+	// translation). The attempts only order and skip them; they never add routes.
 	Cands []index.Candidate
 	// stream asks for a server-sent event answer.
 	Stream bool

@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/relay"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -158,9 +159,9 @@ func BenchmarkSSERelay(b *testing.B) {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
 		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{DropUsageOnly: true, Bounds: tokens.NewBounds(8192, 0, 1)})
-		rel := protocol{client: index.EPChat}.relay(w, st)
+		rel := relay.Protocol{Client: index.EPChat}.Relay(w, st)
 		st.Close()
-		if !rel.done || rel.events != 101 || st.Result.PromptTokens != 12 {
+		if !rel.Done || rel.Events != 101 || st.Result.PromptTokens != 12 {
 			b.Fatalf("%+v %+v", st.Result, rel)
 		}
 	}

@@ -2,14 +2,12 @@ package server
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -67,21 +65,5 @@ func TestEndStreamsAtDrainDeadline(t *testing.T) {
 	}
 	if n := g.Srv.OpenStreams(); n != 0 {
 		t.Errorf("open streams after the end: %d", n)
-	}
-}
-
-// TestDrainEvents: each protocol's drain event is one event whose data is JSON naming
-// not_ready.
-func TestDrainEvents(t *testing.T) {
-	for _, e := range []index.Endpoint{index.EPChat, index.EPCompletions, index.EPMessages, index.EPResponses} {
-		ev := string(drainEvent(e))
-		if !strings.HasSuffix(ev, "\n\n") || strings.Count(ev, "\n\n") != 1 {
-			t.Errorf("%v: not one event: %q", e, ev)
-		}
-		_, data, ok := strings.Cut(ev, "data: ")
-		var v any
-		if !ok || json.Unmarshal([]byte(strings.TrimSpace(data)), &v) != nil || !strings.Contains(data, "not_ready") {
-			t.Errorf("%v: data is not JSON naming not_ready: %q", e, ev)
-		}
 	}
 }

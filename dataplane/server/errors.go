@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -49,20 +48,9 @@ var (
 	errTooManyAddrConns = fixed(apierror.New(429, apierror.TypeRateLimit, apierror.CodeTooManyConnections,
 		"too many open connections from this address; reuse connections or close idle ones"))
 
-	// errShuttingDown ends a stream still open when the node's drain timeout ran out
-	// (drain.go), as an error event in the client's protocol.
-	errShuttingDown = fixed(apierror.New(503, apierror.TypeOverloaded, apierror.CodeNotReady,
-		"the gateway node is shutting down; the output is incomplete, retry the request"))
-
 	// The control plane behind the forwarded account paths (forward.go).
 	errControlPlane = fixed(apierror.New(503, apierror.TypeAPI, apierror.CodeNotReady,
 		"the account service is unavailable; retry shortly").WithRetryAfter(5))
-)
-
-// Causes the relay records, never sent as such (relay.go).
-var (
-	errClientGone           = errors.New("client went away")
-	errResponseNotCompleted = errors.New("translated response ended incomplete")
 )
 
 var messagesPrefix = []byte("/v1/messages")

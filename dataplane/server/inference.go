@@ -9,10 +9,9 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/plan"
-	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/relay"
 	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/telemetry"
-	"github.com/sekgate/gateway/shared/usage"
 )
 
 // admitted authenticates an inference request and checks the balance (admit.Inference),
@@ -108,24 +107,20 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 // answer unchanged.
 func (s *Server) passThrough(ctx *fasthttp.RequestCtx, c *plan.Call) {
 	c.Cands = plan.NativeCandidates(c.Cands)
-	ex := s.attempts(ctx, c)
-	if ex == nil {
+	if ex := s.attempts(ctx, c); ex != nil {
+		s.answer(ctx, ex, c.Stream, relay.Protocol{Client: c.Endpoint})
+	}
+}
+
+// answer relays the committed exchange ex in protocol p: as a stream, or as a whole answer.
+func (s *Server) answer(ctx *fasthttp.RequestCtx, ex *attempt.Exchange, stream bool, p relay.Protocol) {
+	if stream {
+		s.relay.Stream(ctx, ex, p)
 		return
 	}
-	if c.Stream {
-		s.relayStream(ctx, ex, protocol{client: c.Endpoint})
-		return
+	if aerr := s.relay.Answer(ctx, ex, p); aerr != nil {
+		writeError(ctx, aerr)
 	}
-	rb := ex.Resp.Body()
-	if c.Endpoint == index.EPChat {
-		rb, _ = proxy.MirrorReasoning(nil, rb, "message") // both names: clients read either
-		rb, _ = proxy.NormalizeFinish(nil, rb, s.dialects.Of(ex.Cand.Route).FinishStop)
-	}
-	ex.Box.Rec.PromptTokens, ex.Box.Rec.CompletionTokens = ex.Usage.InputTokens, ex.Usage.OutputTokens
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentTypeBytes(ex.Resp.Header.ContentType())
-	ctx.SetBody(rb)
-	ex.End(fasthttp.StatusOK, usage.ResultOK)
 }
 
 // countTokens answers /v1/messages/count_tokens: no route supports it, so a visible model

@@ -11,6 +11,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/relay"
 )
 
 // BenchmarkTranslatedMessagesNonStreaming drives a Messages-style request through the
@@ -45,16 +46,16 @@ func BenchmarkTranslatedStreamRelayResponses(b *testing.B) {
 func benchTranslatedRelay(b *testing.B, client index.Endpoint) {
 	in := chatStream100()
 	w := bufio.NewWriter(io.Discard)
-	p := protocol{client: client, translate: true, model: "m"}
+	p := relay.Protocol{Client: client, Translate: true, Model: "m"}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
 		var resp fasthttp.Response
 		resp.SetBodyRaw(in)
 		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
-		rel := p.relay(w, st)
+		rel := p.Relay(w, st)
 		st.Close()
-		if !rel.done || rel.err != nil || st.Result.PromptTokens != 12 {
+		if !rel.Done || rel.Err != nil || st.Result.PromptTokens != 12 {
 			b.Fatalf("%+v %+v", st.Result, rel)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/relay"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/money"
@@ -242,9 +243,9 @@ func TestRelayMessagesUsage(t *testing.T) {
 			defer st.Close()
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			rel := protocol{client: index.EPMessages}.relay(w, st)
+			rel := relay.Protocol{Client: index.EPMessages}.Relay(w, st)
 			_ = w.Flush() // the closing event waits for the record; the caller flushes it
-			if st.Result.PromptTokens != c.in || st.Result.CompletionTokens != c.out || rel.done != c.done {
+			if st.Result.PromptTokens != c.in || st.Result.CompletionTokens != c.out || rel.Done != c.done {
 				t.Errorf("result %+v %+v, want %d/%d done %v", st.Result, rel, c.in, c.out, c.done)
 			}
 			if out.String() != c.stream {
@@ -259,10 +260,10 @@ func TestRelayMessagesUsage(t *testing.T) {
 		st := proxy.OpenStream(resp, index.EPMessages, proxy.StreamOptions{Total: time.Second, Bounds: tokens.NewBounds(8192, 0, 1)})
 		var out bytes.Buffer
 		w := bufio.NewWriter(&out)
-		rel := protocol{client: index.EPMessages}.relay(w, st)
+		rel := relay.Protocol{Client: index.EPMessages}.Relay(w, st)
 		st.Close()
 		fasthttp.ReleaseResponse(resp)
-		if !errors.Is(st.Result.Err, proxy.ErrInvalidUsage) || rel.done || rel.events != 0 || out.Len() != 0 || st.Result.PromptTokens > 8192 {
+		if !errors.Is(st.Result.Err, proxy.ErrInvalidUsage) || rel.Done || rel.Events != 0 || out.Len() != 0 || st.Result.PromptTokens > 8192 {
 			t.Errorf("input_tokens %s: %+v relayed %q", bad, st.Result, out.String())
 		}
 	}

@@ -1,8 +1,10 @@
 // Package server is the data plane's public HTTP edge: fasthttp with fasthttp/router,
-// request IDs, the JSON error envelope, API-key authentication from the snapshot, balance
-// admission, model reads, the inference attempt loop (attempt.go), the stream relay in the
-// client's protocol (relay.go) and the account paths it forwards to the control plane
-// (forward.go).
+// request IDs, request bodies, the JSON error envelope, model reads and the account paths
+// it forwards to the control plane (forward.go). An inference request walks the stages in
+// order, each in its package: admit (who calls, the balance), plan (the model, its routes,
+// the bounds), admit again (limits, fair queue, price hold: a Ticket), attempt (the routes,
+// until one answers: an Exchange), relay (the answer or the stream) and settle (the charge
+// and the record).
 package server
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/limits"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/relay"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/telemetry"
@@ -178,11 +181,11 @@ type Server struct {
 	// trusted proxy (nil without trusted proxies): the per-address cap of the listener
 	// cannot see them.
 	proxied  *edge.Counter
-	streams  streamSet    // streams being relayed (drain.go)
 	dialects dialect.Memo // servers detected on routes that name none
 	settle   *settle.Settler
 	admit    *admit.Admitter
 	runner   *attempt.Runner
+	relay    *relay.Relayer
 }
 
 // New validates cfg and builds a Server.
@@ -261,6 +264,7 @@ func New(cfg Config) (*Server, error) {
 		FairQueue: cfg.FairQueue, Dialects: &s.dialects, Settler: s.settle, Telemetry: cfg.Telemetry,
 		Logger: cfg.Logger, Now: cfg.Now, MaxAttempts: cfg.MaxAttempts, RequestTimeout: cfg.RequestTimeout,
 		ClientWatch: !cfg.DisableClientWatch, ClientWatchDelay: cfg.ClientWatchDelay, Region: cfg.Region, Routed: routed})
+	s.relay = relay.New(relay.Config{Health: cfg.Health, Dialects: &s.dialects, Telemetry: cfg.Telemetry})
 	s.admit = admit.New(admit.Config{Store: cfg.Store, Balances: cfg.Meter, Holder: holder, Limiter: cfg.Limiter,
 		FairQueue: cfg.FairQueue, Selector: cfg.Selector, Telemetry: cfg.Telemetry, TestBoxToken: cfg.TestBoxToken,
 		Country: cfg.Country, RegionURLs: cfg.RegionURLs, Now: cfg.Now})
@@ -460,3 +464,10 @@ func defInt(n *int, v int) {
 type RefusalCounter interface {
 	Add(account, key string, status int, code string)
 }
+
+// EndStreams ends every stream still being relayed, and any that starts later, with an
+// error event in its client's protocol (relay.Relayer.EndStreams): the end of a drain.
+func (s *Server) EndStreams() int { return s.relay.EndStreams() }
+
+// OpenStreams is the number of streams being relayed.
+func (s *Server) OpenStreams() int { return s.relay.OpenStreams() }

@@ -1,4 +1,4 @@
-package server
+package relay
 
 import (
 	"bufio"
@@ -11,10 +11,10 @@ import (
 
 // Drain events in each client protocol, as streamEndEvent's.
 var (
-	drainErrChat      = []byte("data: " + string(errShuttingDown.JSON(false)) + "\n\n")
-	drainErrMessages  = []byte("event: error\ndata: " + string(errShuttingDown.JSON(true)) + "\n\n")
+	drainErrChat      = []byte("data: " + string(ErrShuttingDown.JSON(false)) + "\n\n")
+	drainErrMessages  = []byte("event: error\ndata: " + string(ErrShuttingDown.JSON(true)) + "\n\n")
 	drainErrResponses = []byte(`event: error` + "\n" + `data: {"type":"error","code":"` + apierror.CodeNotReady +
-		`","message":"` + errShuttingDown.Message + `","param":null}` + "\n\n")
+		`","message":"` + ErrShuttingDown.Message + `","param":null}` + "\n\n")
 )
 
 func drainEvent(e index.Endpoint) []byte {
@@ -27,7 +27,7 @@ func drainEvent(e index.Endpoint) []byte {
 	return drainErrChat
 }
 
-// streamSet holds the streams being relayed, so that a node at the end of its drain
+// streamSet holds the streams being Relayed, so that a node at the end of its drain
 // timeout can end them (EndStreams) instead of cutting their connections.
 type streamSet struct {
 	mu     sync.Mutex
@@ -57,11 +57,11 @@ func (ss *streamSet) remove(ex *attempt.Exchange) bool {
 	return ended
 }
 
-// EndStreams ends every stream still being relayed, and any that starts later: the
+// EndStreams ends every stream still being Relayed, and any that starts later: the
 // upstream exchange is cancelled, the client gets an error event in its protocol (code
 // not_ready) and the request is recorded as cancelled with the usage delivered so far. The
 // node calls it when its drain timeout runs out. It returns the number of streams ended.
-func (s *Server) EndStreams() int {
+func (s *Relayer) EndStreams() int {
 	ss := &s.streams
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -77,26 +77,26 @@ func (s *Server) EndStreams() int {
 	return n
 }
 
-// OpenStreams returns the number of streams being relayed.
-func (s *Server) OpenStreams() int {
+// OpenStreams returns the number of streams being Relayed.
+func (s *Relayer) OpenStreams() int {
 	s.streams.mu.Lock()
 	defer s.streams.mu.Unlock()
 	return len(s.streams.open)
 }
 
-// relayTracked relays a committed stream as one EndStreams can end, then finishes it.
-func (s *Server) relayTracked(w *bufio.Writer, ex *attempt.Exchange, proto protocol) {
+// tracked relays a committed stream as one EndStreams can end, then finishes it.
+func (s *Relayer) tracked(w *bufio.Writer, ex *attempt.Exchange, proto Protocol) {
 	s.streams.add(ex)
-	s.tel.StreamOpened()
-	proto.maxOutput = streamCut(ex) // a stream past the output bound is cut (outbound.go)
+	s.cfg.Telemetry.StreamOpened()
+	proto.maxOutput = streamCut(ex) // a stream past the output bound is cut (bound.go)
 	proto.bytesPerToken = ex.Model.OutputBytesPerToken
-	rel := proto.relay(w, ex.Stream)
-	s.tel.StreamClosed()
-	if s.streams.remove(ex) && !rel.gone {
-		if _, err := w.Write(drainEvent(proto.client)); err == nil {
+	rel := proto.Relay(w, ex.Stream)
+	s.cfg.Telemetry.StreamClosed()
+	if s.streams.remove(ex) && !rel.Gone {
+		if _, err := w.Write(drainEvent(proto.Client)); err == nil {
 			_ = w.Flush()
 		}
-		rel.ended = true
+		rel.Ended = true
 	}
-	s.endStream(ex, w, proto.client, rel)
+	s.end(ex, w, proto.Client, rel)
 }

@@ -1,4 +1,4 @@
-package server
+package relay
 
 import (
 	"bufio"
@@ -16,33 +16,33 @@ import (
 	"github.com/sekgate/gateway/dataplane/translate"
 )
 
-// relayed is what the client received of a stream. The client's protocol decides when its
+// Relayed is what the client received of a stream. The client's protocol decides when its
 // stream is complete, so the relay owns these; what the upstream reported (usage, its
 // errors) is the stream's (proxy.StreamResult).
-type relayed struct {
-	// done is set once the client's last event was written: the upstream's own for a
+type Relayed struct {
+	// Done is set once the client's last event was written: the upstream's own for a
 	// same-protocol stream, the translator's after the upstream's [DONE] otherwise.
-	done bool
-	// gone is set when writing to the client failed (disconnect).
-	gone bool
-	// events counts events written to the client.
-	events int
-	// out is the generated output delivered to the client (proxy.Stream.Delivered): a
+	Done bool
+	// Gone is set when writing to the client failed (disconnect).
+	Gone bool
+	// Events counts events written to the client.
+	Events int
+	// Out is the generated output delivered to the client (proxy.Stream.Delivered): a
 	// record charges at least its tokens.
-	out tokens.Delivered
-	// err is why the client's stream could not be completed although the upstream's
+	Out tokens.Delivered
+	// Err is why the client's stream could not be completed although the upstream's
 	// could (a translator refusing a chunk, a translated response ending incomplete).
-	err error
-	// ended is set once the client received an event that ends its stream other than the
+	Err error
+	// Ended is set once the client received an event that ends its stream other than the
 	// successful last one (a translated response.incomplete, the drain's error event).
-	ended bool
+	Ended bool
 	// tr is a translated stream's translator, which writes the client's error event.
 	tr streamTranslator
 }
 
-// relayStream answers with the committed stream of ex (its first event already read),
+// Stream answers with the committed stream of ex (its first event already read),
 // translated or passed through, and records the request when the stream ends.
-func (s *Server) relayStream(ctx *fasthttp.RequestCtx, ex *attempt.Exchange, proto protocol) {
+func (s *Relayer) Stream(ctx *fasthttp.RequestCtx, ex *attempt.Exchange, proto Protocol) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
@@ -61,9 +61,9 @@ func (s *Server) relayStream(ctx *fasthttp.RequestCtx, ex *attempt.Exchange, pro
 // it: Close relays a stream fasthttp never wrote (the client's connection failed before),
 // so that it is finished and recorded all the same.
 type streamBody struct {
-	s     *Server
+	s     *Relayer
 	ex    *attempt.Exchange
-	proto protocol
+	proto Protocol
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(streamBody) }}
@@ -96,12 +96,12 @@ func (b *streamBody) Close() error {
 func (b *streamBody) relay(w io.Writer) {
 	ex := b.ex
 	if ex == nil {
-		return // relayed already
+		return // Relayed already
 	}
 	b.ex = nil
 	bw := clientBufs.Get().(*bufio.Writer)
 	bw.Reset(w)
-	b.s.relayTracked(bw, ex, b.proto)
+	b.s.tracked(bw, ex, b.proto)
 	_ = bw.Flush() // the stream's last event, held until its record was written
 	bw.Reset(nil)
 	clientBufs.Put(bw)
@@ -123,7 +123,7 @@ type streamTranslator interface {
 // clientWriter writes events to the client, one flush per event, and keeps count.
 type clientWriter struct {
 	w *bufio.Writer
-	r relayed
+	r Relayed
 	// completed says the last translated event written was response.completed.
 	completed bool
 	// hold keeps the stream's closing events in the buffer: they reach the client after the
@@ -155,14 +155,14 @@ func (cw *clientWriter) event(name, data []byte) error {
 
 func (cw *clientWriter) flush() bool {
 	if cw.hold {
-		cw.r.events++ // written; flushed once the record is (streamBody.relay)
+		cw.r.Events++ // written; flushed once the record is (streamBody.relay)
 		return true
 	}
 	if err := cw.w.Flush(); err != nil {
-		cw.r.gone = true
+		cw.r.Gone = true
 		return false
 	}
-	cw.r.events++
+	cw.r.Events++
 	return true
 }
 
@@ -175,24 +175,24 @@ func (cw *clientWriter) flush() bool {
 // upstream's [DONE], so a client whose stream breaks earlier knows its output is
 // incomplete. Keep-alive comments pass on same-protocol streams (a translated stream has
 // its own pacing).
-func (p protocol) relay(w *bufio.Writer, st *proxy.Stream) relayed {
-	if !p.translate {
+func (p Protocol) Relay(w *bufio.Writer, st *proxy.Stream) Relayed {
+	if !p.Translate {
 		cw := clientWriter{w: w} // stays on the stack: nothing keeps it
 		return p.relayLoop(&cw, st, nil)
 	}
 	cw := &clientWriter{w: w}
 	var tr streamTranslator
-	if p.client == index.EPResponses {
-		tr = translate.NewChatToResponsesStream(p.model, cw.event).Configure(p.opt)
+	if p.Client == index.EPResponses {
+		tr = translate.NewChatToResponsesStream(p.Model, cw.event).Configure(p.Opt)
 	} else {
-		tr = translate.NewChatToMessagesStream(p.model, cw.event).Configure(p.opt)
+		tr = translate.NewChatToMessagesStream(p.Model, cw.event).Configure(p.Opt)
 	}
 	cw.r.tr = tr
 	return p.relayLoop(cw, st, tr)
 }
 
 // relayLoop is relay's one loop; tr is nil for a same-protocol stream.
-func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTranslator) relayed {
+func (p Protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTranslator) Relayed {
 	for {
 		ev, err := st.Next()
 		if err != nil {
@@ -209,31 +209,31 @@ func (p protocol) relayLoop(cw *clientWriter, st *proxy.Stream, tr streamTransla
 			}
 		case st.Result.Ended: // the upstream's [DONE]
 			if err := tr.Finish(); err != nil {
-				if !cw.r.gone {
-					cw.r.err = err
+				if !cw.r.Gone {
+					cw.r.Err = err
 				}
 				return cw.r
 			}
-			if p.client == index.EPResponses && !cw.completed {
+			if p.Client == index.EPResponses && !cw.completed {
 				// response.incomplete (output limit, content filter) ends the stream
 				// properly but is a failure signal of the protocol, as on native routes.
-				cw.r.err = errResponseNotCompleted
-				cw.r.ended = true
+				cw.r.Err = errResponseNotCompleted
+				cw.r.Ended = true
 				return cw.r
 			}
 		case ev.Data == nil:
 			continue // a comment (keep-alive)
 		default:
 			if err := tr.Feed(ev.Data); err != nil {
-				if !cw.r.gone {
-					cw.r.err = err
+				if !cw.r.Gone {
+					cw.r.Err = err
 				}
 				return cw.r
 			}
 		}
-		cw.r.out = st.Delivered() // written
+		cw.r.Out = st.Delivered() // written
 		if st.Result.Ended {
-			cw.r.done = st.Result.Err == nil
+			cw.r.Done = st.Result.Err == nil
 			return cw.r
 		}
 	}

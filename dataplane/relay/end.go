@@ -1,7 +1,8 @@
-package server
+package relay
 
 import (
 	"bufio"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -11,10 +12,12 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/settle"
+	"github.com/sekgate/gateway/shared/apierror"
+	"github.com/sekgate/gateway/shared/jsonenc"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// endStream finishes a relayed stream and records it.
+// end finishes a relayed stream and records it.
 //
 // A stream that did not complete (an error the server reported inside it, an event that is
 // not JSON, usage beyond the bounds, a cut, a timeout) ends with an error event in the
@@ -28,23 +31,23 @@ import (
 // bounds, else from the request's text (reqparse's low estimate, bytes / 5, within the
 // window) with routing.usage_estimated set. The output is charged by chargeOutput: the
 // larger of what the provider reported and what the client was delivered (proxy.Stream's
-// low estimate from the text of every event relayed), within the output limit; a
+// low estimate from the text of every event Relayed), within the output limit; a
 // provider that reported less than it delivered is flagged (routing.output_underreported).
 // A completed or cancelled stream has received its first event, so the provider has
 // started generating and the prompt is always charged.
-func (s *Server) endStream(ex *attempt.Exchange, w *bufio.Writer, client index.Endpoint, rel relayed) {
+func (s *Relayer) end(ex *attempt.Exchange, w *bufio.Writer, client index.Endpoint, rel Relayed) {
 	r := &ex.Stream.Result
-	end := outcome.StreamEnd{Upstream: r.Err, Relay: rel.err, Gone: rel.gone || ex.Cancelled(), Done: rel.done}
+	end := outcome.StreamEnd{Upstream: r.Err, Relay: rel.Err, Gone: rel.Gone || ex.Cancelled(), Done: rel.Done}
 	result := end.Result()
-	s.dialects.Learned(ex.Cand.Route, r.Server, r.ServerDetected)
+	s.cfg.Dialects.Learned(ex.Cand.Route, r.Server, r.ServerDetected)
 	// Every stream that did not complete ends with its protocol's error event (unless the
 	// client went away, or received a terminal event already: the upstream's own on a
 	// same-protocol stream, a translated response.incomplete, the drain's error).
-	if !rel.done && !rel.gone && !rel.ended && !ex.Cancelled() && !(r.Ended && rel.tr == nil) {
+	if !rel.Done && !rel.Gone && !rel.Ended && !ex.Cancelled() && !(r.Ended && rel.tr == nil) {
 		msg := end.Message()
 		if rel.tr != nil {
 			_ = rel.tr.Fail(msg)
-		} else if _, err := w.Write(streamEndEvent(client, msg, r.ResponseID, rel.events)); err == nil {
+		} else if _, err := w.Write(streamEndEvent(client, msg, r.ResponseID, rel.Events)); err == nil {
 			_ = w.Flush()
 		}
 	}
@@ -64,9 +67,9 @@ func (s *Server) endStream(ex *attempt.Exchange, w *bufio.Writer, client index.E
 		if !r.PromptReported {
 			rec.PromptTokens, est = ex.PromptEstimate, true
 		}
-		c = settle.ChargeOutput(r.CompletionTokens, r.OutputReported, rel.out.Tokens(ex.Model.OutputBytesPerToken), ex.Bounds.Output)
+		c = settle.ChargeOutput(r.CompletionTokens, r.OutputReported, rel.Out.Tokens(ex.Model.OutputBytesPerToken), ex.Bounds.Output)
 	} else {
-		rec.PromptTokens, c, est = settle.StreamCharge(r, rel.out, ex.Model.OutputBytesPerToken, ex.PromptEstimate, ex.Bounds)
+		rec.PromptTokens, c, est = settle.StreamCharge(r, rel.Out, ex.Model.OutputBytesPerToken, ex.PromptEstimate, ex.Bounds)
 	}
 	rec.CompletionTokens = c.Tokens
 	ex.Box.Routing.UsageEstimated = ex.Box.Routing.UsageEstimated || est || c.Estimated
@@ -79,4 +82,25 @@ func (s *Server) endStream(ex *attempt.Exchange, w *bufio.Writer, client index.E
 	ex.End(200, result)
 	st.Close()
 	fasthttp.ReleaseResponse(resp)
+}
+
+// streamEndEvent is the error event that ends a stream of client endpoint e with msg:
+// chat and text completions get a data line with the interface's error envelope (the
+// OpenAI SDKs raise it), Messages-style an error event, Responses-style response.failed
+// (the protocol's failure end) for response id, with the next sequence number seq.
+func streamEndEvent(e index.Endpoint, msg, id string, seq int) []byte {
+	ae := apierror.New(502, apierror.TypeUpstream, apierror.CodeProviderError, msg)
+	switch e {
+	case index.EPMessages:
+		return []byte("event: error\ndata: " + string(ae.JSON(true)) + "\n\n")
+	case index.EPResponses:
+		b := []byte(`event: response.failed` + "\n" + `data: {"type":"response.failed","sequence_number":`)
+		b = strconv.AppendInt(b, int64(seq), 10)
+		b = append(b, `,"response":{"id":`...)
+		b = jsonenc.AppendString(b, id)
+		b = append(b, `,"object":"response","status":"failed","error":{"code":"server_error","message":`...)
+		b = jsonenc.AppendString(b, msg)
+		return append(b, `},"output":[]}}`+"\n\n"...)
+	}
+	return []byte("data: " + string(ae.JSON(false)) + "\n\n")
 }

@@ -1,4 +1,4 @@
-package server
+package relay
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ func TestRelayFlushesEachEvent(t *testing.T) {
 		st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{DropUsageOnly: drop})
 		var out flushCounter
 		bw := bufio.NewWriterSize(&out, 64<<10)
-		rel := protocol{client: index.EPChat}.relay(bw, st)
+		rel := Protocol{Client: index.EPChat}.Relay(bw, st)
 		st.Close()
 		// The usage chunk is a chat chunk like any other when relayed; it carries no output.
 		want, deltas := int64(4), int64(1)
@@ -50,7 +50,7 @@ func TestRelayFlushesEachEvent(t *testing.T) {
 			t.Errorf("drop=%v: %d flushes before the record, want %d, and [DONE] held", drop, out.n, want-1)
 		}
 		_ = bw.Flush()
-		if int64(rel.events) != want || int64(out.n) != want || !rel.done || rel.gone || rel.out.Pieces != deltas ||
+		if int64(rel.Events) != want || int64(out.n) != want || !rel.Done || rel.Gone || rel.Out.Pieces != deltas ||
 			st.Result.PromptTokens != 3 || st.Result.CompletionTokens != 1 {
 			t.Errorf("drop=%v: %+v %+v flushes %d", drop, st.Result, rel, out.n)
 		}
@@ -67,10 +67,10 @@ func TestRelayCountsDeliveredDeltas(t *testing.T) {
 		"data: [DONE]\n\n"
 	cases := []struct {
 		name string
-		p    protocol
+		p    Protocol
 	}{
-		{"same protocol", protocol{client: index.EPChat}},
-		{"translated", protocol{client: index.EPMessages, translate: true, model: "m"}},
+		{"same protocol", Protocol{Client: index.EPChat}},
+		{"translated", Protocol{Client: index.EPMessages, Translate: true, Model: "m"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,9 +78,9 @@ func TestRelayCountsDeliveredDeltas(t *testing.T) {
 			resp.SetBodyString(in)
 			st := proxy.OpenStream(&resp, index.EPChat, proxy.StreamOptions{})
 			out := flushCounter{failAfter: 2}
-			rel := c.p.relay(bufio.NewWriterSize(&out, 64<<10), st)
+			rel := c.p.Relay(bufio.NewWriterSize(&out, 64<<10), st)
 			st.Close()
-			if !rel.gone || rel.done || rel.events != 2 || rel.out.Pieces >= 3 || (!c.p.translate && rel.out.Pieces != 1) {
+			if !rel.Gone || rel.Done || rel.Events != 2 || rel.Out.Pieces >= 3 || (!c.p.Translate && rel.Out.Pieces != 1) {
 				t.Errorf("%+v", rel)
 			}
 		})
