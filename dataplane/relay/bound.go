@@ -10,7 +10,7 @@ import (
 // 0: no bound): the request's output bound. The contract, exact: output is counted from
 // what each event shows the client (proxy.Stream.Delivered, tokens.Delivered: the larger
 // of the events that carry output and their text's bytes / tokens.OutputBytesPerToken),
-// the event that would take the delivered output past the bound is not Relayed and ends
+// the event that would take the delivered output past the bound is not relayed and ends
 // the stream, so the client never receives more output than the bound, and the record
 // charges at least what was delivered and at most the bound. The estimate is low, so an
 // honest server's stream within its bound is never cut.

@@ -27,7 +27,7 @@ func drainEvent(e index.Endpoint) []byte {
 	return drainErrChat
 }
 
-// streamSet holds the streams being Relayed, so that a node at the end of its drain
+// streamSet holds the streams being relayed, so that a node at the end of its drain
 // timeout can end them (EndStreams) instead of cutting their connections.
 type streamSet struct {
 	mu     sync.Mutex
@@ -57,7 +57,7 @@ func (ss *streamSet) remove(ex *attempt.Exchange) bool {
 	return ended
 }
 
-// EndStreams ends every stream still being Relayed, and any that starts later: the
+// EndStreams ends every stream still being relayed, and any that starts later: the
 // upstream exchange is cancelled, the client gets an error event in its protocol (code
 // not_ready) and the request is recorded as cancelled with the usage delivered so far. The
 // node calls it when its drain timeout runs out. It returns the number of streams ended.
@@ -77,7 +77,7 @@ func (s *Relayer) EndStreams() int {
 	return n
 }
 
-// OpenStreams returns the number of streams being Relayed.
+// OpenStreams returns the number of streams being relayed.
 func (s *Relayer) OpenStreams() int {
 	s.streams.mu.Lock()
 	defer s.streams.mu.Unlock()

@@ -31,7 +31,7 @@ import (
 // bounds, else from the request's text (reqparse's low estimate, bytes / 5, within the
 // window) with routing.usage_estimated set. The output is charged by chargeOutput: the
 // larger of what the provider reported and what the client was delivered (proxy.Stream's
-// low estimate from the text of every event Relayed), within the output limit; a
+// low estimate from the text of every event relayed), within the output limit; a
 // provider that reported less than it delivered is flagged (routing.output_underreported).
 // A completed or cancelled stream has received its first event, so the provider has
 // started generating and the prompt is always charged.

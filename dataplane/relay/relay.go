@@ -96,7 +96,7 @@ func (b *streamBody) Close() error {
 func (b *streamBody) relay(w io.Writer) {
 	ex := b.ex
 	if ex == nil {
-		return // Relayed already
+		return // relayed already
 	}
 	b.ex = nil
 	bw := clientBufs.Get().(*bufio.Writer)
