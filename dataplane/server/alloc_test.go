@@ -48,34 +48,3 @@ func TestChatNonStreamingAllocBudget(t *testing.T) {
 		t.Fatalf("non-streaming chat path allocates %.1f times per request, over its budget of %d", allocs, chatAllocBudget)
 	}
 }
-
-// TestBodyBufPoolKeepsLargeBuffers: however many small or empty buffers came back before
-// (the bodies fasthttp reads itself leave theirs empty), a 64 KiB body buffer is kept and
-// reused, so reading another 64 KiB body allocates nothing; a buffer over maxPooledBody is
-// not kept. (bytebufferpool's calibration dropped the 64 KiB buffers after about 42,000
-// small ones.)
-func TestBodyBufPoolKeepsLargeBuffers(t *testing.T) {
-	var p bodyBufPool
-	for range 100_000 {
-		p.put(p.get())
-	}
-	const size = 64 << 10
-	fill := func() {
-		b := p.get()
-		if cap(*b) < size {
-			*b = make([]byte, 0, size)
-		}
-		*b = append(*b, make([]byte, size)...) // stack-sized source: no allocation of its own
-		p.put(b)
-	}
-	fill()
-	if n := testing.AllocsPerRun(100, fill); n != 0 {
-		t.Fatalf("reading 64 KiB bodies through the pool allocated %.1f times per body", n)
-	}
-	big := p.get()
-	*big = make([]byte, maxPooledBody+1)
-	p.put(big)
-	if b := p.get(); cap(*b) > maxPooledBody {
-		t.Fatalf("a %d-byte buffer was kept", cap(*b))
-	}
-}

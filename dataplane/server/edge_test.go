@@ -17,6 +17,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/dataplane/reqbody"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -183,7 +184,7 @@ func TestLargeBodyStreamed(t *testing.T) {
 	g := startGateway(t)
 	// Padded with whitespace, which the prompt-size estimate does not count.
 	head := `{"model":"` + fixture.ModelChat + `","messages":[{"role":"user","content":"hej"}]`
-	for _, size := range []int{prefetchMax - 1, prefetchMax, prefetchMax + 1, 16 << 10, 64 << 10, 300 << 10} {
+	for _, size := range []int{reqbody.PrefetchMax - 1, reqbody.PrefetchMax, reqbody.PrefetchMax + 1, 16 << 10, 64 << 10, 300 << 10} {
 		rest := `,"seed":` + strings.Repeat(" ", size-len(head)-len(`,"seed":0}`)) + `0}`
 		body := head + rest
 		r := g.do(t, "POST", "/v1/chat/completions", g.Keys.SE, body)
@@ -511,7 +512,7 @@ func BenchmarkBadFraming(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		if badFraming(raw) {
+		if reqbody.BadFraming(raw) {
 			b.Fatal("good framing refused")
 		}
 	}

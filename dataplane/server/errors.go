@@ -23,11 +23,8 @@ var (
 	errInternal = fixed(apierror.ErrInternal)
 
 	// Request framing and bodies (body.go).
-	errBadRequest  = fixed(apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request"))
-	errBodyTimeout = fixed(apierror.New(408, apierror.TypeInvalidRequest, apierror.CodeRequestTimeout,
-		"the request body arrived too slowly"))
-	errBadBody = fixed(apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request body framing"))
-	errFraming = fixed(apierror.New(400, apierror.TypeInvalidRequest, "",
+	errBadRequest = fixed(apierror.New(400, apierror.TypeInvalidRequest, "", "malformed request"))
+	errFraming    = fixed(apierror.New(400, apierror.TypeInvalidRequest, "",
 		"malformed request framing: Content-Length together with Transfer-Encoding, or a folded header line"))
 	errHeadersTooLarge = fixed(apierror.New(431, apierror.TypeInvalidRequest, apierror.CodeHeadersTooLarge,
 		"request headers too large"))

@@ -57,14 +57,14 @@ func (s *Server) inference(e index.Endpoint) fasthttp.RequestHandler {
 		if e == index.EPSystemOne {
 			limit, tooLarge = maxSystemOneBody, errTooLargeSystemOne
 		}
-		bb := bodyBufs.get()
+		bb := bodyBufs.Get()
 		body, ok := s.readBody(ctx, limit, tooLarge, bb)
 		// A stream's relay runs after this handler returns and may still refer to a body
 		// read into bb; anything else is over when it returns.
 		keep := false
 		defer func() {
 			if !keep {
-				bodyBufs.put(bb)
+				bodyBufs.Put(bb)
 			}
 		}()
 		if !ok {

@@ -33,6 +33,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/relay"
+	"github.com/sekgate/gateway/dataplane/reqbody"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/telemetry"
@@ -186,6 +187,7 @@ type Server struct {
 	admit    *admit.Admitter
 	runner   *attempt.Runner
 	relay    *relay.Relayer
+	body     reqbody.Reader
 }
 
 // New validates cfg and builds a Server.
@@ -264,6 +266,7 @@ func New(cfg Config) (*Server, error) {
 		FairQueue: cfg.FairQueue, Dialects: &s.dialects, Settler: s.settle, Telemetry: cfg.Telemetry,
 		Logger: cfg.Logger, Now: cfg.Now, MaxAttempts: cfg.MaxAttempts, RequestTimeout: cfg.RequestTimeout,
 		ClientWatch: !cfg.DisableClientWatch, ClientWatchDelay: cfg.ClientWatchDelay, Region: cfg.Region, Routed: routed})
+	s.body = reqbody.Reader{IdleTimeout: cfg.BodyIdleTimeout, MinRate: max(cfg.MinBodyRate, 0)}
 	s.relay = relay.New(relay.Config{Health: cfg.Health, Dialects: &s.dialects, Telemetry: cfg.Telemetry})
 	s.admit = admit.New(admit.Config{Store: cfg.Store, Balances: cfg.Meter, Holder: holder, Limiter: cfg.Limiter,
 		FairQueue: cfg.FairQueue, Selector: cfg.Selector, Telemetry: cfg.Telemetry, TestBoxToken: cfg.TestBoxToken,
@@ -341,7 +344,7 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	if s.oversizedN.Load() > 0 {
 		s.takeOversized(h)
 	}
-	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: prefetchSize(h.ContentLength(), limit)}
+	return fasthttp.RequestConfig{ReadTimeout: s.cfg.BodyIdleTimeout, MaxRequestBodySize: reqbody.PrefetchSize(h.ContentLength(), limit)}
 }
 
 // oversizedEntry is the 413 of a request whose declared length is over its limit, in the
@@ -373,7 +376,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if s.oversizedN.Load() > 0 && ctx.Request.Header.ContentLength() > bodyLimit(ctx.Request.Header.RequestURI()) {
 		s.takeOversized(&ctx.Request.Header) // headerReceived's entry: the body's first byte had arrived
 	}
-	if badFraming(ctx.Request.Header.RawHeaders()) { // a length of -2 may be Transfer-Encoding: identity
+	if reqbody.BadFraming(ctx.Request.Header.RawHeaders()) { // a length of -2 may be Transfer-Encoding: identity
 		ctx.SetConnectionClose()
 		writeError(ctx, errFraming)
 		return
@@ -382,7 +385,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		if key, ok := s.proxiedClient(ctx); ok && !s.admit.PresentsKey(ctx) {
 			if !s.proxied.Acquire(key) {
 				writeError(ctx, errTooManyAddrRequests)
-				if bodyLeft(ctx) {
+				if reqbody.Left(ctx) {
 					ctx.SetConnectionClose()
 				}
 				return
@@ -395,7 +398,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	} else {
 		s.router.Handler(ctx)
 	}
-	if bodyLeft(ctx) {
+	if reqbody.Left(ctx) {
 		// The handler answered without reading the body (a refusal): what follows on the
 		// connection is body, not a request. Close after the answer, draining a little so
 		// the client reads the answer rather than a reset.
