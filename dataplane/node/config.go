@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/baseurl"
 	"github.com/sekgate/gateway/dataplane/edge"
 	"github.com/sekgate/gateway/dataplane/fleetshare"
 	"github.com/sekgate/gateway/dataplane/index"
@@ -160,7 +161,7 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 		return o, errors.New("--max-header-bytes must be at least 1024")
 	}
 	if o.publicURL != "" {
-		if o.publicURL, err = server.ParsePublicURL(o.publicURL); err != nil {
+		if o.publicURL, err = baseurl.Parse(o.publicURL); err != nil {
 			return o, fmt.Errorf("--public-url: %w", err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 func (s *Server) openAPI(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/json")
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "public, max-age=300")
-	ctx.SetBody(openapi.WithServer(s.publicBase(ctx)))
+	ctx.SetBody(openapi.WithServer(s.base.Listener(ctx)))
 }
 
 // docs answers the reference for a person: a 302 to Config.DocsURL when the operator has
@@ -25,7 +25,7 @@ func (s *Server) docs(ctx *fasthttp.RequestCtx) {
 		ctx.SetStatusCode(fasthttp.StatusFound)
 		return
 	}
-	page, err := openapi.HTML(s.publicBase(ctx))
+	page, err := openapi.HTML(s.base.Listener(ctx))
 	if err != nil {
 		s.log.Error("render the reference", "err", err)
 		writeError(ctx, errInternal)
@@ -40,7 +40,7 @@ func (s *Server) docs(ctx *fasthttp.RequestCtx) {
 // of the socket the client connected to; never the request's Host, which the client
 // chooses (a forged Host would otherwise pick where 501 links send people).
 func (s *Server) selfURL(ctx *fasthttp.RequestCtx, path string) string {
-	return s.publicBase(ctx) + path
+	return s.base.Listener(ctx) + path
 }
 
 // wantsJSON reports whether the client asks for JSON and not for HTML (an API client):
@@ -53,7 +53,7 @@ func wantsJSON(ctx *fasthttp.RequestCtx) bool {
 // landing answers GET / for a person: what this is and where to read more.
 func (s *Server) landing(ctx *fasthttp.RequestCtx) {
 	var b bytes.Buffer
-	if err := landingTemplate.Execute(&b, s.publicBase(ctx)); err != nil {
+	if err := landingTemplate.Execute(&b, s.base.Listener(ctx)); err != nil {
 		writeError(ctx, errInternal)
 		return
 	}

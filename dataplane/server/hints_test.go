@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/dataplane/suggest"
 	"github.com/sekgate/gateway/internal/simulator"
 )
 
@@ -43,9 +44,9 @@ func TestPathHint(t *testing.T) {
 		{"/v1/nope", "", false},
 		{"/v1/no-such-path", "", false},
 	} {
-		got, base := pathHint([]byte(tt.in))
+		got, base := suggest.Path([]byte(tt.in))
 		if got != tt.want || (got != "" && base != tt.base) {
-			t.Errorf("pathHint(%q) = %q, %v; want %q, %v", tt.in, got, base, tt.want, tt.base)
+			t.Errorf("suggest.Path(%q) = %q, %v; want %q, %v", tt.in, got, base, tt.want, tt.base)
 		}
 	}
 }
@@ -53,10 +54,10 @@ func TestPathHint(t *testing.T) {
 // Every path the router serves is one a mistyped path can be corrected to.
 func TestKnownPathsCoverRoutes(t *testing.T) {
 	known := map[string]bool{}
-	for _, k := range knownPaths {
-		known[k.path] = true
-		if k.parent {
-			known[k.path+"/*"] = true
+	for _, k := range suggest.KnownPaths {
+		known[k.Path] = true
+		if k.Parent {
+			known[k.Path+"/*"] = true
 		}
 	}
 	for _, e := range (&Server{}).endpoints() {
@@ -65,7 +66,7 @@ func TestKnownPathsCoverRoutes(t *testing.T) {
 			p = p[:i] + "/*"
 		}
 		if !known[p] {
-			t.Errorf("%s is not in knownPaths", e.path)
+			t.Errorf("%s is not in suggest.KnownPaths", e.path)
 		}
 	}
 }
@@ -182,20 +183,5 @@ func TestHintBaseURL(t *testing.T) {
 	}
 	if _, err := New(Config{Store: g.Store, Meter: g.Meter, PublicURL: "ftp://x"}); err == nil {
 		t.Error("a PublicURL that is not http(s) was accepted")
-	}
-}
-
-func TestValidHost(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want bool
-	}{
-		{"gw.example", true}, {"gw.example:8443", true}, {"127.0.0.1:80", true}, {"[::1]:80", true},
-		{"", false}, {"gw.example:x", false}, {"a b", false}, {`gw"x`, false}, {"gw/x", false},
-		{"<script>", false}, {strings.Repeat("a", 256), false}, {":80", false},
-	} {
-		if got := validHost([]byte(tt.in)); got != tt.want {
-			t.Errorf("validHost(%q) = %v", tt.in, got)
-		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/accesslog"
 	"github.com/sekgate/gateway/dataplane/admit"
 	"github.com/sekgate/gateway/dataplane/attempt"
+	"github.com/sekgate/gateway/dataplane/baseurl"
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/dialect"
 	"github.com/sekgate/gateway/dataplane/edge"
@@ -188,6 +189,7 @@ type Server struct {
 	runner   *attempt.Runner
 	relay    *relay.Relayer
 	body     reqbody.Reader
+	base     baseurl.Resolver
 }
 
 // New validates cfg and builds a Server.
@@ -244,9 +246,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TrustedProxies.Len() > 0 && cfg.MaxConnsPerAddr > 0 {
 		s.proxied = edge.NewCounter(cfg.MaxConnsPerAddr)
 	}
-	if err := s.setPublicURL(cfg.PublicURL); err != nil {
-		return nil, err
+	if cfg.PublicURL != "" {
+		u, err := baseurl.Parse(cfg.PublicURL)
+		if err != nil {
+			return nil, fmt.Errorf("server: PublicURL %q: %w", cfg.PublicURL, err)
+		}
+		s.cfg.PublicURL = u
 	}
+	s.base = baseurl.Resolver{Public: s.cfg.PublicURL, Proxies: cfg.TrustedProxies}
 	if cfg.DocsURL != "" {
 		s.notSupported = errNotSupported.WithDoc(cfg.DocsURL)
 	}

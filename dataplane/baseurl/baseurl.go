@@ -1,25 +1,37 @@
-package server
+// Package baseurl says which base URL a node's clients reach it by: the operator's public
+// URL when one is set, else what the client's request shows (its Host, and the scheme a
+// trusted proxy reports), for hints, openapi.json's servers and the docs links.
+package baseurl
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sekgate/gateway/dataplane/edge"
 )
 
-// baseURL is the base URL the client used to reach the gateway, for hints in error
-// messages: Config.PublicURL when set; else the request's scheme (https on TLS, or as a
+// Resolver finds the base URL of a request.
+type Resolver struct {
+	// Public is the operator's public base URL (Parse), "" for none.
+	Public string
+	// Proxies are the trusted proxies whose X-Forwarded-Proto counts.
+	Proxies *edge.Proxies
+}
+
+// Of is the base URL the client used to reach the gateway, for hints in error
+// messages: Public when set; else the request's scheme (https on TLS, or as a
 // trusted proxy's X-Forwarded-Proto says) and its Host when that is a plain host[:port];
 // else the address of the socket the client connected to. The Host is only ever echoed
 // back to the client that sent it, in the body of an error; published links (/docs, 501
-// documentation links, openapi.json servers) use publicBase instead.
-func (s *Server) baseURL(ctx *fasthttp.RequestCtx) string {
-	if s.cfg.PublicURL != "" {
-		return s.cfg.PublicURL
+// documentation links, openapi.json servers) use Listener instead.
+func (s *Resolver) Of(ctx *fasthttp.RequestCtx) string {
+	if s.Public != "" {
+		return s.Public
 	}
 	scheme := "http://"
 	if ctx.IsTLS() || s.forwardedHTTPS(ctx) {
@@ -31,12 +43,12 @@ func (s *Server) baseURL(ctx *fasthttp.RequestCtx) string {
 	return scheme + ctx.LocalAddr().String()
 }
 
-// publicBase is the base URL published in documents and links: Config.PublicURL, or the
+// Listener is the base URL published in documents and links: Public, or the
 // address of the socket the client connected to (never the request's Host, which the
 // client chooses).
-func (s *Server) publicBase(ctx *fasthttp.RequestCtx) string {
-	if s.cfg.PublicURL != "" {
-		return s.cfg.PublicURL
+func (s *Resolver) Listener(ctx *fasthttp.RequestCtx) string {
+	if s.Public != "" {
+		return s.Public
 	}
 	scheme := "http://"
 	if ctx.IsTLS() {
@@ -47,9 +59,9 @@ func (s *Server) publicBase(ctx *fasthttp.RequestCtx) string {
 
 // forwardedHTTPS reports whether a trusted proxy in front of the node says the client
 // spoke https.
-func (s *Server) forwardedHTTPS(ctx *fasthttp.RequestCtx) bool {
+func (s *Resolver) forwardedHTTPS(ctx *fasthttp.RequestCtx) bool {
 	ta, ok := ctx.RemoteAddr().(*net.TCPAddr)
-	if !ok || !s.cfg.TrustedProxies.Trusted(ta.AddrPort().Addr().Unmap()) {
+	if !ok || !s.Proxies.Trusted(ta.AddrPort().Addr().Unmap()) {
 		return false
 	}
 	return strings.EqualFold(string(ctx.Request.Header.Peek("X-Forwarded-Proto")), "https")
@@ -84,30 +96,17 @@ func validHost(h []byte) bool {
 	return true
 }
 
-// setPublicURL checks and sets Config.PublicURL (empty: none).
-func (s *Server) setPublicURL(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := ParsePublicURL(raw)
-	if err != nil {
-		return fmt.Errorf("server: PublicURL %q: %w", raw, err)
-	}
-	s.cfg.PublicURL = u
-	return nil
-}
-
-// ParsePublicURL checks a node's public base URL (scheme://host[:port][/path], http or
+// Parse checks a node's public base URL (scheme://host[:port][/path], http or
 // https, no query, fragment or user info) and returns it without a trailing slash.
-func ParsePublicURL(raw string) (string, error) {
+func Parse(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", err
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", errPublicURL
+		return "", errURL
 	}
 	return strings.TrimRight(raw, "/"), nil
 }
 
-var errPublicURL = errors.New("want an absolute http(s) URL without user info, query or fragment")
+var errURL = errors.New("want an absolute http(s) URL without user info, query or fragment")
