@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"html/template"
 
 	"github.com/valyala/fasthttp"
 
@@ -52,27 +51,11 @@ func wantsJSON(ctx *fasthttp.RequestCtx) bool {
 
 // landing answers GET / for a person: what this is and where to read more.
 func (s *Server) landing(ctx *fasthttp.RequestCtx) {
-	var b bytes.Buffer
-	if err := landingTemplate.Execute(&b, s.base.Listener(ctx)); err != nil {
+	page, err := openapi.Landing(s.base.Listener(ctx))
+	if err != nil {
 		writeError(ctx, errInternal)
 		return
 	}
 	ctx.SetContentType("text/html; charset=utf-8")
-	ctx.SetBody(b.Bytes())
+	ctx.SetBody(page)
 }
-
-var landingTemplate = template.Must(template.New("landing").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Inference gateway</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}code{font:14px ui-monospace,monospace;background:#f4f4f4;padding:.1rem .3rem}</style>
-</head><body>
-<h1>Inference gateway</h1>
-<p>This is an API for open-weight language models, run on infrastructure approved for each customer account under its residency policy. It speaks the OpenAI-style chat, completions, embeddings and Responses protocols and the Messages protocol.</p>
-<p>Point OpenAI SDKs at <code>{{.}}/v1</code> and Messages (Anthropic) SDKs at <code>{{.}}</code>, with the API key from the console as <code>Authorization: Bearer &lt;API_KEY&gt;</code>.</p>
-<ul>
-<li><a href="/docs">Reference</a>: every endpoint, its errors and limits.</li>
-<li><a href="/openapi.json">openapi.json</a>: the machine-readable interface.</li>
-<li><a href="/healthz">/healthz</a>: health of this gateway.</li>
-</ul>
-</body></html>
-`))

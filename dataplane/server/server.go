@@ -50,6 +50,14 @@ const MaxBodySize = 8 << 20
 // maxSystemOneBody is the limit on /v1/systemone bodies.
 const maxSystemOneBody = 128 << 10
 
+// Meter is what the stages need of metering (dataplane/meter; dataplane/memmeter in
+// memory): it takes the records (settle.Meter) and knows the balances (admit.Balances);
+// one that can hold part of a balance (admit.Holder) holds requests' maximum prices.
+type Meter interface {
+	settle.Meter
+	admit.Balances
+}
+
 // Config configures a Server.
 type Config struct {
 	// Store holds the current snapshot index (required). An empty store means not ready.

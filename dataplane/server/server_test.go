@@ -18,6 +18,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/memmeter"
+	"github.com/sekgate/gateway/dataplane/modellist"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -155,7 +156,7 @@ func TestModels(t *testing.T) {
 	if r.Status != 200 || r.Header.Get("X-Service-Policy") != "se" {
 		t.Fatalf("list: %d %v", r.Status, r.Header)
 	}
-	var list modelListJSON
+	var list modellist.ListJSON
 	if err := json.Unmarshal([]byte(r.Body), &list); err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,15 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// Meter takes the records (dataplane/meter): it owns a record handed to it.
+// Meter takes the records (dataplane/meter).
 type Meter interface {
+	// Record hands a finished request's record to metering. It must be fast and must not
+	// block; rec (and what it points to) is reused once Record returns.
 	Record(rec *usage.Record)
+	// Start takes the start entry of a stream about to be committed: the record the
+	// request gets if the node dies before the stream ends (result interrupted). The
+	// stream's Record supersedes it. Like Record it must be fast; rec may be reused after
+	// it returns.
 	Start(rec *usage.Record)
 }
 
