@@ -6,6 +6,7 @@ package edge
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -165,4 +166,36 @@ func (c *Counter) Release(key netip.Addr) {
 		delete(c.n, key)
 	}
 	c.mu.Unlock()
+}
+
+// Client is the address of the client whose TCP peer is remote: the peer, or when the peer
+// is a trusted proxy the address its X-Forwarded-For headers (xff) name (ClientAddr).
+func (p *Proxies) Client(remote net.Addr, xff [][]byte) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(remote.String())
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	peer := ap.Addr().Unmap()
+	if !p.Trusted(peer) {
+		return peer, true
+	}
+	return p.ClientAddr(peer, xff), true
+}
+
+// Proxied is the address key (AddrKey) of a client behind a trusted proxy: false when the
+// peer remote is not a trusted proxy or did not name another client.
+func (p *Proxies) Proxied(remote net.Addr, xff [][]byte) (netip.Addr, bool) {
+	ta, ok := remote.(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	peer := ta.AddrPort().Addr().Unmap()
+	if !p.Trusted(peer) {
+		return netip.Addr{}, false
+	}
+	client := p.ClientAddr(peer, xff)
+	if client == peer {
+		return netip.Addr{}, false
+	}
+	return AddrKey(client), true
 }

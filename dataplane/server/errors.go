@@ -9,12 +9,11 @@ import (
 	"github.com/sekgate/gateway/shared/apierror"
 )
 
-// Every error the data plane answers with, built once and declared here. fixed registers
-// each one's envelopes (OpenAI-style and Messages-style) for writeError; failures the
-// control plane answers too take the shared wording (shared/apierror).
+// Every error the server itself answers with, built once and declared here (the stages
+// declare theirs: admit, plan, outcome, relay). fixed registers each one's envelopes
+// (OpenAI-style and Messages-style) for writeError; failures the control plane answers too
+// take the shared wording (shared/apierror).
 var (
-	// Admission.
-
 	// Paths and methods.
 	errEndpointNotFound = fixed(apierror.ErrEndpointNotFound)
 	errMethodNotAllowed = fixed(apierror.ErrMethodNotAllowed)

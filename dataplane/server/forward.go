@@ -1,23 +1,13 @@
 package server
 
 import (
-	"bytes"
-	"io"
-	"net/http"
+	"errors"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/admit"
-	"github.com/sekgate/gateway/shared/internalapi"
+	"github.com/sekgate/gateway/dataplane/cplink"
 )
-
-// relayedHeaders are the control plane's response headers passed to the client.
-var relayedHeaders = []string{"Content-Type", "Location", "Allow", "Retry-After"}
-
-// hopHeaders are never forwarded.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer",
-	"Authorization", "X-Api-Key", "Host", "Content-Length",
-	internalapi.HeaderAccountID, internalapi.HeaderKeyID, internalapi.HeaderNodeID, internalapi.HeaderRequestID, "X-Forwarded-For"}
 
 // forwardAuthed forwards an account path (/v1/service/*) after authenticating the key; the
 // control plane receives the identity in internal headers next to the node token.
@@ -48,9 +38,6 @@ func (s *Server) forwardAccount(ctx *fasthttp.RequestCtx) {
 // forwardPublic forwards signup and payment webhooks without a key: raw body and headers.
 func (s *Server) forwardPublic(ctx *fasthttp.RequestCtx) { s.forwardCP(ctx, "", "") }
 
-// maxForwardReply bounds a control-plane answer relayed to the client.
-const maxForwardReply = 8 << 20
-
 // forwardCP passes the request to the control plane over the node's link (Config.Link:
 // its address, TLS and node credentials) and relays the answer; redirects (the signup
 // form's 303) are relayed, not followed.
@@ -63,40 +50,25 @@ func (s *Server) forwardCP(ctx *fasthttp.RequestCtx, accountID, keyID string) {
 	if !ok {
 		return
 	}
-	req, err := http.NewRequest(string(ctx.Method()), s.cfg.Link.URL(string(ctx.Request.Header.RequestURI())), bytes.NewReader(body))
-	if err != nil {
+	f := cplink.Forward{Method: string(ctx.Method()), RequestURI: string(ctx.Request.Header.RequestURI()),
+		Header: ctx.Request.Header.VisitAll, Body: body, RequestID: string(ctx.Response.Header.Peek("X-Request-Id")),
+		AccountID: accountID, KeyID: keyID}
+	if a, ok := s.cfg.TrustedProxies.Client(ctx.RemoteAddr(), ctx.Request.Header.PeekAll("X-Forwarded-For")); ok {
+		f.ClientAddr = a.String()
+	}
+	reply, err := s.cfg.Link.Forward(s.cp, f)
+	if errors.Is(err, cplink.ErrRequest) {
 		writeError(ctx, errBadRequest)
 		return
-	}
-	ctx.Request.Header.VisitAll(func(k, v []byte) { req.Header.Add(string(k), string(v)) })
-	for _, h := range hopHeaders {
-		req.Header.Del(h)
-	}
-	s.cfg.Link.Authorize(req.Header)
-	req.Header.Set(internalapi.HeaderRequestID, string(ctx.Response.Header.Peek("X-Request-Id")))
-	if accountID != "" {
-		req.Header.Set(internalapi.HeaderAccountID, accountID)
-		req.Header.Set(internalapi.HeaderKeyID, keyID)
-	}
-	if a, ok := s.clientAddr(ctx); ok {
-		req.Header.Set("X-Forwarded-For", a.String())
-	}
-	resp, err := s.cp.Do(req)
-	var reply []byte
-	if err == nil {
-		reply, err = io.ReadAll(io.LimitReader(resp.Body, maxForwardReply))
-		resp.Body.Close()
 	}
 	if err != nil {
 		s.log.Warn("forward to control plane failed", "path", string(ctx.Path()), "err", err)
 		writeError(ctx, errControlPlane)
 		return
 	}
-	ctx.SetStatusCode(resp.StatusCode)
-	for _, h := range relayedHeaders {
-		if v := resp.Header.Get(h); v != "" {
-			ctx.Response.Header.Set(h, v)
-		}
+	ctx.SetStatusCode(reply.Status)
+	for h := range reply.Header {
+		ctx.Response.Header.Set(h, reply.Header.Get(h))
 	}
-	ctx.SetBody(reply)
+	ctx.SetBody(reply.Body)
 }
