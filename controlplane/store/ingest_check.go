@@ -139,6 +139,8 @@ func checkRecord(r *usage.Record, now time.Time, retention time.Duration) (code,
 		return RejectInvalid, fmt.Sprintf("status %d outside 0 to 999", r.Status)
 	case r.DurationMS < 0 || r.DurationMS > MaxRecordDurationMS:
 		return RejectInvalid, fmt.Sprintf("duration_ms %d outside 0 to %d", r.DurationMS, MaxRecordDurationMS)
+	case r.TTFTMS < 0 || r.TTFTMS > MaxRecordDurationMS:
+		return RejectInvalid, fmt.Sprintf("ttft_ms %d outside 0 to %d", r.TTFTMS, MaxRecordDurationMS)
 	case r.PromptTokens < 0 || r.PromptTokens > MaxRecordTokens || r.CompletionTokens < 0 || r.CompletionTokens > MaxRecordTokens:
 		return RejectTokens, fmt.Sprintf("prompt_tokens %d, completion_tokens %d: each must be 0 to %d", r.PromptTokens, r.CompletionTokens, MaxRecordTokens)
 	case r.PriceMicroSEK < 0 || r.PriceMicroSEK > MaxRecordPriceMicroSEK:

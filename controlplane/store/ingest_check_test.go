@@ -21,6 +21,7 @@ func FuzzCheckRecord(f *testing.F) {
 	f.Add([]byte(`{"request_id":"x","ts":"2026-11-24T00:00:00Z","account_id":"a","result":"ok","prompt_tokens":9223372036854775807,"price_micro_sek":9223372036854775807}`))
 	f.Add([]byte(`{"request_id":"x\u0000","ts":"2026-11-24T00:00:00Z","account_id":"a","result":"ok","status":4294967497}`))
 	f.Add([]byte(`{"request_id":"x","prompt_tokens":-1}`))
+	f.Add([]byte(`{"request_id":"x","ts":"2026-11-24T00:00:00Z","account_id":"a","result":"ok","ttft_ms":-1}`))
 	prices := []price{{in: 150, out: 300}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r usage.Record
@@ -36,6 +37,7 @@ func FuzzCheckRecord(f *testing.F) {
 		}
 		if r.PromptTokens < 0 || r.PromptTokens > MaxRecordTokens || r.CompletionTokens < 0 || r.CompletionTokens > MaxRecordTokens ||
 			r.PriceMicroSEK < 0 || r.PriceMicroSEK > MaxRecordPriceMicroSEK || r.Status < 0 || r.Status > 999 ||
+			r.TTFTMS < 0 || r.TTFTMS > MaxRecordDurationMS ||
 			r.RequestID == "" || r.AccountID == "" || strings.IndexByte(r.RequestID+r.AccountID+r.Model+r.Result, 0) >= 0 {
 			t.Fatalf("passed checkRecord: %+v", r)
 		}

@@ -77,7 +77,7 @@ func TestStreamGolden(t *testing.T) {
 			recs := waitRecords(t, g, 1)
 			rec := recs[0]
 			if !rec.Stream || rec.Result != usage.ResultOK || rec.PromptTokens != 12 || rec.CompletionTokens != 2 ||
-				rec.PriceMicroSEK != 180+120 || rec.Status != 200 {
+				rec.PriceMicroSEK != 180+120 || rec.Status != 200 || rec.TTFTMS < 1 || rec.TTFTMS > rec.DurationMS+1 {
 				t.Errorf("case %d record %+v", i, rec)
 			}
 		})

@@ -56,6 +56,9 @@ func (s *Settler) Record(box *Box, m *index.Model, b tokens.Bounds, start time.T
 	rec.CompletionTokens, rec.PriceMicroSEK, promptPrice = Price(m, rec.Endpoint, rec.PromptTokens, rec.CompletionTokens)
 	d := s.Now().Sub(start)
 	rec.DurationMS = d.Milliseconds()
+	if box.TTFT > 0 { // rounded up: a measured time is never 0
+		rec.TTFTMS = (box.TTFT + time.Millisecond - 1).Milliseconds()
+	}
 	s.observe(box, d, promptPrice)
 	if box.Trace.Traced() {
 		s.recordTraced(box)

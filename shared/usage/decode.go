@@ -104,6 +104,8 @@ func fastRecord(raw []byte, r *Record) bool {
 			ok = plainInt(val, &r.PriceMicroSEK)
 		case `"duration_ms"`:
 			ok = plainInt(val, &r.DurationMS)
+		case `"ttft_ms"`:
+			ok = plainInt(val, &r.TTFTMS)
 		case `"routing"`:
 			ok = fastRouting(val, r)
 		}
@@ -115,7 +117,7 @@ var recordFields = map[string]uint32{
 	`"request_id"`: 1 << 0, `"ts"`: 1 << 1, `"account_id"`: 1 << 2, `"key_id"`: 1 << 3, `"model"`: 1 << 4,
 	`"endpoint"`: 1 << 5, `"stream"`: 1 << 6, `"provider"`: 1 << 7, `"residency"`: 1 << 8, `"status"`: 1 << 9,
 	`"result"`: 1 << 10, `"prompt_tokens"`: 1 << 11, `"completion_tokens"`: 1 << 12, `"price_micro_sek"`: 1 << 13,
-	`"duration_ms"`: 1 << 14, `"routing"`: 1 << 15,
+	`"duration_ms"`: 1 << 14, `"routing"`: 1 << 15, `"ttft_ms"`: 1 << 16,
 }
 
 // fastRouting reads a routing object; null leaves Routing nil, as encoding/json does for

@@ -40,7 +40,7 @@ func TestDecodeRecordMatchesEncodingJSON(t *testing.T) {
 	key := "key_0123456789ab"
 	plain := Record{RequestID: "req_01JD", TS: time.Date(2026, 11, 24, 6, 0, 0, 123456789, time.UTC), AccountID: "acct_1",
 		KeyID: &key, Model: "m", Endpoint: "/v1/chat/completions", Stream: true, Provider: "p", Residency: "se",
-		Status: 200, Result: ResultOK, PromptTokens: 12, CompletionTokens: 34, PriceMicroSEK: 56, DurationMS: 78,
+		Status: 200, Result: ResultOK, PromptTokens: 12, CompletionTokens: 34, PriceMicroSEK: 56, DurationMS: 78, TTFTMS: 5,
 		Routing: &Routing{Policy: "se", NodeRegion: "se-sto", Attempts: []Attempt{{Route: "a", Provider: "p", Region: "r", Status: 503, Error: "timeout", DurationMS: 3}}}}
 	var r Record
 	if !fastRecord(plain.AppendJSON(nil), &r) {
@@ -52,7 +52,7 @@ func TestDecodeRecordMatchesEncodingJSON(t *testing.T) {
 	checkDecode(t, plain.AppendJSON(nil))
 	for _, raw := range []string{
 		`{}`, `null`, `[]`, `"x"`, `{"request_id":1}`, `{"request_id":"a","request_id":"b"}`, `{"REQUEST_ID":"a"}`,
-		`{"status":1.5}`, `{"status":1e2}`, `{"status":-0}`, `{"status":9223372036854775808}`, `{"prompt_tokens":"1"}`,
+		`{"status":1.5}`, `{"ttft_ms":7}`, `{"ttft_ms":1.5}`, `{"ttft_ms":0}`, `{"status":1e2}`, `{"status":-0}`, `{"status":9223372036854775808}`, `{"prompt_tokens":"1"}`,
 		`{"ts":null}`, `{"ts":"2026-11-24T06:00:00Z"}`, `{"ts":"yesterday"}`, `{"key_id":null}`, `{"key_id":"k"}`,
 		`{"routing":null}`, `{"routing":{}}`, `{"routing":{"attempts":null}}`, `{"routing":{"attempts":[]}}`,
 		`{"routing":{"attempts":[null]}}`, `{"routing":{"attempts":[{"status":"x"}]}}`, `{"routing":[]}`,

@@ -50,6 +50,10 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, r.PriceMicroSEK, 10)
 	dst = append(dst, `,"duration_ms":`...)
 	dst = strconv.AppendInt(dst, r.DurationMS, 10)
+	if r.TTFTMS != 0 {
+		dst = append(dst, `,"ttft_ms":`...)
+		dst = strconv.AppendInt(dst, r.TTFTMS, 10)
+	}
 	if r.Routing != nil {
 		dst = append(dst, `,"routing":`...)
 		dst = r.Routing.AppendJSON(dst)

@@ -16,7 +16,7 @@ func sampleRecords() []Record {
 		{},
 		{RequestID: "req_1", TS: ts, AccountID: "acct_1", KeyID: &key, Model: "m", Endpoint: "/v1/chat/completions",
 			Stream: true, Provider: "p", Residency: "se-sto", Status: 200, Result: ResultOK, PromptTokens: 12,
-			CompletionTokens: 34, PriceMicroSEK: 56, DurationMS: 78,
+			CompletionTokens: 34, PriceMicroSEK: 56, DurationMS: 78, TTFTMS: 9,
 			Routing: &Routing{Policy: "se", NodeRegion: "se-sto", Translated: true, UsageEstimated: true, Attempts: []Attempt{
 				{Route: "a", Provider: "p", Region: "r", Status: 503, Error: "timeout", DurationMS: 3},
 				{Route: "b", Provider: "q", Region: "s", Status: 200, DurationMS: 4}}}},
@@ -43,7 +43,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		rec := Record{RequestID: str(), TS: time.Unix(r.Int64N(4e9), r.Int64N(1e9)).UTC(), AccountID: str(),
 			Model: str(), Endpoint: str(), Stream: r.IntN(2) == 0, Provider: str(), Residency: str(),
 			Status: r.IntN(600), Result: str(), PromptTokens: r.Int64(), CompletionTokens: r.Int64N(1e6),
-			PriceMicroSEK: r.Int64() - r.Int64(), DurationMS: r.Int64N(1e7)}
+			PriceMicroSEK: r.Int64() - r.Int64(), DurationMS: r.Int64N(1e7), TTFTMS: r.Int64N(3) * r.Int64N(1e5)}
 		if r.IntN(2) == 0 {
 			rec.KeyID = &k
 		}

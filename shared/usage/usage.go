@@ -46,7 +46,11 @@ type Record struct {
 	CompletionTokens int64     `json:"completion_tokens"`
 	PriceMicroSEK    int64     `json:"price_micro_sek"`
 	DurationMS       int64     `json:"duration_ms"`
-	Routing          *Routing  `json:"routing,omitempty"`
+	// TTFTMS is a stream's time to its first event in milliseconds, rounded up (so a
+	// measured time is at least 1); 0 (omitted) when not measured: not a stream, or no
+	// event came. The control plane keeps it in its per-minute series only.
+	TTFTMS  int64    `json:"ttft_ms,omitempty"`
+	Routing *Routing `json:"routing,omitempty"`
 }
 
 // Routing records how a request was routed.
