@@ -21,6 +21,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/controlplane/payments"
+	"github.com/sekgate/gateway/controlplane/retention"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/internal/daemon"
@@ -39,6 +40,7 @@ type Config struct {
 	logLevel            string            // debug, info, warn or error
 	defaultLimitsFile   string            // limits for accounts and keys without their own
 	retentionDays       int               // days request records are kept
+	seriesDays          int               // days per-minute series are kept
 	maxConns            int               // Postgres pool size
 	signupPerMinute     int               // signup submissions per address per minute
 	ingestConcurrency   int               // usage batches applied at once
@@ -72,6 +74,7 @@ func flagSet(c *Config) *flag.FlagSet {
 	fs.Var(&c.adminToken, "admin-token", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
 	fs.Var(&c.nodeTokens, "node-tokens", "comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)")
 	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (whole day partitions are dropped)")
+	fs.IntVar(&c.seriesDays, "series-retention-days", retention.DefaultSeriesDays, "days the per-minute series of the live service view are kept")
 	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of request limits for accounts and keys without their own (empty: unlimited)")
 	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
 	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the process (negative: no bound)")
@@ -109,6 +112,8 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
 	case c.retentionDays < 1:
 		return c, errors.New("--retention-days must be at least 1")
+	case c.seriesDays < 1:
+		return c, errors.New("--series-retention-days must be at least 1")
 	case c.serviceLimits.ReadsPerSecond <= 0 || c.serviceLimits.ReadBurst < 1 ||
 		c.serviceLimits.TopupsPerMinute < 1 || c.serviceLimits.CheckoutsPerHour < 1:
 		return c, errors.New("--service-reads-per-second, --service-read-burst, --service-topups-per-minute and --service-checkouts-per-hour must be positive")

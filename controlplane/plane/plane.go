@@ -95,7 +95,7 @@ func (p *plane) newPublisher(context.Context) error {
 // due (today's among them) before the control plane serves.
 func (p *plane) newRetention(ctx context.Context) error {
 	var err error
-	p.ret, err = retention.New(retention.Config{Store: p.st, Days: p.cfg.retentionDays, Logger: p.log,
+	p.ret, err = retention.New(retention.Config{Store: p.st, Days: p.cfg.retentionDays, SeriesDays: p.cfg.seriesDays, Logger: p.log,
 		OnDeleted: p.metrics.RetentionDeleted, OnDropped: p.metrics.RetentionDayDropped})
 	if err != nil {
 		return err

@@ -11,7 +11,9 @@
 // oldest first in small batches (default 1,000 rows, with a short pause between batches) so
 // the job never holds many locks or produces one huge transaction. It runs at start and then
 // every Interval (default 1 h). Only the records go: ledger entries (the money) and the
-// daily usage aggregates (usage_30d) are kept. Several control-plane replicas may run it at
+// daily usage aggregates (usage_30d) are kept. The per-minute series of the live service
+// view (series_minutes) are kept SeriesDays (default 14) and deleted the same way, in
+// batches, oldest minute first. Several control-plane replicas may run it at
 // once: partitions are made and dropped under an advisory lock, and delete batches skip rows
 // locked by another replica.
 package retention
@@ -32,6 +34,7 @@ import (
 type Deleter interface {
 	DeleteRecordsBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
 	DeleteRejectedBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
+	DeleteSeriesBefore(ctx context.Context, cutoff time.Time, batch int) (int, error)
 	RecordDays(ctx context.Context) (store.RecordDays, error)
 	AddRecordDay(ctx context.Context, day time.Time) (bool, error)
 	DropRecordDay(ctx context.Context, day time.Time) (bool, error)
@@ -44,6 +47,9 @@ type Config struct {
 	// Days is how long records are kept (default 90). A day's partition is dropped once
 	// the whole day is older, so records are kept Days to Days + 1 days.
 	Days int
+	// SeriesDays is how long the per-minute series are kept (default DefaultSeriesDays):
+	// rows of minutes older than that are deleted.
+	SeriesDays int
 	// Ahead is how many days after today get their partitions made ahead of time (default
 	// 3; the ingest accepts record times up to a day ahead).
 	Ahead int
@@ -57,11 +63,14 @@ type Config struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	// OnDeleted, when set, is told the rows each delete removed, by table ("records",
-	// "rejected_records"); the ops metrics count them.
+	// "rejected_records", "series_minutes"); the ops metrics count them.
 	OnDeleted func(table string, n int)
 	// OnDropped, when set, is told each day partition of request records dropped.
 	OnDropped func()
 }
+
+// DefaultSeriesDays is Config.SeriesDays' default.
+const DefaultSeriesDays = 14
 
 // Job is the retention job.
 type Job struct{ cfg Config }
@@ -76,6 +85,12 @@ func New(cfg Config) (*Job, error) {
 	}
 	if cfg.Days == 0 {
 		cfg.Days = 90
+	}
+	if cfg.SeriesDays < 0 {
+		return nil, fmt.Errorf("retention: series days must not be negative, got %d", cfg.SeriesDays)
+	}
+	if cfg.SeriesDays == 0 {
+		cfg.SeriesDays = DefaultSeriesDays
 	}
 	if cfg.Ahead <= 0 {
 		cfg.Ahead = 3
@@ -181,37 +196,58 @@ func (j *Job) dropDays(ctx context.Context, cutoff time.Time) (int, error) {
 }
 
 // RunOnce makes the days' partitions ahead, drops those of days older than Days, then
-// deletes every record and every rejected record older than Days, batch by batch, and
-// returns how many rows it deleted (not counting the dropped days' records). A failure to
-// make or drop partitions (a lock not granted in time) does not stop the deletes; it is
-// returned after them.
+// deletes every record and every rejected record older than Days, and every series minute
+// older than SeriesDays, batch by batch, and returns how many records and rejected records
+// it deleted (not counting the dropped days' records; series rows are told to OnDeleted
+// and logged). A failure to make or drop partitions (a lock not granted in time) does not
+// stop the deletes; it is returned after them.
 func (j *Job) RunOnce(ctx context.Context) (int, error) {
-	cutoff := j.cfg.Now().AddDate(0, 0, -j.cfg.Days)
+	now := j.cfg.Now()
+	cutoff := now.AddDate(0, 0, -j.cfg.Days)
 	_, errMake := j.MakeDays(ctx)
 	_, errDrop := j.dropDays(ctx, cutoff)
 	total := 0
 	for _, step := range []struct {
 		what, table string
+		cutoff      time.Time
 		del         func(context.Context, time.Time, int) (int, error)
-	}{{"records", "records", j.cfg.Store.DeleteRecordsBefore}, {"rejected records", "rejected_records", j.cfg.Store.DeleteRejectedBefore}} {
-		for {
-			n, err := step.del(ctx, cutoff, j.cfg.BatchSize)
+	}{
+		{"records", "records", cutoff, j.cfg.Store.DeleteRecordsBefore},
+		{"rejected records", "rejected_records", cutoff, j.cfg.Store.DeleteRejectedBefore},
+		{"series minutes", "series_minutes", now.AddDate(0, 0, -j.cfg.SeriesDays), j.cfg.Store.DeleteSeriesBefore},
+	} {
+		n, err := j.deleteAll(ctx, step.table, step.cutoff, step.del)
+		if step.table == "series_minutes" {
+			if n > 0 {
+				j.cfg.Logger.Info("retention deleted old series minutes", "deleted", n, "days", j.cfg.SeriesDays)
+			}
+		} else {
 			total += n
-			if n > 0 && j.cfg.OnDeleted != nil {
-				j.cfg.OnDeleted(step.table, n)
-			}
-			if err != nil {
-				return total, errors.Join(errMake, errDrop, fmt.Errorf("retention: delete %s before %s: %w", step.what, cutoff.Format(time.RFC3339), err))
-			}
-			if n < j.cfg.BatchSize {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return total, ctx.Err()
-			case <-time.After(j.cfg.Pause):
-			}
+		}
+		if err != nil {
+			return total, errors.Join(errMake, errDrop, fmt.Errorf("retention: delete %s before %s: %w", step.what, step.cutoff.Format(time.RFC3339), err))
 		}
 	}
 	return total, errors.Join(errMake, errDrop)
+}
+
+// deleteAll runs del batch after batch until a batch deletes fewer rows than BatchSize,
+// and returns how many rows it deleted.
+func (j *Job) deleteAll(ctx context.Context, table string, cutoff time.Time, del func(context.Context, time.Time, int) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := del(ctx, cutoff, j.cfg.BatchSize)
+		total += n
+		if n > 0 && j.cfg.OnDeleted != nil {
+			j.cfg.OnDeleted(table, n)
+		}
+		if err != nil || n < j.cfg.BatchSize {
+			return total, err
+		}
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err()
+		case <-time.After(j.cfg.Pause):
+		}
+	}
 }

@@ -239,3 +239,54 @@ func TestRetentionJobsOfTwoControlPlanes(t *testing.T) {
 		}
 	}
 }
+
+// The per-minute series are kept SeriesDays, then deleted in batches, oldest first;
+// newer minutes stay.
+func TestRetentionDeletesOldSeriesMinutes(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, _ := storetest.Open(t, store.Config{Logger: log})
+	a, _ := st.CreateAccount(ctx, "acme", "se")
+	now := time.Now().UTC().Truncate(time.Minute)
+	var b usage.Batch
+	for i, age := range []int{0, 1, 13, 15, 20, 29} { // days
+		b.Records = append(b.Records, usage.Record{RequestID: fmt.Sprint("s", i), TS: now.AddDate(0, 0, -age), AccountID: a.ID,
+			Model: "m", Status: 200, Result: "ok"})
+	}
+	if rep, err := st.IngestBatch(ctx, b); err != nil || rep.Inserted != 6 {
+		t.Fatal(rep, err)
+	}
+	minutes := func() int {
+		points, err := st.Series(ctx, store.SeriesQuery{Dimension: store.DimAccount, Key: a.ID, From: now.AddDate(0, 0, -30),
+			To: now.Add(time.Minute), Step: 24 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range points {
+			n += int(p.Requests)
+		}
+		return n
+	}
+	deleted := map[string]int{}
+	for _, tc := range []struct{ days, left int }{{0, 3}, {10, 2}, {10, 2}} { // 0: the default, 14 days
+		j, err := retention.New(retention.Config{Store: st, SeriesDays: tc.days, BatchSize: 2, Pause: time.Millisecond, Logger: log,
+			Now: func() time.Time { return now }, OnDeleted: func(table string, n int) { deleted[table] += n }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := minutes(); got != tc.left {
+			t.Fatalf("series days %d: %d minutes left, want %d", tc.days, got, tc.left)
+		}
+	}
+	// Each record made a row per dimension it has (account, model, node): 4 records gone.
+	if deleted["series_minutes"] != 4*3 {
+		t.Errorf("OnDeleted told %v, want 12 series_minutes", deleted)
+	}
+	if _, err := retention.New(retention.Config{Store: st, SeriesDays: -1}); err == nil {
+		t.Fatal("negative series days accepted")
+	}
+}

@@ -14,11 +14,12 @@ import (
 	"github.com/sekgate/gateway/shared/usage"
 )
 
-// applyBatch applies the records screen let through, in five steps, each one statement:
+// applyBatch applies the records screen let through, in six steps, each one statement:
 // store them (insertRecords: only request IDs not stored before are new), add the new
 // ones to the daily aggregates (addDailyUsage), move their keys' last use forward
-// (noteKeyUse), debit each account once for its new ones (debitAccounts), and read the
-// balances of every account the batch mentions for the reply (replyBalances).
+// (noteKeyUse), add them to the per-minute series (addSeries), debit each account once
+// for its new ones (debitAccounts), and read the balances of every account the batch
+// mentions for the reply (replyBalances).
 //
 // With skipStored false the records are inserted plainly, which fails the transaction with
 // a unique violation (isStoredRecord) if any of them was stored before; the caller then
@@ -32,6 +33,9 @@ func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID strin
 		return usage.Reply{}, err
 	}
 	if err := noteKeyUse(ctx, tx, fresh); err != nil {
+		return usage.Reply{}, err
+	}
+	if err := addSeries(ctx, tx, nodeID, fresh); err != nil {
 		return usage.Reply{}, err
 	}
 	// Last: the ledger insert takes the ledger clock's row lock, which every ledger

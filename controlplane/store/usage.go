@@ -25,8 +25,9 @@ import (
 // either way only records new to the table count: they are added to the daily per-model aggregates (numeric, so they
 // cannot overflow), and each account is debited once per batch, the sum of its new
 // records' prices (the records are the proof of each charge; exactly-once rests on their
-// request IDs). All row locks are taken in a fixed order (accounts, then request IDs, then
-// aggregate keys, then keys' last use, then the ledger clock), so concurrent batches, from
+// request IDs); they are added to the per-minute series too (series_add.go). All row locks
+// are taken in a fixed order (accounts, then request IDs, then aggregate keys, then keys'
+// last use, then series rows, then the ledger clock), so concurrent batches, from
 // one control plane or several on one database, cannot deadlock. The reply carries the
 // balances of every account the batch's accepted records mention.
 //
