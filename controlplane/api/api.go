@@ -214,6 +214,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	admin("PUT /admin/v1/catalog", s.putCatalog)
 	admin("GET /admin/v1/nodes", s.listNodes)
 	admin("GET /admin/v1/overview", s.overview)
+	admin("GET /admin/v1/series", s.series)
 	admin("GET /admin/v1/accounts/{id}/refusals", s.listRefusals)
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
 	admin("GET /admin/v1/rejected-records", s.listRejected)
