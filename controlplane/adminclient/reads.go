@@ -70,3 +70,21 @@ func (c *Client) Refusals(ctx context.Context, accountID string, days int) (admi
 	}
 	return call[adminapi.RefusalReport](ctx, c, http.MethodGet, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/refusals"+q, nil)
 }
+
+// SeriesQuery selects a series of GET /admin/v1/series; empty fields take the server's
+// defaults (dimension all, the last hour, a step giving at most 360 points). From and To
+// are RFC 3339 times, Step a whole number of minutes (15m).
+type SeriesQuery struct {
+	Dimension, Key, From, To, Step string
+}
+
+// Series reads the live service view: a per-minute series added up into steps.
+func (c *Client) Series(ctx context.Context, q SeriesQuery) (adminapi.Series, json.RawMessage, error) {
+	v := url.Values{}
+	for k, val := range map[string]string{"dimension": q.Dimension, "key": q.Key, "from": q.From, "to": q.To, "step": q.Step} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	return call[adminapi.Series](ctx, c, http.MethodGet, "/admin/v1/series?"+v.Encode(), nil)
+}

@@ -103,6 +103,39 @@ func TestRecordsUsageLedgerAgainstControlPlane(t *testing.T) {
 	if err != nil || len(rows) != 3 || rows[0][3] != "Amount SEK" {
 		t.Errorf("ledger --csv: %v %q", err, rows)
 	}
+	checkSeries(t, ctl, acct.ID, total)
+}
+
+// checkSeries reads the live service view of the two records' account, model and node.
+func checkSeries(t *testing.T, ctl func(args ...string) string, acct string, total int64) {
+	t.Helper()
+	for _, args := range [][]string{{"--account", acct}, {"--model", "llama-3.1-8b-instruct", "--last", "2h", "--step", "10m"},
+		{"--node", "node-reads", "--last", "30m"}, {}} {
+		out := ctl(append([]string{"series"}, args...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("series %v:\n%s", args, out)
+		}
+		// The whole range: 2 requests, 1 error (50.0 %), 1200 tokens in, 500 out.
+		tot := strings.Fields(lines[len(lines)-2])
+		if tot[0] != "total" || tot[1] != "2" || tot[3] != "1" || tot[4] != "50.0" || tot[10] != "1200" || tot[11] != "500" ||
+			tot[12] != money.FormatSEK(total) {
+			t.Errorf("series %v total %q:\n%s", args, tot, out)
+		}
+	}
+	var s struct {
+		Dimension string
+		Total     struct{ Requests, Errors int64 }
+		Points    []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(ctl("--json", "series", "--account", acct, "--last", "1h", "--step", "1m")), &s); err != nil ||
+		s.Dimension != "account" || s.Total.Requests != 2 || s.Total.Errors != 1 || len(s.Points) < 60 {
+		t.Errorf("series --json: %v %+v", err, s)
+	}
+	rows, err := csv.NewReader(strings.NewReader(ctl("--csv", "series", "--last", "10m", "--step", "5m"))).ReadAll()
+	if err != nil || len(rows) < 3 || rows[0][0] != "Time (UTC)" {
+		t.Errorf("series --csv: %v %q", err, rows)
+	}
 }
 
 // gatewayctl refusals lists what nodes reported refusing for the account.
