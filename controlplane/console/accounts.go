@@ -115,6 +115,7 @@ type accountView struct {
 	Now        time.Time // what key states are read at
 	TestBox    *adminapi.TestBoxResult
 	TestAnswer string
+	Live       liveView // the account's live service view
 }
 
 func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (accountView, bool) {
@@ -136,6 +137,7 @@ func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (
 	c.api(r, s, http.MethodGet, base+"/usage?days=30", nil, &v.Usage)
 	c.api(r, s, http.MethodGet, base+"/refusals?days=7", nil, &v.Refusals)
 	v.Chart = usageChart(v.Usage, c.now())
+	v.Live = c.live(r, s, "Live: this account", adminapi.SeriesAccount, v.Account.ID)
 	var models adminapi.List[adminapi.Model]
 	c.api(r, s, http.MethodGet, "/admin/v1/models", nil, &models)
 	for _, m := range models.Data { // only what the account's residency lets it reach
@@ -174,6 +176,7 @@ func (c *Console) showAccount(w http.ResponseWriter, r *http.Request, s *session
 		return
 	}
 	p.Title = v.Account.Customer
+	p.Charts = v.Live.Error == ""
 	if extra != nil {
 		extra(&v, &p)
 	}

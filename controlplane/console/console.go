@@ -149,6 +149,10 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/records", c.authed(c.recordsPage))
 	c.mux.HandleFunc("GET /console/records.csv", c.authed(c.recordsCSV))
 	c.mux.HandleFunc("GET /console/audit", c.authed(c.auditPage))
+	c.mux.HandleFunc("GET /console/series", c.authed(c.seriesJSON))
+	c.mux.HandleFunc("GET /console/models/{id...}", c.authed(c.modelPage))
+	c.mux.HandleFunc("GET /console/routes/{id}", c.authed(c.routePage))
+	c.mux.HandleFunc("GET /console/nodes/{id}", c.authed(c.nodePage))
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not found.", http.StatusNotFound)
 	})
@@ -288,6 +292,7 @@ type page struct {
 	CSRF    string
 	Notice  string // a success message
 	Error   string // an error message
+	Charts  bool   // the page draws the live view's charts (template "live")
 	Data    any
 }
 

@@ -73,6 +73,9 @@ func pad2(n int64) string {
 }
 
 var funcs = template.FuncMap{
+	"pct":    pct,
+	"mul100": func(v float64) float64 { return v * 100 },
+	"rate":   rate,
 	"sek":    formatSEK,
 	"sek2":   displaySEK,
 	"oreSEK": oreSEK,

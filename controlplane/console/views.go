@@ -120,13 +120,16 @@ func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request, s *sessio
 		routes = append(routes, r)
 	}
 	sort.Strings(routes)
+	live := c.live(r, s, "Live: the whole service", adminapi.SeriesAll, "")
+	p.Charts = live.Error == ""
 	p.Data = struct {
 		O       adminapi.Overview
 		Results []resultCount
 		Failed  int64
 		Routes  []string
 		Day     string
-	}{o, results, failed, routes, c.now().UTC().Format("2006-01-02")}
+		Live    liveView
+	}{o, results, failed, routes, c.now().UTC().Format("2006-01-02"), live}
 	c.render(w, http.StatusOK, "overview", p)
 }
 
