@@ -10,6 +10,7 @@
 mkdir -p "$DATA/logs"
 DATA=$(cd "$DATA" && pwd)
 pids=()
+opt_pids=() # helpers the stack can do without (start_optional)
 
 log() { printf '[%s] %s\n' "$TAG" "$*"; }
 
@@ -31,6 +32,14 @@ start() {
   pids+=($!)
 }
 
+# start_optional NAME CMD...: start for a helper the stack can do without (Prometheus,
+# Grafana): stopped with the rest, but its exit does not stop the stack (supervise).
+start_optional() {
+  start "$@"
+  opt_pids+=("${pids[-1]}")
+  unset 'pids[-1]'
+}
+
 # console_operator: the console's operator demo (admin role) with a password kept in
 # $DATA/secrets.env as CONSOLE_PASSWORD, made once; needs GATEWAY_ADMIN_URL and _TOKEN.
 console_operator() {
@@ -50,6 +59,8 @@ stop_all() {
   local sig=${1:-TERM}
   trap - INT TERM EXIT
   log "stopping"
+  local p
+  for p in "${opt_pids[@]}"; do kill -"$sig" "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   # The last started first: data planes hand their spooled usage to the control plane
   # before it stops.
   local i
@@ -227,6 +238,60 @@ wait_for_key() {
     [ "$code" != 401 ] && [ "$code" != 503 ] && [ "$code" != 000 ] && return 0
     sleep 0.2
   done
+}
+
+# grafana_stack PROM_PORT GRAFANA_PORT CP_OPS DP_OPS...: Prometheus on 127.0.0.1:PROM_PORT
+# scraping the control plane's ops listener CP_OPS and the data planes' DP_OPS (host:port),
+# and Grafana on 127.0.0.1:GRAFANA_PORT with the gateway dashboard provisioned
+# (deploy/grafana: its provisioning folder is copied to $DATA/grafana/provisioning), each
+# started when its binary is on PATH (prometheus; grafana or grafana-server; Grafana's
+# home folder GATEWAY_GRAFANA_HOME, default /usr/share/grafana), else how to start it is
+# printed. Anonymous visitors see the dashboards; the Grafana admin password is
+# GRAFANA_PASSWORD in $DATA/secrets.env.
+grafana_stack() {
+  local prom=$1 graf=$2 cp=$3 dir="$DATA/grafana" t targets=""
+  shift 3
+  for t in "$@"; do targets="$targets${targets:+, }'$t'"; done
+  mkdir -p "$dir/provisioning" "$dir/data" "$dir/logs" "$dir/plugins"
+  cp -R "$root/deploy/grafana/provisioning/." "$dir/provisioning/"
+  cat >"$DATA/prometheus.yml" <<PROM
+# Written by deploy/local (grafana_stack): the local stack's ops listeners.
+global:
+  scrape_interval: 15s
+scrape_configs:
+  - job_name: controlplane
+    static_configs:
+      - targets: ['$cp']
+  - job_name: dataplane
+    static_configs:
+      - targets: [$targets]
+PROM
+  if [ -z "${GRAFANA_PASSWORD:-}" ]; then
+    GRAFANA_PASSWORD="grafana_$(head -c12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    ( umask 077; echo "GRAFANA_PASSWORD=$GRAFANA_PASSWORD" >>"$DATA/secrets.env" )
+  fi
+  local -a genv=(GF_SERVER_HTTP_ADDR=127.0.0.1 GF_SERVER_HTTP_PORT="$graf" GF_PATHS_PROVISIONING="$dir/provisioning"
+    GF_PATHS_DATA="$dir/data" GF_PATHS_LOGS="$dir/logs" GF_PATHS_PLUGINS="$dir/plugins"
+    GF_AUTH_ANONYMOUS_ENABLED=true GF_AUTH_ANONYMOUS_ORG_ROLE=Viewer GF_SECURITY_ADMIN_PASSWORD="$GRAFANA_PASSWORD"
+    GATEWAY_PROMETHEUS_URL="http://127.0.0.1:$prom" GATEWAY_GRAFANA_DASHBOARDS="$root/deploy/grafana")
+  local -a gbin=()
+  if command -v grafana >/dev/null 2>&1; then gbin=(grafana server); elif command -v grafana-server >/dev/null 2>&1; then gbin=(grafana-server); fi
+  local home=${GATEWAY_GRAFANA_HOME:-/usr/share/grafana}
+  if command -v prometheus >/dev/null 2>&1; then
+    log "starting Prometheus on 127.0.0.1:$prom"
+    start_optional prometheus prometheus --config.file "$DATA/prometheus.yml" --web.listen-address "127.0.0.1:$prom" \
+      --storage.tsdb.path "$DATA/prometheus"
+  else
+    log "no prometheus on PATH; to scrape the stack: prometheus --config.file $DATA/prometheus.yml --web.listen-address 127.0.0.1:$prom --storage.tsdb.path $DATA/prometheus"
+  fi
+  if [ ${#gbin[@]} -gt 0 ]; then
+    log "starting Grafana on 127.0.0.1:$graf (dashboard: Gateway / sekgate gateway)"
+    start_optional grafana env "${genv[@]}" "${gbin[@]}" --homepath "$home"
+  else
+    log "no grafana on PATH; with Grafana 10+ installed, the provisioned dashboard is at http://127.0.0.1:$graf/d/sekgate-gateway after:"
+    log "  set -a; . $DATA/secrets.env; set +a"
+    log "  env ${genv[*]:0:8} GF_SECURITY_ADMIN_PASSWORD=\"\$GRAFANA_PASSWORD\" ${genv[*]:9} grafana server --homepath $home"
+  fi
 }
 
 # supervise stays in the foreground until Ctrl-C or SIGTERM, and stops everything when any

@@ -25,6 +25,8 @@
 #   GATEWAY_FLEET_SE_SIM_PORT, _EU_SIM_PORT, _US_SIM_PORT  (8190, 8290, 8390) simulators
 #   GATEWAY_FLEET_SE2_PORT, _SE2_OPS_PORT   (8184, 9284) the second se-sto node
 #   GATEWAY_FLEET_SE_SIM2_PORT              (8191) se-sto's second simulator
+#   GATEWAY_FLEET_PROMETHEUS_PORT (9390)  Prometheus scraping every ops listener, when on PATH
+#   GATEWAY_FLEET_GRAFANA_PORT    (3390)  Grafana with the gateway dashboard provisioned, when on PATH
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,6 +50,8 @@ US_SIM_PORT=${GATEWAY_FLEET_US_SIM_PORT:-8390}
 SE2_PORT=${GATEWAY_FLEET_SE2_PORT:-8184}
 SE2_OPS_PORT=${GATEWAY_FLEET_SE2_OPS_PORT:-9284}
 SE_SIM2_PORT=${GATEWAY_FLEET_SE_SIM2_PORT:-8191}
+PROMETHEUS_PORT=${GATEWAY_FLEET_PROMETHEUS_PORT:-9390}
+GRAFANA_PORT=${GATEWAY_FLEET_GRAFANA_PORT:-3390}
 
 TAG=run-fleet
 # shellcheck source=deploy/local/lib.sh
@@ -80,6 +84,9 @@ for p in "$SE_SIM_PORT" "$SE_SIM2_PORT" "$EU_SIM_PORT" "$US_SIM_PORT"; do wait_f
 wait_for "http://127.0.0.1:$CP_PORT/healthz" "control plane"
 wait_for "http://127.0.0.1:$ADMIN_PORT/healthz" "control plane admin API"
 for u in "$se_url" "$se2_url" "$eu_url" "$us_url"; do wait_for "$u/healthz" "data plane"; done
+# Prometheus and Grafana with the gateway dashboard, when installed (else how to start them).
+grafana_stack "$PROMETHEUS_PORT" "$GRAFANA_PORT" "127.0.0.1:$CP_OPS_PORT" \
+  "127.0.0.1:$SE_OPS_PORT" "127.0.0.1:$SE2_OPS_PORT" "127.0.0.1:$EU_OPS_PORT" "127.0.0.1:$US_OPS_PORT"
 
 # --- Catalogue and a demo account per residency -------------------------------------------
 export GATEWAY_ADMIN_URL="http://127.0.0.1:$ADMIN_PORT" GATEWAY_ADMIN_TOKEN="$ADMIN_TOKEN"
@@ -128,6 +135,8 @@ An se account is served in Stockholm and refused in the US:
 Nodes, their regions, applied snapshot versions and spool ages: $BIN/gatewayctl nodes list
 (with GATEWAY_ADMIN_URL and GATEWAY_ADMIN_TOKEN from $FLEET_ENV).
 Console: http://127.0.0.1:$ADMIN_PORT/console/ (operator demo, password CONSOLE_PASSWORD in $DATA/secrets.env).
+Grafana (when installed): http://127.0.0.1:$GRAFANA_PORT/d/sekgate-gateway, provisioned from $DATA/grafana/provisioning;
+Prometheus (when installed): http://127.0.0.1:$PROMETHEUS_PORT, scraping $DATA/prometheus.yml's targets.
 Logs: $DATA/logs/ (appended per start). Press Ctrl-C to stop everything.
 MSG
 
