@@ -39,10 +39,10 @@ test: test-needs vet check-imports
 images:
 	@GO=$(GO) deploy/images/build.sh
 
-## console-screenshots: the console's browser test, saving its screenshots to docs/console
+## console-screenshots: the console's browser tests, saving their screenshots to docs/console
 ## for the README.
 console-screenshots:
-	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run TestConsole_Browser ./deploy/conformance/
+	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run 'TestConsole_Browser|TestConsole_LiveCharts' ./deploy/conformance/
 
 ## test-needs: one line naming what make test needs that this machine lacks (.ci/run installs it).
 test-needs:

@@ -86,3 +86,19 @@ func TestGroupDebits(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+func TestLiveFormats(t *testing.T) {
+	one, small, half := 1.0, 0.0905, 0.25
+	for _, tc := range []struct{ got, want string }{
+		{perTime(2.5), "2.50/s"}, {perTime(1), "1.00/s"}, {perTime(0.1), "6.00/min"}, {perTime(0), "0.00/min"},
+		{pct(nil), "—"}, {pct(&one), "1.0 ms"}, {pct(&small), "0.1 ms"}, {rate(nil), "—"}, {rate(&half), "25.0 %"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	big := 1234.4
+	if got := pct(&big); got != "1234 ms" {
+		t.Errorf("pct %q", got)
+	}
+}

@@ -14,16 +14,16 @@ import (
 
 // liveRange is a range the charts of the live service view offer, with its step.
 type liveRange struct {
-	Name, Label string
-	Span, Step  time.Duration
+	Name, Label, StepLabel string
+	Span, Step             time.Duration
 }
 
 // liveRanges are the charts' ranges; the first is the default.
 var liveRanges = []liveRange{
-	{"1h", "Last hour", time.Hour, time.Minute},
-	{"6h", "6 hours", 6 * time.Hour, 5 * time.Minute},
-	{"24h", "Last day", 24 * time.Hour, 15 * time.Minute},
-	{"7d", "7 days", 7 * 24 * time.Hour, time.Hour},
+	{"1h", "Last hour", "a minute", time.Hour, time.Minute},
+	{"6h", "6 hours", "5 minutes", 6 * time.Hour, 5 * time.Minute},
+	{"24h", "Last day", "15 minutes", 24 * time.Hour, 15 * time.Minute},
+	{"7d", "7 days", "an hour", 7 * 24 * time.Hour, time.Hour},
 }
 
 // rangeOf is the range a page's ?range= names (the default for anything else).
@@ -104,6 +104,14 @@ func pct(v *float64) string {
 		return strconv.FormatFloat(*v, 'f', 1, 64) + " ms"
 	}
 	return strconv.FormatFloat(*v, 'f', 0, 64) + " ms"
+}
+
+// perTime formats a request rate: per second from 1 a second, else per minute.
+func perTime(rps float64) string {
+	if rps >= 1 {
+		return strconv.FormatFloat(rps, 'f', 2, 64) + "/s"
+	}
+	return strconv.FormatFloat(rps*60, 'f', 2, 64) + "/min"
 }
 
 // rate formats an error rate as a percentage ("—" without requests).

@@ -31,24 +31,37 @@
     spend: { unit: "SEK", series: [["SEK", function (p) { return p.price_micro_sek / 1e6; }]] }
   };
 
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  // Times are UTC, as on every console page: "14:05", with the date when the range spans
+  // more than a day.
+  function utc(secs, withDate) {
+    var d = new Date(secs * 1000);
+    var hm = pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes());
+    return withDate ? d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " + hm : hm;
+  }
+
   function draw(data) {
     last = data;
     plots.forEach(function (u) { u.destroy(); });
     plots = [];
     var xs = data.points.map(function (p) { return Date.parse(p.t) / 1000; });
+    var long = xs.length > 1 && xs[xs.length - 1] - xs[0] > 86400;
     box.querySelectorAll("figure[data-chart]").forEach(function (fig) {
       var c = charts[fig.dataset.chart];
       if (!c) return;
-      var d = [xs], series = [{}];
+      var d = [xs], series = [{ label: "UTC", value: function (u, v) { return v === null ? "—" : utc(v, true); } }];
       c.series.forEach(function (s, i) {
         d.push(col(data.points, s[1]));
+        // Points as well as lines: a step with traffic between empty ones is still seen.
         series.push({ label: s[0], stroke: colors[i % colors.length], width: 1.5, spanGaps: false,
+          points: { show: true, size: 4, fill: colors[i % colors.length] },
           value: function (u, v) { return v === null ? "—" : (Math.round(v * 100) / 100) + (c.unit ? " " + c.unit : ""); } });
       });
       var opts = {
         width: Math.max(fig.clientWidth - 16, 240), height: 170, series: series,
         scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } } },
-        axes: [{}, { size: 56 }],
+        axes: [{ values: function (u, splits) { return splits.map(function (v) { return utc(v, long); }); } }, { size: 56 }],
         legend: { live: true }
       };
       var host = fig.querySelector(".plot");
