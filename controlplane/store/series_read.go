@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/loghist"
@@ -69,16 +70,13 @@ func (s *Store) Series(ctx context.Context, q SeriesQuery) ([]SeriesPoint, error
 	for i := range points {
 		points[i].Start = from.Add(time.Duration(i) * q.Step)
 	}
-	dim, all := q.Dimension, q.Dimension == DimAll
-	if all {
-		dim = DimNode
+	// The whole service is every node's series; one key's rows are a range of the primary
+	// key (its own statement, so a generic plan still uses the key).
+	sql, args := seriesOfKeySQL, []any{q.Dimension, q.Key, from, q.To, int64(math.MaxInt64)}
+	if q.Dimension == DimAll {
+		sql, args = seriesOfAllSQL, []any{DimNode, from, q.To, int64(math.MaxInt64)}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT minute, requests, err_upstream, err_timeout, err_rate_limited, err_no_route,
-			err_incomplete, err_other, client_rejected, client_cancelled,
-			LEAST(prompt_tokens, $6)::bigint, LEAST(completion_tokens, $6)::bigint, LEAST(price_micro_sek, $6)::bigint,
-			duration_buckets, ttft_buckets
-		FROM series_minutes WHERE dimension = $1 AND (key = $2 OR $3) AND minute >= $4 AND minute < $5`,
-		dim, q.Key, all, from, q.To, int64(math.MaxInt64))
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, translate(err, "read series")
 	}
@@ -114,6 +112,17 @@ func (s *Store) Series(ctx context.Context, q SeriesQuery) ([]SeriesPoint, error
 	}
 	return points, nil
 }
+
+const seriesColumns = `minute, requests, err_upstream, err_timeout, err_rate_limited, err_no_route,
+	err_incomplete, err_other, client_rejected, client_cancelled, LEAST(prompt_tokens, $max)::bigint,
+	LEAST(completion_tokens, $max)::bigint, LEAST(price_micro_sek, $max)::bigint, duration_buckets, ttft_buckets`
+
+var (
+	seriesOfKeySQL = `SELECT ` + strings.ReplaceAll(seriesColumns, "$max", "$5") + `
+		FROM series_minutes WHERE dimension = $1 AND key = $2 AND minute >= $3 AND minute < $4`
+	seriesOfAllSQL = `SELECT ` + strings.ReplaceAll(seriesColumns, "$max", "$4") + `
+		FROM series_minutes WHERE dimension = $1 AND minute >= $2 AND minute < $3`
+)
 
 // satAdd adds, stopping at the int64 bounds.
 func satAdd(a, b int64) int64 {
