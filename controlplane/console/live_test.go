@@ -87,7 +87,7 @@ func TestConsoleLiveView(t *testing.T) {
 		}
 		text := html.UnescapeString(page)
 		for _, w := range append(tc.want, `<script src="/console/static/uplot/uPlot.iife.min.js" defer>`, `/console/static/live.js`,
-			`data-chart="ttft"`, `data-chart="spend"`, `id="live-error-rate">25.0 %`) {
+			`data-chart="ttft"`, `data-chart="spend"`, `id="live-error-rate">25.0 %`, `id="live-classes">1 failed · timeout 1<`) {
 			if !strings.Contains(text, w) {
 				t.Errorf("%s lacks %q", tc.path, w)
 			}
