@@ -36,8 +36,6 @@ type Config struct {
 	nodeID          string               // name of this node (default: the host name)
 	dataDir         string               // last-known-good snapshot and usage spool
 	logLevel        string               // debug, info, warn or error
-	docsURL         string               // public reference GET /docs redirects to
-	publicURL       string               // base URL clients reach the gateway at
 	opsListen       string               // private metrics and probes listener (empty: off)
 	testBoxListen   string               // private listener of the console's test box (empty: off)
 	testBoxToken    flagenv.Secret       // the test box's own token
@@ -47,11 +45,9 @@ type Config struct {
 	fsyncWindow     time.Duration        // spool fsync grouping window (0: at once)
 	upstream        proxy.Config         // upstream pool and timeouts
 	breaker         routing.HealthConfig // per-route circuit breakers
-	maxAttempts     int                  // routes one request tries before its first byte
-	requestTimeout  time.Duration        // total deadline of one request
 	limitShareNodes int                  // nodes sharing the limits until the fleet says (the fallback's divisor)
 	fleetInterval   time.Duration        // fleet exchange report interval (0: off)
-	edge            server.Config        // public edge: timeouts and connection caps
+	edge            server.Config        // public edge: its Settings are flags (flagenv.Bind)
 	trustedProxies  string               // CIDRs whose X-Forwarded-For names the client
 	credentialsFile string               // route credentials file, re-read when it changes
 	link            linkOptions          // control-plane link: signatures, TLS, token file
@@ -81,35 +77,19 @@ func flagSet(o *Config) *flag.FlagSet {
 	fs.StringVar(&o.opsListen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
 	fs.StringVar(&o.testBoxListen, "test-box-listen", "", "private address where the console's test box is served with --test-box-token (empty: off)")
 	fs.Var(&o.testBoxToken, "test-box-token", "the console test box's own token, ≥ 32 bytes, admitted only on --test-box-listen")
-	fs.StringVar(&o.docsURL, "docs-url", "", "public reference GET /docs redirects to (default: the reference this gateway renders)")
-	fs.StringVar(&o.publicURL, "public-url", "", "base URL clients reach the gateway at, named in hints, openapi.json and links")
 	fs.DurationVar(&o.snapshotWait, "snapshot-wait", 30*time.Second, "long-poll wait for snapshot changes")
 	fs.DurationVar(&o.batchInterval, "usage-batch-interval", 200*time.Millisecond, "longest wait before a usage batch is sent")
 	fs.IntVar(&o.batchSize, "usage-batch-size", meter.DefaultBatchSize, "most usage records per batch sent to the control plane (1 to 10000)")
 	fs.DurationVar(&o.fsyncWindow, "spool-fsync-window", meter.DefaultFsyncWindow, "how long spooled usage records wait to be fsynced together (0: at once)")
 	fs.IntVar(&o.limitShareNodes, "limit-share-nodes", 1, "fallback N: enforce 1/N of each limit until the fleet exchange answers (always, --fleet-interval 0)")
 	fs.DurationVar(&o.fleetInterval, "fleet-interval", fleetshare.DefaultInterval, "report interval of limit demand for the node's fleet share; 3 unanswered: fallback (0: off)")
-	fs.IntVar(&o.maxAttempts, "max-attempts", 3, "routes one request tries before its first byte reaches the client")
-	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Minute, "total deadline of one request, failover and streaming included")
-	fs.IntVar(&o.upstream.MaxConnsPerUpstream, "upstream-max-conns", 1024, "connections per upstream (a route's max_conns overrides)")
-	fs.DurationVar(&o.upstream.ConnectTimeout, "upstream-connect-timeout", 5*time.Second, "upstream connect timeout (route connect_timeout_ms overrides)")
-	fs.DurationVar(&o.upstream.FirstByteTimeout, "upstream-first-byte-timeout", 60*time.Second, "wait for a stream's first response byte (route first_byte_timeout_ms overrides)")
-	fs.DurationVar(&o.upstream.IdleTimeout, "upstream-idle-timeout", 60*time.Second, "longest silence between stream chunks (route idle_timeout_ms overrides)")
-	fs.DurationVar(&o.upstream.TotalTimeout, "upstream-total-timeout", 10*time.Minute, "one upstream exchange, streams included (route total_timeout_ms overrides)")
-	fs.IntVar(&o.upstream.MaxBufferedBytes, "upstream-buffer-budget", 64<<20, "bytes all buffered upstream answers may hold at once; past it one fails 502 (negative: off)")
-	fs.IntVar(&o.breaker.ConsecutiveFailures, "breaker-failures", 5, "consecutive failures that open a route's circuit breaker")
-	fs.DurationVar(&o.breaker.OpenFor, "breaker-open", 10*time.Second, "how long an open breaker skips its route before a probe")
-	fs.DurationVar(&o.edge.HeaderTimeout, "header-timeout", 10*time.Second, "longest time to receive a request's line and headers")
-	fs.DurationVar(&o.edge.BodyIdleTimeout, "body-idle-timeout", 10*time.Second, "longest wait for request body bytes")
-	fs.IntVar(&o.edge.MinBodyRate, "min-body-rate", 4096, "lowest request-body rate in bytes/s past --body-idle-timeout (negative: off)")
-	fs.DurationVar(&o.edge.IdleTimeout, "keepalive-timeout", 60*time.Second, "longest idle time of a keep-alive client connection between requests")
-	fs.DurationVar(&o.edge.WriteTimeout, "write-timeout", 30*time.Second, "longest wait of one write to a client; a client that stops reading is cut")
-	fs.IntVar(&o.edge.MaxHeaderBytes, "max-header-bytes", 8192, "largest request line plus headers; larger requests get 431")
-	fs.IntVar(&o.edge.MaxConns, "max-conns", 10000, "open client connections in total; more are answered 503 and closed (negative: no cap)")
-	fs.IntVar(&o.edge.MaxConnsPerAddr, "max-conns-per-addr", 100, "open connections per client address before authentication (negative: no cap)")
-	fs.IntVar(&o.edge.MaxConnsPerAccount, "max-conns-per-account", 1000, "open connections per account once they presented a valid key (negative: no cap)")
 	fs.StringVar(&o.credentialsFile, "credentials-file", "", "file of GATEWAY_CREDENTIAL_*=value lines, re-read when it changes and on SIGHUP")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client")
+	for _, settings := range []any{&o.edge.Settings, &o.upstream, &o.breaker} {
+		if err := flagenv.Bind(fs, settings); err != nil {
+			panic(err) // the tags are checked by TestConfigurationReference
+		}
+	}
 	o.link.register(fs)
 	o.shutdown.register(fs)
 	o.region.register(fs)
@@ -160,8 +140,11 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 	if o.edge.MaxHeaderBytes < 1024 {
 		return o, errors.New("--max-header-bytes must be at least 1024")
 	}
-	if o.publicURL != "" {
-		if o.publicURL, err = baseurl.Parse(o.publicURL); err != nil {
+	if o.edge.MaxAttempts < 1 || o.edge.RequestTimeout <= 0 {
+		return o, errors.New("--max-attempts must be at least 1 and --request-timeout positive")
+	}
+	if o.edge.PublicURL != "" {
+		if o.edge.PublicURL, err = baseurl.Parse(o.edge.PublicURL); err != nil {
 			return o, fmt.Errorf("--public-url: %w", err)
 		}
 	}

@@ -238,8 +238,8 @@ func TestPublicURLFlag(t *testing.T) {
 		{"https://api.example.com/?x=1", "", false},
 	} {
 		o, err := parseFlags(append(base, "--public-url", tc.in))
-		if (err == nil) != tc.ok || (tc.ok && o.publicURL != tc.want) {
-			t.Errorf("--public-url %q: %q, %v", tc.in, o.publicURL, err)
+		if (err == nil) != tc.ok || (tc.ok && o.edge.PublicURL != tc.want) {
+			t.Errorf("--public-url %q: %q, %v", tc.in, o.edge.PublicURL, err)
 		}
 	}
 }

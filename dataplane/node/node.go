@@ -246,9 +246,7 @@ func (n *node) newServer() error {
 	n.refusals = refusals.New(nil)
 	cfg.Refusals = n.refusals
 	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
-	cfg.MaxAttempts, cfg.RequestTimeout = o.maxAttempts, o.requestTimeout
-	cfg.Link, cfg.TestBoxToken, cfg.DocsURL, cfg.Logger = n.link, o.testBoxToken.Reveal(), o.docsURL, n.log
-	cfg.PublicURL = o.publicURL
+	cfg.Link, cfg.TestBoxToken, cfg.Logger = n.link, o.testBoxToken.Reveal(), n.log
 	n.srv, err = server.New(cfg)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -24,62 +25,44 @@ import (
 type Config struct {
 	// MaxConnsPerUpstream bounds open connections to one upstream (route MaxConns
 	// overrides); a request finding none free waits up to ConnectTimeout, then fails over.
-	// Default 1024.
-	MaxConnsPerUpstream int
-	ConnectTimeout      time.Duration // TCP (and TLS) connect; default 5s
+	MaxConnsPerUpstream int `flag:"upstream-max-conns" default:"1024" help:"connections per upstream (a route's max_conns overrides)"`
+	// ConnectTimeout bounds a TCP (and TLS) connect.
+	ConnectTimeout time.Duration `flag:"upstream-connect-timeout" default:"5s" help:"upstream connect timeout (route connect_timeout_ms overrides)"`
 	// FirstByteTimeout bounds the wait from request sent to the first response byte of a
-	// streaming request; default 60s. Non-streaming answers arrive whole when generation
+	// streaming request. Non-streaming answers arrive whole when generation
 	// ends, so their wait is bounded by TotalTimeout (and the request deadline) only.
-	FirstByteTimeout time.Duration
-	IdleTimeout      time.Duration // longest silence between reads of a response (stream chunks); default 60s
-	TotalTimeout     time.Duration // whole exchange, streams included; default 10m
-	// MaxIdleConnDuration closes pooled upstream connections idle this long; default 4s, under
+	FirstByteTimeout time.Duration `flag:"upstream-first-byte-timeout" default:"60s" help:"wait for a stream's first response byte (route first_byte_timeout_ms overrides)"`
+	// IdleTimeout is the longest silence between reads of a response (stream chunks).
+	IdleTimeout time.Duration `flag:"upstream-idle-timeout" default:"60s" help:"longest silence between stream chunks (route idle_timeout_ms overrides)"`
+	// TotalTimeout bounds the whole exchange, streams included.
+	TotalTimeout time.Duration `flag:"upstream-total-timeout" default:"10m" help:"one upstream exchange, streams included (route total_timeout_ms overrides)"`
+	// MaxIdleConnDuration closes pooled upstream connections idle this long: 4s, under
 	// the 5 s keep-alive timeout of uvicorn (vLLM's server), so the gateway never writes a
 	// request onto a connection the upstream is closing.
-	MaxIdleConnDuration time.Duration
-	// MaxResponseBodySize bounds buffered (non-streaming) upstream bodies; default 64 MiB.
+	MaxIdleConnDuration time.Duration `default:"4s"`
+	// MaxResponseBodySize bounds buffered (non-streaming) upstream bodies.
 	// They are read in blocks that never grow past it (bodyread.go); a longer answer fails
 	// and its connection is closed.
-	MaxResponseBodySize int
+	MaxResponseBodySize int `default:"67108864"`
 	// MaxBufferedBytes bounds the bytes all non-streaming upstream bodies being read hold at
 	// once on this node: a read that would pass it fails like a body over its limit, so
-	// that many endless answers at once cannot take the node's memory (default 64 MiB;
-	// negative: no bound).
-	MaxBufferedBytes int
-	// UserAgent sent upstream; default "sekgate-gateway".
-	UserAgent string
+	// that many endless answers at once cannot take the node's memory (negative: no bound).
+	MaxBufferedBytes int `flag:"upstream-buffer-budget" default:"67108864" help:"bytes all buffered upstream answers may hold at once; past it one fails 502 (negative: off)"`
+	// UserAgent is sent upstream.
+	UserAgent string `default:"sekgate-gateway"`
 	// Getenv resolves "env:NAME" credential references; default os.Getenv.
 	Getenv func(string) string
 }
 
+// fill sets the defaults of the fields left zero (their default tags; the flags of the
+// dataplane command are the same fields). A zero or negative timeout or size is taken as
+// unset, as it always was.
 func (c *Config) fill() {
-	if c.MaxConnsPerUpstream <= 0 {
-		c.MaxConnsPerUpstream = 1024
+	for _, d := range []*time.Duration{&c.ConnectTimeout, &c.FirstByteTimeout, &c.IdleTimeout, &c.TotalTimeout, &c.MaxIdleConnDuration} {
+		*d = max(*d, 0)
 	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = 5 * time.Second
-	}
-	if c.FirstByteTimeout <= 0 {
-		c.FirstByteTimeout = 60 * time.Second
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 60 * time.Second
-	}
-	if c.TotalTimeout <= 0 {
-		c.TotalTimeout = 10 * time.Minute
-	}
-	if c.MaxIdleConnDuration <= 0 {
-		c.MaxIdleConnDuration = 4 * time.Second
-	}
-	if c.MaxResponseBodySize <= 0 {
-		c.MaxResponseBodySize = 64 << 20
-	}
-	if c.MaxBufferedBytes == 0 {
-		c.MaxBufferedBytes = 64 << 20
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = "sekgate-gateway"
-	}
+	c.MaxConnsPerUpstream, c.MaxResponseBodySize = max(c.MaxConnsPerUpstream, 0), max(c.MaxResponseBodySize, 0)
+	flagenv.MustDefaults(c)
 	if c.Getenv == nil {
 		c.Getenv = os.Getenv
 	}

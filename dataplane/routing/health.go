@@ -11,53 +11,43 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
 // HealthConfig configures the per-route circuit breakers. Zero fields take the defaults
 // noted.
 type HealthConfig struct {
-	// ConsecutiveFailures opens a route's breaker after this many failures in a row;
-	// default 5.
-	ConsecutiveFailures int
+	// ConsecutiveFailures opens a route's breaker after this many failures in a row.
+	ConsecutiveFailures int `flag:"breaker-failures" default:"5" help:"consecutive failures that open a route's circuit breaker"`
 	// FailureRatio and MinRequests also open it when, within Window, at least MinRequests
-	// attempts were made and at least FailureRatio of them failed; defaults 0.5 and 20.
-	FailureRatio float64
-	MinRequests  int
-	// Window is how long the closed state accumulates counts before clearing them; default
-	// 30s (10 buckets, rolling).
-	Window time.Duration
+	// attempts were made and at least FailureRatio of them failed.
+	FailureRatio float64 `default:"0.5"`
+	MinRequests  int     `default:"20"`
+	// Window is how long the closed state accumulates counts before clearing them (10
+	// buckets, rolling).
+	Window time.Duration `default:"30s"`
 	// OpenFor is how long an open breaker refuses attempts before letting probes through
-	// (half-open); default 10s.
-	OpenFor time.Duration
+	// (half-open).
+	OpenFor time.Duration `flag:"breaker-open" default:"10s" help:"how long an open breaker skips its route before a probe"`
 	// Probes is how many concurrent attempts a half-open breaker lets through; that many
-	// successes in a row close it, one failure opens it again. Default 1.
-	Probes int
+	// successes in a row close it, one failure opens it again.
+	Probes int `default:"1"`
 	Logger *slog.Logger
 	// OnStateChange, when set, is called when a route's breaker changes state, with the
 	// route ID and the states' names ("closed", "half-open", "open") (metrics).
 	OnStateChange func(route, from, to string)
 }
 
+// fill sets the defaults (the fields' default tags) of the fields left zero or negative, and
+// of a ratio outside (0, 1].
 func (c *HealthConfig) fill() {
-	if c.ConsecutiveFailures <= 0 {
-		c.ConsecutiveFailures = 5
+	c.ConsecutiveFailures, c.MinRequests, c.Probes = max(c.ConsecutiveFailures, 0), max(c.MinRequests, 0), max(c.Probes, 0)
+	c.Window, c.OpenFor = max(c.Window, 0), max(c.OpenFor, 0)
+	if c.FailureRatio < 0 || c.FailureRatio > 1 {
+		c.FailureRatio = 0
 	}
-	if c.FailureRatio <= 0 || c.FailureRatio > 1 {
-		c.FailureRatio = 0.5
-	}
-	if c.MinRequests <= 0 {
-		c.MinRequests = 20
-	}
-	if c.Window <= 0 {
-		c.Window = 30 * time.Second
-	}
-	if c.OpenFor <= 0 {
-		c.OpenFor = 10 * time.Second
-	}
-	if c.Probes <= 0 {
-		c.Probes = 1
-	}
+	flagenv.MustDefaults(c)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -88,7 +88,7 @@ func startNode(t *testing.T, snap *snapshot.Snapshot) (url string, m *memmeter.M
 	store.Swap(x)
 	m = memmeter.New(0)
 	m.SeedBalances(snap.Balances, snap.BalanceSeq)
-	srv, err := New(Config{Store: store, Meter: m, HeaderTimeout: 5 * time.Second,
+	srv, err := New(Config{Store: store, Meter: m, Settings: Settings{HeaderTimeout: 5 * time.Second},
 		Pool: proxy.NewPool(proxy.Config{ConnectTimeout: time.Second, FirstByteTimeout: 2 * time.Second})})
 	if err != nil {
 		t.Fatal(err)

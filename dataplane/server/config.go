@@ -23,6 +23,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/dataplane/tracing"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/residency"
 )
@@ -36,7 +37,51 @@ type Meter interface {
 }
 
 // Config configures a Server.
+// Settings are the edge's settings, each a flag of the dataplane command (dataplane/node
+// binds them with flagenv.Bind, and docs/configuration.md lists them); a Server built in
+// code gets the same defaults (flagenv.Defaults). A negative number turns its cap off.
+type Settings struct {
+	// HeaderTimeout bounds reading a request's headers, from its first byte (on a new
+	// connection: from the accept).
+	HeaderTimeout time.Duration `flag:"header-timeout" default:"10s" help:"longest time to receive a request's line and headers"`
+	// BodyIdleTimeout bounds each wait for request body bytes, and the wait for a body of
+	// up to 8 KiB (the first byte of a longer one) after its headers.
+	BodyIdleTimeout time.Duration `flag:"body-idle-timeout" default:"10s" help:"longest wait for request body bytes"`
+	// MinBodyRate is the lowest average rate, in bytes per second, at which a request body
+	// may arrive once it has taken longer than BodyIdleTimeout (negative: off).
+	MinBodyRate int `flag:"min-body-rate" default:"4096" help:"lowest request-body rate in bytes/s past --body-idle-timeout (negative: off)"`
+	// IdleTimeout bounds keep-alive idleness between requests.
+	IdleTimeout time.Duration `flag:"keepalive-timeout" default:"60s" help:"longest idle time of a keep-alive client connection between requests"`
+	// WriteTimeout bounds every single write to a client, stream flushes included: a client
+	// that stops reading is cut and its upstream request cancelled.
+	WriteTimeout time.Duration `flag:"write-timeout" default:"30s" help:"longest wait of one write to a client; a client that stops reading is cut"`
+	// MaxHeaderBytes bounds a request's line and headers; larger ones get 431.
+	MaxHeaderBytes int `flag:"max-header-bytes" default:"8192" help:"largest request line plus headers; larger requests get 431"`
+	// MaxConns caps open client connections in total; MaxConnsPerAddr the connections per
+	// client address (IPv4 address or IPv6 /64; trusted proxies exempt) that have not yet
+	// presented a valid key. Over a cap a connection is answered 503 or 429 and closed (negative: no cap). A connection whose request authenticated
+	// counts against its account instead: MaxConnsPerAccount (negative: no cap), and the account's request limits (limits.Limiter).
+	MaxConns           int `flag:"max-conns" default:"10000" help:"open client connections in total; more are answered 503 and closed (negative: no cap)"`
+	MaxConnsPerAddr    int `flag:"max-conns-per-addr" default:"100" help:"open connections per client address before authentication (negative: no cap)"`
+	MaxConnsPerAccount int `flag:"max-conns-per-account" default:"1000" help:"open connections per account once they presented a valid key (negative: no cap)"`
+	// MaxAttempts bounds the routes one request tries before its first byte.
+	MaxAttempts int `flag:"max-attempts" default:"3" help:"routes one request tries before its first byte reaches the client"`
+	// RequestTimeout bounds a request from routing to its last byte, failover and streams
+	// included; single attempts are bounded by their route's timeouts too.
+	RequestTimeout time.Duration `flag:"request-timeout" default:"10m" help:"total deadline of one request, failover and streaming included"`
+	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
+	// endpoint_not_supported errors (empty: the reference this gateway renders).
+	DocsURL string `flag:"docs-url" help:"public reference GET /docs redirects to (default: the reference this gateway renders)"`
+	// PublicURL is the base URL clients use to reach the gateway (e.g. https://api.example.com,
+	// behind a proxy or load balancer): named in hints, in openapi.json's servers and in
+	// the /docs and 501 links (default: the address of the socket a client connected to;
+	// hints then use the request's Host).
+	PublicURL string `flag:"public-url" help:"base URL clients reach the gateway at, named in hints, openapi.json and links"`
+}
+
 type Config struct {
+	// Settings are the edge's settings (flags of the dataplane command).
+	Settings
 	// Store holds the current snapshot index (required). An empty store means not ready.
 	Store *index.Store
 	// Meter admits and records requests (required).
@@ -65,11 +110,6 @@ type Config struct {
 	// Limiter enforces per-key and per-account rate and concurrency limits (default: the
 	// full limits of the snapshot, limits.New with ShareNodes 1 and no fleet shares).
 	Limiter *limits.Limiter
-	// MaxAttempts bounds the routes one request tries before its first byte (default 3).
-	MaxAttempts int
-	// RequestTimeout bounds a request from routing to its last byte, failover and streams
-	// included (default 10m); single attempts are bounded by their route's timeouts too.
-	RequestTimeout time.Duration
 	// DisableClientWatch turns off watching the client's connection for a disconnect while
 	// the upstream works (then a disconnect is noticed at the next write to the client).
 	DisableClientWatch bool
@@ -84,39 +124,8 @@ type Config struct {
 	// TestBoxToken is the console test box's own token (not the node token), admitted only
 	// on the private listener of ServeTestBox (testbox.go); empty: no test box.
 	TestBoxToken string
-	// DocsURL is the public reference: the target of GET /docs and the documentation_url of
-	// endpoint_not_supported errors (default: this gateway's /openapi.json).
-	DocsURL string
-	// PublicURL is the base URL clients use to reach the gateway (e.g. https://api.example.com,
-	// behind a proxy or load balancer): named in hints, in openapi.json's servers and in
-	// the /docs and 501 links (default: the address of the socket a client connected to;
-	// hints then use the request's Host).
-	PublicURL string
 	// Register, when set, adds routes (e.g. /openapi.json, /docs) before the server starts.
 	Register func(r *router.Router)
-	// HeaderTimeout bounds reading a request's headers, from its first byte (on a new
-	// connection: from the accept) (default 10s).
-	HeaderTimeout time.Duration
-	// BodyIdleTimeout bounds each wait for request body bytes, and the wait for a body of
-	// up to 8 KiB (the first byte of a longer one) after its headers (default 10s).
-	BodyIdleTimeout time.Duration
-	// MinBodyRate is the lowest average rate, in bytes per second, at which a request body
-	// may arrive once it has taken longer than BodyIdleTimeout (default 4096; negative: off).
-	MinBodyRate int
-	// IdleTimeout bounds keep-alive idleness between requests (default 60s).
-	IdleTimeout time.Duration
-	// WriteTimeout bounds every single write to a client, stream flushes included: a client
-	// that stops reading is cut and its upstream request cancelled (default 30s).
-	WriteTimeout time.Duration
-	// MaxHeaderBytes bounds a request's line and headers; larger ones get 431 (default 8192).
-	MaxHeaderBytes int
-	// MaxConns caps open client connections in total; MaxConnsPerAddr the connections per
-	// client address (IPv4 address or IPv6 /64; trusted proxies exempt) that have not yet
-	// presented a valid key. Over a cap a connection is answered 503 or 429 and closed
-	// (defaults 10000 and 100; negative: no cap). A connection whose request authenticated
-	// counts against its account instead: MaxConnsPerAccount (default 1000; negative: no
-	// cap), and the account's request limits (limits.Limiter).
-	MaxConns, MaxConnsPerAddr, MaxConnsPerAccount int
 	// AddrWait is how long a new connection over MaxConnsPerAddr waits, unread, for a place
 	// of its address (another of its connections authenticating or closing) before it is
 	// refused, so that a client opening many connections at once is served once its first
@@ -156,16 +165,10 @@ func (c *Config) fill() error {
 	if c.Selector == nil {
 		c.Selector = &routing.Selector{Loads: loadstat.NewRegistry()}
 	}
-	defDur(&c.HeaderTimeout, 10*time.Second)
-	defDur(&c.BodyIdleTimeout, 10*time.Second)
-	defDur(&c.IdleTimeout, 60*time.Second)
-	defDur(&c.WriteTimeout, 30*time.Second)
-	defInt(&c.MinBodyRate, 4096)
-	defInt(&c.MaxHeaderBytes, 8192)
-	defInt(&c.MaxConns, 10000)
-	defInt(&c.MaxConnsPerAddr, 100)
-	defInt(&c.MaxConnsPerAccount, 1000)
-	defDur(&c.AddrWait, 2*time.Second)
+	flagenv.MustDefaults(&c.Settings)
+	if c.AddrWait == 0 {
+		c.AddrWait = 2 * time.Second
+	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 256 * 1024
 	}
@@ -181,16 +184,10 @@ func (c *Config) fill() error {
 	if c.Limiter == nil {
 		c.Limiter = limits.New(limits.Config{Now: c.Now})
 	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 3
-	}
 	if c.ClientWatchDelay == 0 {
 		c.ClientWatchDelay = attempt.DefaultClientWatchDelay
 	} else if c.ClientWatchDelay < 0 {
 		c.ClientWatchDelay = 0
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 10 * time.Minute
 	}
 	if c.Telemetry == nil {
 		c.Telemetry = telemetry.New()
@@ -200,6 +197,9 @@ func (c *Config) fill() error {
 
 // check validates the settings.
 func (c *Config) check() error {
+	if c.MaxAttempts < 1 || c.RequestTimeout <= 0 {
+		return errors.New("server: MaxAttempts must be at least 1 and RequestTimeout positive")
+	}
 	if c.PublicURL != "" {
 		u, err := baseurl.Parse(c.PublicURL)
 		if err != nil {
@@ -214,18 +214,4 @@ func (c *Config) check() error {
 		return fmt.Errorf("server: Region %q is not lower-case letters, digits and '-' (at most 63)", c.Region)
 	}
 	return nil
-}
-
-// defDur sets *d to v when it is zero; a negative value stays (off).
-func defDur(d *time.Duration, v time.Duration) {
-	if *d == 0 {
-		*d = v
-	}
-}
-
-// defInt sets *n to v when it is zero; a negative value stays (off).
-func defInt(n *int, v int) {
-	if *n == 0 {
-		*n = v
-	}
 }

@@ -181,7 +181,7 @@ func TestHintBaseURL(t *testing.T) {
 	if r := p.do(t, "GET", "/v1/files", "", ""); !strings.Contains(r.Body, `"documentation_url":"`+pub+`/openapi.json"`) {
 		t.Errorf("501 link with PublicURL: %s", r.Body)
 	}
-	if _, err := New(Config{Store: g.Store, Meter: g.Meter, PublicURL: "ftp://x"}); err == nil {
+	if _, err := New(Config{Store: g.Store, Meter: g.Meter, Settings: Settings{PublicURL: "ftp://x"}}); err == nil {
 		t.Error("a PublicURL that is not http(s) was accepted")
 	}
 }

@@ -76,7 +76,7 @@ func startSimGateway(t testing.TB, routes []snapshot.Route, opts ...func(*Config
 		Health: routing.NewHealth(routing.HealthConfig{ConsecutiveFailures: 3, OpenFor: 300 * time.Millisecond})}
 	g.Store.Swap(x)
 	g.Meter.SeedBalances(snap.Balances, snap.BalanceSeq)
-	cfg := Config{Store: g.Store, Meter: g.Meter, Health: g.Health, HeaderTimeout: 5 * time.Second,
+	cfg := Config{Store: g.Store, Meter: g.Meter, Health: g.Health, Settings: Settings{HeaderTimeout: 5 * time.Second},
 		Pool: proxy.NewPool(proxy.Config{ConnectTimeout: time.Second, FirstByteTimeout: 2 * time.Second})}
 	for _, o := range opts {
 		o(&cfg)

@@ -170,7 +170,7 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 	sel.Nodes = fx.LiveNodes
 	go fx.Run(ctx)
 	n.srv, err = server.New(server.Config{Store: store, Meter: meter, Selector: sel, FairQueue: n.fq,
-		Limiter: lim, MaxConnsPerAddr: -1, MaxConns: -1})
+		Limiter: lim, Settings: server.Settings{MaxConnsPerAddr: -1, MaxConns: -1}})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
