@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sekgate/gateway/internal/flagenv"
 )
 
 // Refusals.
@@ -41,23 +43,24 @@ var (
 
 // Config configures a Queue. Zero fields take the defaults noted.
 type Config struct {
-	// MaxWait bounds a request's wait (default 5s).
-	MaxWait time.Duration
-	// MaxDepth bounds the requests waiting in all (default 1024), AccountDepth those of one
-	// account (default 64).
-	MaxDepth, AccountDepth int
+	// MaxWait bounds a request's wait.
+	MaxWait time.Duration `flag:"fair-queue-max-wait" default:"5s" help:"longest wait in the fair queue before 429"`
+	// MaxDepth bounds the requests waiting in all, AccountDepth those of one account.
+	MaxDepth     int `flag:"fair-queue-depth" default:"1024" help:"requests the fair queue holds in all before 429"`
+	AccountDepth int `flag:"fair-queue-account-depth" default:"64" help:"requests the fair queue holds per account before 429"`
 	// Poll is how often a waiting request's routes are looked at again when no request
-	// finishes (default 20ms).
-	Poll time.Duration
+	// finishes.
+	Poll time.Duration `default:"20ms"`
 	// Headroom is how many free slots an account above its share leaves for the others
-	// (default 2; -1: none), at most an eighth of the servers' known capacity.
-	Headroom int
+	// (negative: none), at most an eighth of the servers' known capacity.
+	Headroom int `flag:"fair-queue-headroom" default:"2" help:"free slots an account above its share leaves for the others (negative: none)"`
 	// Linger is how long an account counts as active after its last request, for the
-	// shares (default 2s); Forget when its state is dropped (default 10m).
-	Linger, Forget time.Duration
+	// shares; Forget when its state is dropped.
+	Linger time.Duration `default:"2s"`
+	Forget time.Duration `default:"10m"`
 	// Remember is how long an account's most requests in flight are reserved for it
-	// against heavier accounts after it used them (default 1m; -1: not at all).
-	Remember time.Duration
+	// against heavier accounts after it used them (negative: not at all).
+	Remember time.Duration `default:"1m"`
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -111,30 +114,9 @@ type waiter struct {
 
 // New returns a Queue with cfg's defaults filled.
 func New(cfg Config) *Queue {
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 5 * time.Second
-	}
-	if cfg.MaxDepth <= 0 {
-		cfg.MaxDepth = 1024
-	}
-	if cfg.AccountDepth <= 0 {
-		cfg.AccountDepth = 64
-	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = 20 * time.Millisecond
-	}
-	if cfg.Headroom == 0 {
-		cfg.Headroom = 2
-	}
-	if cfg.Linger <= 0 {
-		cfg.Linger = 2 * time.Second
-	}
-	if cfg.Forget <= 0 {
-		cfg.Forget = 10 * time.Minute
-	}
-	if cfg.Remember == 0 {
-		cfg.Remember = time.Minute
-	}
+	cfg.MaxWait, cfg.Poll, cfg.Linger, cfg.Forget = max(cfg.MaxWait, 0), max(cfg.Poll, 0), max(cfg.Linger, 0), max(cfg.Forget, 0)
+	cfg.MaxDepth, cfg.AccountDepth = max(cfg.MaxDepth, 0), max(cfg.AccountDepth, 0)
+	flagenv.MustDefaults(&cfg) // the default tags; a negative Headroom or Remember stays (none)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

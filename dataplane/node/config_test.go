@@ -12,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/dataplane/discovery"
+	"github.com/sekgate/gateway/dataplane/fleetshare"
+	"github.com/sekgate/gateway/dataplane/meter"
+	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
+	"github.com/sekgate/gateway/dataplane/syncclient"
 	"github.com/sekgate/gateway/internal/proc"
 )
 
@@ -33,15 +38,15 @@ func TestEdgeFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := o.edge
+	e := o.Edge
 	if e.HeaderTimeout != 10*time.Second || e.BodyIdleTimeout != 10*time.Second || e.MinBodyRate != 4096 ||
 		e.IdleTimeout != 60*time.Second || e.WriteTimeout != 30*time.Second || e.MaxHeaderBytes != 8192 ||
 		e.MaxConns != 10000 || e.MaxConnsPerAddr != 100 || e.TrustedProxies.Len() != 0 {
 		t.Errorf("defaults %+v", e)
 	}
 	o, err = parseFlags([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots", "--trusted-proxies", "10.0.0.0/8, 192.0.2.1", "--max-conns-per-addr", "-1"})
-	if err != nil || o.edge.TrustedProxies.Len() != 2 || o.edge.MaxConnsPerAddr != -1 {
-		t.Errorf("trusted proxies: %v %+v", err, o.edge)
+	if err != nil || o.Edge.TrustedProxies.Len() != 2 || o.Edge.MaxConnsPerAddr != -1 {
+		t.Errorf("trusted proxies: %v %+v", err, o.Edge)
 	}
 	for _, bad := range [][]string{
 		{"--trusted-proxies", "10.0.0.0/33"},
@@ -149,12 +154,12 @@ func TestSpoolFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.batchSize != 500 || o.fsyncWindow != 50*time.Millisecond || fsyncWindow(o.fsyncWindow) != 50*time.Millisecond {
-		t.Errorf("defaults: batch size %d, fsync window %v", o.batchSize, o.fsyncWindow)
+	if o.BatchSize != 500 || o.FsyncWindow != 50*time.Millisecond || fsyncWindow(o.FsyncWindow) != 50*time.Millisecond {
+		t.Errorf("defaults: batch size %d, fsync window %v", o.BatchSize, o.FsyncWindow)
 	}
 	o, err = parseFlags(append(base, "--usage-batch-size", "2000", "--spool-fsync-window", "0"))
-	if err != nil || o.batchSize != 2000 || fsyncWindow(o.fsyncWindow) >= 0 {
-		t.Errorf("set: %v, batch size %d, fsync window %v", err, o.batchSize, fsyncWindow(o.fsyncWindow))
+	if err != nil || o.BatchSize != 2000 || fsyncWindow(o.FsyncWindow) >= 0 {
+		t.Errorf("set: %v, batch size %d, fsync window %v", err, o.BatchSize, fsyncWindow(o.FsyncWindow))
 	}
 	for _, bad := range [][]string{
 		{"--usage-batch-size", "0"},
@@ -181,8 +186,8 @@ func TestConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.listen != "127.0.0.1:18080" || o.edge.MaxConns != 7 || o.edge.TrustedProxies.Len() != 2 || o.regionURLs["se"] != "https://se.example" {
-		t.Errorf("from file: listen %q max-conns %d proxies %d region-urls %v", o.listen, o.edge.MaxConns, o.edge.TrustedProxies.Len(), o.regionURLs)
+	if o.Listen != "127.0.0.1:18080" || o.Edge.MaxConns != 7 || o.Edge.TrustedProxies.Len() != 2 || o.regionURLs["se"] != "https://se.example" {
+		t.Errorf("from file: listen %q max-conns %d proxies %d region-urls %v", o.Listen, o.Edge.MaxConns, o.Edge.TrustedProxies.Len(), o.regionURLs)
 	}
 	if err := os.WriteFile(file, []byte(body+"max-con: 3\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -198,8 +203,8 @@ func TestRoutingFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := o.routing
-	if !r.fairQueue || r.scrapeInterval != 200*time.Millisecond || r.saturation.KV != 0.95 || r.queue.Headroom != 2 {
+	r := o.Routing
+	if !r.FairQueue || r.ScrapeInterval != 200*time.Millisecond || r.Saturation.KV != 0.95 || r.Queue.Headroom != 2 {
 		t.Errorf("defaults %+v", r)
 	}
 	sel, _ := r.selector(scrape.Config{})
@@ -207,8 +212,8 @@ func TestRoutingFlags(t *testing.T) {
 		t.Errorf("selector: fresh for %v, saturation %+v", sel.Loads.FreshFor, sel.Saturation)
 	}
 	o, err = parseFlags(append(base, "--fair-queue=false", "--fair-queue-headroom", "0", "--saturation-queue", "2"))
-	if err != nil || o.routing.fairQueue || o.routing.queueConfig().Headroom != -1 || o.routing.saturation.Queue != 2 {
-		t.Errorf("set: %v %+v", err, o.routing)
+	if err != nil || o.Routing.FairQueue || o.Routing.queueConfig().Headroom != -1 || o.Routing.Saturation.Queue != 2 {
+		t.Errorf("set: %v %+v", err, o.Routing)
 	}
 	for _, bad := range [][]string{
 		{"--scrape-interval", "1ms"},
@@ -238,8 +243,30 @@ func TestPublicURLFlag(t *testing.T) {
 		{"https://api.example.com/?x=1", "", false},
 	} {
 		o, err := parseFlags(append(base, "--public-url", tc.in))
-		if (err == nil) != tc.ok || (tc.ok && o.edge.PublicURL != tc.want) {
-			t.Errorf("--public-url %q: %q, %v", tc.in, o.edge.PublicURL, err)
+		if (err == nil) != tc.ok || (tc.ok && o.Edge.PublicURL != tc.want) {
+			t.Errorf("--public-url %q: %q, %v", tc.in, o.Edge.PublicURL, err)
+		}
+	}
+}
+
+// TestFlagDefaults: a setting whose default the package that reads it also knows as a
+// constant (for callers that build its config in code) has the same default as a flag.
+func TestFlagDefaults(t *testing.T) {
+	o, err := parseFlags([]string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ flag, pkg any }{
+		"snapshot-max-age":      {o.Link.MaxAge, syncclient.DefaultMaxAge},
+		"discovery-interval":    {o.Discovery.Interval, discovery.DefaultInterval},
+		"discovery-empty-grace": {o.Discovery.EmptyGrace, discovery.DefaultEmptyGrace},
+		"usage-batch-size":      {o.BatchSize, meter.DefaultBatchSize},
+		"spool-fsync-window":    {o.FsyncWindow, meter.DefaultFsyncWindow},
+		"fleet-interval":        {o.FleetInterval, fleetshare.DefaultInterval},
+		"saturation-kv":         {o.Routing.Saturation, routing.DefaultSaturation},
+	} {
+		if c.flag != c.pkg {
+			t.Errorf("--%s defaults to %v, its package to %v", name, c.flag, c.pkg)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"time"
@@ -16,26 +15,20 @@ import (
 // often their names are resolved again, through which server, and how long an empty
 // answer keeps a route's last replicas.
 type discoveryOptions struct {
-	interval   time.Duration
-	server     string
-	emptyGrace time.Duration
-}
-
-func (o *discoveryOptions) register(fs *flag.FlagSet) {
-	fs.DurationVar(&o.interval, "discovery-interval", discovery.DefaultInterval, "how often the DNS names of discovered routes are resolved again")
-	fs.StringVar(&o.server, "discovery-dns-server", "", "host:port of the DNS server discovered routes are resolved with (empty: the system's resolver)")
-	fs.DurationVar(&o.emptyGrace, "discovery-empty-grace", discovery.DefaultEmptyGrace, "how long an empty DNS answer keeps a discovered route's last replicas (0: none)")
+	Interval   time.Duration `flag:"discovery-interval" default:"5s" help:"how often the DNS names of discovered routes are resolved again"`
+	Server     string        `flag:"discovery-dns-server" help:"host:port of the DNS server discovered routes are resolved with (empty: the system's resolver)"`
+	EmptyGrace time.Duration `flag:"discovery-empty-grace" default:"30s" help:"how long an empty DNS answer keeps a discovered route's last replicas (0: none)"`
 }
 
 func (o *discoveryOptions) validate() error {
 	switch {
-	case o.interval < 100*time.Millisecond:
+	case o.Interval < 100*time.Millisecond:
 		return errors.New("--discovery-interval must be at least 100ms")
-	case o.emptyGrace < 0:
+	case o.EmptyGrace < 0:
 		return errors.New("--discovery-empty-grace must not be negative")
 	}
-	if o.server != "" {
-		if _, _, err := net.SplitHostPort(o.server); err != nil {
+	if o.Server != "" {
+		if _, _, err := net.SplitHostPort(o.Server); err != nil {
 			return fmt.Errorf("--discovery-dns-server must be host:port: %w", err)
 		}
 	}
@@ -45,18 +38,18 @@ func (o *discoveryOptions) validate() error {
 // openDiscovery makes the resolver of the discovered routes; the snapshot sync builds
 // its indexes with the replicas it last found.
 func (n *node) openDiscovery() error {
-	o := n.o.discovery
-	grace := o.emptyGrace
+	o := n.o.Discovery
+	grace := o.EmptyGrace
 	if grace == 0 {
 		grace = -1 // discovery.Config's 0 is its default
 	}
-	salt := index.SaltKey(n.o.nodeToken.Reveal())
+	salt := index.SaltKey(n.o.NodeToken.Reveal())
 	n.discovery = discovery.New(discovery.Config{
 		Store: n.store,
 		Build: func(s *snapshot.Snapshot, rep index.Replicas) (*index.Index, error) {
 			return index.BuildReplicas(s, salt, rep)
 		},
-		Resolver: discovery.NewResolver(o.server), Interval: o.interval, EmptyGrace: grace, Logger: n.log,
+		Resolver: discovery.NewResolver(o.Server), Interval: o.Interval, EmptyGrace: grace, Logger: n.log,
 		OnInstall: func(*index.Index) { n.retainReplicas() },
 	})
 	return nil

@@ -56,7 +56,7 @@ func TestFlagsLinkChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.nodeToken.Reveal() != testNodeToken || o.link.maxAge != 24*time.Hour {
+	if o.NodeToken.Reveal() != testNodeToken || o.Link.MaxAge != 24*time.Hour {
 		t.Fatalf("options %+v", o)
 	}
 	for _, tc := range []struct {

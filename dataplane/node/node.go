@@ -70,13 +70,13 @@ func (n *node) close() {
 // plane: the snapshot poll, usage batches, balance watch and forwarded account paths all
 // go over it, with one retry and backoff policy.
 func (n *node) openLink() error {
-	cpTLS, err := n.o.link.clientTLS(n.log)
+	cpTLS, err := n.o.Link.clientTLS(n.log)
 	if err != nil {
 		return err
 	}
 	cpTr := cpTransport(cpTLS)
 	n.closers = append(n.closers, cpTr.CloseIdleConnections)
-	n.link, err = cplink.New(cplink.Config{URL: n.o.controlPlaneURL, NodeID: n.o.nodeID, NodeToken: n.o.nodeToken.Reveal(), Transport: cpTr})
+	n.link, err = cplink.New(cplink.Config{URL: n.o.ControlPlaneURL, NodeID: n.o.NodeID, NodeToken: n.o.NodeToken.Reveal(), Transport: cpTr})
 	return err
 }
 
@@ -93,9 +93,9 @@ func fsyncWindow(d time.Duration) time.Duration {
 func (n *node) openMeter() error {
 	var spool spoolStats
 	m, err := meter.New(meter.Config{
-		DataDir: n.o.dataDir, Link: n.link,
-		Country: n.o.region.country, BatchInterval: n.o.batchInterval, BatchSize: n.o.batchSize,
-		FsyncWindow: fsyncWindow(n.o.fsyncWindow), Logger: n.log,
+		DataDir: n.o.DataDir, Link: n.link,
+		Country: n.o.Region.Country, BatchInterval: n.o.BatchInterval, BatchSize: n.o.BatchSize,
+		FsyncWindow: fsyncWindow(n.o.FsyncWindow), Logger: n.log,
 		OnBatch: n.tel.WatchSpool(&spool),
 	})
 	if err != nil {
@@ -114,8 +114,8 @@ func (n *node) openMeter() error {
 // openSync builds the snapshot sync and loads the last-known-good snapshot from disk.
 func (n *node) openSync() error {
 	o := n.o
-	n.limiter = limits.New(limits.Config{ShareNodes: o.limitShareNodes})
-	pub, err := o.link.publicKey()
+	n.limiter = limits.New(limits.Config{ShareNodes: o.LimitShareNodes})
+	pub, err := o.Link.publicKey()
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (n *node) openSync() error {
 		n.log.Warn("snapshot signatures are NOT verified (--insecure-unsigned-snapshots)")
 	}
 	n.health = &breakerReport{}
-	if n.creds, err = routecheck.NewCredentials(o.credentialsFile, nil, nil); err != nil {
+	if n.creds, err = routecheck.NewCredentials(o.CredentialsFile, nil, nil); err != nil {
 		return err
 	}
 	n.checker = routecheck.New(routecheck.Config{
@@ -144,9 +144,9 @@ func (n *node) openSync() error {
 	})
 	n.tel.Registry().MustRegister(n.checker.Collector())
 	n.syncer, err = syncclient.New(syncclient.Config{
-		Link: n.link, DataDir: o.dataDir,
-		Store: n.store, Wait: o.snapshotWait, Logger: n.log,
-		PublicKey: pub, AllowUnsigned: o.link.insecureUnsigned, MaxAge: o.link.syncMaxAge(), Country: o.region.country, Region: o.region.region,
+		Link: n.link, DataDir: o.DataDir,
+		Store: n.store, Wait: o.SnapshotWait, Logger: n.log,
+		PublicKey: pub, AllowUnsigned: o.Link.InsecureUnsigned, MaxAge: o.Link.syncMaxAge(), Country: o.Region.Country, Region: o.Region.Region,
 		SpoolAge:      func() time.Duration { return n.meter.Stats().OldestUnconfirmedAge },
 		Breakers:      n.health.notClosed,
 		RouteProblems: n.checker.Problems,
@@ -161,9 +161,9 @@ func (n *node) openSync() error {
 		},
 		// The accounts' cache salts are keyed by the node token: no other secret is shared
 		// by the nodes of a deployment (docs/security.md, tenant cache isolation).
-		CacheSaltKey: index.SaltKey(o.nodeToken.Reveal()),
+		CacheSaltKey: index.SaltKey(o.NodeToken.Reveal()),
 		Build: func(s *snapshot.Snapshot) (*index.Index, error) {
-			return index.BuildReplicas(s, index.SaltKey(o.nodeToken.Reveal()), n.discovery.Replicas())
+			return index.BuildReplicas(s, index.SaltKey(o.NodeToken.Reveal()), n.discovery.Replicas())
 		},
 	})
 	if err != nil {
@@ -178,11 +178,11 @@ func (n *node) openSync() error {
 // openFleet builds the fleet exchange (--fleet-interval): the limiter's shares, the
 // capacities of the selector's routes and the fair queue's fleet-wide flows.
 func (n *node) openFleet(sel *routing.Selector) {
-	if n.o.fleetInterval <= 0 {
+	if n.o.FleetInterval <= 0 {
 		return
 	}
-	cfg := fleetshare.Config{Limiter: n.limiter, Interval: n.o.fleetInterval, FallbackNodes: n.o.limitShareNodes, Logger: n.log,
-		Poster: &fleetshare.LinkPoster{Link: n.link, Client: n.link.HTTPClient(n.o.fleetInterval)}}
+	cfg := fleetshare.Config{Limiter: n.limiter, Interval: n.o.FleetInterval, FallbackNodes: n.o.LimitShareNodes, Logger: n.log,
+		Poster: &fleetshare.LinkPoster{Link: n.link, Client: n.link.HTTPClient(n.o.FleetInterval)}}
 	if sel != nil && sel.Loads != nil {
 		cfg.Capacity = sel.Loads
 	}
@@ -202,9 +202,9 @@ func (n *node) openFleet(sel *routing.Selector) {
 // newServer builds the public edge.
 func (n *node) newServer() error {
 	o := n.o
-	cfg := o.edge // the public edge's timeouts, caps and trusted proxies
+	cfg := o.Edge // the public edge's timeouts, caps and trusted proxies
 	cfg.Telemetry = n.tel
-	access, err := o.observe.openAccessLog()
+	access, err := o.Observe.openAccessLog()
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (n *node) newServer() error {
 	if access != nil {
 		n.tel.WatchAccessLog(access.Dropped)
 	}
-	tracer, err := o.observe.tracer(o.nodeID, o.region.region)
+	tracer, err := o.Observe.tracer(o.NodeID, o.Region.Region)
 	if err != nil {
 		return err
 	}
@@ -225,19 +225,19 @@ func (n *node) newServer() error {
 		}
 	})
 	cfg.Tracer = tracer
-	up := o.upstream
+	up := o.Upstream
 	up.Getenv = n.creds.Get // route credentials, re-read without a restart (routecheck)
 	n.pool = proxy.NewPool(up)
 	cfg.Store, cfg.Meter, cfg.Pool = n.store, n.meter, n.pool
-	breaker := withLogger(o.breaker, n.log)
+	breaker := withLogger(o.Breaker, n.log)
 	breaker.OnStateChange = n.tel.BreakerChanged
 	cfg.Health = routing.NewHealth(breaker)
 	n.health.set(cfg.Health)
 	n.tel.WatchBreakers(cfg.Health)
 	cfg.Limiter = n.limiter
-	cfg.Selector, n.scraper = o.routing.selector(scrape.Config{Logger: n.log})
-	if o.routing.fairQueue {
-		n.fairq = fairq.New(o.routing.queueConfig())
+	cfg.Selector, n.scraper = o.Routing.selector(scrape.Config{Logger: n.log})
+	if o.Routing.FairQueue {
+		n.fairq = fairq.New(o.Routing.queueConfig())
 		n.tel.Registry().MustRegister(n.fairq.Collectors()...)
 		cfg.FairQueue = n.fairq
 	}
@@ -245,8 +245,8 @@ func (n *node) newServer() error {
 	n.loads = cfg.Selector.Loads
 	n.refusals = refusals.New(nil)
 	cfg.Refusals = n.refusals
-	cfg.Country, cfg.RegionURLs, cfg.Region = o.region.country, o.regionURLs, o.region.region
-	cfg.Link, cfg.TestBoxToken, cfg.Logger = n.link, o.testBoxToken.Reveal(), n.log
+	cfg.Country, cfg.RegionURLs, cfg.Region = o.Region.Country, o.regionURLs, o.Region.Region
+	cfg.Link, cfg.TestBoxToken, cfg.Logger = n.link, o.TestBoxToken.Reveal(), n.log
 	n.srv, err = server.New(cfg)
 	return err
 }
@@ -255,11 +255,11 @@ func (n *node) newServer() error {
 // shuts the node down gracefully when ctx ends.
 func (n *node) serve(ctx context.Context) error {
 	o, log := n.o, n.log
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", o.listen, err)
+		return fmt.Errorf("listen %s: %w", o.Listen, err)
 	}
-	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.nodeID, "ready", n.store.Ready())
+	log.Info("data plane listening", "addr", ln.Addr().String(), "node", o.NodeID, "ready", n.store.Ready())
 
 	// Snapshot sync and the usage sender outlive the signal: they run until the node has
 	// drained and flushed its spool.
@@ -296,23 +296,23 @@ func (n *node) serve(ctx context.Context) error {
 	drain := &opsapi.Drain{}
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- n.srv.Serve(ln) }()
-	if o.testBoxListen != "" {
-		tln, err := net.Listen("tcp", o.testBoxListen)
+	if o.TestBoxListen != "" {
+		tln, err := net.Listen("tcp", o.TestBoxListen)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", o.testBoxListen, err)
+			return fmt.Errorf("listen %s: %w", o.TestBoxListen, err)
 		}
 		go func() { _ = n.srv.ServeTestBox(tln) }() // closed by the server's shutdown
 		log.Info("test-box listener", "addr", tln.Addr().String())
 	}
-	if o.opsListen != "" {
-		ops := &http.Server{Addr: o.opsListen, Handler: opsapi.Handler(n.tel.Registry(), storeVersion{n.store}, drain, log), ReadHeaderTimeout: 5 * time.Second}
+	if o.OpsListen != "" {
+		ops := &http.Server{Addr: o.OpsListen, Handler: opsapi.Handler(n.tel.Registry(), storeVersion{n.store}, drain, log), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := ops.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("operator endpoints stopped", "addr", o.opsListen, "err", err)
+				log.Error("operator endpoints stopped", "addr", o.OpsListen, "err", err)
 			}
 		}()
 		defer ops.Close()
-		log.Info("operator endpoints listening", "addr", o.opsListen)
+		log.Info("operator endpoints listening", "addr", o.OpsListen)
 	}
 
 	select {
@@ -321,7 +321,7 @@ func (n *node) serve(ctx context.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// SIGTERM (an orchestrator) gets the full graceful shutdown, SIGINT skips the delay.
-	o.shutdown.shutdown(log, n.srv, n.meter, drain, daemon.Signal(ctx) == syscall.SIGTERM)
+	o.Shutdown.shutdown(log, n.srv, n.meter, drain, daemon.Signal(ctx) == syscall.SIGTERM)
 	stopBG()
 	<-syncDone
 	if err := <-meterDone; err != nil {

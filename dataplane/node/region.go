@@ -1,7 +1,6 @@
 package node
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -12,22 +11,18 @@ import (
 // regionOptions is where the node runs: accounts whose residency policy does not
 // admit its country are refused, pointed at the region that serves them.
 type regionOptions struct {
-	region, country, regionURLs string
-}
-
-func (r *regionOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.region, "region", "", "name of where this node runs (e.g. se-sto), recorded as node_region (empty: none)")
-	fs.StringVar(&r.country, "country", "", "ISO 3166-1 alpha-2 country this node runs in (empty: every account admitted)")
-	fs.StringVar(&r.regionURLs, "region-urls", "", "policy=base URL pairs named in residency refusals (empty: the control plane's)")
+	Region  string `flag:"region" help:"name of where this node runs (e.g. se-sto), recorded as node_region (empty: none)"`
+	Country string `flag:"country" help:"ISO 3166-1 alpha-2 country this node runs in (empty: every account admitted)"`
+	URLs    string `flag:"region-urls" help:"policy=base URL pairs named in residency refusals (empty: the control plane's)"`
 }
 
 // validate checks --country and --region before anything starts.
 func (r *regionOptions) validate() error {
-	if !residency.ValidCountry(r.country) {
-		return fmt.Errorf("--country %q is not an ISO 3166-1 alpha-2 country code in upper case (e.g. SE, DE, US)", r.country)
+	if !residency.ValidCountry(r.Country) {
+		return fmt.Errorf("--country %q is not an ISO 3166-1 alpha-2 country code in upper case (e.g. SE, DE, US)", r.Country)
 	}
-	if !internalapi.ValidRegion(r.region) {
-		return fmt.Errorf("--region %q is not 1 to 63 lower-case letters, digits and inner '-' (e.g. se-sto)", r.region)
+	if !internalapi.ValidRegion(r.Region) {
+		return fmt.Errorf("--region %q is not 1 to 63 lower-case letters, digits and inner '-' (e.g. se-sto)", r.Region)
 	}
 	return nil
 }

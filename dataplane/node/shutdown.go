@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"time"
 
@@ -14,18 +13,14 @@ import (
 // serving for delay, then stops accepting and lets requests and streams end within
 // drainTimeout, then waits up to flushTimeout for the control plane to confirm its spool.
 type shutdownOptions struct {
-	delay, drainTimeout, flushTimeout time.Duration
-}
-
-func (s *shutdownOptions) register(fs *flag.FlagSet) {
-	fs.DurationVar(&s.delay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long /readyz answers 503 while the node still serves")
-	fs.DurationVar(&s.drainTimeout, "drain-timeout", 10*time.Minute, "then how long open requests and streams may run to their end")
-	fs.DurationVar(&s.flushTimeout, "shutdown-flush-timeout", 15*time.Second, "then how long to wait for the control plane to confirm spooled usage")
+	Delay        time.Duration `flag:"shutdown-delay" default:"5s" help:"after SIGTERM, how long /readyz answers 503 while the node still serves"`
+	DrainTimeout time.Duration `flag:"drain-timeout" default:"10m" help:"then how long open requests and streams may run to their end"`
+	FlushTimeout time.Duration `flag:"shutdown-flush-timeout" default:"15s" help:"then how long to wait for the control plane to confirm spooled usage"`
 }
 
 // total is the longest a shutdown after SIGTERM can take, which an orchestrator's grace
 // period (terminationGracePeriodSeconds, TimeoutStopSec) must exceed.
-func (s shutdownOptions) total() time.Duration { return s.delay + s.drainTimeout + s.flushTimeout }
+func (s shutdownOptions) total() time.Duration { return s.Delay + s.DrainTimeout + s.FlushTimeout }
 
 // drainer is the public listener as the shutdown sees it (*server.Server).
 type drainer interface {
@@ -45,14 +40,14 @@ type spool interface {
 // caller then stops the snapshot sync and the usage sender.
 func (s shutdownOptions) shutdown(log *slog.Logger, srv drainer, usage spool, drain *opsapi.Drain, term bool) {
 	drain.Begin()
-	if term && s.delay > 0 {
-		log.Info("shutting down: not ready, still serving", "for", s.delay)
-		time.Sleep(s.delay)
+	if term && s.Delay > 0 {
+		log.Info("shutting down: not ready, still serving", "for", s.Delay)
+		time.Sleep(s.Delay)
 	}
-	log.Info("shutting down: listener closed, draining", "open_streams", srv.OpenStreams(), "drain_timeout", s.drainTimeout)
+	log.Info("shutting down: listener closed, draining", "open_streams", srv.OpenStreams(), "drain_timeout", s.DrainTimeout)
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown() }()
-	timer := time.NewTimer(s.drainTimeout)
+	timer := time.NewTimer(s.DrainTimeout)
 	select {
 	case err := <-done:
 		timer.Stop()
@@ -74,7 +69,7 @@ func (s shutdownOptions) shutdown(log *slog.Logger, srv drainer, usage spool, dr
 // flush makes every record durable, then waits until the control plane confirmed them all,
 // it fails to take them, or flushTimeout passes.
 func (s shutdownOptions) flush(log *slog.Logger, usage spool) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.flushTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.FlushTimeout)
 	defer cancel()
 	start := time.Now()
 	if err := usage.Flush(ctx); err != nil {
@@ -96,7 +91,7 @@ func (s shutdownOptions) flush(log *slog.Logger, usage spool) {
 		select {
 		case <-ctx.Done():
 			log.Warn("usage not confirmed within the flush timeout; records stay in the spool for the next start",
-				"records", st.SpoolRecords, "timeout", s.flushTimeout)
+				"records", st.SpoolRecords, "timeout", s.FlushTimeout)
 			return
 		case <-t.C:
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
+	"github.com/sekgate/gateway/internal/flagenv"
 )
 
 // Saturation is when a route counts as full: its server's estimated waiting queue
@@ -12,14 +13,18 @@ import (
 // capacity is known (else its reported waiting queue is at least max(Queue, 1)), or its
 // KV-cache use is at least KV, by a report at least half fresh.
 type Saturation struct {
-	Queue float64
-	KV    float64
+	Queue float64 `flag:"saturation-queue" help:"a route is full when its server's estimated waiting queue reaches this"`
+	KV    float64 `flag:"saturation-kv" default:"0.95" help:"a route is full when its server's KV-cache use reaches this share (0 to 1)"`
 }
 
 // DefaultSaturation: no slot is free (Queue 0), or the KV cache is 95 % full. Held at the
 // node, requests go in turns the moment a slot frees; in the servers' own queues they
 // would go first come, first served.
-var DefaultSaturation = Saturation{Queue: 0, KV: 0.95}
+var DefaultSaturation = func() Saturation {
+	var s Saturation
+	flagenv.MustDefaults(&s) // the fields' default tags
+	return s
+}()
 
 func (s *Selector) saturation() *Saturation {
 	if s.Saturation != nil {
