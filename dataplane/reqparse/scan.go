@@ -83,12 +83,38 @@ func scan(b []byte, strict bool, top *members) scanResult {
 	return res
 }
 
-// value runs the grammar over the whole of sc.b. Containers are kept on a bit stack (1 for an
-// object), so nothing recurses and nothing allocates.
+// containers is the stack of open containers, a bit each (1 for an object), so nothing
+// recurses and nothing allocates.
+type containers struct {
+	bits  [MaxDepth / 64]uint64
+	depth int
+}
+
+// push opens a container; false past MaxDepth.
+func (c *containers) push(object bool) bool {
+	if c.depth == MaxDepth {
+		return false
+	}
+	bit := uint64(1) << (c.depth & 63)
+	if object {
+		c.bits[c.depth>>6] |= bit
+	} else {
+		c.bits[c.depth>>6] &^= bit
+	}
+	c.depth++
+	return true
+}
+
+// object reports whether the innermost open container is an object.
+func (c *containers) object() bool {
+	d := c.depth - 1
+	return c.bits[d>>6]&(1<<(d&63)) != 0
+}
+
+// value runs the grammar over the whole of sc.b.
 func (sc *scanner) value() bool {
 	b := sc.b
-	var stack [MaxDepth / 64]uint64
-	depth := 0
+	var st containers
 	i := skipWSb(b, 0)
 	sc.res.object = i < len(b) && b[i] == '{'
 	sc.note = sc.top != nil && sc.res.object && len(b) <= math.MaxInt32
@@ -97,88 +123,104 @@ func (sc *scanner) value() bool {
 		if i >= len(b) {
 			return false
 		}
-		switch c := b[i]; c {
-		case '"':
-			i = sc.str(i + 1)
-		case '{', '[':
-			if depth == MaxDepth {
-				return false
+		var opened, done bool
+		if i, opened = sc.start(i, &st); opened {
+			continue
+		}
+		if i, done = sc.after(i, &st); done {
+			return i >= 0
+		}
+	}
+}
+
+// start scans the value at b[i]: a scalar, or the opening of a container. opened reports a
+// container opened with a value in it, which starts at the returned index; otherwise the
+// index is past the value (-1: invalid).
+func (sc *scanner) start(i int, st *containers) (next int, opened bool) {
+	b := sc.b
+	switch c := b[i]; c {
+	case '"':
+		return sc.str(i + 1), false
+	case '{', '[':
+		if !st.push(c == '{') {
+			return -1, false
+		}
+		i = skipWSb(b, i+1)
+		if i >= len(b) {
+			return -1, false
+		}
+		if c == '{' {
+			if b[i] != '}' {
+				k := i
+				if i = sc.key(i); i < 0 {
+					return -1, false
+				}
+				if st.depth == 1 && sc.note {
+					sc.noteMember(k, i)
+				}
+				return i, true
 			}
-			bit := uint64(1) << (depth & 63)
-			if c == '{' {
-				stack[depth>>6] |= bit
-			} else {
-				stack[depth>>6] &^= bit
+		} else if b[i] != ']' {
+			return i, true
+		}
+		st.depth--
+		return i + 1, false
+	case 't':
+		return lit(b, i, "true"), false
+	case 'f':
+		return lit(b, i, "false"), false
+	case 'n':
+		return lit(b, i, "null"), false
+	default:
+		if c != '-' && (c < '0' || c > '9') {
+			return -1, false
+		}
+		return sc.number(i), false
+	}
+}
+
+// after closes containers after a value that ended at i until a comma starts the next
+// value, whose index it returns; done when the whole input was scanned (the index is then
+// len(sc.b)) or is invalid (-1).
+func (sc *scanner) after(i int, st *containers) (next int, done bool) {
+	b := sc.b
+	for {
+		if i < 0 {
+			return -1, true
+		}
+		if st.depth == 1 && sc.note {
+			sc.top.at[sc.top.n-1].end = int32(i)
+		}
+		i = skipWSb(b, i)
+		if st.depth == 0 {
+			if i == len(b) {
+				return i, true
 			}
-			depth++
+			return -1, true
+		}
+		if i >= len(b) {
+			return -1, true
+		}
+		obj := st.object()
+		c := b[i]
+		if c == ',' {
 			i = skipWSb(b, i+1)
-			if i >= len(b) {
-				return false
-			}
-			if c == '{' {
-				if b[i] != '}' {
-					k := i
-					if i = sc.key(i); i < 0 {
-						return false
-					}
-					if depth == 1 && sc.note {
-						sc.noteMember(k, i)
-					}
-					continue
+			if obj {
+				k := i
+				if i = sc.key(i); i < 0 {
+					return -1, true
 				}
-			} else if b[i] != ']' {
-				continue
-			}
-			depth--
-			i++
-		case 't':
-			i = lit(b, i, "true")
-		case 'f':
-			i = lit(b, i, "false")
-		case 'n':
-			i = lit(b, i, "null")
-		default:
-			if c != '-' && (c < '0' || c > '9') {
-				return false
-			}
-			i = sc.number(i)
-		}
-		// After a value: close containers until a comma starts the next value.
-		for {
-			if i < 0 {
-				return false
-			}
-			if depth == 1 && sc.note {
-				sc.top.at[sc.top.n-1].end = int32(i)
-			}
-			i = skipWSb(b, i)
-			if depth == 0 {
-				return i == len(b)
-			}
-			if i >= len(b) {
-				return false
-			}
-			obj := stack[(depth-1)>>6]&(1<<((depth-1)&63)) != 0
-			c := b[i]
-			if c == ',' {
-				i = skipWSb(b, i+1)
-				if obj {
-					k := i
-					if i = sc.key(i); i < 0 {
-						return false
-					}
-					if depth == 1 && sc.note {
-						sc.noteMember(k, i)
-					}
+				if st.depth == 1 && sc.note {
+					sc.noteMember(k, i)
 				}
-				break
 			}
-			if obj && c != '}' || !obj && c != ']' {
-				return false
-			}
-			depth--
-			i++
+			return i, false
 		}
+		if obj && c != '}' || !obj && c != ']' {
+			return -1, true
+		}
+		st.depth--
+		i++
 	}
 }
 
