@@ -89,9 +89,18 @@ func MessagesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte,
 		out.User = u.Str
 	}
 
+	if err := messagesToolsToChat(&out, root); err != nil {
+		return nil, err
+	}
+	return marshal(out)
+}
+
+// messagesToolsToChat carries a Messages-style request's tools and tool_choice onto a chat
+// request.
+func messagesToolsToChat(out *chatRequest, root gjson.Result) error {
 	for i, t := range root.Get("tools").Array() {
 		if typ := t.Get("type"); given(typ) && typ.Str != "custom" {
-			return nil, fmt.Errorf("tools[%d]: %w: tool type %q", i, ErrUnsupported, typ.Str)
+			return fmt.Errorf("tools[%d]: %w: tool type %q", i, ErrUnsupported, typ.Str)
 		}
 		out.Tools = append(out.Tools, chatTool{Type: "function", Function: chatFuncDef{
 			Name:        t.Get("name").Str,
@@ -110,14 +119,14 @@ func MessagesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte,
 		case "tool":
 			out.ToolChoice = namedToolChoice(tc.Get("name").Str)
 		default:
-			return nil, fmt.Errorf("tool_choice: %w: type %q", ErrUnsupported, typ)
+			return fmt.Errorf("tool_choice: %w: type %q", ErrUnsupported, typ)
 		}
 		if tc.Get("disable_parallel_tool_use").Type == gjson.True && len(out.Tools) > 0 {
 			f := false
 			out.ParallelToolCalls = &f
 		}
 	}
-	return marshal(out)
+	return nil
 }
 
 // messageToChat translates one Messages-style message into one or more chat messages.

@@ -81,9 +81,21 @@ func ResponsesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte
 		out.Stream = true
 		out.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
+	if err := responsesToolsToChat(&out, root); err != nil {
+		return nil, err
+	}
+	if err := responsesFormatToChat(&out, root.Get("text.format")); err != nil {
+		return nil, err
+	}
+	return marshal(out)
+}
+
+// responsesToolsToChat carries a Responses-style request's function tools and tool_choice
+// onto a chat request.
+func responsesToolsToChat(out *chatRequest, root gjson.Result) error {
 	for i, t := range root.Get("tools").Array() {
 		if typ := t.Get("type").Str; typ != "function" {
-			return nil, fmt.Errorf("tools[%d]: %w: tool type %q", i, ErrUnsupported, typ)
+			return fmt.Errorf("tools[%d]: %w: tool type %q", i, ErrUnsupported, typ)
 		}
 		def := chatFuncDef{Name: t.Get("name").Str, Description: t.Get("description").Str,
 			Parameters: rawOr(t.Get("parameters"), `{"type":"object"}`)}
@@ -99,15 +111,21 @@ func ResponsesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte
 		case "auto", "none", "required":
 			out.ToolChoice = tc.Str
 		default:
-			return nil, fmt.Errorf("tool_choice: %w: %q", ErrUnsupported, tc.Str)
+			return fmt.Errorf("tool_choice: %w: %q", ErrUnsupported, tc.Str)
 		}
 	case tc.IsObject():
 		if typ := tc.Get("type").Str; typ != "function" {
-			return nil, fmt.Errorf("tool_choice: %w: type %q", ErrUnsupported, typ)
+			return fmt.Errorf("tool_choice: %w: type %q", ErrUnsupported, typ)
 		}
 		out.ToolChoice = namedToolChoice(tc.Get("name").Str)
 	}
-	if f := root.Get("text.format"); f.IsObject() {
+	return nil
+}
+
+// responsesFormatToChat carries a Responses-style text.format onto a chat request's
+// response_format.
+func responsesFormatToChat(out *chatRequest, f gjson.Result) error {
+	if f.IsObject() {
 		switch typ := f.Get("type").Str; typ {
 		case "json_schema":
 			js := map[string]json.RawMessage{"name": json.RawMessage(f.Get("name").Raw)}
@@ -124,10 +142,10 @@ func ResponsesToChatWith(body []byte, upstreamModel string, opt Options) ([]byte
 			out.ResponseFormat = map[string]string{"type": "json_object"}
 		case "text", "":
 		default:
-			return nil, fmt.Errorf("text.format: %w: type %q", ErrUnsupported, typ)
+			return fmt.Errorf("text.format: %w: type %q", ErrUnsupported, typ)
 		}
 	}
-	return marshal(out)
+	return nil
 }
 
 // itemToChat appends the chat form of one Responses input item to msgs.
@@ -138,33 +156,7 @@ func itemToChat(msgs []chatMessage, item gjson.Result, opt *Options) ([]chatMess
 	}
 	switch typ {
 	case "message":
-		role := item.Get("role").Str
-		if role == "developer" {
-			role = "system"
-		}
-		c := item.Get("content")
-		if c.Type == gjson.String {
-			return append(msgs, chatMessage{Role: role, Content: c.Str}), nil
-		}
-		parts, err := responsesParts(c)
-		if err != nil {
-			return nil, err
-		}
-		if role == "assistant" || role == "system" {
-			text, ok := joinText(parts, "")
-			if !ok {
-				return nil, fmt.Errorf("%w: images in %s messages", ErrUnsupported, role)
-			}
-			if n := len(msgs); role == "assistant" && n > 0 && reasoningOnly(msgs[n-1]) {
-				msgs[n-1].Content = text // the turn a replayed reasoning item began
-				return msgs, nil
-			}
-			return append(msgs, chatMessage{Role: role, Content: text}), nil
-		}
-		if parts == nil {
-			parts = []any{}
-		}
-		return append(msgs, chatMessage{Role: role, Content: userContent(parts)}), nil
+		return messageItemToChat(msgs, item)
 	case "function_call":
 		call := chatToolCall{ID: item.Get("call_id").Str, Type: "function", Function: chatFunction{
 			Name: item.Get("name").Str, Arguments: item.Get("arguments").Str}}
@@ -211,6 +203,37 @@ func itemToChat(msgs []chatMessage, item gjson.Result, opt *Options) ([]chatMess
 		return append(msgs, msg), nil
 	}
 	return nil, fmt.Errorf("%w: input item type %q", ErrUnsupported, typ)
+}
+
+// messageItemToChat appends a Responses-style message item to msgs.
+func messageItemToChat(msgs []chatMessage, item gjson.Result) ([]chatMessage, error) {
+	role := item.Get("role").Str
+	if role == "developer" {
+		role = "system"
+	}
+	c := item.Get("content")
+	if c.Type == gjson.String {
+		return append(msgs, chatMessage{Role: role, Content: c.Str}), nil
+	}
+	parts, err := responsesParts(c)
+	if err != nil {
+		return nil, err
+	}
+	if role == "assistant" || role == "system" {
+		text, ok := joinText(parts, "")
+		if !ok {
+			return nil, fmt.Errorf("%w: images in %s messages", ErrUnsupported, role)
+		}
+		if n := len(msgs); role == "assistant" && n > 0 && reasoningOnly(msgs[n-1]) {
+			msgs[n-1].Content = text // the turn a replayed reasoning item began
+			return msgs, nil
+		}
+		return append(msgs, chatMessage{Role: role, Content: text}), nil
+	}
+	if parts == nil {
+		parts = []any{}
+	}
+	return append(msgs, chatMessage{Role: role, Content: userContent(parts)}), nil
 }
 
 // responsesParts translates an array of Responses content parts.
