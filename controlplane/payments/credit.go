@@ -111,34 +111,11 @@ func Apply(ctx context.Context, l Ledger, ev CheckoutEvent, live bool) (ApplyRes
 // applyCheckout is Apply's work inside its transaction. It sets *replay to the recorded
 // session when the event is not refused and names its payment intent.
 func applyCheckout(ctx context.Context, tx *store.PaymentTx, ev CheckoutEvent, live bool, res *ApplyResult, replay *Session) error {
-	outcome := ev.Outcome
-	var micro int64
 	sess, found, err := tx.SessionByID(ctx, ev.SessionID)
 	if err != nil {
 		return err
 	}
-	switch {
-	case ev.Livemode != live || (found && sess.Livemode != live):
-		outcome = OutcomeWrongMode
-	case !found:
-		outcome = OutcomeUnknownSession
-	case ev.AccountID != sess.AccountID:
-		outcome = OutcomeAccountMismatch
-	case ev.Credit && (ev.AmountOre != sess.AmountOre || ev.Currency != sess.Currency):
-		outcome = OutcomeAmountMismatch
-	}
-	if outcome == "" && ev.Credit {
-		outcome = OutcomeCredited
-		switch {
-		case ev.AccountID == "" || ev.SessionID == "" || ev.AmountOre <= 0 || ev.Currency != "sek":
-			outcome = OutcomeRejected
-		default:
-			micro, err = money.OreToMicro(ev.AmountOre)
-			if err != nil {
-				outcome = OutcomeRejected
-			}
-		}
-	}
+	outcome, micro := checkoutOutcome(ev, sess, found, live)
 	if found && !outcome.Refused() && ev.PaymentIntentID != "" {
 		if err := tx.SetPaymentIntent(ctx, ev.SessionID, ev.PaymentIntentID); err != nil {
 			return err
@@ -149,9 +126,6 @@ func applyCheckout(ctx context.Context, tx *store.PaymentTx, ev CheckoutEvent, l
 		if err := tx.SetSessionStatus(ctx, ev.SessionID, "expired"); err != nil {
 			return err
 		}
-	}
-	if outcome == "" {
-		outcome = OutcomeNotPaid
 	}
 	inserted, err := tx.InsertCheckoutEvent(ctx, store.PaymentEvent{EventID: ev.EventID, Type: ev.Type,
 		SessionID: ev.SessionID, AccountID: ev.AccountID, PaymentStatus: ev.PaymentStatus, AmountOre: ev.AmountOre,
@@ -167,7 +141,43 @@ func applyCheckout(ctx context.Context, tx *store.PaymentTx, ev CheckoutEvent, l
 	if outcome != OutcomeCredited {
 		return nil
 	}
-	inserted, err = tx.InsertCredit(ctx, ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
+	return creditCheckout(ctx, tx, ev, micro, res)
+}
+
+// checkoutOutcome decides what a checkout event comes to against its session (found: the
+// gateway created it), and the micro-SEK it credits when it is OutcomeCredited.
+func checkoutOutcome(ev CheckoutEvent, sess Session, found, live bool) (Outcome, int64) {
+	outcome := ev.Outcome
+	switch {
+	case ev.Livemode != live || (found && sess.Livemode != live):
+		outcome = OutcomeWrongMode
+	case !found:
+		outcome = OutcomeUnknownSession
+	case ev.AccountID != sess.AccountID:
+		outcome = OutcomeAccountMismatch
+	case ev.Credit && (ev.AmountOre != sess.AmountOre || ev.Currency != sess.Currency):
+		outcome = OutcomeAmountMismatch
+	}
+	var micro int64
+	if outcome == "" && ev.Credit {
+		outcome = OutcomeCredited
+		var err error
+		if ev.AccountID == "" || ev.SessionID == "" || ev.AmountOre <= 0 || ev.Currency != "sek" {
+			outcome = OutcomeRejected
+		} else if micro, err = money.OreToMicro(ev.AmountOre); err != nil {
+			outcome = OutcomeRejected
+		}
+	}
+	if outcome == "" {
+		outcome = OutcomeNotPaid
+	}
+	return outcome, micro
+}
+
+// creditCheckout credits a paid checkout once: its credit row, then the ledger, then the
+// session complete.
+func creditCheckout(ctx context.Context, tx *store.PaymentTx, ev CheckoutEvent, micro int64, res *ApplyResult) error {
+	inserted, err := tx.InsertCredit(ctx, ev.SessionID, ev.AccountID, ev.EventID, ev.AmountOre, micro)
 	if err != nil {
 		return err
 	}

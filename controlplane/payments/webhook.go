@@ -99,40 +99,8 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			httpjson.WriteError(w, httpjson.ErrEventTooLarge)
-			return
-		}
-		httpjson.WriteError(w, httpjson.ErrEventUnreadable)
-		return
-	}
-	sig := r.Header.Get(HeaderSignature)
-	if sig == "" {
-		sig = r.Header.Get(HeaderProviderSignature)
-	}
-	if sig == "" {
-		httpjson.WriteError(w, badSignature("the "+HeaderSignature+" header is missing"))
-		return
-	}
-	ev, err := webhook.ConstructEventWithOptions(payload, sig, h.cfg.Secret, webhook.ConstructEventOptions{
-		Tolerance:                h.cfg.Tolerance,
-		IgnoreAPIVersionMismatch: true,
-	})
-	if err != nil {
-		h.log.WarnContext(ctx, "payment webhook refused", "err", err)
-		switch {
-		case errors.Is(err, webhook.ErrTooOld):
-			httpjson.WriteError(w, badSignature("the signature timestamp is outside the tolerance"))
-		case errors.Is(err, webhook.ErrInvalidHeader), errors.Is(err, webhook.ErrNotSigned):
-			httpjson.WriteError(w, badSignature("the "+HeaderSignature+" header is malformed"))
-		case errors.Is(err, webhook.ErrNoValidSignature):
-			httpjson.WriteError(w, badSignature("no valid signature"))
-		default: // signature fine, body not an event
-			httpjson.WriteError(w, httpjson.ErrNotAnEvent)
-		}
+	ev, ok := h.verifiedEvent(w, r)
+	if !ok {
 		return
 	}
 	if ev.ID == "" {
@@ -142,6 +110,7 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 	noteEvent(w, string(ev.Type))
 	log := h.log.With("event_id", ev.ID, "event_type", string(ev.Type))
 	var ce CheckoutEvent
+	var err error
 	switch string(ev.Type) {
 	case EventChargeRefunded, EventDisputeCreated:
 		h.serveChargeEvent(w, r, log, ev)
@@ -175,6 +144,48 @@ func (h *Webhook) serve(w http.ResponseWriter, r *http.Request) {
 		log.InfoContext(ctx, "payment event recorded", attrs...)
 	}
 	httpjson.WriteJSON(w, http.StatusOK, received{true})
+}
+
+// verifiedEvent reads the request's event and checks its signature; false once the
+// sender has its error.
+func (h *Webhook) verifiedEvent(w http.ResponseWriter, r *http.Request) (stripe.Event, bool) {
+	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpjson.WriteError(w, httpjson.ErrEventTooLarge)
+			return stripe.Event{}, false
+		}
+		httpjson.WriteError(w, httpjson.ErrEventUnreadable)
+		return stripe.Event{}, false
+	}
+	sig := r.Header.Get(HeaderSignature)
+	if sig == "" {
+		sig = r.Header.Get(HeaderProviderSignature)
+	}
+	if sig == "" {
+		httpjson.WriteError(w, badSignature("the "+HeaderSignature+" header is missing"))
+		return stripe.Event{}, false
+	}
+	ev, err := webhook.ConstructEventWithOptions(payload, sig, h.cfg.Secret, webhook.ConstructEventOptions{
+		Tolerance:                h.cfg.Tolerance,
+		IgnoreAPIVersionMismatch: true,
+	})
+	if err != nil {
+		h.log.WarnContext(r.Context(), "payment webhook refused", "err", err)
+		switch {
+		case errors.Is(err, webhook.ErrTooOld):
+			httpjson.WriteError(w, badSignature("the signature timestamp is outside the tolerance"))
+		case errors.Is(err, webhook.ErrInvalidHeader), errors.Is(err, webhook.ErrNotSigned):
+			httpjson.WriteError(w, badSignature("the "+HeaderSignature+" header is malformed"))
+		case errors.Is(err, webhook.ErrNoValidSignature):
+			httpjson.WriteError(w, badSignature("no valid signature"))
+		default: // signature fine, body not an event
+			httpjson.WriteError(w, httpjson.ErrNotAnEvent)
+		}
+		return stripe.Event{}, false
+	}
+	return ev, true
 }
 
 // checkoutEvent reads the checkout session of a checkout.session.* event.
