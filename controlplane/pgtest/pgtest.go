@@ -320,35 +320,7 @@ func startLocal(ctx context.Context, tag string) (_ *Cluster, err error) {
 	}
 	logPath := filepath.Join(dir, "postgres.log")
 	launch := func() (*exec.Cmd, chan struct{}, error) {
-		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, nil, fmt.Errorf("server log: %w", err)
-		}
-		defer logFile.Close() // the child holds its own descriptor
-		cmd := exec.Command(filepath.Join(bin, "postgres"),
-			"-D", data,
-			"-p", strconv.Itoa(port),
-			"-c", "listen_addresses=127.0.0.1",
-			"-c", "unix_socket_directories="+dir,
-			"-c", "fsync=off",
-			"-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off",
-			"-c", "max_connections=300",
-			"-c", "shared_buffers=32MB",
-			"-c", "log_min_messages=warning",
-		)
-		cmd.Dir = dir
-		cmd.Env = env
-		cmd.Stdout = logFile
-		cmd.Stderr = logFile
-		// Pdeathsig stops the server if the test binary dies without running Main's cleanup.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
-		if err := cmd.Start(); err != nil {
-			return nil, nil, fmt.Errorf("start postgres: %w", err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		return cmd, done, nil
+		return launchServer(bin, data, dir, logPath, port, env, cred)
 	}
 	cmd, done, err := launch()
 	if err != nil {
@@ -366,6 +338,40 @@ func startLocal(ctx context.Context, tag string) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// launchServer starts postgres on the cluster in data (its socket in dir, its log
+// appended to logPath) and returns it with a channel closed when it exits.
+func launchServer(bin, data, dir, logPath string, port int, env []string, cred *syscall.Credential) (*exec.Cmd, chan struct{}, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("server log: %w", err)
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	cmd := exec.Command(filepath.Join(bin, "postgres"),
+		"-D", data,
+		"-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories="+dir,
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=300",
+		"-c", "shared_buffers=32MB",
+		"-c", "log_min_messages=warning",
+	)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Pdeathsig stops the server if the test binary dies without running Main's cleanup.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start postgres: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	return cmd, done, nil
 }
 
 // waitReady waits up to 30 s for the server to accept connections; on failure it stops it.
