@@ -220,13 +220,14 @@ func (s *server) getBalances(w http.ResponseWriter, r *http.Request) {
 	defer timer.Stop()
 	for {
 		signal := s.cfg.Snapshots.BalanceSignal() // before reading, so no change is missed
-		seq, bals, err := s.cfg.Store.BalancesSinceIn(r.Context(), since, country)
+		upd, err := s.cfg.Store.BalanceChangesIn(r.Context(), since, country)
 		if err != nil {
 			s.storeError(w, r, err, "balances")
 			return
 		}
-		if len(bals) > 0 {
-			writeJSON(w, http.StatusOK, usage.BalanceUpdate{Seq: seq, Balances: bals})
+		seq := upd.Seq
+		if len(upd.Balances) > 0 {
+			writeJSON(w, http.StatusOK, upd)
 			return
 		}
 		// Nothing this node may see changed up to seq (changes of other countries' accounts

@@ -3,6 +3,8 @@ package publish
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/sekgate/gateway/shared/residency"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -54,6 +56,12 @@ func Filter(s *snapshot.Snapshot, country string) (*snapshot.Snapshot, error) {
 			out.Balances = append(out.Balances, b)
 		}
 	}
+	out.Spent = nil
+	for _, x := range s.Spent {
+		if kept[x.AccountID] {
+			out.Spent = append(out.Spent, x)
+		}
+	}
 	out.Routes = nil
 	for _, r := range s.Routes {
 		for _, p := range policies[r.Model] {
@@ -96,12 +104,12 @@ func nonNil[T any](s []T) []T {
 // is cur itself.
 func (p *Publisher) variant(cur *Current, country string, protocol int) (*Current, error) {
 	old := oldProtocol(cur.Snapshot, protocol)
-	if country == "" && !old {
+	if country == "" && old == 0 {
 		return cur, nil
 	}
 	key := country
-	if old {
-		key += "/1"
+	if old != 0 {
+		key += "/" + strconv.Itoa(old)
 	}
 	p.vmu.Lock()
 	defer p.vmu.Unlock()
@@ -118,8 +126,8 @@ func (p *Publisher) variant(cur *Current, country string, protocol int) (*Curren
 			return nil, err
 		}
 	}
-	if old {
-		if s, err = withoutRevoked(s); err != nil {
+	if old != 0 {
+		if s, err = forOldProtocol(s, old); err != nil {
 			return nil, err
 		}
 	}
@@ -139,21 +147,58 @@ func (p *Publisher) variant(cur *Current, country string, protocol int) (*Curren
 	return v, nil
 }
 
-// oldProtocol reports whether a node of internal protocol version protocol (0: not
-// stated, the current one) must be sent s without what its version cannot read: nodes of
-// version 1 verify a snapshot's hash over the content they decode, so a field they do not
-// know (Revoked) would make them refuse it.
-func oldProtocol(s *snapshot.Snapshot, protocol int) bool {
-	return protocol == 1 && len(s.Revoked) > 0
+// oldProtocol returns the internal protocol version (1 or 2) whose nodes must be sent s
+// without what their version cannot read, or 0 when s can go as it is: nodes verify a
+// snapshot's hash over the content they decode, so a field they do not know would make
+// them refuse it. Version 1 knows neither revoked keys nor budgets, version 2 no budgets.
+// protocol 0 (not stated) is the current one.
+func oldProtocol(s *snapshot.Snapshot, protocol int) int {
+	switch {
+	case protocol == 1 && (len(s.Revoked) > 0 || hasBudgets(s)):
+		return 1
+	case protocol == 2 && hasBudgets(s):
+		return 2
+	}
+	return 0
 }
 
-// withoutRevoked is a copy of s without its revoked keys, rehashed and unsigned.
-func withoutRevoked(s *snapshot.Snapshot) (*snapshot.Snapshot, error) {
+// hasBudgets reports whether s holds a budget or budget spend.
+func hasBudgets(s *snapshot.Snapshot) bool {
+	if len(s.Spent) > 0 {
+		return true
+	}
+	for i := range s.Accounts {
+		if s.Accounts[i].Budget != nil {
+			return true
+		}
+	}
+	for i := range s.Keys {
+		if s.Keys[i].Budget != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// forOldProtocol is a copy of s for nodes of protocol version: without budgets, and for
+// version 1 without revoked keys, rehashed and unsigned.
+func forOldProtocol(s *snapshot.Snapshot, version int) (*snapshot.Snapshot, error) {
 	out := *s
-	out.Signature, out.Revoked = "", nil
+	out.Signature, out.Spent = "", nil
+	if version < 2 {
+		out.Revoked = nil
+	}
+	out.Accounts = slices.Clone(s.Accounts)
+	for i := range out.Accounts {
+		out.Accounts[i].Budget = nil
+	}
+	out.Keys = slices.Clone(s.Keys)
+	for i := range out.Keys {
+		out.Keys[i].Budget = nil
+	}
 	h, err := snapshot.ComputeHash(&out.Content)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %d without revoked keys: %w", s.Version, err)
+		return nil, fmt.Errorf("snapshot %d for protocol %d: %w", s.Version, version, err)
 	}
 	out.Hash = h
 	return &out, nil

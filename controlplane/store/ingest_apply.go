@@ -32,6 +32,9 @@ func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID strin
 	if err := addDailyUsage(ctx, tx, fresh); err != nil {
 		return usage.Reply{}, err
 	}
+	if err := addKeyDailyUsage(ctx, tx, fresh); err != nil {
+		return usage.Reply{}, err
+	}
 	if err := noteKeyUse(ctx, tx, fresh); err != nil {
 		return usage.Reply{}, err
 	}
@@ -45,6 +48,9 @@ func (s *Store) applyBatch(ctx context.Context, tx pgx.Tx, nodeID, batchID strin
 	}
 	reply, err := replyBalances(ctx, tx, in.records)
 	if err != nil {
+		return usage.Reply{}, err
+	}
+	if reply.Spent, err = replySpent(ctx, tx, reply.Balances, s.now()); err != nil {
 		return usage.Reply{}, err
 	}
 	reply.Inserted = len(fresh)

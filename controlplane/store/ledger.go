@@ -234,29 +234,38 @@ func (s *Store) BalancesSinceIn(ctx context.Context, since int64, country string
 	var seq int64
 	bals := []snapshot.Balance{}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT seq FROM ledger_clock`).Scan(&seq); err != nil {
-			return err
-		}
-		if seq <= since {
-			return nil
-		}
-		rows, err := tx.Query(ctx, `SELECT b.account_id, b.balance_micro_sek, a.residency
-			FROM account_balances b JOIN accounts a ON a.id = b.account_id
-			WHERE b.seq > $1 ORDER BY b.account_id`, since)
-		if err != nil {
-			return err
-		}
-		var b snapshot.Balance
-		var policy string
-		_, err = pgx.ForEachRow(rows, []any{&b.AccountID, &b.MicroSEK, &policy}, func() error {
-			if country == "" || residency.Satisfies(policy, country) {
-				bals = append(bals, b)
-			}
-			return nil
-		})
+		var err error
+		seq, bals, err = balancesSinceTx(ctx, tx, since, country)
 		return err
 	})
 	return seq, bals, translate(err, "balances since")
+}
+
+// balancesSinceTx is BalancesSinceIn in the caller's (repeatable read) transaction.
+func balancesSinceTx(ctx context.Context, tx pgx.Tx, since int64, country string) (int64, []snapshot.Balance, error) {
+	var seq int64
+	bals := []snapshot.Balance{}
+	if err := tx.QueryRow(ctx, `SELECT seq FROM ledger_clock`).Scan(&seq); err != nil {
+		return 0, nil, err
+	}
+	if seq <= since {
+		return seq, bals, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT b.account_id, b.balance_micro_sek, a.residency
+		FROM account_balances b JOIN accounts a ON a.id = b.account_id
+		WHERE b.seq > $1 ORDER BY b.account_id`, since)
+	if err != nil {
+		return 0, nil, err
+	}
+	var b snapshot.Balance
+	var policy string
+	_, err = pgx.ForEachRow(rows, []any{&b.AccountID, &b.MicroSEK, &policy}, func() error {
+		if country == "" || residency.Satisfies(policy, country) {
+			bals = append(bals, b)
+		}
+		return nil
+	})
+	return seq, bals, err
 }
 
 // LedgerSeq returns the current ledger clock.

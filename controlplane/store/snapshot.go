@@ -50,7 +50,7 @@ func (s *Store) compileTx(ctx context.Context, tx pgx.Tx, defaults snapshot.Limi
 		Scan(&snap.Version, &hash, &snap.GeneratedAt); err != nil {
 		return nil, err
 	}
-	content, err := readContent(ctx, tx, defaults)
+	content, err := readContent(ctx, tx, defaults, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +86,12 @@ func (s *Store) SnapshotState(ctx context.Context) (version int64, hash string, 
 	return version, hash, generatedAt.UTC(), translate(err, "snapshot state")
 }
 
-func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*snapshot.Content, error) {
+func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits, now time.Time) (*snapshot.Content, error) {
 	c := &snapshot.Content{DefaultLimits: defaults}
 
 	rows, err := tx.Query(ctx, `SELECT a.id, a.customer, a.residency, a.suspended, a.limits, a.queue_weight,
-			COALESCE((SELECT array_agg(m.model_id ORDER BY m.model_id) FROM account_models m WHERE m.account_id = a.id), '{}')
+			COALESCE((SELECT array_agg(m.model_id ORDER BY m.model_id) FROM account_models m WHERE m.account_id = a.id), '{}'),
+			a.budget_period, a.budget_micro_sek
 		FROM accounts a ORDER BY a.id`)
 	if err != nil {
 		return nil, translate(err, "read accounts")
@@ -99,9 +100,12 @@ func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*sna
 		var a snapshot.Account
 		var limits []byte
 		var weight int
-		if err := r.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &weight, &a.Models); err != nil {
+		var period *string
+		var budget *int64
+		if err := r.Scan(&a.ID, &a.Customer, &a.Residency, &a.Suspended, &limits, &weight, &a.Models, &period, &budget); err != nil {
 			return a, err
 		}
+		a.Budget = budgetOf(period, budget)
 		if weight != 1 { // 1, the default, stays out: a snapshot without weights hashes alike
 			a.QueueWeight = weight
 		}
@@ -139,6 +143,9 @@ func readContent(ctx context.Context, tx pgx.Tx, defaults snapshot.Limits) (*sna
 	})
 	if err != nil {
 		return nil, translate(err, "read balances")
+	}
+	if c.Spent, err = readSpent(ctx, tx, nil, now); err != nil {
+		return nil, err
 	}
 	// Empty lists encode as [] rather than null, so the hash does not depend on it.
 	if c.Accounts == nil {
@@ -199,16 +206,20 @@ func listRevoked(ctx context.Context, tx pgx.Tx) ([]snapshot.RevokedKey, error) 
 
 // listKeys reads the live (unrevoked) keys, ordered by ID.
 func listKeys(ctx context.Context, tx pgx.Tx) ([]snapshot.Key, error) {
-	rows, err := tx.Query(ctx, `SELECT id, account_id, hash, expires_at, limits FROM api_keys WHERE revoked_at IS NULL ORDER BY id`)
+	rows, err := tx.Query(ctx, `SELECT id, account_id, hash, expires_at, limits, budget_period, budget_micro_sek
+		FROM api_keys WHERE revoked_at IS NULL ORDER BY id`)
 	if err != nil {
 		return nil, translate(err, "read keys")
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.Key, error) {
 		var k snapshot.Key
 		var limits []byte
-		if err := r.Scan(&k.ID, &k.AccountID, &k.Hash, &k.ExpiresAt, &limits); err != nil {
+		var period *string
+		var budget *int64
+		if err := r.Scan(&k.ID, &k.AccountID, &k.Hash, &k.ExpiresAt, &limits, &period, &budget); err != nil {
 			return k, err
 		}
+		k.Budget = budgetOf(period, budget)
 		if k.ExpiresAt != nil {
 			t := k.ExpiresAt.UTC()
 			k.ExpiresAt = &t

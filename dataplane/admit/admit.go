@@ -68,7 +68,8 @@ func (s *Admitter) Residency(p Principal) *apierror.Error {
 	return s.residency.check(p.Acct.Residency, p.Idx)
 }
 
-// Inference authenticates an inference request and checks the account's balance, counting
+// Inference authenticates an inference request and checks the account's balance and
+// spend budgets (budget.go), counting
 // a refusal in the metrics. p is set whenever the key was found.
 func (s *Admitter) Inference(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (Principal, *apierror.Error) {
 	p, aerr := s.Authenticate(ctx, allowXAPIKey, true)
@@ -79,6 +80,10 @@ func (s *Admitter) Inference(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (Princ
 	if s.cfg.Balances.Spendable(p.Acct.ID) <= 0 {
 		s.cfg.Telemetry.Refused(telemetry.RefuseBalance)
 		return p, ErrBalance
+	}
+	if aerr := s.overBudget(p); aerr != nil {
+		s.cfg.Telemetry.Refused(telemetry.RefuseBalance)
+		return p, aerr
 	}
 	return p, nil
 }

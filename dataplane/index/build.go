@@ -244,7 +244,7 @@ func (x *Index) indexKeys(keys []snapshot.Key) error {
 		if err != nil {
 			return invalid("key %q: %v", sk.ID, err)
 		}
-		k := &Key{ID: sk.ID, Hash: h, Account: a, Limits: sk.Limits}
+		k := &Key{ID: sk.ID, Hash: h, Account: a, Limits: sk.Limits, Budget: sk.Budget}
 		if sk.ExpiresAt != nil {
 			k.ExpiresAt = *sk.ExpiresAt
 		}

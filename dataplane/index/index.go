@@ -190,6 +190,7 @@ type Key struct {
 	ExpiresAt time.Time // zero when the key does not expire
 	Account   *Account
 	Limits    *snapshot.Limits
+	Budget    *snapshot.Budget // the key's own spend cap (nil: none)
 }
 
 // Index is the immutable lookup structure built from one snapshot.

@@ -11,7 +11,9 @@ import (
 const balanceShards = 64
 
 // balances is the node's view of account balances, sharded by account to keep Record and
-// Spendable from contending on one lock.
+// Spendable from contending on one lock. Keys have entries of their own (key IDs and
+// account IDs never collide): their unconfirmed spend and, for keys with a budget, their
+// spend in the budget's period; their balance stays unused.
 type balances struct {
 	seed   maphash.Seed
 	shards [balanceShards]balanceShard
@@ -32,6 +34,10 @@ type acct struct {
 	// once a balance with seq >= awaitSeq arrives.
 	awaitAmt int64
 	awaitSeq int64
+	// spent is the spend of the current budget period that started at spentFrom (unix
+	// seconds) as of spentSeq (budget.go); spentKnown once the control plane sent one.
+	spent, spentFrom, spentSeq int64
+	spentKnown                 bool
 }
 
 func newBalances() *balances {
@@ -98,15 +104,16 @@ func (a *acct) applyLocked(micro, seq int64) {
 	}
 }
 
-// apply takes balances as of seq. With complete set (a snapshot or a balance-watch
-// answer, which cover every change up to seq) the watch cursor moves to seq.
-func (b *balances) apply(bals []snapshot.Balance, seq int64, complete bool) {
+// apply takes balances and budget spend as of seq. With complete set (a snapshot or a
+// balance-watch answer, which cover every change up to seq) the watch cursor moves to seq.
+func (b *balances) apply(bals []snapshot.Balance, spent []snapshot.Spent, seq int64, complete bool) {
 	for _, x := range bals {
 		sh := b.shard(x.AccountID)
 		sh.mu.Lock()
 		sh.get(x.AccountID).applyLocked(x.MicroSEK, seq)
 		sh.mu.Unlock()
 	}
+	b.applySpent(spent, seq)
 	if complete {
 		for {
 			cur := b.cursor.Load()
@@ -120,8 +127,8 @@ func (b *balances) apply(bals []snapshot.Balance, seq int64, complete bool) {
 // confirm releases the spend of a confirmed batch after applying the reply's balances.
 // Spend of an account whose known balance may predate the batch's commit (seq) stays
 // subtracted until a balance as of seq or newer arrives.
-func (b *balances) confirm(spend map[string]int64, bals []snapshot.Balance, seq int64) {
-	b.apply(bals, seq, false)
+func (b *balances) confirm(spend map[string]int64, bals []snapshot.Balance, spent []snapshot.Spent, seq int64) {
+	b.apply(bals, spent, seq, false)
 	for id, amt := range spend {
 		sh := b.shard(id)
 		sh.mu.Lock()
@@ -131,7 +138,11 @@ func (b *balances) confirm(spend map[string]int64, bals []snapshot.Balance, seq 
 		if need <= 0 { // the reply did not say which ledger position it reflects
 			need = a.seq + 1
 		}
-		if !a.known || a.seq < need {
+		known, at := a.known, a.seq
+		if isKey(id) { // a key's spend is known from its budget spend alone
+			known, at = a.spentKnown, a.spentSeq
+		}
+		if !known || at < need {
 			a.awaitAmt += amt
 			a.awaitSeq = max(a.awaitSeq, need)
 		}

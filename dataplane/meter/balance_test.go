@@ -19,12 +19,12 @@ func TestBalanceMath(t *testing.T) {
 		want int64 // Spendable("a") after the step
 	}
 	seed := func(micro, seq int64) func(*balances) {
-		return func(b *balances) { b.apply([]snapshot.Balance{{AccountID: "a", MicroSEK: micro}}, seq, true) }
+		return func(b *balances) { b.apply([]snapshot.Balance{{AccountID: "a", MicroSEK: micro}}, nil, seq, true) }
 	}
 	watch := seed
 	spend := func(amt int64) func(*balances) { return func(b *balances) { b.addUnconfirmed("a", amt) } }
 	reply := func(spent int64, bals []snapshot.Balance, seq int64) func(*balances) {
-		return func(b *balances) { b.confirm(map[string]int64{"a": spent}, bals, seq) }
+		return func(b *balances) { b.confirm(map[string]int64{"a": spent}, bals, nil, seq) }
 	}
 	bal := func(micro int64) []snapshot.Balance { return []snapshot.Balance{{AccountID: "a", MicroSEK: micro}} }
 	tests := []struct {
@@ -159,7 +159,7 @@ func TestHold(t *testing.T) {
 	if b.hold("a", 1) {
 		t.Fatal("held on an account without a known balance")
 	}
-	b.apply([]snapshot.Balance{{AccountID: "a", MicroSEK: 1000}}, 1, true)
+	b.apply([]snapshot.Balance{{AccountID: "a", MicroSEK: 1000}}, nil, 1, true)
 	if !b.hold("a", 600) || b.spendable("a") != 400 {
 		t.Fatalf("first hold: spendable %d", b.spendable("a"))
 	}

@@ -47,12 +47,19 @@ type fakeCP struct {
 	// watchQueries are the balance watch's query strings.
 	spoolAges    []string
 	watchQueries []string
+	// spent is every account's and key's spend (the fake knows one budget period);
+	// capped lists those whose spend it reports (snapshot.Spent), keyAcct each key's
+	// account.
+	spent   map[string]int64
+	capped  map[string]bool
+	keyAcct map[string]string
 }
 
 func newFakeCP(t testing.TB) *fakeCP {
 	cp := &fakeCP{
 		t: t, records: map[string]usage.Record{}, balances: map[string]int64{}, acctSeq: map[string]int64{},
 		changed: make(chan struct{}), nodes: map[string]bool{},
+		spent: map[string]int64{}, capped: map[string]bool{}, keyAcct: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+internalapi.PathUsage, cp.usage)
@@ -130,10 +137,16 @@ func (cp *fakeCP) apply(b usage.Batch) usage.Reply {
 		cp.seq++
 		cp.balances[rec.AccountID] -= rec.PriceMicroSEK
 		cp.acctSeq[rec.AccountID] = cp.seq
+		cp.spent[rec.AccountID] += rec.PriceMicroSEK
+		if rec.KeyID != nil {
+			cp.spent[*rec.KeyID] += rec.PriceMicroSEK
+			cp.keyAcct[*rec.KeyID] = rec.AccountID
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(touched)) {
 		reply.Balances = append(reply.Balances, snapshot.Balance{AccountID: id, MicroSEK: cp.balances[id]})
 	}
+	reply.Spent = cp.spentOfLocked(touched)
 	reply.BalanceSeq = cp.seq
 	if reply.Inserted > 0 {
 		close(cp.changed)
@@ -186,6 +199,11 @@ func (cp *fakeCP) watch(w http.ResponseWriter, r *http.Request) {
 				upd.Balances = append(upd.Balances, snapshot.Balance{AccountID: id, MicroSEK: cp.balances[id]})
 			}
 		}
+		touched := map[string]bool{}
+		for _, b := range upd.Balances {
+			touched[b.AccountID] = true
+		}
+		upd.Spent = cp.spentOfLocked(touched)
 		ch := cp.changed
 		waiting := len(upd.Balances) == 0
 		if waiting {
@@ -208,6 +226,41 @@ func (cp *fakeCP) watch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// spentOfLocked is the spend of the capped accounts among accts and of their capped keys,
+// for the period that started this month (by the real clock); the caller holds mu.
+func (cp *fakeCP) spentOfLocked(accts map[string]bool) []snapshot.Spent {
+	var out []snapshot.Spent
+	from := snapshot.PeriodStart(snapshot.PeriodMonth, time.Now())
+	for _, id := range slices.Sorted(maps.Keys(cp.capped)) {
+		acct, key := id, ""
+		if a, ok := cp.keyAcct[id]; ok {
+			acct, key = a, id
+		}
+		if accts[acct] {
+			out = append(out, snapshot.Spent{AccountID: acct, KeyID: key, From: from, MicroSEK: cp.spent[id]})
+		}
+	}
+	return out
+}
+
+// capSpend makes the fake report the account's (or, with key, the key's) spend.
+func (cp *fakeCP) capSpend(acct, key string) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if key == "" {
+		cp.capped[acct] = true
+		return
+	}
+	cp.capped[key], cp.keyAcct[key] = true, acct
+}
+
+// spentOf is the account's (or key's) spend the fake recorded.
+func (cp *fakeCP) spentOf(id string) int64 {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.spent[id]
 }
 
 func (cp *fakeCP) count() int {

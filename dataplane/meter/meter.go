@@ -119,8 +119,11 @@ func New(cfg Config) (*Meter, error) {
 	}
 	sp, err := openSpool(dir, cfg.SegmentBytes, cfg.FsyncWindow, m.log, cfg.Now, func() { m.fsyncs.Add(1) },
 		func(p []byte) {
-			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek", "request_id")
+			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek", "request_id", "key_id")
 			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
+			if k := r[3].String(); k != "" {
+				m.bal.addUnconfirmed(k, r[1].Int())
+			}
 			if len(open) > 0 {
 				delete(open, r[2].String())
 			}
@@ -154,6 +157,9 @@ func (m *Meter) Record(rec *usage.Record) {
 	p := rec.AppendJSON((*bp)[:0]) // the spool copies it into its frame
 	defer func() { *bp = p[:0]; encodeBufs.Put(bp) }()
 	m.bal.addUnconfirmed(rec.AccountID, rec.PriceMicroSEK)
+	if rec.KeyID != nil && *rec.KeyID != "" {
+		m.bal.addUnconfirmed(*rec.KeyID, rec.PriceMicroSEK)
+	}
 	if !m.spool.append(p) {
 		m.log.Error("meter: record after Close is lost", "request_id", rec.RequestID,
 			"account_id", rec.AccountID, "price_micro_sek", rec.PriceMicroSEK)
@@ -186,8 +192,11 @@ func (m *Meter) recoverStarts(open map[string][]byte) error {
 	dir := filepath.Join(m.cfg.DataDir, "spool")
 	if len(open) > 0 {
 		for _, p := range open {
-			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek")
+			r := gjson.GetManyBytes(p, "account_id", "price_micro_sek", "key_id")
 			m.bal.addUnconfirmed(r[0].String(), r[1].Int())
+			if k := r[2].String(); k != "" {
+				m.bal.addUnconfirmed(k, r[1].Int())
+			}
 			m.spool.append(p)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -231,7 +240,7 @@ func (m *Meter) Release(accountID string, amount int64) { m.bal.addUnconfirmed(a
 // SeedBalances takes the balances of a snapshot, complete as of ledger sequence seq. An
 // account whose known balance is as new or newer keeps it.
 func (m *Meter) SeedBalances(b []snapshot.Balance, seq int64) {
-	m.bal.apply(b, seq, true)
+	m.bal.apply(b, nil, seq, true)
 }
 
 // Flush waits until every record handed over before the call is durable in the spool

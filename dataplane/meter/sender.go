@@ -79,7 +79,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 				continue
 			}
 			m.inflight = nil
-			m.bal.confirm(b.spend, nil, 0) // never debited: released once the next balance arrives
+			m.bal.confirm(b.spend, nil, nil, 0) // never debited: released once the next balance arrives
 			m.spool.confirm(b.spans)
 			continue
 		}
@@ -96,7 +96,7 @@ func (m *Meter) sendLoop(ctx context.Context) {
 		if m.cfg.OnBatch != nil {
 			m.cfg.OnBatch(b.n, m.cfg.Now().Sub(sent))
 		}
-		m.bal.confirm(b.spend, reply.Balances, reply.BalanceSeq)
+		m.bal.confirm(b.spend, reply.Balances, reply.Spent, reply.BalanceSeq)
 		m.spool.confirm(b.spans)
 		if reply.Rejected > 0 {
 			m.log.Warn("meter: the control plane refused records of a batch (see gatewayctl nodes rejected)",
@@ -172,22 +172,31 @@ func (m *Meter) readBatch() (*batch, error) {
 	return b, nil
 }
 
-// addSpend adds record p's price to its account's spend in b. p is read in place, not
+// addSpend adds record p's price to its account's spend in b, and to its key's. p is read in place, not
 // copied. The spool reuses its buffer, so an account's name is copied when it first
 // appears, and spend is only ever assigned under that copy (an assignment stores the key
 // it is given, even to an existing entry).
 func (b *batch) addSpend(p []byte) {
 	rec := unsafe.String(unsafe.SliceData(p), len(p))
-	acct, price := gjson.Get(rec, "account_id").String(), gjson.Get(rec, "price_micro_sek").Int()
-	name, ok := b.names[acct]
+	r := gjson.GetMany(rec, "account_id", "price_micro_sek", "key_id")
+	price := r[1].Int()
+	b.spend[b.name(r[0].String())] += price
+	if key := r[2].String(); key != "" {
+		b.spend[b.name(key)] += price
+	}
+}
+
+// name returns the batch's copy of an account's or key's name read from a spooled record.
+func (b *batch) name(id string) string {
+	name, ok := b.names[id]
 	if !ok {
 		if b.names == nil {
 			b.names = make(map[string]string)
 		}
-		name = strings.Clone(acct)
+		name = strings.Clone(id)
 		b.names[name] = name
 	}
-	b.spend[name] += price
+	return name
 }
 
 // send POSTs a batch until the control plane confirms it or ctx ends.
@@ -266,7 +275,7 @@ func (m *Meter) watchBalances(ctx context.Context) {
 		}
 		resp.Body.Close()
 		if changed {
-			m.bal.apply(upd.Balances, upd.Seq, true)
+			m.bal.apply(upd.Balances, upd.Spent, upd.Seq, true)
 		}
 		if !changed || len(upd.Balances) == 0 {
 			// A control plane that answers at once with nothing new must not be polled in a

@@ -154,6 +154,7 @@ func (n *node) openSync() error {
 		OnApplyError:  n.tel.WatchSnapshots(storeVersion{n.store}.issued, nil),
 		OnSnapshot: func(s *snapshot.Snapshot) {
 			n.meter.SeedBalances(s.Balances, s.BalanceSeq)
+			n.meter.SeedSpent(s.Spent, s.BalanceSeq)
 			n.limiter.Retain(s)
 			n.checker.Trigger()
 			n.discovery.Wake() // resolve a new snapshot's discovered routes at once

@@ -29,6 +29,7 @@ const (
 	CodeAPIKeyExpired        = "api_key_expired"
 	CodeAPIKeyRevoked        = "api_key_revoked"
 	CodeInsufficientQuota    = "insufficient_quota"
+	CodeBudgetExceeded       = "budget_exceeded" // an account's or key's spend budget is used up
 	CodeAccountSuspended     = "account_suspended"
 	CodeResidencyUnsatisfied = "residency_unsatisfiable"
 	CodeModelNotFound        = "model_not_found"

@@ -13,8 +13,10 @@ import (
 const (
 	// ProtocolVersion is this build's version of the internal API. Version 2 adds the
 	// snapshot's revoked keys (snapshot.Content.Revoked); version 1 nodes get snapshots
-	// without them.
-	ProtocolVersion = 2
+	// without them. Version 3 adds spend budgets (snapshot.Account.Budget, Key.Budget,
+	// Content.Spent and the Spent of usage replies and balance updates); nodes of
+	// version 2 and older get snapshots without them.
+	ProtocolVersion = 3
 	// MinProtocolVersion is the oldest node version this build's control plane serves.
 	// Raised only by a release that drops support for older nodes, never above
 	// ProtocolVersion.

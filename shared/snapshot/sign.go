@@ -74,12 +74,12 @@ func (s *Snapshot) VerifySigned(key ed25519.PublicKey) error {
 	return s.VerifySignature(key)
 }
 
-// StructureHash is the hash of the content without balances. It changes exactly when the
+// StructureHash is the hash of the content without balances (nor the budgets' spend). It changes exactly when the
 // version must: nodes and control-plane replicas compare it to tell whether a node holds
 // the current snapshot (balances move on their own channel).
 func StructureHash(c *Content) (string, error) {
 	st := *c
-	st.Balances, st.BalanceSeq = nil, 0
+	st.Balances, st.BalanceSeq, st.Spent = nil, 0, nil
 	return ComputeHash(&st)
 }
 

@@ -58,6 +58,9 @@ type Content struct {
 	// Balances as of BalanceSeq (the newest ledger entry included).
 	Balances   []Balance `json:"balances"`
 	BalanceSeq int64     `json:"balance_seq"`
+	// Spent is, as of BalanceSeq, what each account and key with a budget has spent in its
+	// current period. Like the balances it moves on its own channel afterwards.
+	Spent []Spent `json:"spent,omitempty"`
 	// DefaultLimits apply to accounts and keys without their own.
 	DefaultLimits Limits `json:"default_limits"`
 	// Elsewhere lists, in a snapshot filtered for a country, the keys of accounts served in
@@ -112,6 +115,8 @@ type Account struct {
 	// changes nothing while servers have room. 0 (absent) means 1; the control plane keeps
 	// it within MinQueueWeight..MaxQueueWeight. Weight gives the value to use.
 	QueueWeight int `json:"queue_weight,omitempty"`
+	// Budget caps the account's spend per period (budget.go); nil: none.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // The bounds of Account.QueueWeight.
@@ -136,6 +141,9 @@ type Key struct {
 	Hash      string     `json:"hash"`    // hex SHA-256 of the secret
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Limits    *Limits    `json:"limits,omitempty"`
+	// Budget caps the key's spend per period (budget.go), on top of its account's; nil:
+	// none.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // Model is a catalogue entry with its price.

@@ -113,10 +113,16 @@ type Reply struct {
 	Rejected   int                `json:"rejected,omitempty"`
 	Balances   []snapshot.Balance `json:"balances"`    // accounts touched by the batch
 	BalanceSeq int64              `json:"balance_seq"` // ledger position the balances reflect
+	// Spent is, as of BalanceSeq, the current period's spend of the touched accounts and
+	// their keys that have a budget (protocol 3; older nodes ignore it).
+	Spent []snapshot.Spent `json:"spent,omitempty"`
 }
 
 // BalanceUpdate answers a balance watch: balances changed since the asked sequence.
 type BalanceUpdate struct {
 	Seq      int64              `json:"seq"`
 	Balances []snapshot.Balance `json:"balances"`
+	// Spent is the current period's spend of the listed accounts and their keys that have
+	// a budget, as of Seq (protocol 3; older nodes ignore it).
+	Spent []snapshot.Spent `json:"spent,omitempty"`
 }
