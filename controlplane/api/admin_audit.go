@@ -123,6 +123,16 @@ func (s *server) auditBefore(ctx context.Context, pattern, target string) json.R
 	_, path, _ := strings.Cut(pattern, " ")
 	var v any
 	switch {
+	case strings.HasSuffix(path, "/{id}/budget"):
+		isKey := strings.HasPrefix(path, "/admin/v1/keys/")
+		if isKey && !apikey.ValidID(target) {
+			return nil
+		}
+		st, err := s.budgetState(ctx, isKey, target)
+		if err != nil {
+			return nil
+		}
+		v = st
 	case strings.HasPrefix(path, "/admin/v1/accounts/{id}"):
 		a, err := s.cfg.Store.GetAccount(ctx, target)
 		if err != nil {
