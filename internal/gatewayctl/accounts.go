@@ -91,7 +91,7 @@ func (a *app) accountsCmd() *cobra.Command {
 	}
 
 	return group("accounts", "Create, list, show, suspend accounts and set their residency, limits and queue weight",
-		append([]*cobra.Command{create, listCmd, get}, a.accountChangeCmds()...)...)
+		append([]*cobra.Command{create, listCmd, get, a.budgetsCmd(), a.setBudgetCmd(false)}, a.accountChangeCmds()...)...)
 }
 
 // accountChangeCmds are the accounts subcommands that change an account: suspend,

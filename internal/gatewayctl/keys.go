@@ -109,7 +109,7 @@ func (a *app) keysCmd() *cobra.Command {
 		}
 		return a.keysTable([]adminapi.Key{k}, time.Now())
 	}
-	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits)
+	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits, a.setBudgetCmd(true))
 }
 
 // keysTable lists keys with their state and limits: their own, the effective ones and
