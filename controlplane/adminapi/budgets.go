@@ -38,3 +38,12 @@ type BudgetState struct {
 	KeyID     string  `json:"key_id,omitempty"`
 	Budget    *Budget `json:"budget"`
 }
+
+// UsedPercent is the spend as a whole percentage of the limit (rounded down; over 100 once
+// the budget is overspent).
+func (b Budget) UsedPercent() int64 {
+	if b.LimitMicroSEK <= 0 {
+		return 0
+	}
+	return b.SpentMicroSEK * 100 / b.LimitMicroSEK
+}

@@ -115,7 +115,8 @@ type accountView struct {
 	Now        time.Time // what key states are read at
 	TestBox    *adminapi.TestBoxResult
 	TestAnswer string
-	Live       liveView // the account's live service view
+	Live       liveView          // the account's live service view
+	Budgets    []adminapi.Budget // the account's and its keys', with their spend
 }
 
 func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (accountView, bool) {
@@ -136,6 +137,9 @@ func (c *Console) loadAccount(r *http.Request, s *session, id string, p *page) (
 	v.LedgerRows = groupDebits(v.Ledger.Data)
 	c.api(r, s, http.MethodGet, base+"/usage?days=30", nil, &v.Usage)
 	c.api(r, s, http.MethodGet, base+"/refusals?days=7", nil, &v.Refusals)
+	var budgets adminapi.List[adminapi.Budget]
+	c.api(r, s, http.MethodGet, base+"/budgets", nil, &budgets)
+	v.Budgets = budgets.Data
 	v.Chart = usageChart(v.Usage, c.now())
 	v.Live = c.live(r, s, "Live: this account", adminapi.SeriesAccount, v.Account.ID)
 	var models adminapi.List[adminapi.Model]

@@ -137,6 +137,8 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/accounts/{id}/limits", c.authed(c.accountLimits))
 	c.mux.HandleFunc("POST /console/keys/{id}/revoke", c.authed(c.revokeKey))
 	c.mux.HandleFunc("POST /console/keys/{id}/limits", c.authed(c.keyLimits))
+	c.mux.HandleFunc("POST /console/accounts/{id}/budget", c.authed(c.accountBudget))
+	c.mux.HandleFunc("POST /console/keys/{id}/budget", c.authed(c.keyBudget))
 	c.mux.HandleFunc("GET /console/catalogue", c.authed(c.cataloguePage))
 	c.mux.HandleFunc("GET /console/catalogue/export", c.authed(c.catalogueExport))
 	c.mux.HandleFunc("POST /console/catalogue/preview", c.authed(c.cataloguePreview))

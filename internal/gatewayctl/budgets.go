@@ -100,10 +100,7 @@ func (a *app) budgetsTable(bs []adminapi.Budget) error {
 				whose += " (" + b.KeyName + ")"
 			}
 		}
-		used := "-"
-		if b.LimitMicroSEK > 0 {
-			used = fmt.Sprintf("%d%%", b.SpentMicroSEK*100/b.LimitMicroSEK)
-		}
+		used := fmt.Sprintf("%d%%", b.UsedPercent())
 		rows = append(rows, []string{whose, b.Period, b.LimitSEK, b.SpentSEK, used, fmtTime(b.ResetsAt)})
 	}
 	return a.table([]any{"Budget of", "Period", "Limit SEK", "Spent SEK", "Used", "Resets"}, rows)
