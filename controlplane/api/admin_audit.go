@@ -133,6 +133,10 @@ func (s *server) auditBefore(ctx context.Context, pattern, target string) json.R
 			return nil
 		}
 		v = st
+	case path == "/admin/v1/alert-rules/{id}":
+		if v = s.alertRuleState(ctx, target); v == nil {
+			return nil
+		}
 	case strings.HasPrefix(path, "/admin/v1/accounts/{id}"):
 		a, err := s.cfg.Store.GetAccount(ctx, target)
 		if err != nil {

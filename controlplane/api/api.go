@@ -219,6 +219,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	admin("GET /admin/v1/snapshot", s.snapshotInfo)
 	admin("GET /admin/v1/rejected-records", s.listRejected)
 	s.budgetRoutes(admin)
+	s.alertRoutes(admin)
 	for p, h := range s.cfg.Admin {
 		mux.Handle(p, s.guard(p, h.ServeHTTP))
 	}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -54,6 +55,7 @@ type Config struct {
 	topupCancelURL      string            // checkout's return page after cancelling
 	regionURLs          map[string]string // per residency policy, the region's base URL
 	regionURLsFlag      string            // --region-urls as given
+	alertInterval       time.Duration     // how often alert rules are evaluated
 	link                linkConfig        // admin listener, token files, signing, TLS
 	ops                 opsConfig         // private metrics and probes listener
 	console             consoleConfig     // operator console and its test box
@@ -92,6 +94,7 @@ func flagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.serviceLimits.ReadBurst, "service-read-burst", 50, "burst of /v1/service/* reads per key (an account gets twice as many)")
 	fs.IntVar(&c.serviceLimits.TopupsPerMinute, "service-topups-per-minute", 5, "top-ups per minute per key and per account (also the burst)")
 	fs.IntVar(&c.serviceLimits.CheckoutsPerHour, "service-checkouts-per-hour", 30, "checkout sessions per account per hour (also the burst)")
+	fs.DurationVar(&c.alertInterval, "alert-interval", 30*time.Second, "how often the alert rules are evaluated (docs/operations.md, Alerts)")
 	c.link.register(fs)
 	c.ops.register(fs)
 	c.console.register(fs)
@@ -114,6 +117,8 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 		return c, errors.New("--retention-days must be at least 1")
 	case c.seriesDays < 1:
 		return c, errors.New("--series-retention-days must be at least 1")
+	case c.alertInterval < time.Second:
+		return c, errors.New("--alert-interval must be at least 1s (a duration such as 30s or 2m)")
 	case c.serviceLimits.ReadsPerSecond <= 0 || c.serviceLimits.ReadBurst < 1 ||
 		c.serviceLimits.TopupsPerMinute < 1 || c.serviceLimits.CheckoutsPerHour < 1:
 		return c, errors.New("--service-reads-per-second, --service-read-burst, --service-topups-per-minute and --service-checkouts-per-hour must be positive")
@@ -134,7 +139,7 @@ func Main(args []string) {
 func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	p := &plane{cfg: cfg, log: log, metrics: opsmetrics.New()}
 	defer p.close()
-	for _, step := range []func(context.Context) error{p.openStore, p.newPublisher, p.newRetention, p.newHandlers} {
+	for _, step := range []func(context.Context) error{p.openStore, p.newPublisher, p.newRetention, p.newAlerts, p.newHandlers} {
 		if err := step(ctx); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sekgate/gateway/controlplane/alerts"
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/opsmetrics"
@@ -33,6 +34,7 @@ type plane struct {
 	// defaultLimits are the deployment's limits for accounts and keys without their own.
 	defaultLimits snapshot.Limits
 	ret           *retention.Job
+	alerts        *alerts.Evaluator
 	handlers      *api.Handlers
 	admin         http.Handler // the admin API, with the console when it is served
 
@@ -108,6 +110,13 @@ func (p *plane) newRetention(ctx context.Context) error {
 	return nil
 }
 
+// newAlerts builds the alert rules' evaluator.
+func (p *plane) newAlerts(context.Context) error {
+	var err error
+	p.alerts, err = alerts.New(alerts.Config{Store: p.st, Interval: p.cfg.alertInterval, Logger: p.log})
+	return err
+}
+
 // newHandlers builds both listeners' handlers: the node-facing API (with payments and
 // signup) and the admin API with the console.
 func (p *plane) newHandlers(context.Context) error {
@@ -128,8 +137,8 @@ func (p *plane) newHandlers(context.Context) error {
 	return err
 }
 
-// serve listens on the node-facing and admin listeners, runs the publisher and the
-// retention job, and shuts down gracefully when ctx ends.
+// serve listens on the node-facing and admin listeners, runs the publisher, the
+// retention job and the alert rules, and shuts down gracefully when ctx ends.
 func (p *plane) serve(ctx context.Context) error {
 	cfg, log := p.cfg, p.log
 	serverTLS, err := cfg.link.serverTLS(log)
@@ -165,9 +174,10 @@ func (p *plane) serve(ctx context.Context) error {
 	srv, adminSrv := newServer(p.handlers.Node), newServer(p.admin)
 	bg, cancelBG := context.WithCancel(context.Background())
 	defer cancelBG()
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { p.pub.Run(bg); done <- struct{}{} }()
 	go func() { p.ret.Run(bg); done <- struct{}{} }()
+	go func() { p.alerts.Run(bg); done <- struct{}{} }()
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	go func() { serveErr <- adminSrv.Serve(adminLn) }()
@@ -201,8 +211,9 @@ func (p *plane) serve(ctx context.Context) error {
 		adminSrv.Close()
 	}
 	cancelBG()
-	<-done
-	<-done
+	for range cap(done) {
+		<-done
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
