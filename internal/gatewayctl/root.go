@@ -73,7 +73,7 @@ and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --jso
 	pf.BoolVar(&a.csvOut, "csv", false, "print records, usage and ledger listings as CSV")
 	root.AddCommand(a.accountsCmd(), a.creditCmd(), a.keysCmd(), a.modelsCmd(), a.routesCmd(),
 		a.catalogCmd(), a.nodesCmd(), a.snapshotCmd(), a.signupsCmd(), a.auditCmd(), a.operatorsCmd(), a.adjustCmd(),
-		a.recordsCmd(), a.usageCmd(), a.ledgerCmd(), a.refusalsCmd(), a.seriesCmd())
+		a.recordsCmd(), a.usageCmd(), a.ledgerCmd(), a.refusalsCmd(), a.seriesCmd(), a.alertsCmd())
 	return root
 }
 
