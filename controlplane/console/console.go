@@ -155,6 +155,9 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/models/{id...}", c.authed(c.modelPage))
 	c.mux.HandleFunc("GET /console/routes/{id}", c.authed(c.routePage))
 	c.mux.HandleFunc("GET /console/nodes/{id}", c.authed(c.nodePage))
+	c.mux.HandleFunc("GET /console/alerts", c.authed(c.alertsPage))
+	c.mux.HandleFunc("POST /console/alerts", c.authed(c.createAlert))
+	c.mux.HandleFunc("POST /console/alerts/{id}/{action}", c.authed(c.alertAction))
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not found.", http.StatusNotFound)
 	})

@@ -73,13 +73,14 @@ func pad2(n int64) string {
 }
 
 var funcs = template.FuncMap{
-	"pct":     pct,
-	"perTime": perTime,
-	"mul100":  func(v float64) float64 { return v * 100 },
-	"rate":    rate,
-	"sek":     formatSEK,
-	"sek2":    displaySEK,
-	"oreSEK":  oreSEK,
+	"pct":            pct,
+	"perTime":        perTime,
+	"mul100":         func(v float64) float64 { return v * 100 },
+	"rate":           rate,
+	"sek":            formatSEK,
+	"sek2":           displaySEK,
+	"deliveryStatus": deliveryStatus,
+	"oreSEK":         oreSEK,
 	// routeStates are the states a route may be given (shared/snapshot).
 	"routeStates": func() []string { return snapshot.RouteStates },
 	"ts": func(t any) string {

@@ -26,7 +26,9 @@ type onceAnswer struct {
 	expires time.Time
 	key     *adminapi.Key
 	testBox *adminapi.TestBoxResult
-	notice  string
+	// alertRule is a new alert rule with its signing secret.
+	alertRule *adminapi.AlertRule
+	notice    string
 }
 
 type onceStore struct {

@@ -1,16 +1,13 @@
 package gatewayctl
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sekgate/gateway/controlplane/adminapi"
-	"github.com/sekgate/gateway/shared/money"
 )
 
 func (a *app) alertsCmd() *cobra.Command {
@@ -79,46 +76,14 @@ func (a *app) alertsCmd() *cobra.Command {
 
 // alertThreshold reads --threshold for kind into the API's unit.
 func alertThreshold(kind, v string) (int64, error) {
-	v = strings.TrimSpace(v)
-	switch kind {
-	case "balance_below":
-		micro, err := money.ParseSEK(v)
-		if err != nil || micro < 0 {
-			return 0, fmt.Errorf("--threshold %q: a balance_below rule takes an amount of SEK such as 50 or 12.50", v)
-		}
-		return micro, nil
-	case "budget_used_above":
-		n, err := strconv.ParseInt(strings.TrimSuffix(v, "%"), 10, 64)
-		if err != nil || n < 1 || n > 1000 {
-			return 0, fmt.Errorf("--threshold %q: a budget_used_above rule takes a percentage, 1 to 1000, such as 80", v)
-		}
-		return n, nil
-	case "spool_age_above", "node_silent":
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			return 0, fmt.Errorf("--threshold %q: a %s rule takes a duration of at least 1s, such as 5m or 90s", v, kind)
-		}
-		return d.Milliseconds(), nil
-	case "route_problem":
-		if v != "" {
-			return 0, errors.New("--threshold: a route_problem rule takes none")
-		}
-		return 0, nil
+	n, err := adminapi.ParseAlertThreshold(kind, v)
+	if err != nil && !adminapi.ValidAlertKind(kind) {
+		return 0, fmt.Errorf("--kind %q: want balance_below, budget_used_above, route_problem, spool_age_above or node_silent", kind)
 	}
-	return 0, fmt.Errorf("--kind %q: want balance_below, budget_used_above, route_problem, spool_age_above or node_silent", kind)
-}
-
-// thresholdText is a rule's threshold in the unit of its kind.
-func thresholdText(r adminapi.AlertRule) string {
-	switch r.Kind {
-	case "balance_below":
-		return money.FormatSEK(r.Threshold) + " SEK"
-	case "budget_used_above":
-		return strconv.FormatInt(r.Threshold, 10) + "%"
-	case "spool_age_above", "node_silent":
-		return (time.Duration(r.Threshold) * time.Millisecond).String()
+	if err != nil {
+		return 0, fmt.Errorf("--threshold %q: %w", v, err)
 	}
-	return "-"
+	return n, nil
 }
 
 func (a *app) alertRulesTable(rules []adminapi.AlertRule) error {
@@ -128,7 +93,7 @@ func (a *app) alertRulesTable(rules []adminapi.AlertRule) error {
 		if !r.Enabled {
 			state = "off"
 		}
-		rows = append(rows, []string{r.ID, r.Name, r.Kind, thresholdText(r), orDash(r.AccountID), r.WebhookURL, state, strconv.Itoa(r.Firing)})
+		rows = append(rows, []string{r.ID, r.Name, r.Kind, r.ThresholdText(), orDash(r.AccountID), r.WebhookURL, state, strconv.Itoa(r.Firing)})
 	}
 	return a.table([]any{"ID", "Name", "Kind", "Threshold", "Account", "Webhook", "State", "Firing"}, rows)
 }
