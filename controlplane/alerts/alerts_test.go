@@ -8,14 +8,19 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/alerts"
+	"github.com/sekgate/gateway/controlplane/catalog"
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/controlplane/store/storetest"
+	"github.com/sekgate/gateway/shared/money"
+	"github.com/sekgate/gateway/shared/snapshot"
+	"github.com/sekgate/gateway/shared/usage"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -287,5 +292,52 @@ func TestVerify(t *testing.T) {
 		if err := alerts.Verify(tc.secret, tc.header, tc.body, tc.at, 5*time.Minute); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A budget used past the rule's percentage fires for the account's budget and the key's,
+// each once, with the share found.
+func TestBudgetAlert(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, 0)
+	if _, _, err := e.st.UpsertCatalog(ctx, &catalog.Catalog{Models: []catalog.Model{{
+		Model: snapshot.Model{ID: "m1", Endpoint: snapshot.EndpointChat, InputOrePerMillion: 100_000, OutputOrePerMillion: 100_000},
+		Routes: []snapshot.Route{{ID: "r1", Provider: "p", BaseURL: "http://127.0.0.1:9/v1", Protocols: []string{snapshot.EndpointChat},
+			Region: "se-sto-1", Country: "SE", Weight: 1}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.st.CreateAccount(ctx, "Budget AB", "se")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := e.st.CreateKey(ctx, a.ID, "ci", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.SetAccountBudget(ctx, a.ID, &snapshot.Budget{Period: snapshot.PeriodMonth, LimitMicroSEK: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.SetKeyBudget(ctx, k.ID, &snapshot.Budget{Period: snapshot.PeriodDay, LimitMicroSEK: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.CreateAlertRule(ctx, store.AlertRule{Name: "budgets", Kind: store.AlertBudgetUsedAbove, Threshold: 80, WebhookURL: rcv.srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	// 9,000 micro-SEK: 90% of the account's budget, 9% of the key's.
+	rec := usage.Record{RequestID: "req_001", TS: e.clk.now(), AccountID: a.ID, KeyID: &k.ID, Model: "m1", Status: 200,
+		Result: usage.ResultOK, PromptTokens: 5, CompletionTokens: 4, PriceMicroSEK: money.Price(5, 4, 100_000, 100_000)}
+	if rep, err := e.st.IngestBatch(ctx, usage.Batch{NodeID: "n", BatchID: "b", Records: []usage.Record{rec}}); err != nil || rep.Inserted != 1 {
+		t.Fatalf("ingest %+v %v", rep, err)
+	}
+	e.tick(t)
+	e.tick(t)
+	got := rcv.deliveries()
+	if len(got) != 1 {
+		t.Fatalf("%d deliveries, want 1 (the account's budget)", len(got))
+	}
+	if ev := decode(t, got[0]); ev.Subject != a.ID || ev.Value == nil || *ev.Value != 90 || !strings.Contains(ev.Detail, "90%") {
+		t.Fatalf("event %+v", ev)
 	}
 }
