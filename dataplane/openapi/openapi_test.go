@@ -526,7 +526,7 @@ func TestGatewayChoicesDocumented(t *testing.T) {
 	// The codes listed are the ones shared/apierror defines (kept in sync by hand; this
 	// list is the apierror constants at the time of writing).
 	codes := asMap(choices["error_codes"])
-	for _, c := range []string{"invalid_api_key", "api_key_expired", "insufficient_quota", "account_suspended",
+	for _, c := range []string{"invalid_api_key", "api_key_expired", "insufficient_quota", "budget_exceeded", "account_suspended",
 		"residency_unsatisfiable", "model_not_found", "endpoint_not_found", "request_not_found", "method_not_allowed",
 		"endpoint_not_supported", "unsupported_protocol", "request_too_large", "rate_limit_exceeded",
 		"concurrency_limit_exceeded", "provider_rate_limited", "provider_error", "no_route_available",
