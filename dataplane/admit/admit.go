@@ -82,7 +82,7 @@ func (s *Admitter) Inference(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (Princ
 		return p, ErrBalance
 	}
 	if aerr := s.overBudget(p); aerr != nil {
-		s.cfg.Telemetry.Refused(telemetry.RefuseBalance)
+		s.cfg.Telemetry.Refused(telemetry.RefuseBudget)
 		return p, aerr
 	}
 	return p, nil

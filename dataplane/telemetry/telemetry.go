@@ -44,10 +44,11 @@ const (
 	RefuseRate                       // key or account request rate
 	RefuseConcurrency                // key or account concurrent requests
 	RefuseSize                       // body over its endpoint's limit
+	RefuseBudget                     // the account's or key's spend budget used up
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"auth", "balance", "residency", "rate", "concurrency", "size"}
+var refusalNames = [numRefusals]string{"auth", "balance", "residency", "rate", "concurrency", "size", "budget"}
 
 func (r Refusal) String() string { return refusalNames[r] }
 

@@ -67,6 +67,7 @@ gateway_spend_micro_sek_total{kind="prompt",model="m1"} 480
 # TYPE gateway_admission_refusals_total counter
 gateway_admission_refusals_total{reason="auth"} 0
 gateway_admission_refusals_total{reason="balance"} 0
+gateway_admission_refusals_total{reason="budget"} 0
 gateway_admission_refusals_total{reason="concurrency"} 0
 gateway_admission_refusals_total{reason="rate"} 0
 gateway_admission_refusals_total{reason="residency"} 0
