@@ -140,6 +140,10 @@ func (b *balances) confirm(spend map[string]int64, bals []snapshot.Balance, spen
 		}
 		known, at := a.known, a.seq
 		if isKey(id) { // a key's spend is known from its budget spend alone
+			if !a.spentKnown { // no budget known: nothing to hold (budget.go)
+				sh.mu.Unlock()
+				continue
+			}
 			known, at = a.spentKnown, a.spentSeq
 		}
 		if !known || at < need {

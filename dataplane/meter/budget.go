@@ -22,6 +22,9 @@ import (
 // batch travels to the control plane and back. Spend known for a period that has ended
 // counts as 0; unconfirmed spend always counts, so just after a reset spend of the old
 // period may hold back the new one until it is confirmed (at most one batch round trip).
+// A key's confirmed spend is held back only once the node knows a spend of the key's (its
+// budget came with the snapshot): before that nothing enforces it, and the first spend
+// known covers everything confirmed up to its sequence.
 
 // isKey reports whether a balances entry is a key's (key_<hex>) rather than an account's.
 func isKey(id string) bool { return strings.HasPrefix(id, "key_") }

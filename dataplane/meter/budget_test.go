@@ -54,6 +54,9 @@ func TestBudgetLeft(t *testing.T) {
 			spent("key_000000000001", nov28, 100, 2), spend("key_000000000001", 400), confirm("key_000000000001", 400, nil, 3),
 			spent("key_000000000001", nov28, 500, 3),
 		}, 500},
+		{"a key's confirmed spend is not held before its spend is known", "key_000000000002", day, []func(*balances){
+			spend("key_000000000002", 400), confirm("key_000000000002", 400, nil, 3),
+		}, 1000},
 		{"over the limit", "acct_a", month, []func(*balances){spent("acct_a", nov1, 900, 5), spend("acct_a", 250)}, -150},
 	}
 	for _, tc := range tests {
