@@ -1,5 +1,6 @@
 // Package meter carries a data-plane node's request records to the control plane without
-// losing any, and keeps the node's view of account balances for admission.
+// losing any, and keeps the node's view of account balances, and of the spend of accounts'
+// and keys' budgets (budget.go, OverBudget), for admission.
 //
 // # Spool and durability
 //
