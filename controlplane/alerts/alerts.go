@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/store"
@@ -99,23 +100,24 @@ func New(cfg Config) (*Evaluator, error) {
 }
 
 // Run evaluates the rules every Interval and sends due deliveries every DeliverEvery
-// until ctx ends.
+// until ctx ends; slow webhooks do not hold up the evaluation.
 func (e *Evaluator) Run(ctx context.Context) {
-	eval := time.NewTicker(e.cfg.Interval)
-	defer eval.Stop()
-	deliver := time.NewTicker(e.cfg.DeliverEvery)
-	defer deliver.Stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { e.every(ctx, e.cfg.Interval, "alert evaluation failed", e.Evaluate) })
+	wg.Go(func() { e.every(ctx, e.cfg.DeliverEvery, "alert delivery failed", e.Deliver) })
+	wg.Wait()
+}
+
+func (e *Evaluator) every(ctx context.Context, d time.Duration, failed string, f func(context.Context) error) {
+	t := time.NewTicker(d)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-eval.C:
-			if err := e.Evaluate(ctx); err != nil && ctx.Err() == nil {
-				e.log.Error("alert evaluation failed", "err", err)
-			}
-		case <-deliver.C:
-			if err := e.Deliver(ctx); err != nil && ctx.Err() == nil {
-				e.log.Error("alert delivery failed", "err", err)
+		case <-t.C:
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				e.log.Error(failed, "err", err)
 			}
 		}
 	}

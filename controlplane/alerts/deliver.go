@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/store"
@@ -73,24 +74,28 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 	return nil
 }
 
-// Deliver sends every due delivery once: a 2xx answer delivers it; anything else is tried
-// again after the backoff, until MaxAttempts.
+// Deliver sends every due delivery once, up to claimBatch at a time in parallel: a 2xx
+// answer delivers it; anything else is tried again after the backoff, until MaxAttempts.
 func (e *Evaluator) Deliver(ctx context.Context) error {
 	for {
-		ds, err := e.cfg.Store.ClaimAlertDeliveries(ctx, e.cfg.HTTPClient.Timeout+time.Minute, 20)
+		ds, err := e.cfg.Store.ClaimAlertDeliveries(ctx, e.cfg.HTTPClient.Timeout+time.Minute, claimBatch)
 		if err != nil || len(ds) == 0 {
 			return err
 		}
-		for _, d := range ds {
-			if err := e.send(ctx, d); err != nil {
-				return err
-			}
+		errs := make([]error, len(ds))
+		var wg sync.WaitGroup
+		for i, d := range ds {
+			wg.Go(func() { errs[i] = e.send(ctx, d) })
 		}
-		if len(ds) < 20 {
-			return nil
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil || len(ds) < claimBatch {
+			return err
 		}
 	}
 }
+
+// claimBatch is how many due deliveries Deliver claims and sends at once.
+const claimBatch = 20
 
 // send makes one attempt of d and records it.
 func (e *Evaluator) send(ctx context.Context, d store.AlertDelivery) error {
