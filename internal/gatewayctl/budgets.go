@@ -3,7 +3,6 @@ package gatewayctl
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,17 +13,17 @@ import (
 
 // setBudgetCmd is "accounts set-budget" (key false) or "keys set-budget".
 func (a *app) setBudgetCmd(key bool) *cobra.Command {
-	what, also := "ACCOUNT_ID", "the account's"
+	what, whose, also := "ACCOUNT_ID", "the account's", ""
 	if key {
-		what, also = "KEY_ID", "the key's own (its account's budget applies as well)"
+		what, whose, also = "KEY_ID", "the key's own", " Its account's budget applies as well."
 	}
 	var limit, period string
 	var clear bool
 	cmd := &cobra.Command{
 		Use:   "set-budget " + what + " (--limit SEK [--period day|week|month] | --clear)",
-		Short: "Cap " + strings.TrimSuffix(also, " (its account's budget applies as well)") + " spend per UTC day, week or month",
-		Long: "Set " + also + " spend budget. Nodes refuse new inference with 402 budget_exceeded once the period's " +
-			"spend reaches it, until the period resets (00:00 UTC; weeks start on Monday).",
+		Short: "Cap " + whose + " spend per UTC day, week or month",
+		Long: "Set " + whose + " spend budget. Nodes refuse new inference with 402 budget_exceeded once the period's " +
+			"spend reaches it, until the period resets (00:00 UTC; weeks start on Monday)." + also,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req *adminapi.SetBudgetRequest
@@ -63,7 +62,7 @@ func (a *app) setBudgetCmd(key bool) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&limit, "limit", "", "the cap in SEK, e.g. 500 or 12.50")
 	cmd.Flags().StringVar(&period, "period", snapshot.PeriodMonth, "day, week or month (UTC)")
-	cmd.Flags().BoolVar(&clear, "clear", false, "remove "+strings.TrimSuffix(also, " (its account's budget applies as well)")+" budget")
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove "+whose+" budget")
 	return cmd
 }
 
