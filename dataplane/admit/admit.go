@@ -68,9 +68,9 @@ func (s *Admitter) Residency(p Principal) *apierror.Error {
 	return s.residency.check(p.Acct.Residency, p.Idx)
 }
 
-// Inference authenticates an inference request and checks the account's balance and
-// spend budgets (budget.go), counting
-// a refusal in the metrics. p is set whenever the key was found.
+// Inference authenticates an inference request and checks the account's balance and the
+// account's and key's spend budgets (budget.go), counting a refusal in the metrics. p is
+// set whenever the key was found.
 func (s *Admitter) Inference(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (Principal, *apierror.Error) {
 	p, aerr := s.Authenticate(ctx, allowXAPIKey, true)
 	if aerr != nil {
