@@ -5,45 +5,35 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/httpjson"
+	"github.com/sekgate/gateway/internal/flagenv"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
 // ServiceLimits bound the customer paths nodes forward (/v1/service/*), per API key and per
 // account (the identity the node authenticated); over a limit the answer is 429 with
-// Retry-After. Zero fields take the defaults noted.
+// Retry-After. The tagged fields are flags of the controlplane command; zero or negative
+// fields take their defaults.
 type ServiceLimits struct {
 	// ReadsPerSecond and ReadBurst bound the reads (account, request list, one request) of
-	// one key; an account gets twice both across its keys (defaults 10 and 50: a client
-	// pages through 5,000 records at once). Each read is a database query.
-	ReadsPerSecond float64
-	ReadBurst      int
-	// TopupsPerMinute bounds top-ups per key and per account (default 5, also the burst).
-	// A top-up refused as invalid (4xx) does not count.
-	TopupsPerMinute int
+	// one key; an account gets twice both across its keys (a client pages through 5,000
+	// records at once). Each read is a database query.
+	ReadsPerSecond float64 `flag:"service-reads-per-second" default:"10" help:"/v1/service/* reads per second per key (an account gets twice as many)"`
+	ReadBurst      int     `flag:"service-read-burst" default:"50" help:"burst of /v1/service/* reads per key (an account gets twice as many)"`
+	// TopupsPerMinute bounds top-ups per key and per account (also the burst). A top-up
+	// refused as invalid (4xx) does not count.
+	TopupsPerMinute int `flag:"service-topups-per-minute" default:"5" help:"top-ups per minute per key and per account (also the burst)"`
 	// CheckoutsPerHour bounds the checkout sessions (top-ups) of one account per hour
-	// (default 30, also the burst): each is a payment-provider call and a row.
-	CheckoutsPerHour int
-	// MaxKeys bounds the keys and accounts each limiter remembers (default 100,000); the
-	// least recently seen makes room.
-	MaxKeys int
+	// (also the burst): each is a payment-provider call and a row.
+	CheckoutsPerHour int `flag:"service-checkouts-per-hour" default:"30" help:"checkout sessions per account per hour (also the burst)"`
+	// MaxKeys bounds the keys and accounts each limiter remembers; the least recently seen
+	// makes room.
+	MaxKeys int `default:"100000"`
 }
 
 func (l *ServiceLimits) fill() {
-	if l.ReadsPerSecond <= 0 {
-		l.ReadsPerSecond = 10
-	}
-	if l.ReadBurst <= 0 {
-		l.ReadBurst = 50
-	}
-	if l.TopupsPerMinute <= 0 {
-		l.TopupsPerMinute = 5
-	}
-	if l.CheckoutsPerHour <= 0 {
-		l.CheckoutsPerHour = 30
-	}
-	if l.MaxKeys <= 0 {
-		l.MaxKeys = 100_000
-	}
+	l.ReadsPerSecond, l.ReadBurst = max(l.ReadsPerSecond, 0), max(l.ReadBurst, 0)
+	l.TopupsPerMinute, l.CheckoutsPerHour, l.MaxKeys = max(l.TopupsPerMinute, 0), max(l.CheckoutsPerHour, 0), max(l.MaxKeys, 0)
+	flagenv.MustDefaults(l)
 }
 
 // serviceLimiter holds the buckets of ServiceLimits.

@@ -22,7 +22,6 @@ import (
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/controlplane/payments"
-	"github.com/sekgate/gateway/controlplane/retention"
 	"github.com/sekgate/gateway/controlplane/signup"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/internal/daemon"
@@ -30,35 +29,41 @@ import (
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
-// Config is the control plane's settings: each is a flag (docs/configuration.md), also read
-// from GATEWAY_<NAME> and from the --config file.
+// Config is the control plane's settings, declared once: each tagged field is a flag
+// (flagenv.Bind), also read from GATEWAY_<NAME> and from the --config file, and a line of
+// docs/configuration.md.
 type Config struct {
-	listen              string            // node-facing listener address
-	databaseURL         flagenv.DSN       // Postgres URL of the runtime role
-	migrateDatabaseURL  flagenv.DSN       // Postgres URL of the schema owner (migrations)
-	adminToken          flagenv.Secret    // bearer token of the admin API
-	nodeTokens          flagenv.Secret    // comma-separated node bearer tokens
-	logLevel            string            // debug, info, warn or error
-	defaultLimitsFile   string            // limits for accounts and keys without their own
-	retentionDays       int               // days request records are kept
-	seriesDays          int               // days per-minute series are kept
-	maxConns            int               // Postgres pool size
-	signupPerMinute     int               // signup submissions per address per minute
-	ingestConcurrency   int               // usage batches applied at once
-	serviceLimits       api.ServiceLimits // /v1/service/* reads, top-ups and checkouts
-	signupConfirmURL    string            // signup form's confirmation page (enables signup)
-	signupErrorURL      string            // signup form's error page
-	stripeSecretKey     flagenv.Secret    // payment provider secret key (enables top-ups)
-	stripeAPIBase       string            // payment provider API base URL
-	stripeWebhookSecret flagenv.Secret    // payment webhook signing secret
-	topupSuccessURL     string            // checkout's return page after paying
-	topupCancelURL      string            // checkout's return page after cancelling
-	regionURLs          map[string]string // per residency policy, the region's base URL
-	regionURLsFlag      string            // --region-urls as given
-	alertInterval       time.Duration     // how often alert rules are evaluated
-	link                linkConfig        // admin listener, token files, signing, TLS
-	ops                 opsConfig         // private metrics and probes listener
-	console             consoleConfig     // operator console and its test box
+	// Listeners and credentials.
+	Listen         string            `flag:"listen" default:"127.0.0.1:8081" help:"address of the node-facing listener (internal API and forwarded customer paths)"`
+	AdminToken     flagenv.Secret    `flag:"admin-token" help:"bearer token of the admin API, at least 32 bytes (or --admin-token-file)"`
+	NodeTokens     flagenv.Secret    `flag:"node-tokens" help:"comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)"`
+	Link           linkConfig        // admin listener, token files, signing, TLS
+	Ops            opsConfig         // private metrics and probes listener
+	Console        consoleConfig     // operator console and its test box
+	LogLevel       string            `flag:"log-level" default:"info" help:"log level: debug, info, warn or error"`
+	RegionURLsFlag string            `flag:"region-urls" help:"policy=base URL pairs of the regions serving each residency policy"`
+	regionURLs     map[string]string // RegionURLsFlag, parsed
+	// Postgres.
+	DatabaseURL        flagenv.DSN `flag:"database-url" help:"Postgres connection URL of the runtime role, a member of gateway_runtime (required)"`
+	MigrateDatabaseURL flagenv.DSN `flag:"migrate-database-url" help:"Postgres URL of the schema owner, used for migrations then closed (empty: --database-url)"`
+	MaxConns           int         `flag:"max-conns" default:"10" help:"maximum Postgres connections in the pool"`
+	IngestConcurrency  int         `flag:"ingest-concurrency" default:"1" help:"usage batches applied at once; the rest wait in the process (negative: no bound)"`
+	RetentionDays      int         `flag:"retention-days" default:"90" help:"days request records are kept (whole day partitions are dropped)"`
+	SeriesDays         int         `flag:"series-retention-days" default:"14" help:"days the per-minute series of the live service view are kept"`
+	// Accounts, limits and alerts.
+	DefaultLimitsFile string            `flag:"default-limits-file" help:"YAML file of request limits for accounts and keys without their own (empty: unlimited)"`
+	ServiceLimits     api.ServiceLimits // /v1/service/* reads, top-ups and checkouts
+	AlertInterval     time.Duration     `flag:"alert-interval" default:"30s" help:"how often the alert rules are evaluated (docs/operations.md, Alerts)"`
+	// Signup.
+	SignupConfirmURL string `flag:"signup-confirm-url" help:"public confirmation page of the signup form (with --signup-error-url enables signup)"`
+	SignupErrorURL   string `flag:"signup-error-url" help:"public error page of the signup form"`
+	SignupPerMinute  int    `flag:"signup-rate-per-minute" default:"5" help:"signup submissions allowed per client address per minute (also the burst)"`
+	// Top-ups.
+	StripeSecretKey     flagenv.Secret `flag:"stripe-secret-key" help:"payment provider secret key (enables /v1/service/topup with the top-up URLs)"`
+	StripeAPIBase       string         `flag:"stripe-api-base" help:"payment provider API base URL (tests: a stripe-mock address)"`
+	StripeWebhookSecret flagenv.Secret `flag:"stripe-webhook-secret" help:"payment webhook signing secret (enables /v1/stripe/webhook)"`
+	TopupSuccessURL     string         `flag:"topup-success-url" help:"where checkout sends the customer after paying"`
+	TopupCancelURL      string         `flag:"topup-cancel-url" help:"where checkout sends the customer after cancelling"`
 }
 
 // FlagSet returns the control plane's settings as flags with their defaults, unparsed
@@ -70,34 +75,9 @@ func FlagSet() *flag.FlagSet {
 
 func flagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:8081", "address of the node-facing listener (internal API and forwarded customer paths)")
-	fs.Var(&c.databaseURL, "database-url", "Postgres connection URL of the runtime role, a member of gateway_runtime (required)")
-	fs.Var(&c.migrateDatabaseURL, "migrate-database-url", "Postgres URL of the schema owner, used for migrations then closed (empty: --database-url)")
-	fs.Var(&c.adminToken, "admin-token", "bearer token of the admin API, at least 32 bytes (or --admin-token-file)")
-	fs.Var(&c.nodeTokens, "node-tokens", "comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)")
-	fs.IntVar(&c.retentionDays, "retention-days", 90, "days request records are kept (whole day partitions are dropped)")
-	fs.IntVar(&c.seriesDays, "series-retention-days", retention.DefaultSeriesDays, "days the per-minute series of the live service view are kept")
-	fs.StringVar(&c.defaultLimitsFile, "default-limits-file", "", "YAML file of request limits for accounts and keys without their own (empty: unlimited)")
-	fs.IntVar(&c.maxConns, "max-conns", 10, "maximum Postgres connections in the pool")
-	fs.IntVar(&c.ingestConcurrency, "ingest-concurrency", store.DefaultIngestConcurrency, "usage batches applied at once; the rest wait in the process (negative: no bound)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&c.signupConfirmURL, "signup-confirm-url", "", "public confirmation page of the signup form (with --signup-error-url enables signup)")
-	fs.StringVar(&c.signupErrorURL, "signup-error-url", "", "public error page of the signup form")
-	fs.IntVar(&c.signupPerMinute, "signup-rate-per-minute", 5, "signup submissions allowed per client address per minute (also the burst)")
-	fs.Var(&c.stripeSecretKey, "stripe-secret-key", "payment provider secret key (enables /v1/service/topup with the top-up URLs)")
-	fs.StringVar(&c.stripeAPIBase, "stripe-api-base", "", "payment provider API base URL (tests: a stripe-mock address)")
-	fs.Var(&c.stripeWebhookSecret, "stripe-webhook-secret", "payment webhook signing secret (enables /v1/stripe/webhook)")
-	fs.StringVar(&c.topupSuccessURL, "topup-success-url", "", "where checkout sends the customer after paying")
-	fs.StringVar(&c.topupCancelURL, "topup-cancel-url", "", "where checkout sends the customer after cancelling")
-	fs.StringVar(&c.regionURLsFlag, "region-urls", "", "policy=base URL pairs of the regions serving each residency policy")
-	fs.Float64Var(&c.serviceLimits.ReadsPerSecond, "service-reads-per-second", 10, "/v1/service/* reads per second per key (an account gets twice as many)")
-	fs.IntVar(&c.serviceLimits.ReadBurst, "service-read-burst", 50, "burst of /v1/service/* reads per key (an account gets twice as many)")
-	fs.IntVar(&c.serviceLimits.TopupsPerMinute, "service-topups-per-minute", 5, "top-ups per minute per key and per account (also the burst)")
-	fs.IntVar(&c.serviceLimits.CheckoutsPerHour, "service-checkouts-per-hour", 30, "checkout sessions per account per hour (also the burst)")
-	fs.DurationVar(&c.alertInterval, "alert-interval", 30*time.Second, "how often the alert rules are evaluated (docs/operations.md, Alerts)")
-	c.link.register(fs)
-	c.ops.register(fs)
-	c.console.register(fs)
+	if err := flagenv.Bind(fs, c); err != nil {
+		panic(err) // the tags are checked by TestConfigurationReference and TestFlagDefaults
+	}
 	return fs
 }
 
@@ -111,29 +91,29 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 		return c, err
 	}
 	switch {
-	case c.databaseURL.Reveal() == "":
+	case c.DatabaseURL.Reveal() == "":
 		return c, errors.New("--database-url (GATEWAY_DATABASE_URL) is required")
-	case c.retentionDays < 1:
+	case c.RetentionDays < 1:
 		return c, errors.New("--retention-days must be at least 1")
-	case c.seriesDays < 1:
+	case c.SeriesDays < 1:
 		return c, errors.New("--series-retention-days must be at least 1")
-	case c.alertInterval < time.Second:
+	case c.AlertInterval < time.Second:
 		return c, errors.New("--alert-interval must be at least 1s (a duration such as 30s or 2m)")
-	case c.serviceLimits.ReadsPerSecond <= 0 || c.serviceLimits.ReadBurst < 1 ||
-		c.serviceLimits.TopupsPerMinute < 1 || c.serviceLimits.CheckoutsPerHour < 1:
+	case c.ServiceLimits.ReadsPerSecond <= 0 || c.ServiceLimits.ReadBurst < 1 ||
+		c.ServiceLimits.TopupsPerMinute < 1 || c.ServiceLimits.CheckoutsPerHour < 1:
 		return c, errors.New("--service-reads-per-second, --service-read-burst, --service-topups-per-minute and --service-checkouts-per-hour must be positive")
 	}
 	var err error
-	if c.regionURLs, err = snapshot.ParseRegionURLs(c.regionURLsFlag); err != nil {
+	if c.regionURLs, err = snapshot.ParseRegionURLs(c.RegionURLsFlag); err != nil {
 		return c, fmt.Errorf("--region-urls: %w", err)
 	}
-	return c, c.link.resolve(&c)
+	return c, c.Link.resolve(&c)
 }
 
 // Main runs the controlplane command with its arguments (args) and exits the process
 // with its status.
 func Main(args []string) {
-	daemon.Main("controlplane", args, parseFlags, func(c Config) string { return c.logLevel }, run)
+	daemon.Main("controlplane", args, parseFlags, func(c Config) string { return c.LogLevel }, run)
 }
 
 func run(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -156,24 +136,24 @@ func addIntegrations(a *api.Config, cfg Config, st *store.Store, metrics *opsmet
 		return err
 	}
 	a.Admin = rev.Routes()
-	if cfg.signupConfirmURL != "" || cfg.signupErrorURL != "" {
-		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.signupConfirmURL, ErrorURL: cfg.signupErrorURL,
-			Rate: rate.Limit(float64(cfg.signupPerMinute) / 60), Burst: cfg.signupPerMinute, Logger: log, OnSubmission: metrics.Signup})
+	if cfg.SignupConfirmURL != "" || cfg.SignupErrorURL != "" {
+		h, err := signup.NewHandler(signup.Config{Store: signups, ConfirmURL: cfg.SignupConfirmURL, ErrorURL: cfg.SignupErrorURL,
+			Rate: rate.Limit(float64(cfg.SignupPerMinute) / 60), Burst: cfg.SignupPerMinute, Logger: log, OnSubmission: metrics.Signup})
 		if err != nil {
 			return err
 		}
 		a.Signup = h
 	}
-	if cfg.stripeSecretKey.Reveal() != "" {
-		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.stripeSecretKey.Reveal(), APIBase: cfg.stripeAPIBase, Sessions: st,
-			SuccessURL: cfg.topupSuccessURL, CancelURL: cfg.topupCancelURL, Logger: log, OnSession: metrics.TopupSession})
+	if cfg.StripeSecretKey.Reveal() != "" {
+		h, err := payments.NewTopup(payments.TopupConfig{SecretKey: cfg.StripeSecretKey.Reveal(), APIBase: cfg.StripeAPIBase, Sessions: st,
+			SuccessURL: cfg.TopupSuccessURL, CancelURL: cfg.TopupCancelURL, Logger: log, OnSession: metrics.TopupSession})
 		if err != nil {
 			return err
 		}
 		a.Topup = h
 	}
-	if cfg.stripeWebhookSecret.Reveal() != "" {
-		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.stripeWebhookSecret.Reveal(), SecretKey: cfg.stripeSecretKey.Reveal(), Ledger: st, Logger: log, OnEvent: metrics.WebhookEvent})
+	if cfg.StripeWebhookSecret.Reveal() != "" {
+		h, err := payments.NewWebhook(payments.WebhookConfig{Secret: cfg.StripeWebhookSecret.Reveal(), SecretKey: cfg.StripeSecretKey.Reveal(), Ledger: st, Logger: log, OnEvent: metrics.WebhookEvent})
 		if err != nil {
 			return err
 		}

@@ -53,10 +53,10 @@ func testConfig(t *testing.T) (Config, ed25519.PublicKey) {
 	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return Config{listen: freeAddr(t), databaseURL: flagenv.NewDSN(pgtest.NewDatabase(t)), adminToken: flagenv.NewSecret(testAdminToken),
-		nodeTokens:    flagenv.NewSecret(testNodeToken),
-		retentionDays: 90, maxConns: 4,
-		link: linkConfig{adminListen: freeAddr(t), signingKeyFile: keyFile, reissue: time.Hour}}, pub
+	return Config{Listen: freeAddr(t), DatabaseURL: flagenv.NewDSN(pgtest.NewDatabase(t)), AdminToken: flagenv.NewSecret(testAdminToken),
+		NodeTokens:    flagenv.NewSecret(testNodeToken),
+		RetentionDays: 90, MaxConns: 4,
+		Link: linkConfig{AdminListen: freeAddr(t), SigningKeyFile: keyFile, Reissue: time.Hour}}, pub
 }
 
 func TestFlagsAndEnv(t *testing.T) {
@@ -69,9 +69,9 @@ func TestFlagsAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.databaseURL.Reveal() != "postgres://env/db" || c.adminToken.Reveal() != testAdminToken ||
-		c.nodeTokens.Reveal() != testNodeToken+","+testNodeToken+"2" ||
-		c.retentionDays != 30 || c.listen != "127.0.0.1:9999" || c.link.adminListen != "127.0.0.1:8082" {
+	if c.DatabaseURL.Reveal() != "postgres://env/db" || c.AdminToken.Reveal() != testAdminToken ||
+		c.NodeTokens.Reveal() != testNodeToken+","+testNodeToken+"2" ||
+		c.RetentionDays != 30 || c.Listen != "127.0.0.1:9999" || c.Link.AdminListen != "127.0.0.1:8082" {
 		t.Fatalf("config %+v", c)
 	}
 	t.Setenv("GATEWAY_RETENTION_DAYS", "many")
@@ -80,8 +80,8 @@ func TestFlagsAndEnv(t *testing.T) {
 	}
 	t.Setenv("GATEWAY_RETENTION_DAYS", "90")
 	c, err = parseFlags([]string{"--service-reads-per-second", "2.5", "--service-checkouts-per-hour", "3"})
-	if err != nil || c.serviceLimits.ReadsPerSecond != 2.5 || c.serviceLimits.ReadBurst != 50 || c.serviceLimits.CheckoutsPerHour != 3 {
-		t.Fatalf("service limits %+v: %v", c.serviceLimits, err)
+	if err != nil || c.ServiceLimits.ReadsPerSecond != 2.5 || c.ServiceLimits.ReadBurst != 50 || c.ServiceLimits.CheckoutsPerHour != 3 {
+		t.Fatalf("service limits %+v: %v", c.ServiceLimits, err)
 	}
 	if _, err := parseFlags([]string{"--service-read-burst", "0"}); err == nil {
 		t.Fatal("a zero read burst accepted")
@@ -95,8 +95,8 @@ func TestFlagsAndEnv(t *testing.T) {
 func TestRunServesAndShutsDown(t *testing.T) {
 	cfg, _ := testConfig(t)
 	db := pgtest.NewRoles(t) // migrate as the owner, serve as the runtime role
-	cfg.databaseURL, cfg.migrateDatabaseURL = flagenv.NewDSN(db.RuntimeURL), flagenv.NewDSN(db.OwnerURL)
-	addr := cfg.listen
+	cfg.DatabaseURL, cfg.MigrateDatabaseURL = flagenv.NewDSN(db.RuntimeURL), flagenv.NewDSN(db.OwnerURL)
+	addr := cfg.Listen
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)
@@ -105,7 +105,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	get := func(path, token string) int {
 		a := addr
 		if strings.HasPrefix(path, "/admin/") {
-			a = cfg.link.adminListen
+			a = cfg.Link.AdminListen
 		}
 		req, _ := http.NewRequest("GET", "http://"+a+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -176,8 +176,8 @@ func TestDefaultLimitsFile(t *testing.T) {
 		{filepath.Join(t.TempDir(), "missing.yaml"), 0, true},
 	} {
 		cfg, _ := testConfig(t)
-		cfg.defaultLimitsFile = tc.file
-		addr := cfg.listen
+		cfg.DefaultLimitsFile = tc.file
+		addr := cfg.Listen
 		ctx, cancel := context.WithCancel(context.Background())
 		ran := make(chan error, 1)
 		go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()

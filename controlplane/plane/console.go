@@ -2,7 +2,6 @@ package plane
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,25 +16,18 @@ import (
 
 // consoleConfig holds the operator console's flags.
 type consoleConfig struct {
-	disable         bool
-	insecureCookies bool
-	testBoxURL      string
-	testBoxToken    flagenv.Secret
-}
-
-func (c *consoleConfig) register(fs *flag.FlagSet) {
-	fs.BoolVar(&c.disable, "disable-console", false, "do not serve the operator console (/console/ on the admin listener)")
-	fs.BoolVar(&c.insecureCookies, "console-insecure-cookies", false, "leave Secure off the console's cookies (plain HTTP off localhost only)")
-	fs.StringVar(&c.testBoxURL, "test-box-url", "", "base URL of a data plane's --test-box-listen, https or loopback http (empty: no test box)")
-	fs.Var(&c.testBoxToken, "test-box-token", "the test box's own token, the data plane's --test-box-token (not a node token)")
+	Disable         bool           `flag:"disable-console" help:"do not serve the operator console (/console/ on the admin listener)"`
+	InsecureCookies bool           `flag:"console-insecure-cookies" help:"leave Secure off the console's cookies (plain HTTP off localhost only)"`
+	TestBoxURL      string         `flag:"test-box-url" help:"base URL of a data plane's --test-box-listen, https or loopback http (empty: no test box)"`
+	TestBoxToken    flagenv.Secret `flag:"test-box-token" help:"the test box's own token, the data plane's --test-box-token (not a node token)"`
 }
 
 // testBox returns the test-box client, or nil when no data plane is configured.
 func (c *consoleConfig) testBox(nodeTokens string) (api.TestBox, error) {
-	if c.testBoxURL == "" {
+	if c.TestBoxURL == "" {
 		return nil, nil
 	}
-	tok := strings.TrimSpace(c.testBoxToken.Reveal())
+	tok := strings.TrimSpace(c.TestBoxToken.Reveal())
 	if len(tok) < internalapi.MinTokenBytes {
 		return nil, fmt.Errorf("--test-box-url needs --test-box-token of at least %d bytes", internalapi.MinTokenBytes)
 	}
@@ -44,15 +36,15 @@ func (c *consoleConfig) testBox(nodeTokens string) (api.TestBox, error) {
 			return nil, errors.New("--test-box-token must not be a node token")
 		}
 	}
-	return testbox.New(testbox.Config{URL: c.testBoxURL, Token: tok})
+	return testbox.New(testbox.Config{URL: c.TestBoxURL, Token: tok})
 }
 
 // handler serves the console under /console/ beside the admin API.
 func (c *consoleConfig) handler(admin http.Handler, log *slog.Logger) (http.Handler, error) {
-	if c.disable {
+	if c.Disable {
 		return admin, nil
 	}
-	con, err := console.New(console.Config{API: admin, InsecureCookies: c.insecureCookies, Logger: log})
+	con, err := console.New(console.Config{API: admin, InsecureCookies: c.InsecureCookies, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,49 +21,41 @@ import (
 // linkConfig holds the settings of the link to the nodes and of the admin surface:
 // the admin listener, token files, snapshot signing and TLS.
 type linkConfig struct {
-	adminListen                      string
-	adminTokenFile, nodeTokensFile   string
-	signingKeyFile                   string
-	reissue                          time.Duration
-	tlsCert, tlsKey, tlsClientCAFile string
-}
-
-func (l *linkConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.adminListen, "admin-listen", "127.0.0.1:8082", "address of the admin API's own listener (keep it on loopback or a private network)")
-	fs.StringVar(&l.adminTokenFile, "admin-token-file", "", "file holding the admin API token (instead of --admin-token)")
-	fs.StringVar(&l.nodeTokensFile, "node-tokens-file", "", "file holding the node tokens, one per line (instead of --node-tokens)")
-	fs.StringVar(&l.signingKeyFile, "snapshot-signing-key-file", "", "ed25519 private key signing snapshots, PEM or 32-byte seed (required)")
-	fs.DurationVar(&l.reissue, "snapshot-reissue-interval", time.Hour, "re-sign the current snapshot this often (well under the nodes' --snapshot-max-age)")
-	fs.StringVar(&l.tlsCert, "tls-cert-file", "", "PEM certificate of the node-facing listener (TLS with --tls-key-file; re-read on change)")
-	fs.StringVar(&l.tlsKey, "tls-key-file", "", "PEM private key of the node-facing listener")
-	fs.StringVar(&l.tlsClientCAFile, "tls-client-ca-file", "", "PEM CA bundle; when set, nodes must present a client certificate it signed (mTLS)")
+	AdminListen     string        `flag:"admin-listen" default:"127.0.0.1:8082" help:"address of the admin API's own listener (keep it on loopback or a private network)"`
+	AdminTokenFile  string        `flag:"admin-token-file" help:"file holding the admin API token (instead of --admin-token)"`
+	NodeTokensFile  string        `flag:"node-tokens-file" help:"file holding the node tokens, one per line (instead of --node-tokens)"`
+	SigningKeyFile  string        `flag:"snapshot-signing-key-file" help:"ed25519 private key signing snapshots, PEM or 32-byte seed (required)"`
+	Reissue         time.Duration `flag:"snapshot-reissue-interval" default:"1h" help:"re-sign the current snapshot this often (well under the nodes' --snapshot-max-age)"`
+	TLSCert         string        `flag:"tls-cert-file" help:"PEM certificate of the node-facing listener (TLS with --tls-key-file; re-read on change)"`
+	TLSKey          string        `flag:"tls-key-file" help:"PEM private key of the node-facing listener"`
+	TLSClientCAFile string        `flag:"tls-client-ca-file" help:"PEM CA bundle; when set, nodes must present a client certificate it signed (mTLS)"`
 }
 
 // resolve reads the token files into c and checks what the link needs.
 func (l *linkConfig) resolve(c *Config) error {
 	var err error
-	if c.adminToken, err = oneOf("admin token", "--admin-token", c.adminToken, "--admin-token-file", l.adminTokenFile); err != nil {
+	if c.AdminToken, err = oneOf("admin token", "--admin-token", c.AdminToken, "--admin-token-file", l.AdminTokenFile); err != nil {
 		return err
 	}
-	if c.nodeTokens, err = oneOf("node tokens", "--node-tokens", c.nodeTokens, "--node-tokens-file", l.nodeTokensFile); err != nil {
+	if c.NodeTokens, err = oneOf("node tokens", "--node-tokens", c.NodeTokens, "--node-tokens-file", l.NodeTokensFile); err != nil {
 		return err
 	}
-	if l.nodeTokensFile != "" { // lines (or spaces) to the list form
-		c.nodeTokens = flagenv.NewSecret(strings.Join(strings.Fields(c.nodeTokens.Reveal()), ","))
+	if l.NodeTokensFile != "" { // lines (or spaces) to the list form
+		c.NodeTokens = flagenv.NewSecret(strings.Join(strings.Fields(c.NodeTokens.Reveal()), ","))
 	}
-	admin, nodes := c.adminToken.Reveal(), c.nodeTokens.Reveal()
+	admin, nodes := c.AdminToken.Reveal(), c.NodeTokens.Reveal()
 	switch {
 	case admin == "":
 		return errors.New("--admin-token-file or --admin-token (GATEWAY_ADMIN_TOKEN) is required")
 	case strings.Trim(nodes, ", ") == "":
 		return errors.New("--node-tokens-file or --node-tokens (GATEWAY_NODE_TOKENS) is required")
-	case l.signingKeyFile == "":
+	case l.SigningKeyFile == "":
 		return errors.New("--snapshot-signing-key-file (GATEWAY_SNAPSHOT_SIGNING_KEY_FILE) is required")
-	case (l.tlsCert == "") != (l.tlsKey == ""):
+	case (l.TLSCert == "") != (l.TLSKey == ""):
 		return errors.New("--tls-cert-file and --tls-key-file go together")
-	case l.tlsClientCAFile != "" && l.tlsCert == "":
+	case l.TLSClientCAFile != "" && l.TLSCert == "":
 		return errors.New("--tls-client-ca-file needs TLS (--tls-cert-file, --tls-key-file)")
-	case l.reissue <= 0:
+	case l.Reissue <= 0:
 		return errors.New("--snapshot-reissue-interval must be positive")
 	}
 	if err := api.CheckToken("admin token", admin); err != nil {
@@ -108,13 +99,13 @@ func tokenLines(b []byte) string {
 }
 
 func (l *linkConfig) signingKey() (ed25519.PrivateKey, error) {
-	return snapshot.ReadPrivateKeyFile(l.signingKeyFile)
+	return snapshot.ReadPrivateKeyFile(l.SigningKeyFile)
 }
 
 // serverTLS is the node-facing listener's TLS configuration, nil without TLS.
 func (l *linkConfig) serverTLS(log *slog.Logger) (*tls.Config, error) {
-	if l.tlsCert == "" {
+	if l.TLSCert == "" {
 		return nil, nil
 	}
-	return tlsfiles.ServerConfig(l.tlsCert, l.tlsKey, l.tlsClientCAFile, log)
+	return tlsfiles.ServerConfig(l.TLSCert, l.TLSKey, l.TLSClientCAFile, log)
 }

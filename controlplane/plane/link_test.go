@@ -33,8 +33,8 @@ func TestTokenFilesAndMinimumLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.adminToken.Reveal() != testAdminToken || c.nodeTokens.Reveal() != testNodeToken+","+testNodeToken+"-b" {
-		t.Fatalf("tokens %q %q", c.adminToken.Reveal(), c.nodeTokens.Reveal())
+	if c.AdminToken.Reveal() != testAdminToken || c.NodeTokens.Reveal() != testNodeToken+","+testNodeToken+"-b" {
+		t.Fatalf("tokens %q %q", c.AdminToken.Reveal(), c.NodeTokens.Reveal())
 	}
 	for _, tc := range []struct {
 		name string
@@ -70,8 +70,8 @@ func TestNodeListenerTLSAndMutualTLS(t *testing.T) {
 	cfg, pub := testConfig(t)
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, dir, "ca")
-	cfg.link.tlsCert, cfg.link.tlsKey, _ = ca.Issue(t, dir, "cp")
-	cfg.link.tlsClientCAFile = ca.File
+	cfg.Link.TLSCert, cfg.Link.TLSKey, _ = ca.Issue(t, dir, "cp")
+	cfg.Link.TLSClientCAFile = ca.File
 	nodeCert, nodeKey, _ := ca.Issue(t, dir, "node")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,7 +80,7 @@ func TestNodeListenerTLSAndMutualTLS(t *testing.T) {
 	defer func() { cancel(); <-ran }()
 
 	poll := func(tc *http.Client) (*snapshot.Snapshot, error) {
-		req, _ := http.NewRequest("GET", "https://"+cfg.listen+"/internal/v1/snapshot?have=0", nil)
+		req, _ := http.NewRequest("GET", "https://"+cfg.Listen+"/internal/v1/snapshot?have=0", nil)
 		req.Header.Set("Authorization", "Bearer "+testNodeToken)
 		req.Header.Set("X-Node-Id", "n1")
 		res, err := tc.Do(req)
@@ -120,7 +120,7 @@ func TestNodeListenerTLSAndMutualTLS(t *testing.T) {
 		t.Fatal("plain HTTP served on the TLS listener")
 	}
 	// The admin listener answers without TLS on its own address.
-	if st, _ := getAt(cfg.link.adminListen, "/admin/v1/snapshot", testAdminToken); st != 200 {
+	if st, _ := getAt(cfg.Link.AdminListen, "/admin/v1/snapshot", testAdminToken); st != 200 {
 		t.Fatalf("admin listener: %d", st)
 	}
 }

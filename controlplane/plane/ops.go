@@ -3,7 +3,6 @@ package plane
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,10 +15,8 @@ import (
 )
 
 // opsConfig is the private ops listener's setting.
-type opsConfig struct{ listen string }
-
-func (o *opsConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.listen, "ops-listen", "", "private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)")
+type opsConfig struct {
+	Listen string `flag:"ops-listen" help:"private address for /metrics, /livez, /readyz and /debug/pprof/ (empty: off)"`
 }
 
 // opsServer is the running ops listener; a nil *opsServer (listener off) does nothing.
@@ -43,12 +40,12 @@ func watch(m *opsmetrics.Metrics, st *store.Store, pub *publish.Publisher, log *
 
 // startOps opens the ops listener when --ops-listen is set.
 func startOps(cfg opsConfig, m *opsmetrics.Metrics, st *store.Store, log *slog.Logger) (*opsServer, error) {
-	if cfg.listen == "" {
+	if cfg.Listen == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", cfg.listen)
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.listen, err)
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	o := &opsServer{done: make(chan error, 1), log: log}
 	o.srv = &http.Server{

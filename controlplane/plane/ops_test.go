@@ -24,7 +24,7 @@ import (
 // exported with its applied version and lag.
 func TestOpsListenerMetrics(t *testing.T) {
 	cfg, _ := testConfig(t)
-	cfg.ops.listen = freeAddr(t)
+	cfg.Ops.Listen = freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
@@ -36,7 +36,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 			t.Error("shutdown hung")
 		}
 	}()
-	ops := "http://" + cfg.ops.listen
+	ops := "http://" + cfg.Ops.Listen
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if st, _ := plainGet(ops + "/readyz"); st == 200 {
@@ -52,7 +52,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 	}
 	// A node polls (acknowledging version 0) so the node gauges have a row.
 	waitFor(t, "a snapshot", func() bool {
-		st, _ := getAt(cfg.listen, "/internal/v1/snapshot?have=0&region=se-sto", testNodeToken)
+		st, _ := getAt(cfg.Listen, "/internal/v1/snapshot?have=0&region=se-sto", testNodeToken)
 		return st == 200
 	})
 
@@ -64,7 +64,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 	post := func(batchID string, recs ...json.RawMessage) usage.Reply {
 		t.Helper()
 		body, _ := json.Marshal(rawBatch{NodeID: "n1", BatchID: batchID, Records: recs})
-		req, _ := http.NewRequest("POST", "http://"+cfg.listen+internalapi.PathUsage, bytes.NewReader(body))
+		req, _ := http.NewRequest("POST", "http://"+cfg.Listen+internalapi.PathUsage, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+testNodeToken)
 		req.Header.Set(internalapi.HeaderNodeID, "n1")
 		req.Header.Set(internalapi.HeaderSpoolAge, "1500")
@@ -108,7 +108,7 @@ func TestOpsListenerMetrics(t *testing.T) {
 		{"gateway_cp_node_applied_snapshot_version", map[string]string{"node": "n1"}, 0},
 		{"gateway_cp_node_spool_age_seconds", map[string]string{"node": "n1"}, 1.5},
 		{"gateway_cp_node_info", map[string]string{"node": "n1", "region": "se-sto"}, 1},
-		{"gateway_cp_db_pool_max_conns", nil, float64(cfg.maxConns)},
+		{"gateway_cp_db_pool_max_conns", nil, float64(cfg.MaxConns)},
 	} {
 		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)

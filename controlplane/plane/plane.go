@@ -51,15 +51,15 @@ func (p *plane) close() {
 // openStore opens the database (migrating it) and starts the ops listener.
 func (p *plane) openStore(ctx context.Context) error {
 	cfg := p.cfg
-	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.databaseURL.Reveal(), MigrateDatabaseURL: cfg.migrateDatabaseURL.Reveal(), MaxConns: int32(cfg.maxConns), Logger: p.log,
-		Metrics: p.metrics, RecordRetention: time.Duration(cfg.retentionDays) * 24 * time.Hour,
-		IngestConcurrency: cfg.ingestConcurrency})
+	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL.Reveal(), MigrateDatabaseURL: cfg.MigrateDatabaseURL.Reveal(), MaxConns: int32(cfg.MaxConns), Logger: p.log,
+		Metrics: p.metrics, RecordRetention: time.Duration(cfg.RetentionDays) * 24 * time.Hour,
+		IngestConcurrency: cfg.IngestConcurrency})
 	if err != nil {
 		return err
 	}
 	p.st = st
 	p.closers = append(p.closers, st.Close)
-	if p.ops, err = startOps(cfg.ops, p.metrics, st, p.log); err != nil {
+	if p.ops, err = startOps(cfg.Ops, p.metrics, st, p.log); err != nil {
 		return err
 	}
 	p.closers = append(p.closers, p.ops.stop)
@@ -71,21 +71,21 @@ func (p *plane) openStore(ctx context.Context) error {
 func (p *plane) newPublisher(context.Context) error {
 	cfg := p.cfg
 	var limits snapshot.Limits
-	if cfg.defaultLimitsFile != "" {
-		b, err := os.ReadFile(cfg.defaultLimitsFile)
+	if cfg.DefaultLimitsFile != "" {
+		b, err := os.ReadFile(cfg.DefaultLimitsFile)
 		if err != nil {
 			return fmt.Errorf("read default limits: %w", err)
 		}
 		if limits, err = catalog.ParseLimitsYAML(b); err != nil {
-			return fmt.Errorf("default limits %s: %w", cfg.defaultLimitsFile, err)
+			return fmt.Errorf("default limits %s: %w", cfg.DefaultLimitsFile, err)
 		}
 	}
-	signer, err := cfg.link.signingKey()
+	signer, err := cfg.Link.signingKey()
 	if err != nil {
 		return err
 	}
 	p.defaultLimits = limits
-	p.pub, err = publish.New(publish.Config{Store: p.st, Logger: p.log, DefaultLimits: limits, RegionURLs: cfg.regionURLs, Signer: signer, Reissue: cfg.link.reissue, Metrics: p.metrics})
+	p.pub, err = publish.New(publish.Config{Store: p.st, Logger: p.log, DefaultLimits: limits, RegionURLs: cfg.regionURLs, Signer: signer, Reissue: cfg.Link.Reissue, Metrics: p.metrics})
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (p *plane) newPublisher(context.Context) error {
 // due (today's among them) before the control plane serves.
 func (p *plane) newRetention(ctx context.Context) error {
 	var err error
-	p.ret, err = retention.New(retention.Config{Store: p.st, Days: p.cfg.retentionDays, SeriesDays: p.cfg.seriesDays, Logger: p.log,
+	p.ret, err = retention.New(retention.Config{Store: p.st, Days: p.cfg.RetentionDays, SeriesDays: p.cfg.SeriesDays, Logger: p.log,
 		OnDeleted: p.metrics.RetentionDeleted, OnDropped: p.metrics.RetentionDayDropped})
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (p *plane) newRetention(ctx context.Context) error {
 // newAlerts builds the alert rules' evaluator.
 func (p *plane) newAlerts(context.Context) error {
 	var err error
-	p.alerts, err = alerts.New(alerts.Config{Store: p.st, Interval: p.cfg.alertInterval, Logger: p.log})
+	p.alerts, err = alerts.New(alerts.Config{Store: p.st, Interval: p.cfg.AlertInterval, Logger: p.log})
 	return err
 }
 
@@ -121,19 +121,19 @@ func (p *plane) newAlerts(context.Context) error {
 // signup) and the admin API with the console.
 func (p *plane) newHandlers(context.Context) error {
 	cfg := p.cfg
-	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.adminToken.Reveal(), NodeTokens: strings.Split(cfg.nodeTokens.Reveal(), ","), Logger: p.log,
-		ServiceLimits: cfg.serviceLimits, DefaultLimits: p.defaultLimits}
+	acfg := api.Config{Store: p.st, Snapshots: p.pub, AdminToken: cfg.AdminToken.Reveal(), NodeTokens: strings.Split(cfg.NodeTokens.Reveal(), ","), Logger: p.log,
+		ServiceLimits: cfg.ServiceLimits, DefaultLimits: p.defaultLimits}
 	if err := addIntegrations(&acfg, cfg, p.st, p.metrics, p.log); err != nil {
 		return err
 	}
 	var err error
-	if acfg.TestBox, err = cfg.console.testBox(cfg.nodeTokens.Reveal()); err != nil {
+	if acfg.TestBox, err = cfg.Console.testBox(cfg.NodeTokens.Reveal()); err != nil {
 		return err
 	}
 	if p.handlers, err = api.New(acfg); err != nil {
 		return err
 	}
-	p.admin, err = cfg.console.handler(p.handlers.Admin, p.log)
+	p.admin, err = cfg.Console.handler(p.handlers.Admin, p.log)
 	return err
 }
 
@@ -141,21 +141,21 @@ func (p *plane) newHandlers(context.Context) error {
 // retention job and the alert rules, and shuts down gracefully when ctx ends.
 func (p *plane) serve(ctx context.Context) error {
 	cfg, log := p.cfg, p.log
-	serverTLS, err := cfg.link.serverTLS(log)
+	serverTLS, err := cfg.Link.serverTLS(log)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.listen)
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	if serverTLS != nil {
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	adminLn, err := net.Listen("tcp", cfg.link.adminListen)
+	adminLn, err := net.Listen("tcp", cfg.Link.AdminListen)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("listen on %s: %w", cfg.link.adminListen, err)
+		return fmt.Errorf("listen on %s: %w", cfg.Link.AdminListen, err)
 	}
 	// Requests derive from base, which is cancelled during shutdown to end long-polls.
 	base, cancelBase := context.WithCancel(context.Background())
@@ -181,7 +181,7 @@ func (p *plane) serve(ctx context.Context) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	go func() { serveErr <- adminSrv.Serve(adminLn) }()
-	log.Info("control plane listening", "addr", ln.Addr().String(), "tls", serverTLS != nil, "mtls", cfg.link.tlsClientCAFile != "",
+	log.Info("control plane listening", "addr", ln.Addr().String(), "tls", serverTLS != nil, "mtls", cfg.Link.TLSClientCAFile != "",
 		"admin_addr", adminLn.Addr().String())
 
 	select {
