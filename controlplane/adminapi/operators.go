@@ -9,7 +9,8 @@ import (
 
 // Operator roles, weakest first: a viewer reads; an operator also changes accounts, keys,
 // credits and signups and uses the test box; an admin also loads the catalogue and
-// manages operators. The static admin token acts as an admin.
+// manages operators. The static admin token acts as an admin. Any role may make and revoke
+// its own operator tokens; an admin sees and revokes everyone's.
 const (
 	RoleViewer   = "viewer"
 	RoleOperator = "operator"
@@ -20,15 +21,18 @@ const (
 type Operator struct {
 	Name      string    `json:"name"`
 	Role      string    `json:"role"`
+	Email     string    `json:"email,omitempty"` // the email an OIDC provider vouches for
 	Disabled  bool      `json:"disabled"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// CreateOperatorRequest is the body of POST /admin/v1/operators.
+// CreateOperatorRequest is the body of POST /admin/v1/operators: a password, an email
+// (for console sign-in through OIDC), or both.
 type CreateOperatorRequest struct {
 	Name     string `json:"name"`
 	Role     string `json:"role"`
-	Password string `json:"password"`
+	Password string `json:"password,omitempty"`
+	Email    string `json:"email,omitempty"`
 }
 
 // PatchOperatorRequest is the body of PATCH /admin/v1/operators/{name}; absent fields are
@@ -37,6 +41,7 @@ type PatchOperatorRequest struct {
 	Role     *string `json:"role,omitempty"`
 	Password *string `json:"password,omitempty"`
 	Disabled *bool   `json:"disabled,omitempty"`
+	Email    *string `json:"email,omitempty"` // "" removes it
 }
 
 // LoginRequest is the body of POST /admin/v1/sessions.
@@ -65,6 +70,12 @@ type AuditEntry struct {
 	Action string    `json:"action"` // method and route, e.g. "POST /admin/v1/accounts/{id}/credits"
 	Target string    `json:"target"` // the resource changed (an account, key, signup or operator ID)
 	Status int       `json:"status"`
+	// Credential is what made the change: admin_token (the shared bootstrap and
+	// break-glass token), session, oidc_session or operator_token (TokenID and TokenName
+	// name it); "" for failed authentications and entries from before it was recorded.
+	Credential string `json:"credential"`
+	TokenID    string `json:"token_id,omitempty"`
+	TokenName  string `json:"token_name,omitempty"`
 	// Request is the body sent (passwords removed), Before the target as it was, After the
 	// answer (key secrets and session tokens removed); null when there was none.
 	Request json.RawMessage `json:"request"`

@@ -107,7 +107,10 @@ func (s *server) audited(pattern string, h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		e := store.AuditEntry{Actor: id.actor, Role: id.role, Action: pattern, Target: target, Status: cw.status,
-			Request: redacted(body, len(body)), Before: before, After: after}
+			Request: redacted(body, len(body)), Before: before, After: after, Credential: id.credential}
+		if id.opToken != nil {
+			e.TokenID, e.TokenName = id.opToken.ID, id.opToken.Name
+		}
 		if _, err := s.cfg.Store.AppendAudit(context.WithoutCancel(r.Context()), e); err != nil {
 			s.log.Error("audit log write failed", "action", pattern, "actor", id.actor, "target", target, "err", err)
 		}
@@ -170,6 +173,12 @@ func (s *server) auditBefore(ctx context.Context, pattern, target string) json.R
 			return nil
 		}
 		v = adminapi.NewPatchedRoute(rt)
+	case path == "/admin/v1/tokens/{id}/revoke":
+		t, err := s.cfg.Store.GetOperatorToken(ctx, target)
+		if err != nil {
+			return nil
+		}
+		v = s.toTokenJSON(t)
 	default:
 		return nil
 	}
@@ -192,7 +201,8 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 	out := adminapi.AuditPage{Data: make([]adminapi.AuditEntry, len(es))}
 	for i, e := range es {
 		out.Data[i] = adminapi.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Role: e.Role, Action: e.Action, Target: e.Target,
-			Status: e.Status, Request: nullJSON(e.Request), Before: nullJSON(e.Before), After: nullJSON(e.After)}
+			Status: e.Status, Credential: e.Credential, TokenID: e.TokenID, TokenName: e.TokenName,
+			Request: nullJSON(e.Request), Before: nullJSON(e.Before), After: nullJSON(e.After)}
 	}
 	if len(es) == limit {
 		next := es[len(es)-1].ID

@@ -20,14 +20,17 @@ import (
 // SessionTTL is how long an operator session lasts.
 const SessionTTL = 12 * time.Hour
 
-// identity is who made an admin request: the static admin token (an admin) or an
-// operator's session.
+// identity is who made an admin request: the static admin token (an admin), an
+// operator's session or an operator's API token.
 type identity struct {
-	actor    string // "token" or "operator:<name>"
-	role     string
-	operator string // empty for the token
-	session  store.Session
-	token    string // the session token (empty for the admin token)
+	actor      string // "token" or "operator:<name>"
+	role       string // the role the request acts with
+	operator   string // empty for the admin token
+	credential string // store.Credential*
+	session    store.Session
+	token      string // the session token (empty for the admin token and operator tokens)
+	opToken    *store.OperatorToken
+	opRole     string // the operator's own role
 }
 
 type identityKey struct{}
@@ -46,8 +49,8 @@ func requiredRole(pattern string) string {
 	switch {
 	case method == http.MethodGet || method == http.MethodHead:
 		return store.RoleViewer
-	case path == "/admin/v1/sessions/current":
-		return store.RoleViewer
+	case path == "/admin/v1/sessions/current" || strings.HasPrefix(path, "/admin/v1/tokens"):
+		return store.RoleViewer // one's own session and tokens (admin_tokens.go checks whose)
 	case path == "/admin/v1/catalog" || path == "/admin/v1/models/{id}" || strings.HasPrefix(path, "/admin/v1/operators"):
 		return store.RoleAdmin
 	}
@@ -56,16 +59,23 @@ func requiredRole(pattern string) string {
 
 func errUnauthenticated() *apierror.Error { return httpjson.ErrAdminAuthRequired }
 
-// identify authenticates the bearer token: the admin token, or a live session token.
+// identify authenticates the bearer token: the admin token, an operator token, or a live
+// session token.
 func (s *server) identify(r *http.Request) (identity, *apierror.Error) {
 	tok, ok := bearer(r)
 	if !ok {
 		return identity{}, errUnauthenticated()
 	}
 	if tokenMatches(tok, &s.adminDigest) {
-		return identity{actor: "token", role: store.RoleAdmin}, nil
+		return identity{actor: "token", role: store.RoleAdmin, credential: store.CredentialAdminToken}, nil
 	}
-	if !strings.HasPrefix(tok, store.SessionTokenPrefix) || len(tok) > 100 {
+	if len(tok) > 100 {
+		return identity{}, errUnauthenticated()
+	}
+	if strings.HasPrefix(tok, store.OperatorTokenPrefix) {
+		return s.identifyOperatorToken(r, tok)
+	}
+	if !strings.HasPrefix(tok, store.SessionTokenPrefix) {
 		return identity{}, errUnauthenticated()
 	}
 	sess, err := s.cfg.Store.LookupSession(r.Context(), tok)
@@ -76,8 +86,12 @@ func (s *server) identify(r *http.Request) (identity, *apierror.Error) {
 		s.log.Error("session lookup", "err", err)
 		return identity{}, httpjson.ErrUnavailable
 	}
+	cred := store.CredentialSession
+	if sess.Via == store.SessionOIDC {
+		cred = store.CredentialOIDCSession
+	}
 	return identity{actor: "operator:" + sess.Operator.Name, role: sess.Operator.Role, operator: sess.Operator.Name,
-		session: sess, token: tok}, nil
+		credential: cred, session: sess, token: tok, opRole: sess.Operator.Role}, nil
 }
 
 // dryRunnable are the change routes that honour ?dry_run=true: checked, not done, and so
@@ -95,7 +109,7 @@ func (s *server) guard(pattern string, h http.HandlerFunc) http.Handler {
 		if aerr != nil {
 			writeError(w, aerr)
 			if _, presented := bearer(r); presented && aerr.Status == http.StatusUnauthorized {
-				s.auditFailure(r, pattern, aerr.Status, map[string]string{"credential": "invalid"})
+				s.auditFailure(r, pattern, aerr.Status, failureDetail(aerr, id))
 			}
 			return
 		}
@@ -224,8 +238,23 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// operatorEmail checks an operator's email ("" for none) and returns it in lower case. It
+// writes the 400 itself when it is not an address.
+func operatorEmail(w http.ResponseWriter, e string) (string, bool) {
+	e = strings.ToLower(strings.TrimSpace(e))
+	if e == "" {
+		return "", true
+	}
+	local, domain, ok := strings.Cut(e, "@")
+	if !ok || local == "" || domain == "" || strings.ContainsAny(e, " \t\r\n") || strings.Count(e, "@") != 1 || len(e) > 254 {
+		writeError(w, invalid("email", "email must be an address such as ada@example.com."))
+		return "", false
+	}
+	return e, true
+}
+
 func toOperatorJSON(o store.Operator) adminapi.Operator {
-	return adminapi.Operator{Name: o.Name, Role: o.Role, Disabled: o.Disabled, CreatedAt: o.CreatedAt.UTC()}
+	return adminapi.Operator{Name: o.Name, Role: o.Role, Email: o.Email, Disabled: o.Disabled, CreatedAt: o.CreatedAt.UTC()}
 }
 
 func (s *server) createOperator(w http.ResponseWriter, r *http.Request) {
@@ -237,12 +266,24 @@ func (s *server) createOperator(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("role", "role must be viewer, operator or admin."))
 		return
 	}
-	hash, err := password.Hash(in.Password)
-	if err != nil {
-		writeError(w, invalid("password", "%s.", err.Error()))
+	email, ok := operatorEmail(w, in.Email)
+	if !ok {
 		return
 	}
-	o, err := s.cfg.Store.CreateOperator(r.Context(), in.Name, in.Role, hash)
+	var hash string
+	if in.Password != "" || email == "" { // an operator without an email signs in with a password
+		var err error
+		if hash, err = password.Hash(in.Password); err != nil {
+			writeError(w, invalid("password", "%s.", err.Error()))
+			return
+		}
+	}
+	o, err := s.cfg.Store.CreateOperatorWith(r.Context(), store.NewOperator{Name: in.Name, Role: in.Role, PasswordHash: hash, Email: email})
+	if errors.Is(err, store.ErrConflict) && email != "" {
+		writeError(w, apierror.New(http.StatusConflict, apierror.TypeInvalidRequest, apierror.CodeConflict,
+			"An operator with this name or email exists already: "+in.Name+", "+email+"."))
+		return
+	}
 	if errors.Is(err, store.ErrInvalid) {
 		writeError(w, invalid("name", "name must be 1 to 64 lowercase letters, digits, dots, dashes or underscores."))
 		return
@@ -273,6 +314,13 @@ func (s *server) patchOperator(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := store.OperatorPatch{Role: in.Role, Disabled: in.Disabled}
+	if in.Email != nil {
+		email, ok := operatorEmail(w, *in.Email)
+		if !ok {
+			return
+		}
+		p.Email = &email
+	}
 	if in.Role != nil && !store.ValidRole(*in.Role) {
 		writeError(w, invalid("role", "role must be viewer, operator or admin."))
 		return

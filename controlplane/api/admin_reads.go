@@ -21,6 +21,7 @@ func (s *server) operatorRoutes(admin func(string, http.HandlerFunc)) {
 	admin("POST /admin/v1/operators", s.createOperator)
 	admin("GET /admin/v1/operators", s.listOperators)
 	admin("PATCH /admin/v1/operators/{name}", s.patchOperator)
+	s.tokenRoutes(admin)
 	admin("GET /admin/v1/audit", s.listAudit)
 	admin("GET /admin/v1/accounts/{id}/ledger", s.listLedger)
 	admin("GET /admin/v1/accounts/{id}/usage", s.accountUsage)

@@ -25,7 +25,21 @@ var (
 		"unknown account")
 	// Admin API authentication (controlplane/api).
 	ErrAdminAuthRequired = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidAdminToken,
-		"A valid admin token or operator session is required (Authorization: Bearer <token>).")
+		"A valid admin token, operator token or operator session is required (Authorization: Bearer <token>).")
+	ErrOperatorTokenExpired = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeOperatorTokenExpired,
+		"This operator token has expired; make a new one (console: API tokens, or gatewayctl tokens create).")
+	ErrOperatorTokenRevoked = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeOperatorTokenRevoked,
+		"This operator token was revoked; make a new one (console: API tokens, or gatewayctl tokens create).")
+	ErrOthersTokens = apierror.New(http.StatusForbidden, apierror.TypePermission, apierror.CodeRoleInsufficient,
+		"Only an admin sees and revokes other operators' tokens.")
+	ErrAdminTokenNoOperator = apierror.InvalidParam("operator",
+		"The admin token belongs to no operator: name the operator whose token to make (operator), or use an operator's own session or token.")
+	ErrNoOIDC = apierror.New(http.StatusNotFound, apierror.TypeNotFound, apierror.CodeNotFound,
+		"Sign-in through an OIDC provider is not configured.")
+	ErrOIDCRefused = apierror.New(http.StatusForbidden, apierror.TypePermission, apierror.CodeInvalidCredentials,
+		"The identity provider's account may not use this console.")
+	ErrOIDCFailed = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidCredentials,
+		"The sign-in with the identity provider failed; try again.")
 	ErrLoginRateLimited = apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit, apierror.CodeLoginRateLimited,
 		"Too many login attempts; wait a minute.")
 	ErrInvalidCredentials = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication, apierror.CodeInvalidCredentials,

@@ -21,7 +21,8 @@ const (
 type Operator struct {
 	Name         string
 	Role         string
-	PasswordHash string // Argon2id PHC string (package password)
+	PasswordHash string // Argon2id PHC string (package password); "" for sign-in through OIDC only
+	Email        string // lower case; "" when none (set for operators who sign in through OIDC)
 	Disabled     bool
 	CreatedAt    time.Time
 }
@@ -30,15 +31,22 @@ type Operator struct {
 type Session struct {
 	Operator  Operator
 	CSRF      string // the session's form token
+	Via       string // how it began: SessionPassword or SessionOIDC
 	CreatedAt time.Time
 	ExpiresAt time.Time
 }
 
-const operatorColumns = `name, role, password_hash, disabled, created_at`
+// How a session began.
+const (
+	SessionPassword = "password"
+	SessionOIDC     = "oidc"
+)
+
+const operatorColumns = `name, role, password_hash, coalesce(email, ''), disabled, created_at`
 
 func scanOperator(row pgx.Row) (Operator, error) {
 	var o Operator
-	err := row.Scan(&o.Name, &o.Role, &o.PasswordHash, &o.Disabled, &o.CreatedAt)
+	err := row.Scan(&o.Name, &o.Role, &o.PasswordHash, &o.Email, &o.Disabled, &o.CreatedAt)
 	o.CreatedAt = o.CreatedAt.UTC()
 	return o, err
 }
@@ -46,9 +54,27 @@ func scanOperator(row pgx.Row) (Operator, error) {
 // CreateOperator adds an operator; ErrConflict when the name is taken, ErrInvalid for a
 // name or role the schema refuses.
 func (s *Store) CreateOperator(ctx context.Context, name, role, passwordHash string) (Operator, error) {
-	o, err := scanOperator(s.pool.QueryRow(ctx, `INSERT INTO operators (name, role, password_hash, created_at)
-		VALUES ($1, $2, $3, $4) RETURNING `+operatorColumns, name, role, passwordHash, s.now()))
-	return o, translate(err, "create operator "+name)
+	return s.CreateOperatorWith(ctx, NewOperator{Name: name, Role: role, PasswordHash: passwordHash})
+}
+
+// NewOperator is an operator to add: a password hash, an email (lower case), or both.
+type NewOperator struct {
+	Name, Role, PasswordHash, Email string
+}
+
+// CreateOperatorWith adds an operator; ErrConflict when the name or email is taken,
+// ErrInvalid for a name, role or email the schema refuses or for neither a password nor
+// an email.
+func (s *Store) CreateOperatorWith(ctx context.Context, n NewOperator) (Operator, error) {
+	o, err := scanOperator(s.pool.QueryRow(ctx, `INSERT INTO operators (name, role, password_hash, email, created_at)
+		VALUES ($1, $2, $3, nullif($4, ''), $5) RETURNING `+operatorColumns, n.Name, n.Role, n.PasswordHash, n.Email, s.now()))
+	return o, translate(err, "create operator "+n.Name)
+}
+
+// GetOperatorByEmail returns the operator with this email (compared in lower case).
+func (s *Store) GetOperatorByEmail(ctx context.Context, email string) (Operator, error) {
+	o, err := scanOperator(s.pool.QueryRow(ctx, `SELECT `+operatorColumns+` FROM operators WHERE email = lower($1)`, email))
+	return o, translate(err, "operator with email "+email)
 }
 
 // GetOperator returns an operator by name.
@@ -75,6 +101,7 @@ type OperatorPatch struct {
 	Role         *string
 	PasswordHash *string
 	Disabled     *bool
+	Email        *string // "" removes it
 }
 
 // UpdateOperator applies p. Disabling an operator or changing its password or role ends
@@ -84,8 +111,9 @@ func (s *Store) UpdateOperator(ctx context.Context, name string, p OperatorPatch
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		o, err = scanOperator(tx.QueryRow(ctx, `UPDATE operators SET role = coalesce($2, role),
-			password_hash = coalesce($3, password_hash), disabled = coalesce($4, disabled)
-			WHERE name = $1 RETURNING `+operatorColumns, name, p.Role, p.PasswordHash, p.Disabled))
+			password_hash = coalesce($3, password_hash), disabled = coalesce($4, disabled),
+			email = CASE WHEN $5::text IS NULL THEN email ELSE nullif(lower($5), '') END
+			WHERE name = $1 RETURNING `+operatorColumns, name, p.Role, p.PasswordHash, p.Disabled, p.Email))
 		if err != nil {
 			return err
 		}
@@ -111,9 +139,15 @@ func tokenHash(token string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// CreateSession starts a session of the operator lasting ttl and returns its token (shown
-// once; only its hash is stored).
+// CreateSession starts a password session of the operator lasting ttl and returns its
+// token (shown once; only its hash is stored).
 func (s *Store) CreateSession(ctx context.Context, operator string, ttl time.Duration) (string, Session, error) {
+	return s.CreateSessionVia(ctx, operator, SessionPassword, ttl)
+}
+
+// CreateSessionVia is CreateSession for a session begun by via (SessionPassword or
+// SessionOIDC).
+func (s *Store) CreateSessionVia(ctx context.Context, operator, via string, ttl time.Duration) (string, Session, error) {
 	raw, err := randomHex()
 	if err != nil {
 		return "", Session{}, err
@@ -124,11 +158,11 @@ func (s *Store) CreateSession(ctx context.Context, operator string, ttl time.Dur
 	}
 	token := SessionTokenPrefix + raw
 	now := s.now().UTC()
-	sess := Session{CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	sess := Session{CSRF: csrf, Via: via, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	// Expired sessions are removed as new ones start: the table stays small.
 	_, err = s.pool.Exec(ctx, `WITH gone AS (DELETE FROM operator_sessions WHERE expires_at < $5)
-		INSERT INTO operator_sessions (token_hash, operator, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $6)`,
-		tokenHash(token), operator, csrf, now, now, sess.ExpiresAt)
+		INSERT INTO operator_sessions (token_hash, operator, csrf, created_at, expires_at, via) VALUES ($1, $2, $3, $4, $6, $7)`,
+		tokenHash(token), operator, csrf, now, now, sess.ExpiresAt, via)
 	if err != nil {
 		return "", Session{}, translate(err, "create session of "+operator)
 	}
@@ -141,10 +175,11 @@ func (s *Store) CreateSession(ctx context.Context, operator string, ttl time.Dur
 func (s *Store) LookupSession(ctx context.Context, token string) (Session, error) {
 	var sess Session
 	var o Operator
-	err := s.pool.QueryRow(ctx, `SELECT s.csrf, s.created_at, s.expires_at, o.name, o.role, o.password_hash, o.disabled, o.created_at
+	err := s.pool.QueryRow(ctx, `SELECT s.csrf, s.via, s.created_at, s.expires_at, o.name, o.role, o.password_hash,
+			coalesce(o.email, ''), o.disabled, o.created_at
 		FROM operator_sessions s JOIN operators o ON o.name = s.operator
 		WHERE s.token_hash = $1 AND s.expires_at > $2 AND NOT o.disabled`, tokenHash(token), s.now()).
-		Scan(&sess.CSRF, &sess.CreatedAt, &sess.ExpiresAt, &o.Name, &o.Role, &o.PasswordHash, &o.Disabled, &o.CreatedAt)
+		Scan(&sess.CSRF, &sess.Via, &sess.CreatedAt, &sess.ExpiresAt, &o.Name, &o.Role, &o.PasswordHash, &o.Email, &o.Disabled, &o.CreatedAt)
 	sess.Operator = o
 	return sess, translate(err, "session")
 }

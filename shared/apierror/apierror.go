@@ -51,6 +51,8 @@ const (
 	CodeConflict             = "conflict"
 	CodeUnavailable          = "unavailable"
 	CodeInvalidAdminToken    = "invalid_admin_token"
+	CodeOperatorTokenExpired = "operator_token_expired" // an operator API token past its expiry
+	CodeOperatorTokenRevoked = "operator_token_revoked" // an operator API token revoked
 	CodeInvalidNodeToken     = "invalid_node_token"
 	CodeInvalidSignature     = "invalid_signature"
 	CodePaymentProviderError = "payment_provider_error"
