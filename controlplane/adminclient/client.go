@@ -19,7 +19,8 @@ import (
 type Config struct {
 	// BaseURL is the control plane's admin listener, e.g. http://127.0.0.1:8082 (required).
 	BaseURL string
-	// Token is the admin token sent as "Authorization: Bearer <token>".
+	// Token is the credential sent as "Authorization: Bearer <token>": an operator token
+	// (gwo_...) or the admin token.
 	Token string
 	// HTTP is the client used (default: one with a 30 s timeout).
 	HTTP *http.Client
@@ -76,12 +77,19 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// ErrUnauthorized wraps 401 and 403 answers, so callers can hint at the admin token.
-var ErrUnauthorized = errors.New("admin token refused")
+// ErrUnauthorized wraps 401 answers (no valid credential), ErrForbidden 403 answers (a
+// credential whose role does not allow the action), so callers can hint at either.
+var (
+	ErrUnauthorized = errors.New("credential refused")
+	ErrForbidden    = errors.New("not allowed for this role")
+)
 
 func (e *Error) Unwrap() error {
-	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+	switch e.Status {
+	case http.StatusUnauthorized:
 		return ErrUnauthorized
+	case http.StatusForbidden:
+		return ErrForbidden
 	}
 	return nil
 }

@@ -60,8 +60,8 @@ func TestDo(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Status != 403 || ae.Type != "permission_error" || ae.Code != "forbidden" || ae.Param != "x" || ae.Message != "nope" {
 		t.Fatalf("error %#v", err)
 	}
-	if !errors.Is(err, ErrUnauthorized) {
-		t.Error("403 should wrap ErrUnauthorized")
+	if !errors.Is(err, ErrForbidden) || errors.Is(err, ErrUnauthorized) {
+		t.Error("403 should wrap ErrForbidden, not ErrUnauthorized")
 	}
 	if want := "403 Forbidden: nope (type permission_error, code forbidden, param x)"; ae.Error() != want {
 		t.Errorf("message %q, want %q", ae.Error(), want)

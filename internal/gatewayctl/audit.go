@@ -34,9 +34,9 @@ func (a *app) auditCmd() *cobra.Command {
 			}
 			rows := make([][]string, 0, len(p.Data))
 			for _, e := range p.Data {
-				rows = append(rows, []string{itoa(e.ID), fmtTime(e.At), e.Actor, e.Role, e.Action, dash(e.Target), itoa(int64(e.Status))})
+				rows = append(rows, []string{itoa(e.ID), fmtTime(e.At), e.Actor, credentialWords(e), e.Role, e.Action, dash(e.Target), itoa(int64(e.Status))})
 			}
-			if err := a.table([]any{"ID", "At", "Actor", "Role", "Action", "Target", "Status"}, rows); err != nil {
+			if err := a.table([]any{"ID", "At", "Actor", "Via", "Role", "Action", "Target", "Status"}, rows); err != nil {
 				return err
 			}
 			if p.NextBefore != nil {
@@ -51,6 +51,22 @@ func (a *app) auditCmd() *cobra.Command {
 	f.Int64Var(&q.Before, "before", 0, "only entries older than this ID (to page back)")
 	f.IntVar(&q.Limit, "limit", 50, "how many entries (1 to 1000)")
 	return c
+}
+
+// credentialWords says what made an audited change: "admin token (break-glass)",
+// "session", "OIDC session" or "token <name> (<id>)"; "-" when not recorded.
+func credentialWords(e adminapi.AuditEntry) string {
+	switch e.Credential {
+	case adminapi.CredentialAdminToken:
+		return "admin token (break-glass)"
+	case adminapi.CredentialSession:
+		return "session"
+	case adminapi.CredentialOIDCSession:
+		return "OIDC session"
+	case adminapi.CredentialOperatorToken:
+		return "token " + clean(e.TokenName) + " (" + e.TokenID + ")"
+	}
+	return "-"
 }
 
 func dash(s string) string {

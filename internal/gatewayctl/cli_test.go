@@ -278,7 +278,7 @@ func TestErrors(t *testing.T) {
 			[]string{"400 Bad Request: customer too long", "param customer"}, 1},
 		{"token refused", []string{"accounts", "list"}, 401,
 			`{"error":{"type":"authentication_error","message":"invalid admin token","code":null,"param":null}}`,
-			[]string{"invalid admin token", "check --admin-token"}, 1},
+			[]string{"invalid admin token", "check --token"}, 1},
 		{"not an envelope", []string{"snapshot"}, 502, `upstream down`, []string{"502 Bad Gateway: upstream down"}, 1},
 		{"not JSON on success", []string{"snapshot"}, 200, `<html>`, []string{"not JSON"}, 1},
 		{"bad residency", []string{"accounts", "create", "--customer", "X", "--residency", "us"}, 200, `{}`, []string{"--residency \"us\": want se, eu or any"}, 0},

@@ -21,13 +21,15 @@ const DefaultAdminURL = "http://127.0.0.1:8082" // the control plane's --admin-l
 
 // app holds the global flags and the output streams.
 type app struct {
-	adminURL string
-	token    string
-	jsonOut  bool
-	csvOut   bool
-	out      io.Writer
-	errOut   io.Writer
-	getenv   func(string) string
+	adminURL   string
+	token      string // --token
+	adminToken string // --admin-token
+	tokenFile  string // --token-file
+	jsonOut    bool
+	csvOut     bool
+	out        io.Writer
+	errOut     io.Writer
+	getenv     func(string) string
 }
 
 // Main runs gatewayctl with args and returns the process exit code.
@@ -55,20 +57,30 @@ func (a *app) root() *cobra.Command {
 		Long: `gatewayctl drives the control plane's admin API: accounts, credit, API keys, which
 models an account may use, the model catalogue and routes, data-plane nodes and snapshots.
 
-The admin API address and token come from --admin-url / GATEWAY_ADMIN_URL (default ` + DefaultAdminURL + `)
-and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --json (or, for listings, --csv) is given.`,
+The admin API address comes from --admin-url / GATEWAY_ADMIN_URL (default ` + DefaultAdminURL + `).
+The credential is your operator token (make one in the console under "API tokens", or with
+gatewayctl tokens create): --token, else GATEWAY_TOKEN, else the file --token-file /
+GATEWAY_TOKEN_FILE, else $XDG_CONFIG_HOME/gatewayctl/token (~/.config/gatewayctl/token),
+which must be readable by you only. The shared admin token (--admin-token /
+GATEWAY_ADMIN_TOKEN) still works, as the bootstrap and break-glass credential; the audit
+log then names no person. gatewayctl whoami shows who you act as.
+
+Output is a readable table unless --json (or, for listings, --csv) is given.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.AddCommand(a.whoamiCmd(), a.tokensCmd())
 	url := a.getenv("GATEWAY_ADMIN_URL")
 	if url == "" {
 		url = DefaultAdminURL
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.adminURL, "admin-url", url, "control plane admin API address (env GATEWAY_ADMIN_URL)")
-	pf.StringVar(&a.token, "admin-token", "", "admin API token (env GATEWAY_ADMIN_TOKEN)")
+	pf.StringVar(&a.token, "token", "", "your operator token, gwo_... (env GATEWAY_TOKEN)")
+	pf.StringVar(&a.tokenFile, "token-file", "", "file holding your operator token, mode 0600 (env GATEWAY_TOKEN_FILE; default ~/.config/gatewayctl/token)")
+	pf.StringVar(&a.adminToken, "admin-token", "", "the shared admin token, for bootstrap and break-glass (env GATEWAY_ADMIN_TOKEN)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print the API's JSON instead of tables")
 	pf.BoolVar(&a.csvOut, "csv", false, "print records, usage and ledger listings as CSV")
 	root.AddCommand(a.accountsCmd(), a.creditCmd(), a.keysCmd(), a.modelsCmd(), a.routesCmd(),
@@ -79,10 +91,11 @@ and --admin-token / GATEWAY_ADMIN_TOKEN. Output is a readable table unless --jso
 
 // client builds the admin client from the global flags.
 func (a *app) client() (*adminclient.Client, error) {
-	if a.token == "" {
-		a.token = a.getenv("GATEWAY_ADMIN_TOKEN") // not a flag default: --help must not show it
+	tok, err := a.credential()
+	if err != nil {
+		return nil, err
 	}
-	return adminclient.New(adminclient.Config{BaseURL: a.adminURL, Token: a.token})
+	return adminclient.New(adminclient.Config{BaseURL: a.adminURL, Token: tok})
 }
 
 // explain adds a hint to errors an operator can act on.
@@ -90,7 +103,9 @@ func explain(err error, adminURL string) string {
 	var netErr *net.OpError
 	switch {
 	case errors.Is(err, adminclient.ErrUnauthorized):
-		return err.Error() + " (check --admin-token or GATEWAY_ADMIN_TOKEN)"
+		return err.Error() + " (check --token, GATEWAY_TOKEN or the token file; or --admin-token / GATEWAY_ADMIN_TOKEN)"
+	case errors.Is(err, adminclient.ErrForbidden):
+		return err.Error() + " (gatewayctl whoami shows your role)"
 	case errors.As(err, &netErr):
 		return err.Error() + " (is the control plane running at " + adminURL + "?)"
 	}
