@@ -50,6 +50,15 @@ type LoginRequest struct {
 	Password string `json:"password"`
 }
 
+// OIDCLoginRequest is the body of POST /admin/v1/sessions/oidc: the authorization code the
+// provider sent to the console's callback, with the PKCE verifier and nonce the console
+// kept for this sign-in.
+type OIDCLoginRequest struct {
+	Code         string `json:"code"`
+	CodeVerifier string `json:"code_verifier"`
+	Nonce        string `json:"nonce"`
+}
+
 // Session is a logged-in operator. Token (only in the answer to a login) is the bearer
 // token of the admin API for this login; CSRFToken is the form token the console puts
 // in every form while the login lasts.

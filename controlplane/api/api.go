@@ -79,6 +79,9 @@ type Config struct {
 	// Admin mounts further admin routes (patterns relative to the mux, e.g.
 	// "GET /admin/v1/signups"); they run behind the admin-token check.
 	Admin map[string]http.Handler
+	// OIDC, when set, signs operators in through an OIDC provider (POST
+	// /admin/v1/sessions/oidc, which the console's callback calls).
+	OIDC OIDC
 	// TestBox, when set, serves the console's test box: POST
 	// /admin/v1/accounts/{id}/test-box sends a chat request on behalf of an account.
 	TestBox TestBox
@@ -193,6 +196,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	// role, and audited when it changes anything (guard).
 	admin := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(pattern, h)) }
 	mux.HandleFunc("POST /admin/v1/sessions", s.login)
+	mux.HandleFunc("POST /admin/v1/sessions/oidc", s.oidcLogin)
 	mux.HandleFunc("GET /admin/v1/openapi.json", s.adminOpenAPI)
 	s.operatorRoutes(admin)
 	admin("POST /admin/v1/accounts", s.createAccount)

@@ -64,6 +64,8 @@ type Config struct {
 	// HTTP on a host other than localhost (browsers accept Secure cookies from
 	// http://localhost and 127.0.0.1).
 	InsecureCookies bool
+	// OIDC, when set, offers sign-in through an OIDC provider on the login page.
+	OIDC OIDCStarter
 	// Logger (default slog.Default()) and clock (default time.Now).
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -126,6 +128,8 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/login", c.loginPage)
 	c.mux.HandleFunc("POST /console/login", c.login)
 	c.mux.HandleFunc("POST /console/logout", c.authed(c.logout))
+	c.mux.HandleFunc("GET /console/oidc/start", c.oidcStart)
+	c.mux.HandleFunc("GET /console/oidc/callback", c.oidcCallback)
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/overview", http.StatusSeeOther)
 	})
@@ -369,7 +373,7 @@ func (c *Console) flash(w http.ResponseWriter, r *http.Request, p *page) {
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	tok := randomToken()
 	c.setCookie(w, loginCookie, tok, 30*time.Minute)
-	p := page{Title: "Log in", CSRF: tok}
+	p := page{Title: "Log in", CSRF: tok, Data: c.oidcLabel()}
 	c.flash(w, r, &p)
 	c.render(w, http.StatusOK, "login", p)
 }

@@ -40,6 +40,7 @@ type Config struct {
 	Link           linkConfig        // admin listener, token files, signing, TLS
 	Ops            opsConfig         // private metrics and probes listener
 	Console        consoleConfig     // operator console and its test box
+	OIDC           oidcConfig        // console sign-in through an OIDC provider
 	LogLevel       string            `flag:"log-level" default:"info" help:"log level: debug, info, warn or error"`
 	RegionURLsFlag string            `flag:"region-urls" help:"policy=base URL pairs of the regions serving each residency policy"`
 	regionURLs     map[string]string // RegionURLsFlag, parsed

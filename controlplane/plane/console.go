@@ -40,11 +40,11 @@ func (c *consoleConfig) testBox(nodeTokens string) (api.TestBox, error) {
 }
 
 // handler serves the console under /console/ beside the admin API.
-func (c *consoleConfig) handler(admin http.Handler, log *slog.Logger) (http.Handler, error) {
+func (c *consoleConfig) handler(admin http.Handler, oidc console.OIDCStarter, log *slog.Logger) (http.Handler, error) {
 	if c.Disable {
 		return admin, nil
 	}
-	con, err := console.New(console.Config{API: admin, InsecureCookies: c.InsecureCookies, Logger: log})
+	con, err := console.New(console.Config{API: admin, InsecureCookies: c.InsecureCookies, OIDC: oidc, Logger: log})
 	if err != nil {
 		return nil, err
 	}

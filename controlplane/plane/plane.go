@@ -15,6 +15,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/alerts"
 	"github.com/sekgate/gateway/controlplane/api"
 	"github.com/sekgate/gateway/controlplane/catalog"
+	"github.com/sekgate/gateway/controlplane/console"
 	"github.com/sekgate/gateway/controlplane/opsmetrics"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/retention"
@@ -130,10 +131,18 @@ func (p *plane) newHandlers(context.Context) error {
 	if acfg.TestBox, err = cfg.Console.testBox(cfg.NodeTokens.Reveal()); err != nil {
 		return err
 	}
+	prov, err := cfg.OIDC.provider()
+	if err != nil {
+		return err
+	}
+	var starter console.OIDCStarter
+	if prov != nil {
+		acfg.OIDC, starter = prov, prov
+	}
 	if p.handlers, err = api.New(acfg); err != nil {
 		return err
 	}
-	p.admin, err = cfg.Console.handler(p.handlers.Admin, p.log)
+	p.admin, err = cfg.Console.handler(p.handlers.Admin, starter, p.log)
 	return err
 }
 

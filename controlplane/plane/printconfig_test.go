@@ -19,6 +19,6 @@ func TestPrintConfigRedactsSecrets(t *testing.T) {
 			return err
 		},
 		Secrets: []string{"database-url", "migrate-database-url", "admin-token", "node-tokens",
-			"stripe-secret-key", "stripe-webhook-secret", "test-box-token"},
+			"stripe-secret-key", "stripe-webhook-secret", "test-box-token", "oidc-client-secret"},
 	})
 }

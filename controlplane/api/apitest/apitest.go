@@ -21,13 +21,23 @@ const NodeToken = "node-token-0123456789abcdef0123456789"
 // test ends) and a snapshot publisher (20 ms debounce), with the store.
 func New(t testing.TB, adminToken string) (*api.Handlers, *store.Store) {
 	t.Helper()
+	return NewWith(t, adminToken, nil)
+}
+
+// NewWith is New with the API's config changed by opt (nil: unchanged).
+func NewWith(t testing.TB, adminToken string, opt func(*api.Config)) (*api.Handlers, *store.Store) {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, _ := storetest.Open(t, store.Config{Logger: quiet})
 	pub, err := publish.New(publish.Config{Store: st, Logger: quiet, Debounce: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{NodeToken}, Logger: quiet})
+	cfg := api.Config{Store: st, Snapshots: pub, AdminToken: adminToken, NodeTokens: []string{NodeToken}, Logger: quiet}
+	if opt != nil {
+		opt(&cfg)
+	}
+	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
