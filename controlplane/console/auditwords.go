@@ -17,9 +17,12 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 	actor := strings.TrimPrefix(e.Actor, "operator:")
 	switch e.Actor {
 	case "token":
-		actor = "The admin token"
+		actor = "The admin token (break-glass)"
 	case "anonymous":
 		actor = "Someone"
+	}
+	if e.Credential == adminapi.CredentialOperatorToken {
+		actor += " (token " + e.TokenName + ")"
 	}
 	var req, after map[string]any
 	_ = json.Unmarshal(e.Request, &req)
@@ -115,6 +118,27 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 		what = "changed the operator " + e.Target
 		if r := str(req, "role"); r != "" {
 			what += " to role " + r
+		}
+	case "POST /admin/v1/tokens":
+		what = "made the API token " + orDash(str(after, "name"), str(req, "name")) + " (" + orDash(str(after, "role"), str(req, "role")) + ")"
+		if o := str(req, "operator"); o != "" {
+			what += " for " + o
+		}
+	case "POST /admin/v1/tokens/{id}/revoke":
+		var before map[string]any
+		_ = json.Unmarshal(e.Before, &before)
+		what = "revoked the API token " + orDash(str(before, "name"), e.Target) + " of " + orDash(str(before, "operator"), "?")
+	case "POST /admin/v1/sessions/oidc":
+		if e.Status >= 400 {
+			who := ""
+			if em := str(req, "email"); em != "" {
+				who = " of " + em
+			}
+			return "Refused sign-in through OIDC" + who + fmt.Sprintf(" (%d)", e.Status)
+		}
+		what = "signed in through OIDC as a new operator (" + str(after, "role") + ")"
+		if len(e.Before) > 0 && string(e.Before) != "null" {
+			what = "signed in through OIDC; the provider changed the role to " + str(after, "role")
 		}
 	case "POST /admin/v1/signups/{id}/approve":
 		what = "approved the signup " + e.Target

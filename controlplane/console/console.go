@@ -130,6 +130,9 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/logout", c.authed(c.logout))
 	c.mux.HandleFunc("GET /console/oidc/start", c.oidcStart)
 	c.mux.HandleFunc("GET /console/oidc/callback", c.oidcCallback)
+	c.mux.HandleFunc("GET /console/tokens", c.authed(c.tokensPage))
+	c.mux.HandleFunc("POST /console/tokens", c.authed(c.createToken))
+	c.mux.HandleFunc("POST /console/tokens/{id}/revoke", c.authed(c.revokeToken))
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/overview", http.StatusSeeOther)
 	})

@@ -23,6 +23,7 @@ const (
 
 type onceAnswer struct {
 	session string // the session token that may read it
+	opToken *adminapi.CreatedToken
 	expires time.Time
 	key     *adminapi.Key
 	testBox *adminapi.TestBoxResult
