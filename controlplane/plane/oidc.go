@@ -17,7 +17,7 @@ type oidcConfig struct {
 	Scopes         string         `flag:"oidc-scopes" default:"profile" help:"comma-separated scopes asked for beside openid and email (add the one that sends --oidc-role-claim)"`
 	AllowedDomains string         `flag:"oidc-allowed-domains" help:"comma-separated email domains that may sign in (empty: only users --oidc-role-map maps)"`
 	RoleClaim      string         `flag:"oidc-role-claim" help:"claim (a string or a list) whose values --oidc-role-map maps to roles, e.g. groups"`
-	RoleMap        string         `flag:"oidc-role-map" help:"claim-value=role pairs, e.g. platform=admin,sre=operator (the highest wins; it replaces the operator's role)"`
+	RoleMap        string         `flag:"oidc-role-map" help:"claim-value=role pairs, e.g. platform=admin,sre=operator (the highest mapped role wins)"`
 	DefaultRole    string         `flag:"oidc-default-role" default:"viewer" help:"role of a new operator from an allowed domain with no mapped role (none: refuse them)"`
 }
 

@@ -90,22 +90,28 @@ func readPassword(r io.Reader) (string, error) {
 }
 
 func (a *app) operatorsCmd() *cobra.Command {
-	var role string
-	var disable, enable bool
+	var role, email string
+	var disable, enable, withPassword bool
 	createCmd := &cobra.Command{
-		Use:   "create NAME --role viewer|operator|admin",
+		Use:   "create NAME --role viewer|operator|admin [--email E [--password-stdin]]",
 		Short: "Add a console operator; the password is read from standard input (first line)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Add a console operator. The password is read from the first line of standard input.
+With --email (the address an OIDC provider vouches for, for console sign-in through it) the
+operator needs no password; give --password-stdin to set one as well.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pw, err := readPassword(cmd.InOrStdin())
-			if err != nil {
-				return err
+			var pw string
+			if email == "" || withPassword {
+				var err error
+				if pw, err = readPassword(cmd.InOrStdin()); err != nil {
+					return err
+				}
 			}
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			o, raw, err := c.CreateOperator(cmd.Context(), adminapi.CreateOperatorRequest{Name: args[0], Role: role, Password: pw})
+			o, raw, err := c.CreateOperator(cmd.Context(), adminapi.CreateOperatorRequest{Name: args[0], Role: role, Password: pw, Email: email})
 			if err != nil {
 				return fmt.Errorf("create operator: %w", err)
 			}
@@ -116,6 +122,8 @@ func (a *app) operatorsCmd() *cobra.Command {
 		},
 	}
 	createCmd.Flags().StringVar(&role, "role", "viewer", "viewer, operator or admin")
+	createCmd.Flags().StringVar(&email, "email", "", "the operator's email, for console sign-in through OIDC")
+	createCmd.Flags().BoolVar(&withPassword, "password-stdin", false, "with --email, also read a password from standard input")
 	listCmd := &cobra.Command{
 		Use:   "list",
 		Short: "List operators and their roles",
@@ -134,15 +142,15 @@ func (a *app) operatorsCmd() *cobra.Command {
 			}
 			rows := make([][]string, 0, len(l.Data))
 			for _, o := range l.Data {
-				rows = append(rows, []string{o.Name, o.Role, fmt.Sprint(o.Disabled), fmtTime(o.CreatedAt)})
+				rows = append(rows, []string{o.Name, o.Role, dash(o.Email), fmt.Sprint(o.Disabled), fmtTime(o.CreatedAt)})
 			}
-			return a.table([]any{"Name", "Role", "Disabled", "Created"}, rows)
+			return a.table([]any{"Name", "Role", "Email", "Disabled", "Created"}, rows)
 		},
 	}
-	var setRole string
+	var setRole, setEmail string
 	var setPassword bool
 	setCmd := &cobra.Command{
-		Use:   "set NAME [--role R] [--password-stdin] [--disable|--enable]",
+		Use:   "set NAME [--role R] [--password-stdin] [--email E] [--disable|--enable]",
 		Short: "Change an operator's role, password or disabled state (ends the operator's sessions)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -160,6 +168,9 @@ func (a *app) operatorsCmd() *cobra.Command {
 			if disable || enable {
 				p.Disabled = &disable
 			}
+			if cmd.Flags().Changed("email") {
+				p.Email = &setEmail
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -176,6 +187,7 @@ func (a *app) operatorsCmd() *cobra.Command {
 	}
 	setCmd.Flags().StringVar(&setRole, "role", "", "new role: viewer, operator or admin")
 	setCmd.Flags().BoolVar(&setPassword, "password-stdin", false, "read a new password from standard input")
+	setCmd.Flags().StringVar(&setEmail, "email", "", `the operator's email for OIDC sign-in ("" removes it)`)
 	setCmd.Flags().BoolVar(&disable, "disable", false, "disable the operator")
 	setCmd.Flags().BoolVar(&enable, "enable", false, "enable the operator again")
 	setCmd.MarkFlagsMutuallyExclusive("disable", "enable")

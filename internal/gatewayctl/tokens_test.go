@@ -87,6 +87,16 @@ func TestTokensAgainstControlPlane(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "revoked") || !strings.Contains(errOut, "check --token") {
 		t.Fatalf("whoami with a revoked token: %d %s", code, errOut)
 	}
+	// An operator for OIDC sign-in needs no password; its email shows in the list.
+	if code, _, errOut := cliEnv(t, admin, "", "operators", "create", "sso", "--email", "SSO@example.com"); code != 0 {
+		t.Fatalf("operators create --email: %s", errOut)
+	}
+	if code, out, _ := cliEnv(t, admin, "", "operators", "list"); code != 0 || !strings.Contains(out, "sso@example.com") {
+		t.Fatalf("operators list: %d %s", code, out)
+	}
+	if code, _, errOut := cliEnv(t, admin, "", "operators", "set", "otto", "--email", "otto@example.com"); code != 0 {
+		t.Fatalf("operators set --email: %s", errOut)
+	}
 	// The admin token still works, named as the break-glass credential.
 	if code, out, _ := cliEnv(t, admin, "", "whoami"); code != 0 || !strings.Contains(out, "admin_token") {
 		t.Fatalf("whoami with the admin token: %d %s", code, out)
