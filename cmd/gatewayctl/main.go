@@ -1,6 +1,7 @@
 // Command gatewayctl is the operator CLI over the control plane's admin API. See package
-// cli for the commands; --admin-url / GATEWAY_ADMIN_URL and --admin-token /
-// GATEWAY_ADMIN_TOKEN point it at a control plane.
+// internal/gatewayctl for the commands; --admin-url / GATEWAY_ADMIN_URL point it at a
+// control plane, and --token / GATEWAY_TOKEN (or a token file) carry the operator's token
+// (--admin-token / GATEWAY_ADMIN_TOKEN: the shared break-glass token).
 package main
 
 import (
