@@ -218,8 +218,8 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) currentSession(w http.ResponseWriter, r *http.Request) {
 	id := identityOf(r.Context())
-	if id.operator == "" {
-		writeJSON(w, http.StatusOK, adminapi.Session{Operator: "", Role: id.role})
+	if id.token == "" { // the admin token or an operator token: no session
+		writeJSON(w, http.StatusOK, adminapi.Session{Operator: id.operator, Role: id.role})
 		return
 	}
 	writeJSON(w, http.StatusOK, toSessionJSON("", id.session))
@@ -228,7 +228,7 @@ func (s *server) currentSession(w http.ResponseWriter, r *http.Request) {
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	id := identityOf(r.Context())
 	if id.token == "" {
-		writeError(w, invalid("session", "The admin token has no session to end."))
+		writeError(w, invalid("session", "This credential is no session: the admin token never ends, an operator token is revoked (POST /admin/v1/tokens/{id}/revoke)."))
 		return
 	}
 	if err := s.cfg.Store.DeleteSession(r.Context(), id.token); err != nil {

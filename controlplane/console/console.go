@@ -188,7 +188,8 @@ func (c *Console) authed(h func(http.ResponseWriter, *http.Request, *session)) h
 			return
 		}
 		s := &session{token: ck.Value}
-		if st, _ := c.api(r, s, http.MethodGet, "/admin/v1/sessions/current", nil, &s.Session); st != http.StatusOK || s.Operator == "" {
+		// Only a session has a CSRF token: an admin or operator token in the cookie is no login.
+		if st, _ := c.api(r, s, http.MethodGet, "/admin/v1/sessions/current", nil, &s.Session); st != http.StatusOK || s.Operator == "" || s.CSRFToken == "" {
 			c.clearCookie(w, sessionCookie)
 			http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 			return

@@ -31,6 +31,13 @@ func TestConsoleTokens(t *testing.T) {
 	if _, again := get(t, c, srv.URL+"/console/tokens"); strings.Contains(again, m[1]) {
 		t.Fatal("the secret is shown twice")
 	}
+	// A token is no console login, even when put in the session cookie.
+	forged := browser(t)
+	u, _ := url.Parse(srv.URL + "/console/")
+	forged.Jar.SetCookies(u, []*http.Cookie{{Name: "gw_console", Value: m[1], Path: "/console/"}})
+	if res, _ := get(t, forged, srv.URL+"/console/overview"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/login" {
+		t.Fatalf("an operator token as the console cookie: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
 	req, _ := http.NewRequest("GET", srv.URL+"/admin/v1/whoami", nil)
 	req.Header.Set("Authorization", "Bearer "+m[1])
 	r, err := http.DefaultClient.Do(req)
