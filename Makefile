@@ -42,7 +42,7 @@ images:
 ## console-screenshots: the console's browser tests, saving their screenshots to docs/console
 ## for the README.
 console-screenshots:
-	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run 'TestConsole_Browser|TestConsole_LiveCharts|TestConsole_BudgetsAndAlerts' ./deploy/conformance/
+	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run 'TestConsole_Browser|TestConsole_LiveCharts|TestConsole_BudgetsAndAlerts|TestConsole_Tokens' ./deploy/conformance/
 
 ## test-needs: one line naming what make test needs that this machine lacks (.ci/run installs it).
 test-needs:
