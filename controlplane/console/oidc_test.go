@@ -146,6 +146,14 @@ func TestOIDCSignIn(t *testing.T) {
 	if o := operatorNamed(t, srv, "jane.doe"); o.Email != "jane.doe@example.com" || o.Role != "operator" {
 		t.Fatalf("operator made by sign-in %+v", o)
 	}
+	// A change made in the session is audited as jane.doe's, through an OIDC session.
+	res, _ = post(t, c, srv.URL+"/console/accounts", url.Values{"csrf": {csrfOf(t, page)}, "customer": {"OIDC AB"}, "residency": {"se"}})
+	loc, _ := followed(t, c, srv.URL, res)
+	var made adminapi.AuditPage
+	adminGet(t, srv, "/admin/v1/audit?target="+strings.TrimPrefix(loc, "/console/accounts/"), &made)
+	if len(made.Data) != 1 || made.Data[0].Actor != "operator:jane.doe" || made.Data[0].Credential != "oidc_session" {
+		t.Fatalf("audit of a change in an OIDC session (%s): %+v", loc, made.Data)
+	}
 	// A password login is refused for an operator without a password.
 	res, err := http.Post(srv.URL+"/admin/v1/sessions", "application/json", strings.NewReader(`{"name":"jane.doe","password":"any long password at all"}`))
 	if err != nil || res.StatusCode != 401 {
