@@ -24,132 +24,19 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 	if e.Credential == adminapi.CredentialOperatorToken {
 		actor += " (token " + e.TokenName + ")"
 	}
-	var req, after map[string]any
-	_ = json.Unmarshal(e.Request, &req)
-	_ = json.Unmarshal(e.After, &after)
-	str := func(m map[string]any, k string) string {
-		if v, ok := m[k].(string); ok {
-			return v
-		}
-		return ""
-	}
-	account := names[e.Target]
-	if account == "" {
-		account = e.Target
-	}
-	amount := func(s string) string {
-		neg := strings.HasPrefix(s, "-")
-		micro, err := money.ParseSEK(strings.TrimPrefix(s, "-"))
-		if err != nil {
-			return s + " SEK"
-		}
-		if neg {
-			micro = -micro
-		}
-		return displaySEK(micro) + " SEK"
-	}
-	reason := func(k string) string {
-		if r := strings.TrimSpace(str(req, k)); r != "" {
-			return ": " + r
-		}
-		return ""
+	l := &auditLine{e: e, account: names[e.Target]}
+	_ = json.Unmarshal(e.Request, &l.req)
+	_ = json.Unmarshal(e.After, &l.after)
+	if l.account == "" {
+		l.account = e.Target
 	}
 	var what string
-	switch e.Action {
-	case "POST /admin/v1/accounts":
-		what = fmt.Sprintf("created the account %s (residency %s)", orDash(str(after, "customer"), str(req, "customer")), orDash(str(after, "residency"), str(req, "residency")))
-	case "PATCH /admin/v1/accounts/{id}":
-		var parts []string
-		if v, ok := req["suspended"].(bool); ok {
-			parts = append(parts, map[bool]string{true: "suspended", false: "resumed"}[v]+" "+account+reason("suspension_reason"))
+	if words, ok := actionWords[e.Action]; ok {
+		var whole bool
+		if what, whole = words(l); whole {
+			return what
 		}
-		if r := str(req, "residency"); r != "" {
-			parts = append(parts, "set the residency of "+account+" to "+r)
-		}
-		if w, ok := req["queue_weight"].(float64); ok {
-			parts = append(parts, fmt.Sprintf("set the queue weight of %s to %g", account, w))
-		}
-		if _, ok := req["limits"]; ok {
-			parts = append(parts, limitsWords(e.Request, account))
-		}
-		if len(parts) == 0 {
-			parts = []string{"changed " + account}
-		}
-		what = strings.Join(parts, " and ")
-	case "POST /admin/v1/accounts/{id}/credits":
-		what = "credited " + account + " " + amount(str(req, "amount_sek")) + reason("note")
-	case "POST /admin/v1/accounts/{id}/adjustments":
-		what = "adjusted the balance of " + account + " by " + amount(str(req, "amount_sek")) + reason("reason")
-	case "POST /admin/v1/accounts/{id}/keys":
-		what = "created the key " + orDash(str(after, "id"), "") + " for " + account
-		if n := str(req, "name"); n != "" {
-			what += " (" + n + ")"
-		}
-	case "POST /admin/v1/accounts/{id}/models":
-		var ms []string
-		if l, ok := req["models"].([]any); ok {
-			for _, m := range l {
-				if s, ok := m.(string); ok {
-					ms = append(ms, s)
-				}
-			}
-		}
-		what = "enabled " + strings.Join(ms, ", ") + " for " + account
-	case "DELETE /admin/v1/accounts/{id}/models/{model...}":
-		what = "disabled a model for " + account
-	case "POST /admin/v1/accounts/{id}/test-box":
-		what = "sent a test-box request to " + orDash(str(req, "model"), "a model") + " for " + account
-	case "POST /admin/v1/keys/{id}/revoke":
-		what = "revoked the key " + e.Target
-	case "PATCH /admin/v1/keys/{id}":
-		what = limitsWords(e.Request, "the key "+e.Target)
-	case "PUT /admin/v1/catalog":
-		what = "loaded a catalogue"
-		if n, ok := after["models"].(float64); ok {
-			what += fmt.Sprintf(" of %d models and %v routes", int(n), after["routes"])
-		}
-	case "PATCH /admin/v1/models/{id}":
-		what = "changed the prices of " + e.Target + changeWords(e, "input_ore_per_million_tokens", "output_ore_per_million_tokens")
-	case "PATCH /admin/v1/routes/{id}":
-		what = "changed the route " + e.Target + changeWords(e, "weight", "priority", "state")
-	case "POST /admin/v1/operators":
-		what = "added the operator " + orDash(str(req, "name"), e.Target) + " (" + str(req, "role") + ")"
-	case "PATCH /admin/v1/operators/{name}":
-		what = "changed the operator " + e.Target
-		if r := str(req, "role"); r != "" {
-			what += " to role " + r
-		}
-	case "POST /admin/v1/tokens":
-		what = "made the API token " + orDash(str(after, "name"), str(req, "name")) + " (" + orDash(str(after, "role"), str(req, "role")) + ")"
-		if o := str(req, "operator"); o != "" {
-			what += " for " + o
-		}
-	case "POST /admin/v1/tokens/{id}/revoke":
-		var before map[string]any
-		_ = json.Unmarshal(e.Before, &before)
-		what = "revoked the API token " + orDash(str(before, "name"), e.Target) + " of " + orDash(str(before, "operator"), "?")
-	case "POST /admin/v1/sessions/oidc":
-		if e.Status >= 400 {
-			who := ""
-			if em := str(req, "email"); em != "" {
-				who = " of " + em
-			}
-			return "Refused sign-in through OIDC" + who + fmt.Sprintf(" (%d)", e.Status)
-		}
-		what = "signed in through OIDC as a new operator (" + str(after, "role") + ")"
-		if len(e.Before) > 0 && string(e.Before) != "null" {
-			what = "signed in through OIDC; the provider changed the role to " + str(after, "role")
-		}
-	case "POST /admin/v1/signups/{id}/approve":
-		what = "approved the signup " + e.Target
-	case "POST /admin/v1/signups/{id}/reject":
-		what = "rejected the signup " + e.Target
-	case "POST /admin/v1/sessions":
-		if e.Status >= 400 {
-			return "Failed login as " + orDash(str(req, "name"), "an unknown operator") + " from " + strings.TrimPrefix(e.Target, "client:") + fmt.Sprintf(" (%d)", e.Status)
-		}
-		what = "logged in"
-	default:
+	} else {
 		what = e.Action
 		if e.Target != "" {
 			what += " on " + e.Target
@@ -159,6 +46,176 @@ func auditWords(e adminapi.AuditEntry, names map[string]string) string {
 		return actor + " tried: " + what + fmt.Sprintf(" (refused, %d)", e.Status)
 	}
 	return actor + " " + what
+}
+
+// auditLine is what an audit entry's words are made from.
+type auditLine struct {
+	e          adminapi.AuditEntry
+	req, after map[string]any
+	account    string // the target account's customer name, or the target
+}
+
+// str is m's string member k, or "".
+func str(m map[string]any, k string) string {
+	if v, ok := m[k].(string); ok {
+		return v
+	}
+	return ""
+}
+
+// amount is a decimal SEK amount of the request, shown as money.
+func (l *auditLine) amount(k string) string {
+	s := str(l.req, k)
+	neg := strings.HasPrefix(s, "-")
+	micro, err := money.ParseSEK(strings.TrimPrefix(s, "-"))
+	if err != nil {
+		return s + " SEK"
+	}
+	if neg {
+		micro = -micro
+	}
+	return displaySEK(micro) + " SEK"
+}
+
+// reason is ": " and the request's member k, when given.
+func (l *auditLine) reason(k string) string {
+	if r := strings.TrimSpace(str(l.req, k)); r != "" {
+		return ": " + r
+	}
+	return ""
+}
+
+// actionWords say what each audited action did; whole means the words are the whole
+// sentence (no actor before them).
+var actionWords map[string]func(l *auditLine) (what string, whole bool)
+
+func init() {
+	actionWords = map[string]func(l *auditLine) (string, bool){
+		"POST /admin/v1/accounts": func(l *auditLine) (string, bool) {
+			return fmt.Sprintf("created the account %s (residency %s)", orDash(str(l.after, "customer"), str(l.req, "customer")),
+				orDash(str(l.after, "residency"), str(l.req, "residency"))), false
+		},
+		"PATCH /admin/v1/accounts/{id}": accountChangeWords,
+		"POST /admin/v1/accounts/{id}/credits": func(l *auditLine) (string, bool) {
+			return "credited " + l.account + " " + l.amount("amount_sek") + l.reason("note"), false
+		},
+		"POST /admin/v1/accounts/{id}/adjustments": func(l *auditLine) (string, bool) {
+			return "adjusted the balance of " + l.account + " by " + l.amount("amount_sek") + l.reason("reason"), false
+		},
+		"POST /admin/v1/accounts/{id}/keys": func(l *auditLine) (string, bool) {
+			what := "created the key " + orDash(str(l.after, "id"), "") + " for " + l.account
+			if n := str(l.req, "name"); n != "" {
+				what += " (" + n + ")"
+			}
+			return what, false
+		},
+		"POST /admin/v1/accounts/{id}/models": func(l *auditLine) (string, bool) {
+			var ms []string
+			if list, ok := l.req["models"].([]any); ok {
+				for _, m := range list {
+					if s, ok := m.(string); ok {
+						ms = append(ms, s)
+					}
+				}
+			}
+			return "enabled " + strings.Join(ms, ", ") + " for " + l.account, false
+		},
+		"DELETE /admin/v1/accounts/{id}/models/{model...}": func(l *auditLine) (string, bool) {
+			return "disabled a model for " + l.account, false
+		},
+		"POST /admin/v1/accounts/{id}/test-box": func(l *auditLine) (string, bool) {
+			return "sent a test-box request to " + orDash(str(l.req, "model"), "a model") + " for " + l.account, false
+		},
+		"POST /admin/v1/keys/{id}/revoke": func(l *auditLine) (string, bool) { return "revoked the key " + l.e.Target, false },
+		"PATCH /admin/v1/keys/{id}": func(l *auditLine) (string, bool) {
+			return limitsWords(l.e.Request, "the key "+l.e.Target), false
+		},
+		"PUT /admin/v1/catalog": func(l *auditLine) (string, bool) {
+			what := "loaded a catalogue"
+			if n, ok := l.after["models"].(float64); ok {
+				what += fmt.Sprintf(" of %d models and %v routes", int(n), l.after["routes"])
+			}
+			return what, false
+		},
+		"PATCH /admin/v1/models/{id}": func(l *auditLine) (string, bool) {
+			return "changed the prices of " + l.e.Target + changeWords(l.e, "input_ore_per_million_tokens", "output_ore_per_million_tokens"), false
+		},
+		"PATCH /admin/v1/routes/{id}": func(l *auditLine) (string, bool) {
+			return "changed the route " + l.e.Target + changeWords(l.e, "weight", "priority", "state"), false
+		},
+		"POST /admin/v1/signups/{id}/approve": func(l *auditLine) (string, bool) { return "approved the signup " + l.e.Target, false },
+		"POST /admin/v1/signups/{id}/reject":  func(l *auditLine) (string, bool) { return "rejected the signup " + l.e.Target, false },
+	}
+	for k, v := range operatorActionWords {
+		actionWords[k] = v
+	}
+}
+
+// accountChangeWords say what a PATCH of an account changed.
+func accountChangeWords(l *auditLine) (string, bool) {
+	var parts []string
+	if v, ok := l.req["suspended"].(bool); ok {
+		parts = append(parts, map[bool]string{true: "suspended", false: "resumed"}[v]+" "+l.account+l.reason("suspension_reason"))
+	}
+	if r := str(l.req, "residency"); r != "" {
+		parts = append(parts, "set the residency of "+l.account+" to "+r)
+	}
+	if w, ok := l.req["queue_weight"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("set the queue weight of %s to %g", l.account, w))
+	}
+	if _, ok := l.req["limits"]; ok {
+		parts = append(parts, limitsWords(l.e.Request, l.account))
+	}
+	if len(parts) == 0 {
+		parts = []string{"changed " + l.account}
+	}
+	return strings.Join(parts, " and "), false
+}
+
+// operatorActionWords say what the operators' own actions did: operators, tokens, logins.
+var operatorActionWords = map[string]func(l *auditLine) (string, bool){
+	"POST /admin/v1/operators": func(l *auditLine) (string, bool) {
+		return "added the operator " + orDash(str(l.req, "name"), l.e.Target) + " (" + str(l.req, "role") + ")", false
+	},
+	"PATCH /admin/v1/operators/{name}": func(l *auditLine) (string, bool) {
+		what := "changed the operator " + l.e.Target
+		if r := str(l.req, "role"); r != "" {
+			what += " to role " + r
+		}
+		return what, false
+	},
+	"POST /admin/v1/tokens": func(l *auditLine) (string, bool) {
+		what := "made the API token " + orDash(str(l.after, "name"), str(l.req, "name")) + " (" + orDash(str(l.after, "role"), str(l.req, "role")) + ")"
+		if o := str(l.req, "operator"); o != "" {
+			what += " for " + o
+		}
+		return what, false
+	},
+	"POST /admin/v1/tokens/{id}/revoke": func(l *auditLine) (string, bool) {
+		var before map[string]any
+		_ = json.Unmarshal(l.e.Before, &before)
+		return "revoked the API token " + orDash(str(before, "name"), l.e.Target) + " of " + orDash(str(before, "operator"), "?"), false
+	},
+	"POST /admin/v1/sessions/oidc": func(l *auditLine) (string, bool) {
+		if l.e.Status >= 400 {
+			who := ""
+			if em := str(l.req, "email"); em != "" {
+				who = " of " + em
+			}
+			return "Refused sign-in through OIDC" + who + fmt.Sprintf(" (%d)", l.e.Status), true
+		}
+		if len(l.e.Before) > 0 && string(l.e.Before) != "null" {
+			return "signed in through OIDC; the provider changed the role to " + str(l.after, "role"), false
+		}
+		return "signed in through OIDC as a new operator (" + str(l.after, "role") + ")", false
+	},
+	"POST /admin/v1/sessions": func(l *auditLine) (string, bool) {
+		if l.e.Status >= 400 {
+			return "Failed login as " + orDash(str(l.req, "name"), "an unknown operator") + " from " +
+				strings.TrimPrefix(l.e.Target, "client:") + fmt.Sprintf(" (%d)", l.e.Status), true
+		}
+		return "logged in", false
+	},
 }
 
 func orDash(a, b string) string {

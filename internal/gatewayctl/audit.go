@@ -90,8 +90,13 @@ func readPassword(r io.Reader) (string, error) {
 }
 
 func (a *app) operatorsCmd() *cobra.Command {
+	return group("operators", "Manage console operators (admin role)", a.operatorsCreateCmd(), a.operatorsListCmd(), a.operatorsSetCmd())
+}
+
+// operatorsCreateCmd is operators create.
+func (a *app) operatorsCreateCmd() *cobra.Command {
 	var role, email string
-	var disable, enable, withPassword bool
+	var withPassword bool
 	createCmd := &cobra.Command{
 		Use:   "create NAME --role viewer|operator|admin [--email E [--password-stdin]]",
 		Short: "Add a console operator; the password is read from standard input (first line)",
@@ -124,6 +129,11 @@ operator needs no password; give --password-stdin to set one as well.`,
 	createCmd.Flags().StringVar(&role, "role", "viewer", "viewer, operator or admin")
 	createCmd.Flags().StringVar(&email, "email", "", "the operator's email, for console sign-in through OIDC")
 	createCmd.Flags().BoolVar(&withPassword, "password-stdin", false, "with --email, also read a password from standard input")
+	return createCmd
+}
+
+// operatorsListCmd is operators list.
+func (a *app) operatorsListCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use:   "list",
 		Short: "List operators and their roles",
@@ -147,6 +157,12 @@ operator needs no password; give --password-stdin to set one as well.`,
 			return a.table([]any{"Name", "Role", "Email", "Disabled", "Created"}, rows)
 		},
 	}
+	return listCmd
+}
+
+// operatorsSetCmd is operators set.
+func (a *app) operatorsSetCmd() *cobra.Command {
+	var disable, enable bool
 	var setRole, setEmail string
 	var setPassword bool
 	setCmd := &cobra.Command{
@@ -191,7 +207,7 @@ operator needs no password; give --password-stdin to set one as well.`,
 	setCmd.Flags().BoolVar(&disable, "disable", false, "disable the operator")
 	setCmd.Flags().BoolVar(&enable, "enable", false, "enable the operator again")
 	setCmd.MarkFlagsMutuallyExclusive("disable", "enable")
-	return group("operators", "Manage console operators (admin role)", createCmd, listCmd, setCmd)
+	return setCmd
 }
 
 func (a *app) adjustCmd() *cobra.Command {

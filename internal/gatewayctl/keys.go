@@ -10,6 +10,12 @@ import (
 )
 
 func (a *app) keysCmd() *cobra.Command {
+	return group("keys", "Create, list and revoke API keys and set their limits",
+		a.keysCreateCmd(), a.keysListCmd(), a.keysRevokeCmd(), a.keysSetLimitsCmd(), a.setBudgetCmd(true))
+}
+
+// keysCreateCmd is keys create.
+func (a *app) keysCreateCmd() *cobra.Command {
 	var name string
 	var days int
 	create := &cobra.Command{
@@ -45,6 +51,11 @@ func (a *app) keysCmd() *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "a name to recognise the key by")
 	create.Flags().IntVar(&days, "expires-in-days", 0, "expire the key after N days (30 to 365; default: no expiry)")
 
+	return create
+}
+
+// keysListCmd is keys list.
+func (a *app) keysListCmd() *cobra.Command {
 	listCmd := &cobra.Command{
 		Use:   "list ACCOUNT_ID",
 		Short: "List an account's keys (never their secrets)",
@@ -64,7 +75,11 @@ func (a *app) keysCmd() *cobra.Command {
 			return a.keysTable(l.Data, time.Now())
 		},
 	}
+	return listCmd
+}
 
+// keysRevokeCmd is keys revoke.
+func (a *app) keysRevokeCmd() *cobra.Command {
 	revoke := &cobra.Command{
 		Use:   "revoke KEY_ID",
 		Short: "Revoke a key",
@@ -85,6 +100,11 @@ func (a *app) keysCmd() *cobra.Command {
 			return err
 		},
 	}
+	return revoke
+}
+
+// keysSetLimitsCmd is keys set-limits.
+func (a *app) keysSetLimitsCmd() *cobra.Command {
 	setLimits := &cobra.Command{
 		Use:   "set-limits KEY_ID (--rps N [--burst N] [--max-concurrent N] | --clear)",
 		Short: "Set a key's own request limits (without them a key is limited through its account)",
@@ -109,7 +129,7 @@ func (a *app) keysCmd() *cobra.Command {
 		}
 		return a.keysTable([]adminapi.Key{k}, time.Now())
 	}
-	return group("keys", "Create, list and revoke API keys and set their limits", create, listCmd, revoke, setLimits, a.setBudgetCmd(true))
+	return setLimits
 }
 
 // keysTable lists keys with their state and limits: their own, the effective ones and

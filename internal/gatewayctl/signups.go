@@ -9,6 +9,11 @@ import (
 )
 
 func (a *app) signupsCmd() *cobra.Command {
+	return group("signups", "Review access requests from the signup form", a.signupsListCmd(), a.signupsApproveCmd(), a.signupsRejectCmd())
+}
+
+// signupsListCmd is signups list.
+func (a *app) signupsListCmd() *cobra.Command {
 	var status string
 	var limit int
 	listCmd := &cobra.Command{
@@ -52,7 +57,11 @@ func (a *app) signupsCmd() *cobra.Command {
 	}
 	listCmd.Flags().StringVar(&status, "status", "pending", "pending, approved, rejected or all")
 	listCmd.Flags().IntVar(&limit, "limit", 100, "at most this many (1 to 1000)")
+	return listCmd
+}
 
+// signupsApproveCmd is signups approve.
+func (a *app) signupsApproveCmd() *cobra.Command {
 	var createAccount bool
 	var residency string
 	approve := &cobra.Command{
@@ -84,7 +93,11 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 	}
 	approve.Flags().BoolVar(&createAccount, "create-account", false, "also create the account")
 	approve.Flags().StringVar(&residency, "residency", "", "residency of the new account: se, eu or any")
+	return approve
+}
 
+// signupsRejectCmd is signups reject.
+func (a *app) signupsRejectCmd() *cobra.Command {
 	reject := &cobra.Command{
 		Use:   "reject SIGNUP_ID",
 		Short: "Reject an access request",
@@ -104,7 +117,7 @@ then set up with "gatewayctl keys" and "gatewayctl models".`,
 			return a.signupDetails(s)
 		},
 	}
-	return group("signups", "Review access requests from the signup form", listCmd, approve, reject)
+	return reject
 }
 
 func (a *app) signupDetails(s adminapi.Signup) error {
