@@ -68,26 +68,6 @@ func (s *Admitter) Residency(p Principal) *apierror.Error {
 	return s.residency.check(p.Acct.Residency, p.Idx)
 }
 
-// Inference authenticates an inference request and checks the account's balance and the
-// account's and key's spend budgets (budget.go), counting a refusal in the metrics. p is
-// set whenever the key was found.
-func (s *Admitter) Inference(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (Principal, *apierror.Error) {
-	p, aerr := s.Authenticate(ctx, allowXAPIKey, true)
-	if aerr != nil {
-		s.refusedAuth(aerr)
-		return p, aerr
-	}
-	if s.cfg.Balances.Spendable(p.Acct.ID) <= 0 {
-		s.cfg.Telemetry.Refused(telemetry.RefuseBalance)
-		return p, ErrBalance
-	}
-	if aerr := s.overBudget(p); aerr != nil {
-		s.cfg.Telemetry.Refused(telemetry.RefuseBudget)
-		return p, aerr
-	}
-	return p, nil
-}
-
 // Request is what Admit needs of a planned request.
 type Request struct {
 	P     Principal
@@ -215,17 +195,6 @@ type roomCheck struct {
 
 func (r *roomCheck) room() (free, capacity float64) {
 	return r.s.cfg.Selector.Room(r.cands, r.s.cfg.Now().UnixNano())
-}
-
-// refusedAuth counts an authentication refusal (a 503 not-ready is not one).
-func (s *Admitter) refusedAuth(aerr *apierror.Error) {
-	switch {
-	case aerr.Status == 503:
-	case aerr.Code == apierror.CodeResidencyUnsatisfied:
-		s.cfg.Telemetry.Refused(telemetry.RefuseResidency)
-	default:
-		s.cfg.Telemetry.Refused(telemetry.RefuseAuth)
-	}
 }
 
 // refusedLimit counts a limiter refusal.

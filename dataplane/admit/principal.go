@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/apikey"
 )
@@ -157,4 +158,35 @@ func asciiEqualFold(a, lowerB []byte) bool {
 		}
 	}
 	return true
+}
+
+// Inference authenticates an inference request and checks the account's balance and the
+// account's and key's spend budgets (budget.go), counting a refusal in the metrics. p is
+// set whenever the key was found.
+func (s *Admitter) Inference(ctx *fasthttp.RequestCtx, allowXAPIKey bool) (Principal, *apierror.Error) {
+	p, aerr := s.Authenticate(ctx, allowXAPIKey, true)
+	if aerr != nil {
+		s.refusedAuth(aerr)
+		return p, aerr
+	}
+	if s.cfg.Balances.Spendable(p.Acct.ID) <= 0 {
+		s.cfg.Telemetry.Refused(telemetry.RefuseBalance)
+		return p, ErrBalance
+	}
+	if aerr := s.overBudget(p); aerr != nil {
+		s.cfg.Telemetry.Refused(telemetry.RefuseBudget)
+		return p, aerr
+	}
+	return p, nil
+}
+
+// refusedAuth counts an authentication refusal (a 503 not-ready is not one).
+func (s *Admitter) refusedAuth(aerr *apierror.Error) {
+	switch {
+	case aerr.Status == 503:
+	case aerr.Code == apierror.CodeResidencyUnsatisfied:
+		s.cfg.Telemetry.Refused(telemetry.RefuseResidency)
+	default:
+		s.cfg.Telemetry.Refused(telemetry.RefuseAuth)
+	}
 }
