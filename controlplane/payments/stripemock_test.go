@@ -21,7 +21,7 @@ import (
 	"github.com/sekgate/gateway/internal/syncbuf"
 )
 
-// stripeMock is a stripe-mock server (the module's pinned tool dependency) listening on a
+// stripeMock is a stripe-mock server (a tool the deploy module pins) listening on a
 // unix socket, fronted by a recording reverse proxy on a random loopback port. The socket
 // avoids stripe-mock's default HTTPS listener on all interfaces and any port race.
 type stripeMock struct {
@@ -43,8 +43,8 @@ var (
 	stripeMockBinErr  error
 )
 
-// buildStripeMock builds github.com/stripe/stripe-mock at the version go.mod pins, once per
-// test binary.
+// buildStripeMock builds github.com/stripe/stripe-mock at the version deploy/go.mod pins
+// (the main module links none of it), once per test binary.
 func buildStripeMock() (string, error) {
 	stripeMockBinOnce.Do(func() {
 		gobin, err := exec.LookPath("go")
@@ -58,6 +58,7 @@ func buildStripeMock() (string, error) {
 		}
 		bin := filepath.Join(dir, "stripe-mock")
 		cmd := exec.Command(gobin, "build", "-o", bin, "github.com/stripe/stripe-mock")
+		cmd.Dir = filepath.Join("..", "..", "deploy") // from the package's directory
 		if out, err := cmd.CombinedOutput(); err != nil {
 			stripeMockBinErr = fmt.Errorf("go build stripe-mock: %v\n%s", err, out)
 			return

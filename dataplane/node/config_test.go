@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/dataplane/syncclient"
-	"github.com/sekgate/gateway/internal/proc"
 )
 
 // The test binary doubles as the data plane: with childEnv set it runs Main, so the
@@ -140,12 +140,23 @@ func BenchmarkIdleKeepAliveConns(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// rss reads the process's resident set size (VmRSS) from /proc/<pid>/status, in bytes.
 func rss(b *testing.B, pid int) int64 {
-	m, err := proc.ReadMemory(pid)
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m.RSS
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
 }
 
 func TestSpoolFlags(t *testing.T) {

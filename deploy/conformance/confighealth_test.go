@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sekgate/gateway/internal/harness"
-	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/deploy/tools/harness"
+	"github.com/sekgate/gateway/deploy/tools/proc"
 )
 
 // A route whose credential the node lacks and a route whose server is down: the catalogue

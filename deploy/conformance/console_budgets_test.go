@@ -38,7 +38,7 @@ func TestConsole_BudgetsAndAlerts(t *testing.T) {
 	if shots == "" {
 		shots = filepath.Join(s.dir, "console-screenshots")
 	} else if !filepath.IsAbs(shots) {
-		root, _ := moduleRoot()
+		root, _ := repoRoot()
 		shots = filepath.Join(root, shots)
 	}
 	if err := os.MkdirAll(shots, 0o755); err != nil {

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/deploy/tools/proc"
 )
 
 // node is an extra data-plane process on the stack's control plane, started with flags of

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/deploy/tools/proc"
 )
 
 // The JavaScript clients customers call the gateway with, run by node against the stack:
@@ -29,7 +29,7 @@ var (
 // when they are missing.
 func jsDir(t *testing.T) string {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

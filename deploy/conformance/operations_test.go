@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/harness"
+	"github.com/sekgate/gateway/deploy/tools/harness"
 )
 
 // The operational promises of the design, proven on a private deployment whose processes

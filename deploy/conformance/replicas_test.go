@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/harness"
+	"github.com/sekgate/gateway/deploy/tools/harness"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 

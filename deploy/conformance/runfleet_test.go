@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/deploy/tools/proc"
 )
 
 // TestFleet_MakeRunFleet runs deploy/local/run-fleet.sh (make run-fleet) on free ports and a
@@ -28,7 +28,7 @@ import (
 // lists the four nodes, and SIGTERM stops everything the script started.
 func TestFleet_MakeRunFleet(t *testing.T) {
 	getStack(t) // builds the binaries
-	root, err := moduleRoot()
+	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
-	"github.com/sekgate/gateway/internal/harness"
-	"github.com/sekgate/gateway/internal/proc"
+	"github.com/sekgate/gateway/deploy/tools/harness"
+	"github.com/sekgate/gateway/deploy/tools/proc"
 )
 
 func TestMain(m *testing.M) {
@@ -95,7 +95,7 @@ func getStack(t testing.TB) *Stack {
 	return stack
 }
 
-func moduleRoot() (string, error) { return proc.ModuleRoot(context.Background()) }
+func repoRoot() (string, error) { return proc.RepoRoot(context.Background()) }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr() (string, error) { return proc.FreeAddr() }
@@ -113,7 +113,7 @@ func startStack() (_ *Stack, err error) {
 	binDir = os.Getenv("CONFORMANCE_BIN_DIR")
 	if binDir == "" {
 		binDir = filepath.Join(dir, "bin")
-		if err := proc.Build(ctx, binDir, "./cmd/dataplane", "./cmd/controlplane", "./cmd/simulator", "./cmd/gatewayctl"); err != nil {
+		if err := proc.Build(ctx, binDir, "./cmd/dataplane", "./cmd/controlplane", "./deploy/cmd/simulator", "./cmd/gatewayctl"); err != nil {
 			return nil, err
 		}
 	}

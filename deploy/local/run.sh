@@ -45,7 +45,8 @@ log "starting provider simulator on 127.0.0.1:$SIM_PORT"
 start simulator "$BIN/simulator" --listen "127.0.0.1:$SIM_PORT"
 
 log "starting stripe-mock (payment API test double) on 127.0.0.1:$PAY_PORT"
-[ -x "$BIN/stripe-mock" ] || go build -o "$BIN/stripe-mock" github.com/stripe/stripe-mock
+# The deploy module pins stripe-mock (the gateway's own module links none of it).
+[ -x "$BIN/stripe-mock" ] || go build -C deploy -o "$(cd "$BIN" && pwd)/stripe-mock" github.com/stripe/stripe-mock
 # stripe-mock always opens an HTTPS listener too (on every interface at 12112 unless told
 # otherwise): keep it on loopback at its own port so two local stacks never collide.
 start stripe-mock "$BIN/stripe-mock" -http-addr "127.0.0.1:$PAY_PORT" -https-addr "127.0.0.1:$PAY_HTTPS_PORT"

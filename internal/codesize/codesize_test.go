@@ -20,10 +20,9 @@ const maxServerLines = 1500
 // notProduction are the folders of this module whose code only tests, benchmarks and
 // local stacks run.
 var notProduction = []string{
-	"internal/simulator", "internal/harness", "internal/proc", "internal/respcheck", "internal/syncbuf",
+	"internal/simulator", "internal/respcheck", "internal/syncbuf", "internal/deptest",
 	"internal/codesize", "controlplane/pgtest", "controlplane/testbox", "dataplane/internal/fixture",
 	"controlplane/api/apitest", "deploy",
-	"internal/benchrun", "internal/benchrouting", "internal/benchingest", "internal/bareproxy", "internal/chaos",
 }
 
 func root(t *testing.T) string {

@@ -1,0 +1,12 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/sekgate/gateway/internal/deptest"
+)
+
+// TestDeps: the control plane links no tooling or heavy module.
+func TestDeps(t *testing.T) {
+	deptest.Check(t, deptest.Production(), deptest.Module+"/cmd/controlplane")
+}
