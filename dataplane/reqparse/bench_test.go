@@ -78,7 +78,7 @@ func proseBody(size int) []byte {
 }
 
 // oneMessageBody builds a chat body of exactly size bytes with a single user message of
-// plain words, the body `make bench` sends (internal/benchrun ChatBody).
+// plain words, the body `make bench` sends (deploy/tools/benchrun ChatBody).
 func oneMessageBody(size int) []byte {
 	head := `{"model":"bench-chat","max_tokens":16,"messages":[{"role":"user","content":"`
 	tail := `"}]}`

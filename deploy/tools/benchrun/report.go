@@ -201,7 +201,7 @@ func (r *Report) Markdown() string {
 	w("Run %s, %.0f s. Machine: %s, %d cores, %.0f GiB RAM, Linux %s, %s.\n\n",
 		r.Started.Format("2006-01-02 15:04 UTC"), r.Elapsed, r.Machine.CPU, r.Machine.Cores, r.Machine.MemGiB, r.Machine.Kernel, r.Machine.Go)
 	w("**Method.** One `make bench` run starts the provider simulator (latency knobs at zero), the control plane with a throwaway Postgres, " +
-		"a bare fasthttp reverse proxy (`cmd/bareproxy`: no auth, routing or metering) and a data plane (auth, routing, metering, usage batches to the control plane every 200 ms), " +
+		"a bare fasthttp reverse proxy (`deploy/cmd/bareproxy`: no auth, routing or metering) and a data plane (auth, routing, metering, usage batches to the control plane every 200 ms), " +
 		"and drives the same load at three targets in turn: the simulator directly, the bare proxy, the data plane. " +
 		"Non-streaming load comes from vegeta's library (constant rate, keep-alive, every latency kept: percentiles are exact); streams from a small client that timestamps every server-sent event. " +
 		"CPU is user+system time of the measured process from /proc/<pid>/stat over the attack; peak RSS is VmHWM, reset before each attack. " +
