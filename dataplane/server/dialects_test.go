@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -16,12 +15,9 @@ import (
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/outcome"
 	"github.com/sekgate/gateway/dataplane/proxy"
-	"github.com/sekgate/gateway/dataplane/reqparse"
-	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/apierror"
 	"github.com/sekgate/gateway/shared/apikey"
-	"github.com/sekgate/gateway/shared/money"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -37,8 +33,6 @@ type dialectGateway struct {
 	URL, Key string
 	Meter    *memmeter.Meter
 	Sim      *simulator.Server
-	// body is the last request body a client sent (captured by the clients' middleware).
-	body []byte
 }
 
 func dialectModel(d string) string { return "dl-" + d }
@@ -91,99 +85,8 @@ func startDialectGateway(t testing.TB) *dialectGateway {
 	return g
 }
 
-// capture is the clients' middleware: it keeps the request body.
-func (g *dialectGateway) capture(req *http.Request) {
-	if req.Body == nil {
-		return
-	}
-	b, _ := io.ReadAll(req.Body)
-	req.Body = io.NopCloser(bytes.NewReader(b))
-	g.body = b
-}
-
-// estimate is the node's prompt estimate of the last body sent to path.
-func (g *dialectGateway) estimate(t *testing.T, path string) int64 {
-	t.Helper()
-	req, perr := reqparse.Parse(path, g.body)
-	if perr != nil {
-		t.Fatalf("%s body %s: %v", path, g.body, perr)
-	}
-	return min(req.EstimatedPromptTokens(), tokens.NewBounds(0, req.MaxTokens, 1).Prompt)
-}
-
-// charge is what a request must be recorded as.
-type charge struct {
-	result   string
-	status   int
-	in, out  int64
-	estimate bool // in is the node's prompt estimate
-}
-
-// wantCharge is the record of scenario sc on dialect d, by the one rule (streamCharge):
-// an answer is charged its usage; a stream that ends in an error is charged the usage the
-// server reported, else what was delivered (the prompt estimate, one token per generation
-// output); a failure before any output is not charged.
-func wantCharge(d, sc string, stream bool) charge {
-	out := int64(simulator.DialectTextWords)
-	switch sc {
-	case simulator.ScenarioReasoning:
-		if d != simulator.DialectTGI && d != simulator.DialectOpenAI {
-			out += simulator.DialectReasoningWords
-		}
-	case simulator.ScenarioTool:
-		out = int64(len(simulator.DialectToolFragments))
-	case simulator.ScenarioOverflow:
-		return charge{result: usage.ResultRejected, status: 400}
-	case simulator.ScenarioError, simulator.ScenarioCut:
-		if !stream {
-			return charge{result: usage.ResultUpstreamError, status: 502}
-		}
-		result := usage.ResultUpstreamError
-		if sc == simulator.ScenarioCut {
-			result = usage.ResultIncomplete
-		}
-		if d == simulator.DialectVLLM {
-			return charge{result: result, status: 200, in: 2, out: 2} // its running usage
-		}
-		// Two text chunks delivered; the empty chunk Ollama ends a cut stream with carries
-		// no output and is not charged.
-		return charge{result: result, status: 200, out: 2, estimate: true}
-	}
-	return charge{result: usage.ResultOK, status: 200, in: 2, out: out}
-}
-
-// checkRecord checks the newest record against want (in filled from the estimate).
-func (g *dialectGateway) checkRecord(t *testing.T, n int, path string, want charge) {
-	t.Helper()
-	recs := awaitRecords(t, g.Meter, n)
-	rec := recs[n-1]
-	if want.estimate {
-		want.in = g.estimate(t, path)
-	}
-	price := money.Price(want.in, want.out, pInOre, pOutOre)
-	if rec.Endpoint != path || rec.Result != want.result || rec.Status != want.status || rec.PromptTokens != want.in ||
-		rec.CompletionTokens != want.out || rec.PriceMicroSEK != price {
-		t.Errorf("record %s %s status %d tokens %d/%d price %d, want %s status %d tokens %d/%d price %d",
-			rec.Endpoint, rec.Result, rec.Status, rec.PromptTokens, rec.CompletionTokens, rec.PriceMicroSEK,
-			want.result, want.status, want.in, want.out, price)
-	}
-}
-
-// dialectScenarios are the cases every dialect × protocol × stream runs (cut only
-// streamed: an answer that is not streamed cannot end early).
-var dialectScenarios = []string{simulator.ScenarioPlain, simulator.ScenarioReasoning, simulator.ScenarioTool,
-	simulator.ScenarioStop, simulator.ScenarioCached, simulator.ScenarioError, simulator.ScenarioCut,
-	simulator.ScenarioOverflow, simulator.ScenarioSSE}
-
 // hasReasoning reports whether dialect d streams reasoning in a member of its own.
 func hasReasoning(d string) bool { return d != simulator.DialectTGI && d != simulator.DialectOpenAI }
-
-// namesStop reports whether dialect d names the stop sequence that ended an answer
-// (vLLM stop_reason, SGLang matched_stop; TGI's stop_sequence finish with the request's
-// only stop sequence).
-func namesStop(d string) bool {
-	return d == simulator.DialectVLLM || d == simulator.DialectSGLang || d == simulator.DialectTGI
-}
 
 // TestOverflowNeverFailsOver: a prompt over the context window is refused by every route,
 // so the first route's refusal (here TGI's, inside a 200 stream, and vLLM's 400) is the
