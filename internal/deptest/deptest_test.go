@@ -1,6 +1,7 @@
 package deptest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ func TestNothingImportsCmd(t *testing.T) {
 }
 
 // TestGoModLight: the main module's go.mod requires none of the heavy modules, not even
-// indirectly; they belong to the deploy module.
+// indirectly, nor names one as a tool; they belong to the deploy module.
 func TestGoModLight(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
 	if err != nil {
@@ -36,15 +37,48 @@ func TestGoModLight(t *testing.T) {
 	if !strings.HasPrefix(string(b), "module "+Module+"\n") {
 		t.Fatalf("../../go.mod is not %s's", Module)
 	}
-	for i, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+	for _, line := range heavyLines(b) {
+		t.Error(line)
+	}
+}
+
+// heavyLines returns a line for each module of Heavy that go.mod text names.
+func heavyLines(gomod []byte) []string {
+	var out []string
+	for i, line := range strings.Split(string(gomod), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "require" || f[0] == "tool" || f[0] == "replace" || f[0] == "exclude") {
+			f = f[1:]
+		}
 		if len(f) == 0 {
 			continue
 		}
 		for prefix, why := range Heavy {
 			if under(f[0], prefix) {
-				t.Errorf("go.mod:%d lists %s: %s", i+1, f[0], why)
+				out = append(out, fmt.Sprintf("go.mod:%d names %s: %s", i+1, f[0], why))
 			}
+		}
+	}
+	return out
+}
+
+func TestHeavyLines(t *testing.T) {
+	tests := []struct {
+		gomod string
+		want  int
+	}{
+		{"module m\n\nrequire (\n\tgithub.com/tidwall/gjson v1.20.0\n)\n", 0},
+		{"require (\n\tk8s.io/api v0.37.2\n\tgithub.com/go-logr/logr v1.4.4 // indirect\n)\n", 1},
+		{"require (\n\tsigs.k8s.io/yaml v1.6.0 // indirect\n)\n", 1},
+		{"require github.com/openai/openai-go/v3 v3.96.0\n", 1},
+		{"tool github.com/tsenart/vegeta/v12\n", 1},
+		{"tool (\n\tgithub.com/stripe/stripe-mock\n)\n", 1},
+		{"require github.com/prometheus/client_golang v1.19.1\n", 0},
+		{"require github.com/prometheus/prometheus v0.53.1\n", 1},
+	}
+	for _, tt := range tests {
+		if got := heavyLines([]byte(tt.gomod)); len(got) != tt.want {
+			t.Errorf("%q: %q, want %d lines", tt.gomod, got, tt.want)
 		}
 	}
 }
