@@ -2,7 +2,9 @@
 // (vLLM, llama.cpp server, TGI, Ollama) in tests, in `make run` and in benchmarks. Under the
 // base path /v1 it speaks chat completions, text completions, embeddings, Responses-style,
 // Messages-style and the decision-model protocol, streaming and not, with usage in every
-// answer.
+// answer. It lives in the gateway's module because the data plane's own tests run against it
+// in process; its command is the deploy module's (deploy/cmd/simulator), and no production
+// binary links it (internal/deptest).
 //
 // Answers are deterministic. Token counts follow one rule: a token is a whitespace-separated
 // word (see CountTokens). Prompt tokens are the words of every message's text (system
