@@ -1,0 +1,78 @@
+// Package poll waits in tests for a condition that only polling can observe: a process
+// becoming ready, a file watcher noticing a change, a counter in another goroutine.
+// Where the code under test exposes a channel or takes a clock, tests wait on that
+// instead; where polling is the only way, they use this package rather than a loop
+// around time.Sleep.
+//
+// Deadlines are generous on purpose: on a busy machine a condition may take a while,
+// and a tight bound only makes a test flaky. A test that holds waits as long as the
+// condition takes, never as long as the deadline.
+package poll
+
+import (
+	"testing"
+	"time"
+)
+
+// Interval is the time between two checks of a condition.
+const Interval = 5 * time.Millisecond
+
+// Wait checks cond every Interval until it holds or within has passed, and reports
+// whether it held. cond is checked once more at the deadline.
+func Wait(within time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
+// Until fails the test when cond does not hold within the given time; what names the
+// condition in the failure.
+func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Wait(within, cond) {
+		t.Fatalf("timed out after %s waiting for: %s", within, what)
+	}
+}
+
+// Holds checks cond every Interval for the whole period and fails the test as soon as
+// it does not hold: the negative check of something that would happen soon if it
+// happened at all (a second copy of a record, a batch sent too early). The period is
+// the one real wait it costs; choose it from the mechanism's interval with room for a
+// busy machine.
+func Holds(t testing.TB, period time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !cond() {
+		t.Fatalf("%s: does not hold", what)
+	}
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	end := time.NewTimer(period)
+	defer end.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if !cond() {
+				t.Fatalf("%s: stopped holding", what)
+			}
+		case <-end.C:
+			if !cond() {
+				t.Fatalf("%s: stopped holding", what)
+			}
+			return
+		}
+	}
+}
