@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/tidwall/gjson"
 )
 
@@ -115,13 +116,7 @@ func TestEngineFIFOQueue(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "the engine's condition", cond)
 }
 
 // /metrics speaks Prometheus text with vLLM's names, counting the engine's work.

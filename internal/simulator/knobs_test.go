@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 const chatBody = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
@@ -195,12 +197,8 @@ func TestCancellationCounted(t *testing.T) {
 	s := startSim(t, Knobs{})
 	waitFor := func(what string, cond func(Stats) bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond(s.Stats()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: stats %+v", what, s.Stats())
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !poll.Wait(10*time.Second, func() bool { return cond(s.Stats()) }) {
+			t.Fatalf("%s: stats %+v", what, s.Stats())
 		}
 	}
 

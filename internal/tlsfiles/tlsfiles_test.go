@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 )
 
@@ -113,13 +114,9 @@ func TestCertificateReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for serial() != second.String() {
-		if time.Now().After(deadline) {
-			t.Fatal("new certificate not served after the files changed")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, 15*time.Second, "the new certificate served after the files changed", func() bool {
+		return serial() == second.String()
+	})
 }
 
 func TestCheckControlPlaneURL(t *testing.T) {
