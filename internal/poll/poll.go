@@ -14,25 +14,30 @@ import (
 	"time"
 )
 
-// Interval is the time between two checks of a condition.
-const Interval = 5 * time.Millisecond
+// Interval is the time between two checks of Holds, and the longest between two checks
+// of Wait, which starts at a millisecond and doubles up to it: a condition met soon is
+// seen soon, and a slow one (an HTTP call, a query) is not asked in a tight loop.
+const Interval = 50 * time.Millisecond
 
-// Wait checks cond every Interval until it holds or within has passed, and reports
-// whether it held. cond is checked once more at the deadline.
+// Wait checks cond until it holds or within has passed, and reports whether it held.
+// cond is checked once more at the deadline.
 func Wait(within time.Duration, cond func() bool) bool {
 	if cond() {
 		return true
 	}
-	tick := time.NewTicker(Interval)
-	defer tick.Stop()
+	step := time.Millisecond
+	next := time.NewTimer(step)
+	defer next.Stop()
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for {
 		select {
-		case <-tick.C:
+		case <-next.C:
 			if cond() {
 				return true
 			}
+			step = min(2*step, Interval)
+			next.Reset(step)
 		case <-deadline.C:
 			return cond()
 		}

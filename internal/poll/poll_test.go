@@ -16,7 +16,7 @@ func TestWait(t *testing.T) {
 			t.Fatal("condition met after 3s not seen within a minute")
 		}
 		if d := time.Since(start); d < 3*time.Second || d > 3*time.Second+Interval {
-			t.Fatalf("Wait returned after %s, want 3s", d)
+			t.Fatalf("Wait returned after %s, want 3s and at most an interval more", d)
 		}
 		start = time.Now()
 		if Wait(time.Second, func() bool { return false }) {
