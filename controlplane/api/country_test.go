@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -47,15 +48,11 @@ func TestSnapshotFilteredByCountry(t *testing.T) {
 	}
 	// Wait for the snapshot holding all three keys.
 	var full *snapshot.Snapshot
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	if !poll.Wait(10*time.Second, func() bool {
 		_, full = e.pollCountry(url.Values{"have": {"0"}})
-		if full != nil && len(full.Keys) == 3 && full.Country == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("unfiltered snapshot never held the three keys: %+v", full)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return full != nil && len(full.Keys) == 3 && full.Country == ""
+	}) {
+		t.Fatalf("unfiltered snapshot never held the three keys: %+v", full)
 	}
 	for _, tc := range []struct {
 		country  string

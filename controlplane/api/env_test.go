@@ -19,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
 	"github.com/sekgate/gateway/controlplane/store/storetest"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -86,16 +87,10 @@ func newEnvWith(t *testing.T, opt func(*api.Config)) *env {
 		st.Close()
 	})
 	// Wait for the first snapshot.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if cur, _ := pub.Current(); cur != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no snapshot compiled")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "a compiled snapshot", func() bool {
+		cur, _ := pub.Current()
+		return cur != nil
+	})
 	return &env{t: t, store: st, pub: pub, srv: srv, adm: adm, nodeInFlight: inFlight}
 }
 
@@ -103,12 +98,8 @@ func newEnvWith(t *testing.T, opt func(*api.Config)) *env {
 // poll started in another goroutine has reached it and waits there.
 func (e *env) waitNodeInFlight(n int64) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.nodeInFlight.Load() < n {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d node requests in flight, want %d", e.nodeInFlight.Load(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Wait(10*time.Second, func() bool { return e.nodeInFlight.Load() >= n }) {
+		e.t.Fatalf("%d node requests in flight, want %d", e.nodeInFlight.Load(), n)
 	}
 }
 

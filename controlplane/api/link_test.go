@@ -13,6 +13,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -125,16 +126,12 @@ func TestInvalidRouteRowLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.pub.Kick()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, s, _ := e.poll(0, 0)
-		if s != nil && len(s.Routes) == 1 && s.Routes[0].ID == "good" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bad route still published: %+v", s.Routes)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s *snapshot.Snapshot
+	if !poll.Wait(10*time.Second, func() bool {
+		_, s, _ = e.poll(0, 0)
+		return s != nil && len(s.Routes) == 1 && s.Routes[0].ID == "good"
+	}) {
+		t.Fatalf("bad route still published: %+v", s)
 	}
 }
 

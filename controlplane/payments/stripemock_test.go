@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/syncbuf"
 )
 
@@ -70,6 +71,9 @@ func buildStripeMock() (string, error) {
 
 func startStripeMock(t *testing.T) *stripeMock {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts stripe-mock; skipped with -short")
+	}
 	bin, err := buildStripeMock()
 	if err != nil {
 		t.Fatal(err)
@@ -88,17 +92,14 @@ func startStripeMock(t *testing.T) *stripeMock {
 		return d.DialContext(ctx, "unix", sock)
 	}}
 	probe := &http.Client{Transport: transport, Timeout: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := probe.Get("http://stripe-mock/v1/")
-		if err == nil {
+	if !poll.Wait(30*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = probe.Get("http://stripe-mock/v1/"); err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stripe-mock not ready after 30s: %v\n%s", err, logBuf.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("stripe-mock not ready after 30s: %v\n%s", err, logBuf.String())
 	}
 
 	m := &stripeMock{}

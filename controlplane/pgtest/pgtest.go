@@ -105,6 +105,16 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// SkipShort skips the test under -short unless TEST_DATABASE_URL names a server, so
+// that go test -short starts no PostgreSQL cluster. NewDatabase and NewRoles call it;
+// tests that need a database before asking for one call it first.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() && os.Getenv(EnvURL) == "" {
+		t.Skip("pgtest: starts a PostgreSQL cluster; skipped with -short")
+	}
+}
+
 // Shared returns the process-wide cluster, starting it on first use.
 func Shared() (*Cluster, error) {
 	sharedOnce.Do(func() {
@@ -117,9 +127,11 @@ func Shared() (*Cluster, error) {
 
 // NewDatabase creates a fresh empty database on the shared cluster and returns its
 // connection URL. The database is dropped when the test ends. It fails the test when no
-// cluster can be started.
+// cluster can be started. Under -short (testing.Short) it skips the test instead, unless
+// TEST_DATABASE_URL names a server: starting a cluster is not part of the quick loop.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	SkipShort(t)
 	c, err := Shared()
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)

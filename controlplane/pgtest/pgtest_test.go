@@ -65,6 +65,7 @@ func TestParallelDatabases(t *testing.T) {
 // Restart stops a cluster and starts it again on the same port: committed data survives,
 // sessions do not.
 func TestRestartKeepsData(t *testing.T) {
+	pgtest.SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, err := pgtest.Start(ctx)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/internal/flagenv"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -118,13 +119,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for get("/admin/v1/snapshot", testAdminToken) != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("control plane did not become ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, "the control plane ready", func() bool { return get("/admin/v1/snapshot", testAdminToken) == 200 })
 	// The admin API is not on the node listener, not even with the admin token.
 	if st, _ := getAt(addr, "/admin/v1/snapshot", testAdminToken); st != 404 {
 		t.Fatalf("admin path on the node listener: %d, want 404", st)
@@ -194,24 +189,17 @@ func TestDefaultLimitsFile(t *testing.T) {
 			continue
 		}
 		var snap snapshot.Snapshot
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		poll.Until(t, 20*time.Second, "a snapshot", func() bool {
 			req, _ := http.NewRequest("GET", "http://"+addr+"/internal/v1/snapshot?have=0", nil)
 			req.Header.Set("Authorization", "Bearer "+testNodeToken)
 			req.Header.Set("X-Node-Id", "n1")
 			res, err := http.DefaultClient.Do(req)
-			if err == nil {
-				ok := res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&snap) == nil
-				res.Body.Close()
-				if ok {
-					break
-				}
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("no snapshot")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			defer res.Body.Close()
+			return res.StatusCode == 200 && json.NewDecoder(res.Body).Decode(&snap) == nil
+		})
 		if snap.DefaultLimits.Burst != tc.burst || snap.DefaultLimits.RequestsPerSecond <= 0 {
 			t.Errorf("snapshot default limits %+v", snap.DefaultLimits)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/tlsfiles"
 	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -79,7 +80,7 @@ func TestNodeListenerTLSAndMutualTLS(t *testing.T) {
 	go func() { ran <- run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	defer func() { cancel(); <-ran }()
 
-	poll := func(tc *http.Client) (*snapshot.Snapshot, error) {
+	fetch := func(tc *http.Client) (*snapshot.Snapshot, error) {
 		req, _ := http.NewRequest("GET", "https://"+cfg.Listen+"/internal/v1/snapshot?have=0", nil)
 		req.Header.Set("Authorization", "Bearer "+testNodeToken)
 		req.Header.Set("X-Node-Id", "n1")
@@ -100,23 +101,19 @@ func TestNodeListenerTLSAndMutualTLS(t *testing.T) {
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: node}, Timeout: 10 * time.Second}
 	var snap *snapshot.Snapshot
-	deadline := time.Now().Add(20 * time.Second)
-	for snap == nil {
-		snap, _ = poll(hc)
-		if time.Now().After(deadline) {
-			t.Fatal("no snapshot over mTLS")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, "a snapshot over mTLS", func() bool {
+		snap, _ = fetch(hc)
+		return snap != nil
+	})
 	if err := snap.VerifySigned(pub); err != nil {
 		t.Fatalf("snapshot over TLS does not verify: %v", err)
 	}
 	noCert, _ := tlsfiles.ClientConfig(ca.File, "", "", nil)
-	if _, err := poll(&http.Client{Transport: &http.Transport{TLSClientConfig: noCert}, Timeout: 10 * time.Second}); err == nil {
+	if _, err := fetch(&http.Client{Transport: &http.Transport{TLSClientConfig: noCert}, Timeout: 10 * time.Second}); err == nil {
 		t.Fatal("node without a client certificate was served")
 	}
 	plain := &http.Client{Timeout: 10 * time.Second}
-	if s, err := poll(plain); err == nil && s != nil {
+	if s, err := fetch(plain); err == nil && s != nil {
 		t.Fatal("plain HTTP served on the TLS listener")
 	}
 	// The admin listener answers without TLS on its own address.

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -37,16 +38,10 @@ func TestOpsListenerMetrics(t *testing.T) {
 		}
 	}()
 	ops := "http://" + cfg.Ops.Listen
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if st, _ := plainGet(ops + "/readyz"); st == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz never answered 200")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, "/readyz to answer 200", func() bool {
+		st, _ := plainGet(ops + "/readyz")
+		return st == 200
+	})
 	if st, body := plainGet(ops + "/livez"); st != 200 || !strings.Contains(body, "ok") {
 		t.Fatalf("/livez: %d %q", st, body)
 	}
@@ -160,13 +155,7 @@ func plainGet(url string) (int, string) {
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, ok)
 }
 
 // scrape GETs a Prometheus text exposition and parses it.
