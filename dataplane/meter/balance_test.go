@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -110,13 +111,16 @@ func TestOverspendBound(t *testing.T) {
 				wg.Go(func() {
 					for ctx.Err() == nil {
 						if m.Spendable("acct_a") <= 0 {
-							if m.Stats().SpoolRecords == 0 {
-								return // the view is exact now: the account is exhausted
+							// The view is exact once the spool is empty: the account is
+							// exhausted.
+							exhausted := func() bool { return m.Stats().SpoolRecords == 0 }
+							poll.Wait(time.Second, func() bool { return exhausted() || m.Spendable("acct_a") > 0 })
+							if exhausted() && m.Spendable("acct_a") <= 0 {
+								return
 							}
-							time.Sleep(time.Millisecond)
 							continue
 						}
-						time.Sleep(time.Duration(rand.IntN(1500)) * time.Microsecond) // the request runs
+						requestRuns()
 						price := 1 + rand.Int64N(maxPrice)
 						id := ids.Add(1)
 						m.Record(&usage.Record{RequestID: fmt.Sprintf("req_%d", id), TS: time.Now().UTC(),
@@ -126,8 +130,8 @@ func TestOverspendBound(t *testing.T) {
 					}
 				})
 			}
-			if tt.mid != nil {
-				time.Sleep(100 * time.Millisecond)
+			if tt.mid != nil { // once the node has spent the account with the control plane away
+				poll.Until(t, 10*time.Second, "the account spent", func() bool { return m.Spendable("acct_a") <= 0 })
 				tt.mid(cp)
 			}
 			wg.Wait()

@@ -105,8 +105,11 @@ func (cp *fakeCP) usage(w http.ResponseWriter, r *http.Request) {
 	if b.NodeID != r.Header.Get(internalapi.HeaderNodeID) {
 		cp.t.Errorf("batch node_id %q != header %q", b.NodeID, r.Header.Get(internalapi.HeaderNodeID))
 	}
-	if d := cp.delay.Load(); d > 0 {
-		time.Sleep(time.Duration(d))
+	if d := cp.delay.Load(); d > 0 { // a slow control plane: it commits all the same
+		select {
+		case <-r.Context().Done(): // the meter gave up: commit unanswered
+		case <-time.After(time.Duration(d)):
+		}
 	}
 	cp.mu.Lock()
 	cp.spoolAges = append(cp.spoolAges, r.Header.Get(internalapi.HeaderSpoolAge))

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // faultFile wraps a segment file and fails chosen calls: a torn write writes half of the
@@ -149,10 +151,7 @@ func TestOnlyFsyncedRecordsAreSent(t *testing.T) {
 	eventually(t, 5*time.Second, "records queued", func() bool { return m.Stats().QueuedRecords == n })
 	// A negative check needs a bounded wait: with a 1 ms batch interval, an unsynced
 	// batch would go out within a few ms; 300 ms leaves room for a busy machine.
-	time.Sleep(300 * time.Millisecond)
-	if got := cp.posts.Load(); got != 0 {
-		t.Fatalf("%d batches sent before the records were fsynced", got)
-	}
+	poll.Holds(t, 300*time.Millisecond, "no batch sent before the records were fsynced", func() bool { return cp.posts.Load() == 0 })
 	if s := m.Stats(); s.QueuedRecords != n || s.OldestUnconfirmedAge <= 0 {
 		t.Fatalf("unsynced records not reported: %+v", s)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -49,16 +50,18 @@ func TestOverspendBoundSeveralNodes(t *testing.T) {
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					if m.Spendable("acct_a") <= 0 {
-						if m.Stats().SpoolRecords == 0 && cp.count() == int(ids.Load()) {
-							return // every node's spend is confirmed: the account is exhausted
+						// Every node's spend is confirmed: the account is exhausted.
+						exhausted := func() bool { return m.Stats().SpoolRecords == 0 && cp.count() == int(ids.Load()) }
+						poll.Wait(time.Second, func() bool { return exhausted() || m.Spendable("acct_a") > 0 })
+						if exhausted() && m.Spendable("acct_a") <= 0 {
+							return
 						}
-						time.Sleep(time.Millisecond)
 						continue
 					}
 					if lim.Wait(ctx) != nil {
 						return
 					}
-					time.Sleep(time.Duration(rand.IntN(1500)) * time.Microsecond) // the request runs
+					requestRuns()
 					price := 1 + rand.Int64N(maxPrice)
 					id := ids.Add(1)
 					m.Record(&usage.Record{RequestID: fmt.Sprintf("req_%d_%d", n, id), TS: time.Now().UTC(),

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/cplink"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/usage"
 )
 
@@ -75,13 +77,7 @@ func run(t testing.TB, m *Meter) (stop func()) {
 
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, timeout, what, cond)
 }
 
 func flush(t testing.TB, m *Meter) {
@@ -142,4 +138,11 @@ func fileSize(t testing.TB, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// requestRuns stands for a request running between its balance check and its record: up
+// to 1.5 ms. A real sleep: the overspend tests put real concurrent load on the meter, and
+// this gap between check and record is what lets spend race past the balance.
+func requestRuns() {
+	time.Sleep(time.Duration(rand.IntN(1500)) * time.Microsecond)
 }

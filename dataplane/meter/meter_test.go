@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
 )
@@ -119,8 +120,11 @@ func TestControlPlaneDownThenBack(t *testing.T) {
 	const n = 1000
 	for i := range n {
 		m.Record(mkRecord(i, "acct_a", 2))
-		if i%100 == 0 {
-			time.Sleep(5 * time.Millisecond)
+		if i%100 == 0 { // spread the records over several fsyncs, batches and retries
+			eventually(t, 5*time.Second, "records durable", func() bool {
+				s := m.Stats()
+				return s.SpoolRecords-s.QueuedRecords > int64(i)
+			})
 		}
 	}
 	eventually(t, 5*time.Second, "several retries", func() bool { return m.Stats().Retries >= 5 })
@@ -273,10 +277,7 @@ func TestConfirmedNotResentAfterRestart(t *testing.T) {
 	eventually(t, 5*time.Second, "restarted meter running", m2.running.Load)
 	// A negative check needs a bounded wait: a batch of confirmed records would go out
 	// within a batch interval (20 ms); 500 ms is many intervals even on a busy machine.
-	time.Sleep(500 * time.Millisecond)
-	if got := cp.posts.Load(); got != posts {
-		t.Fatalf("restarted meter sent %d batches of confirmed records", got-posts)
-	}
+	poll.Holds(t, 500*time.Millisecond, "the restarted meter sends no batch of confirmed records", func() bool { return cp.posts.Load() == posts })
 }
 
 func TestRunReturnsPromptlyMidBackoff(t *testing.T) {

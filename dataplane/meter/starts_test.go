@@ -99,6 +99,7 @@ func TestStartJournalFsyncsOnlyOpenEntries(t *testing.T) {
 			defer l.mu.Unlock()
 			return l.fsyncs
 		}
+		// Sleeping in the bubble moves synctest's fake clock: no real wait.
 		settle := func() { time.Sleep(4 * window); synctest.Wait() }
 		settle()
 		if n := fsyncs(); n != 1 {
