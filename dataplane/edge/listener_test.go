@@ -43,7 +43,7 @@ func TestWriteDeadlineMovesLazily(t *testing.T) {
 		if len(fc.set) != 1 {
 			t.Fatalf("20 writes in a row set %d deadlines, want 1", len(fc.set))
 		}
-		time.Sleep(d/2 + 20*time.Millisecond)
+		time.Sleep(d/2 + 20*time.Millisecond) // synctest's fake clock moves: no real wait
 		write()
 		if len(fc.set) != 2 {
 			t.Fatalf("a write with less than half the timeout left set no deadline (%d set)", len(fc.set))

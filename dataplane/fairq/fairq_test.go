@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 func (q *Queue) len() int {
@@ -16,12 +18,8 @@ func (q *Queue) len() int {
 
 func waitLen(t *testing.T, q *Queue, n int) {
 	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for q.len() != n {
-		if time.Now().After(end) {
-			t.Fatalf("queue length %d, want %d", q.len(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if !poll.Wait(10*time.Second, func() bool { return q.len() == n }) {
+		t.Fatalf("queue length %d, want %d", q.len(), n)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/dataplane/syncclient"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // The test binary doubles as the data plane: with childEnv set it runs Main, so the
@@ -90,16 +91,13 @@ func BenchmarkIdleKeepAliveConns(b *testing.B) {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	}()
-	for i := 0; ; i++ {
-		if r, err := http.Get("http://" + addr + "/healthz"); err == nil {
+	poll.Until(b, 20*time.Second, "the data plane to start", func() bool {
+		r, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
 			r.Body.Close()
-			break
 		}
-		if i > 200 {
-			b.Fatal("data plane did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	})
 	http.DefaultClient.CloseIdleConnections()
 	req := []byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	open := func(n int) []net.Conn {
@@ -128,7 +126,9 @@ func BenchmarkIdleKeepAliveConns(b *testing.B) {
 		warm := open(100) // pools and goroutines of the first connections
 		before := rss(b, cmd.Process.Pid)
 		cs := open(conns)
-		time.Sleep(time.Second) // settle: every connection idle in its keep-alive wait
+		// A real sleep: the child process's memory is the subject, and no signal says
+		// every connection has reached its keep-alive wait; a second lets them settle.
+		time.Sleep(time.Second)
 		after := rss(b, cmd.Process.Pid)
 		perConn = float64(after-before) / conns
 		for _, c := range append(cs, warm...) {

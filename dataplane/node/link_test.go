@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/tlsfiles"
 	"github.com/sekgate/gateway/internal/tlsfiles/tlstest"
 	"github.com/sekgate/gateway/shared/apikey"
@@ -120,7 +121,13 @@ func (f *fakeCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Write(f.snap)
 	case internalapi.PathBalances:
-		time.Sleep(200 * time.Millisecond)
+		// The control plane long-polls balances: answer after a while, or not at all
+		// once the node has gone.
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
 		json.NewEncoder(w).Encode(usage.BalanceUpdate{Seq: 1, Balances: []snapshot.Balance{}})
 	case internalapi.PathUsage:
 		var b usage.Batch
@@ -194,16 +201,9 @@ func TestDataPlaneOverMutualTLS(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if st, _ := get("/v1/models"); st == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			st, body := get("/v1/models")
-			t.Fatalf("node did not apply the snapshot over mTLS: %d %s", st, body)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Wait(20*time.Second, func() bool { st, _ := get("/v1/models"); return st == 200 }) {
+		st, body := get("/v1/models")
+		t.Fatalf("node did not apply the snapshot over mTLS: %d %s", st, body)
 	}
 	st, body := get("/v1/service/account")
 	if st != 200 || !strings.Contains(body, "acct_00000000000000a1") || cp.forwarded.Load() != 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -86,13 +87,7 @@ func TestCallCancelWhileWaiting(t *testing.T) {
 		t.Fatalf("cancel took %v", took)
 	}
 	c.Done()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.cancelled.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("upstream never saw the cancellation")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "the upstream to see the cancellation", func() bool { return srv.cancelled.Load() == 1 })
 	// Cancelled before the exchange: nothing is sent.
 	c.Cancel()
 	if _, err := call(u, r, &c, 0, false); !errors.Is(err, ErrCancelled) {

@@ -50,7 +50,7 @@ func TestReadDeadlineMovesLazily(t *testing.T) {
 		if len(rc.set) != 2 {
 			t.Fatalf("51 reads in a row set %d idle deadlines, want 1", len(rc.set)-1)
 		}
-		time.Sleep(idle/16 + 20*time.Millisecond)
+		time.Sleep(idle/16 + 20*time.Millisecond) // synctest's fake clock moves: no real wait
 		read()
 		if len(rc.set) != 3 {
 			t.Fatalf("a read with the deadline lagging by more than idle/16 set none (%d set)", len(rc.set))

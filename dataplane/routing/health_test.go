@@ -45,7 +45,7 @@ func TestBreakerLifecycle(t *testing.T) {
 		if called, err := attempt(h, r, nil); called || err != ErrOpen {
 			t.Fatalf("open breaker let an attempt through (%v)", err)
 		}
-		time.Sleep(120 * time.Millisecond) // synctest's clock
+		time.Sleep(120 * time.Millisecond) // synctest's fake clock moves: no real wait
 		if st := h.State(r); st != "half-open" {
 			t.Fatalf("state %s after the open period", st)
 		}

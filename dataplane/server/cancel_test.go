@@ -5,12 +5,15 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sekgate/gateway/dataplane/outcome"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -60,7 +63,6 @@ func TestClientCancelCancelsUpstream(t *testing.T) {
 				if !waitFor(3*time.Second, func() bool { return up.Stats().InFlight == 1 }) {
 					t.Fatal("request never reached the upstream")
 				}
-				time.Sleep(100 * time.Millisecond)
 				left = time.Now()
 				cancel()
 			}
@@ -68,7 +70,9 @@ func TestClientCancelCancelsUpstream(t *testing.T) {
 			if left.IsZero() {
 				t.Fatal("client never left")
 			}
-			if !waitFor(1500*time.Millisecond, func() bool { return up.Stats().Cancelled == 1 }) {
+			// The upstream's answer is 5 s away: a cancellation seen within 4 s, however
+			// busy the machine, came from the client leaving.
+			if !waitFor(4*time.Second, func() bool { return up.Stats().Cancelled == 1 }) {
 				t.Fatalf("upstream not cancelled: %+v", up.Stats())
 			}
 			took := time.Since(left)
@@ -90,7 +94,8 @@ func TestClientCancelCancelsUpstream(t *testing.T) {
 // TestKillReplicaMidLoad: two replicas share the traffic; one dies mid-load. Requests in
 // flight on it fail over (before their first byte) or end incomplete (streams already
 // started); its breaker opens within a few requests, and the error rate is back to zero
-// within a bounded time while the other replica serves everything.
+// within a bounded number of requests while the other replica serves everything. The
+// test counts requests, not time, so that a busy machine only makes it slower.
 func TestKillReplicaMidLoad(t *testing.T) {
 	k := simulator.Knobs{OutputTokens: 6, TokensPerSecond: 300}
 	a, b := startSim(t, "a", k), startSim(t, "b", k)
@@ -108,13 +113,13 @@ func TestKillReplicaMidLoad(t *testing.T) {
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer client.CloseIdleConnections()
-	start := time.Now()
-	stop := start.Add(2 * time.Second)
+	var stop atomic.Bool
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(outs) }
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; time.Now().Before(stop); i++ {
+			for i := 0; !stop.Load(); i++ {
 				body := chatPlainReq
 				if (w+i)%2 == 0 {
 					body = chatStreamReq
@@ -133,10 +138,16 @@ func TestKillReplicaMidLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(700 * time.Millisecond)
+	const loadBefore, loadAfter = 50, 150
+	poll.Until(t, time.Minute, "requests served by both replicas", func() bool { return count() >= loadBefore })
 	killed := time.Now()
 	_ = a.Close()
+	atKill := count()
+	// loadAfter requests after the ones in flight at the kill (at most 8, see below).
+	poll.Until(t, time.Minute, "requests after the kill", func() bool { return count() >= atKill+8+loadAfter })
+	stop.Store(true)
 	wg.Wait()
+	sort.Slice(outs, func(i, j int) bool { return outs[i].at.Before(outs[j].at) })
 
 	var before, after, errs int
 	var lastErr time.Time
@@ -171,12 +182,12 @@ func TestKillReplicaMidLoad(t *testing.T) {
 	if deadAttempts > 12 {
 		t.Errorf("the dead replica cost %d attempts: its breaker should have opened after 5", deadAttempts)
 	}
-	if len(outs) < 150 {
-		t.Errorf("only %d requests in 2 s", len(outs))
-	}
-	const bound = 500 * time.Millisecond
-	if errs > 0 && lastErr.Sub(killed) > bound {
-		t.Errorf("failures continued %v after the kill (bound %v)", lastErr.Sub(killed), bound)
+	// Back to no errors: the last loadAfter requests all succeeded.
+	for _, o := range outs[len(outs)-loadAfter:] {
+		if !o.ok {
+			t.Errorf("a request failed %v after the kill, among the last %d", o.at.Sub(killed), loadAfter)
+			break
+		}
 	}
 	if errs > 8 {
 		t.Errorf("%d failures: more than the streams in flight on the dead replica", errs)

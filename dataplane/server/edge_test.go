@@ -162,6 +162,7 @@ func TestSlowBodyCut(t *testing.T) {
 				if _, err := io.WriteString(c, strings.Repeat("a", 100)); err != nil {
 					return
 				}
+				// A real sleep: the trickle's pace over a real connection is the subject.
 				time.Sleep(100 * time.Millisecond)
 			}
 		}()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -376,9 +377,7 @@ func TestBrokenStreamDoesNotPoisonPool(t *testing.T) {
 // at most 10 s, so that a loaded machine only makes the test slower.
 func waitBreaker[R any](t *testing.T, state func(R) string, route R, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); state(route) != want; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("breaker %s, want %s after its open period", state(route), want)
-		}
+	if !poll.Wait(10*time.Second, func() bool { return state(route) == want }) {
+		t.Fatalf("breaker %s, want %s after its open period", state(route), want)
 	}
 }

@@ -72,8 +72,12 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	case "garbage":
 		io.WriteString(w, "<html>not json")
 		return
-	case "slow":
-		time.Sleep(600 * time.Millisecond)
+	case "slow": // past the gateway's 300 ms first-byte timeout, or gone with the gateway
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(600 * time.Millisecond):
+		}
 	}
 	if gjson.GetBytes(b, "stream").Bool() {
 		f.stream(w, r, mode, model)

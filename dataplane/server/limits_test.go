@@ -12,6 +12,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
 	"github.com/sekgate/gateway/dataplane/limits"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -72,8 +73,8 @@ func TestRateAndConcurrencyLimits(t *testing.T) {
 			for i := range res {
 				wg.Add(1)
 				go func() { defer wg.Done(); res[i] = g.post(t, g.Keys.SE, chatPlainReq) }()
-				if c.slow {
-					time.Sleep(50 * time.Millisecond)
+				if c.slow && i < 2 { // the first two hold their slots before the third comes
+					poll.Until(t, 10*time.Second, "a request at the upstream", func() bool { return slow.Stats().InFlight == int64(i+1) })
 				}
 			}
 			wg.Wait()
@@ -182,6 +183,8 @@ func TestLimitsSharedByTwoNodes(t *testing.T) {
 				default:
 					t.Errorf("status %d", resp.StatusCode)
 				}
+				// A real sleep: it paces the offered load on a limit that refills in
+				// real time, the subject of the test.
 				time.Sleep(5 * time.Millisecond)
 			}
 		}()

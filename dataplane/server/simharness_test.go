@@ -14,6 +14,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/memmeter"
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/snapshot"
 	"github.com/sekgate/gateway/shared/usage"
@@ -163,13 +164,4 @@ const (
 )
 
 // waitFor polls cond until it holds or d passes.
-func waitFor(d time.Duration, cond func() bool) bool {
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
+func waitFor(d time.Duration, cond func() bool) bool { return poll.Wait(d, cond) }

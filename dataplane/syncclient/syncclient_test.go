@@ -17,6 +17,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/cplink"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/internal/fixture"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/internalapi"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
@@ -93,13 +94,7 @@ func newClient(t *testing.T, url, dir string, st *index.Store, seen *atomic.Int6
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 func TestSyncSwapsOnNewVersionAndWritesDisk(t *testing.T) {
