@@ -44,6 +44,28 @@ func Wait(within time.Duration, cond func() bool) bool {
 	}
 }
 
+// WaitEvery is Wait at a fixed pace: cond is checked every interval, for checks that
+// cost enough to space out (reloading a browser page, reading a rate-limited API).
+func WaitEvery(within, every time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
+	}
+}
+
 // Until fails the test when cond does not hold within the given time; what names the
 // condition in the failure.
 func Until(t testing.TB, within time.Duration, what string, cond func() bool) {

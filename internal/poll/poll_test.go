@@ -28,6 +28,20 @@ func TestWait(t *testing.T) {
 	})
 }
 
+func TestWaitEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		checks := 0
+		start := time.Now()
+		ok := WaitEvery(time.Minute, time.Second, func() bool { checks++; return time.Since(start) >= 3*time.Second })
+		if !ok || checks != 4 || time.Since(start) != 3*time.Second {
+			t.Fatalf("held %v after %d checks and %s, want 4 checks a second apart", ok, checks, time.Since(start))
+		}
+		if WaitEvery(2*time.Second, time.Second, func() bool { return false }) {
+			t.Fatal("a condition that never holds was reported held")
+		}
+	})
+}
+
 func TestHolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
