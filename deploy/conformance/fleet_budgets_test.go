@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/alerts"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // A budget reached on one node is refused by every node within one poll, and a
@@ -92,14 +93,11 @@ func TestFleet_BudgetRefusedOnEveryNodeAndAlerted(t *testing.T) {
 	}
 
 	// The alert: the first attempt fails (503), the retry 10 s later is accepted.
-	deadline := time.Now().Add(60 * time.Second)
-	for len(deliveries()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries reached the receiver, want 2 (a failure and its retry)", len(deliveries()))
-		}
-		time.Sleep(200 * time.Millisecond) // the control plane's retry timer, in another process
+	if !poll.Wait(60*time.Second, func() bool { return len(deliveries()) >= 2 }) {
+		t.Fatalf("%d deliveries reached the receiver, want 2 (a failure and its retry)", len(deliveries()))
 	}
-	time.Sleep(3 * time.Second) // three more evaluations: a standing condition sends nothing new
+	// Three more evaluations: a standing condition sends nothing new.
+	poll.Holds(t, 3*time.Second, "no delivery for a standing condition", func() bool { return len(deliveries()) <= 2 })
 	ds := deliveries()
 	if len(ds) != 2 {
 		t.Fatalf("%d deliveries, want 2", len(ds))

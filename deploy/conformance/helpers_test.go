@@ -15,6 +15,7 @@ import (
 	anthropic2opt "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	oaopt "github.com/openai/openai-go/v3/option"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // openAIClient is the official OpenAI SDK pointed at {base_url}/v1.
@@ -98,10 +99,17 @@ func chatReq(model string, extra ...any) map[string]any {
 }
 
 // negativeWait bounds a negative check ("no second record appears", "nothing is
-// billed"): there is no event to wait for, so the check waits this long before it looks.
-// It is twenty usage batch intervals (50 ms), so what must not happen would have
-// happened by then even on a busy machine.
+// billed"): there is no event to wait for, so the check keeps looking this long. It is
+// twenty usage batch intervals (50 ms), so what must not happen would have happened by
+// then even on a busy machine.
 const negativeWait = time.Second
+
+// stillHolds is a negative check: it looks at cond a few times over negativeWait and
+// fails the test as soon as it stops holding.
+func stillHolds(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	poll.Holds(t, negativeWait, what, cond)
+}
 
 func sim(knobs ...any) map[string]any {
 	m := map[string]any{}

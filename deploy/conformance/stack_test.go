@@ -27,6 +27,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/pgtest"
 	"github.com/sekgate/gateway/deploy/tools/harness"
 	"github.com/sekgate/gateway/deploy/tools/proc"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -403,13 +404,7 @@ func (s *Stack) waitSpendable(t testing.TB, a Account) {
 // waitFor polls cond for up to 10 s.
 func (s *Stack) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 var (
