@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sekgate/gateway/controlplane/alerts"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // Budgets and alerts in the console, driven in headless Chromium against the running
@@ -112,14 +113,18 @@ func TestConsole_BudgetsAndAlerts(t *testing.T) {
 	waitText := func(sel, want string, within time.Duration, reload string) string {
 		t.Helper()
 		var txt string
-		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) { // a real browser page: poll it
+		// A real browser page: look at it, and reload it, at most five times a second.
+		if poll.WaitEvery(within, 200*time.Millisecond, func() bool {
 			txt = eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
 			if strings.Contains(txt, want) && eval(`document.readyState`) == "complete" {
-				return strings.TrimSpace(txt)
+				return true
 			}
 			if reload != "" {
 				run("reload", chromedp.Navigate(reload))
 			}
+			return false
+		}) {
+			return strings.TrimSpace(txt)
 		}
 		t.Fatalf("%s says %q, want %q", sel, txt, want)
 		return ""
@@ -171,22 +176,16 @@ func TestConsole_BudgetsAndAlerts(t *testing.T) {
 		chromedp.Submit(css("#create-alert")))
 	secret := waitText("#rule-secret", "whsec_", 45*time.Second, "")
 	// The control plane evaluates its rules every --alert-interval (30 s by default).
-	deadline := time.Now().Add(75 * time.Second)
 	var first delivery
-	for {
+	if !poll.Wait(75*time.Second, func() bool {
 		mu.Lock()
-		n := len(got)
-		if n > 0 {
+		defer mu.Unlock()
+		if len(got) > 0 {
 			first = got[0]
 		}
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no alert reached the webhook receiver")
-		}
-		time.Sleep(250 * time.Millisecond) // waits on the control plane's interval, a real process
+		return len(got) > 0
+	}) {
+		t.Fatal("no alert reached the webhook receiver")
 	}
 	if err := alerts.Verify(secret, first.header.Get(alerts.HeaderSignature), first.body, time.Now(), 5*time.Minute); err != nil {
 		t.Fatalf("signature: %v", err)

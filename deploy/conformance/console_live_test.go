@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // The console's live service view in headless Chromium: traffic sent through the data
@@ -66,12 +67,9 @@ func TestConsole_LiveCharts(t *testing.T) {
 		v, _ := tot[field].(float64)
 		return v
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for total(series("account", a.ID), "requests") < 8 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the account's series holds %v requests, want 8", total(series("account", a.ID), "requests"))
-		}
-		time.Sleep(100 * time.Millisecond) // the node's batches arrive over a real connection
+	// The node's batches arrive over a real connection.
+	if !poll.WaitEvery(30*time.Second, 100*time.Millisecond, func() bool { return total(series("account", a.ID), "requests") >= 8 }) {
+		t.Fatalf("the account's series holds %v requests, want 8", total(series("account", a.ID), "requests"))
 	}
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // The operator console driven in headless Chromium against the running stack:
@@ -138,11 +139,11 @@ func TestConsole_Browser(t *testing.T) {
 	waitText := func(sel, want string) string {
 		t.Helper()
 		var got string
-		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if poll.WaitEvery(45*time.Second, 100*time.Millisecond, func() bool {
 			got = eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
-			if strings.Contains(got, want) && eval(`document.readyState`) == "complete" {
-				return strings.TrimSpace(got)
-			}
+			return strings.Contains(got, want) && eval(`document.readyState`) == "complete"
+		}) {
+			return strings.TrimSpace(got)
 		}
 		loc, _ := chromedp.Run(ctx, chromedp.Location())
 		html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))

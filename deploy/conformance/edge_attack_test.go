@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/deploy/tools/proc"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // node is an extra data-plane process on the stack's control plane, started with flags of
@@ -127,12 +128,9 @@ func TestEdge_AttackBoundedMemory(t *testing.T) {
 		return nil
 	}
 	// The node has synced the key when it serves the client.
-	deadline := time.Now().Add(15 * time.Second)
-	for err := legit(); err != nil; err = legit() {
-		if time.Now().After(deadline) {
-			t.Fatalf("legitimate request before the attack: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !poll.Wait(15*time.Second, func() bool { err = legit(); return err == nil }) {
+		t.Fatalf("legitimate request before the attack: %v", err)
 	}
 	base := rssBytes(t, pid)
 
@@ -223,14 +221,15 @@ func TestEdge_AttackBoundedMemory(t *testing.T) {
 	// The legitimate client, during the attack.
 	var legitOK, legitFailed int
 	var legitErr error
-	for time.Since(attackStart) < timeout+time.Second {
+	pace := time.NewTicker(20 * time.Millisecond) // at most 50 requests a second
+	defer pace.Stop()
+	for ; time.Since(attackStart) < timeout+time.Second; <-pace.C {
 		if err := legit(); err != nil {
 			legitFailed++
 			legitErr = err
 		} else {
 			legitOK++
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	wg.Wait()
 	close(stopSampling)

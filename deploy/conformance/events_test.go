@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/sekgate/gateway/dataplane/openapi"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // Section "Events": streams end with their terminal signal; broken streams do not.
@@ -160,16 +161,16 @@ func TestEvents_StreamNotContinuedOnAnotherProvider(t *testing.T) {
 	// The first route may be resting after an earlier failure (circuit breaking): ask
 	// until the broken route serves a stream.
 	var r Response
-	for i := 0; i < 40; i++ {
+	poll.WaitEvery(10*time.Second, 250*time.Millisecond, func() bool {
 		r = streamRaw(t, s, a.Key, "/v1/chat/completions", chatReq(modelBroken))
 		if r.Header.Get("X-Service-Provider") == "sim-broken" {
-			break
+			return true
 		}
 		if getSpec(t).CheckStreamTerminal("POST", "/v1/chat/completions", r.Body) != nil {
 			t.Fatalf("a stream of the healthy route %q is incomplete", r.Header.Get("X-Service-Provider"))
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return false
+	})
 	if p := r.Header.Get("X-Service-Provider"); p != "sim-broken" {
 		t.Fatalf("the first route never served a stream (last %q)", p)
 	}

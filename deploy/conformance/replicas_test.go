@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/deploy/tools/harness"
+	"github.com/sekgate/gateway/internal/poll"
 	"github.com/sekgate/gateway/shared/internalapi"
 )
 
@@ -214,7 +215,10 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 				mu.Lock()
 				outcomes = append(outcomes, oc)
 				mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
+				select { // a short pause keeps the load light
+				case <-ctx.Done():
+				case <-time.After(20 * time.Millisecond):
+				}
 			}
 		})
 	}
@@ -245,9 +249,23 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 		}
 	})
 
+	// steady waits until the load has answered n more requests and k more keys were
+	// created: it counts, not time, so that a busy machine only makes the test slower.
+	steady := func(what string, n int, k int64) {
+		t.Helper()
+		mu.Lock()
+		from, fromKeys := len(outcomes), keys.Load()
+		mu.Unlock()
+		poll.Until(t, time.Minute, fmt.Sprintf("%d requests and %d keys %s", n, k, what), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(outcomes) >= from+n && keys.Load() >= fromKeys+k
+		})
+	}
+
 	// Each replica in turn leaves and comes back while the load goes on: cp1 is killed
 	// (SIGKILL: in-flight batches may have committed unanswered), cp0 drains (SIGTERM, exit 0).
-	time.Sleep(1500 * time.Millisecond)
+	steady("before a replica leaves", 100, 5)
 	for i, kill := range []bool{true, false} {
 		r := cps[1-i]
 		start := time.Now()
@@ -261,11 +279,11 @@ func TestFleet_TwoControlPlanesOnOnePostgres(t *testing.T) {
 				t.Fatalf("%s exited %d after SIGTERM", r.name, code)
 			}
 		}
-		time.Sleep(time.Second) // nodes keep serving; rep-b or rep-a spools
+		steady("while "+r.name+" is away", 60, 3) // nodes keep serving; rep-b or rep-a spools
 		o.spawnReplica(t, r)
 		o.wait(t, r.url()+"/healthz")
 		t.Logf("%s away for %v (killed: %v)", r.name, time.Since(start).Round(time.Millisecond), kill)
-		time.Sleep(1500 * time.Millisecond)
+		steady("after "+r.name+" is back", 100, 5)
 	}
 	cancel()
 	wg.Wait()

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // A rolling restart of a region under steady load: the region's nodes are restarted one at
@@ -118,8 +120,15 @@ func (b *balancer) post(path, key string, body []byte) (int, int, string, error)
 				break
 			}
 		}
-		if i < 0 { // no node ready: wait for a probe
-			time.Sleep(20 * time.Millisecond)
+		if i < 0 { // no node ready: wait for a probe to find one
+			poll.Wait(time.Until(deadline), func() bool {
+				for j := range b.ready {
+					if b.ready[j].Load() {
+						return true
+					}
+				}
+				return false
+			})
 			continue
 		}
 		req, _ := http.NewRequest("POST", b.nodes[i].url()+path, bytes.NewReader(body))
@@ -211,15 +220,31 @@ func TestFleet_RollingRestartUnderLoad(t *testing.T) {
 				mu.Lock()
 				outcomes = append(outcomes, outcome{node, status, id, err, time.Now()})
 				mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
+				select { // a short pause keeps the load light
+				case <-ctx.Done():
+				case <-time.After(20 * time.Millisecond):
+				}
 			}
+		})
+	}
+	// steady waits until the load has answered n more requests: it counts requests, not
+	// time, so that a busy machine only makes the test slower.
+	steady := func(what string, n int) {
+		t.Helper()
+		mu.Lock()
+		from := len(outcomes)
+		mu.Unlock()
+		poll.Until(t, time.Minute, fmt.Sprintf("%d requests %s", n, what), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(outcomes) >= from+n
 		})
 	}
 
 	// Restart each node in turn.
 	type window struct{ from, to time.Time }
 	var down []window
-	time.Sleep(time.Second)
+	steady("before the restarts", 100)
 	for i, n := range nodes {
 		start := time.Now()
 		if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -232,7 +257,7 @@ func TestFleet_RollingRestartUnderLoad(t *testing.T) {
 		o.waitFor(t, n.name+" ready at the balancer", func() bool { return lb.ready[i].Load() })
 		down = append(down, window{start, time.Now()})
 		t.Logf("%s restarted in %v", n.name, time.Since(start).Round(time.Millisecond))
-		time.Sleep(time.Second)
+		steady("after "+n.name+" is back", 100)
 	}
 	cancel()
 	wg.Wait()

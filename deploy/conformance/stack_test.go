@@ -86,9 +86,13 @@ var (
 	cluster   *pgtest.Cluster
 )
 
-// getStack starts the deployment on first use.
+// getStack starts the deployment on first use. Under -short it skips the test: the
+// deployment is binaries, a PostgreSQL cluster and more processes.
 func getStack(t testing.TB) *Stack {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the deployment's processes; skipped with -short")
+	}
 	stackOnce.Do(func() { stack, stackErr = startStack() })
 	if stackErr != nil {
 		t.Fatalf("start gateway stack: %v", stackErr)
