@@ -80,6 +80,9 @@ func TestContainerfiles(t *testing.T) {
 // checks entrypoint, user, labels and files, and runs the binary extracted from the image.
 // GATEWAY_TEST_IMAGES=static limits it to the binaries on a machine without a builder.
 func TestImages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries and images; skipped with -short")
+	}
 	bin := t.TempDir()
 	runScript(t, nil, "binaries", bin)
 	for _, name := range names {
