@@ -106,6 +106,9 @@ func streamChat(base, key, tag string) streamed {
 // burst's requests that were waiting when it arrived, and every one of them is answered.
 // The test asserts the order in which the replica receives requests, not times.
 func TestQuietAccountKeepsItsTurnUnderBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a burst of seconds against a real engine replica; skipped with -short")
+	}
 	var log arrivals
 	fq := fairq.New(fairq.Config{}) // the node's defaults: 5 s at most in the queue
 	g := startSimGateway(t, []snapshot.Route{chatRoute("replica", "sim", startEngineReplica(t, &log), "SE", 0, 1)},
