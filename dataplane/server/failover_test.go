@@ -63,7 +63,9 @@ func TestFailoverBeforeFirstByte(t *testing.T) {
 				if p := r.Header.Get("X-Service-Provider"); p != "good-se" {
 					t.Errorf("X-Service-Provider %q", p)
 				}
-				if k.slow && time.Since(t0) > 2*time.Second {
+				// The slow upstream answers at 3 s: an answer within 2.5 s, however busy
+				// the machine, did not wait for it.
+				if k.slow && time.Since(t0) > 2500*time.Millisecond {
 					t.Errorf("timeout took %v", time.Since(t0))
 				}
 				rec := g.record(t, 1)
@@ -264,7 +266,9 @@ func TestRequestDeadline(t *testing.T) {
 		r := g.post(t, g.Keys.SE, body)
 		took := time.Since(t0)
 		checkEnvelope(t, r, 504, "provider_timeout")
-		if took < 350*time.Millisecond || took > 1500*time.Millisecond {
+		// The upstream answers at 3 s: an answer within 2.5 s, however busy the machine,
+		// was cut by the 400 ms deadline.
+		if took < 350*time.Millisecond || took > 2500*time.Millisecond {
 			t.Errorf("answered after %v, deadline 400ms", took)
 		}
 		rec := g.record(t, i+1)
