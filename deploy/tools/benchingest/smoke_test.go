@@ -14,6 +14,9 @@ import (
 // TestSmoke runs bench-ingest at toy scale against a freshly built control plane and a
 // throwaway Postgres: the machinery works, and every figure it reports was measured.
 func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the binaries; skipped with -short")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := t.TempDir()

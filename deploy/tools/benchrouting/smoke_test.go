@@ -9,6 +9,9 @@ import (
 // A short run of one workload through the gateway and straight to the replicas answers
 // every request (figures are not checked: they need the full benchmark).
 func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every workload for seconds; skipped with -short")
+	}
 	w := Workloads()[0]
 	arrivals := w.schedule(1500*time.Millisecond, 1)
 	if len(arrivals) == 0 {
@@ -34,6 +37,9 @@ func TestSmoke(t *testing.T) {
 // Two nodes behind the balancer answer every request, each node gets half of them, and
 // the prefixes still hit the replicas' caches.
 func TestSmokeFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a fleet workload for seconds; skipped with -short")
+	}
 	w := Workloads()[0]
 	r, err := runOne(context.Background(), w, Policies[3], w.schedule(1500*time.Millisecond, 1), 2)
 	if err != nil {
@@ -57,6 +63,9 @@ func TestSmokeFleet(t *testing.T) {
 // An account limited to 10 requests/s and sending 45/s through two nodes is admitted at
 // about its limit across the fleet (each node enforces half), and refused the rest.
 func TestSmokeFleetLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a fleet workload for seconds; skipped with -short")
+	}
 	var w *Workload
 	for _, x := range Workloads() {
 		if x.LimitRPS > 0 {

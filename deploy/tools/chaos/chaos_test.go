@@ -16,6 +16,9 @@ import (
 // is 0, the spools drain, hostile answers are bounded and garbage streams are not relayed
 // as success.
 func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the deployment's processes for most of a minute; skipped with -short")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	bin := os.Getenv("CHAOS_BIN_DIR") // prebuilt simulator, controlplane, dataplane
