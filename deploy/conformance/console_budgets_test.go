@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,20 +30,7 @@ import (
 func TestConsole_BudgetsAndAlerts(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("Debian's chromium is required (.ci/run installs it): %v", err)
-	}
-	shots := os.Getenv("CONSOLE_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(s.dir, "console-screenshots")
-	} else if !filepath.IsAbs(shots) {
-		root, _ := repoRoot()
-		shots = filepath.Join(root, shots)
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t, s)
 	// The webhook receiver: it keeps every delivery.
 	var mu sync.Mutex
 	type delivery struct {
@@ -65,15 +51,7 @@ func TestConsole_BudgetsAndAlerts(t *testing.T) {
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "budget-operator", "role": "operator", "password": pw})
 	a := s.NewAccount(t, "se", 0, modelChat)
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	ctx := browser(t, 1000)
 	go func() { // accept the confirmations the forms ask for
 		for ev, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
 			if err != nil {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
 	"github.com/sekgate/gateway/internal/poll"
 )
 
@@ -23,20 +23,7 @@ import (
 func TestConsole_LiveCharts(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("Debian's chromium is required (.ci/run installs it): %v", err)
-	}
-	shots := os.Getenv("CONSOLE_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(s.dir, "console-screenshots")
-	} else if !filepath.IsAbs(shots) {
-		root, _ := repoRoot()
-		shots = filepath.Join(root, shots)
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t, s)
 	const opPW, viewerPW = "live charts operator password", "live charts viewer password"
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "live-operator", "role": "operator", "password": opPW})
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "live-viewer", "role": "viewer", "password": viewerPW})
@@ -72,15 +59,7 @@ func TestConsole_LiveCharts(t *testing.T) {
 		t.Fatalf("the account's series holds %v requests, want 8", total(series("account", a.ID), "requests"))
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 1400),
-		chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil { // starts the browser (no timeout on this first call)
-		t.Fatalf("start chromium: %v", err)
-	}
+	ctx := browser(t, 1400)
 	base := s.AdminURL + "/console"
 	within := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 60*time.Second) }
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }

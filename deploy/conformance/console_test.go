@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
 	"github.com/sekgate/gateway/internal/poll"
 )
 
@@ -33,20 +34,7 @@ import (
 func TestConsole_Browser(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("Debian's chromium is required (.ci/run installs it): %v", err)
-	}
-	shots := os.Getenv("CONSOLE_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(s.dir, "console-screenshots")
-	} else if !filepath.IsAbs(shots) {
-		root, _ := repoRoot()
-		shots = filepath.Join(root, shots)
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t, s)
 	const adminPW, viewerPW = "console admin password", "console viewer password"
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "console-admin", "role": "admin", "password": adminPW})
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "console-viewer", "role": "viewer", "password": viewerPW})
@@ -57,15 +45,7 @@ func TestConsole_Browser(t *testing.T) {
 		t.Fatalf("signup: %d %s", r.Status, r.Body)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil { // starts the browser (no timeout on this first call)
-		t.Fatalf("start chromium: %v", err)
-	}
+	ctx := browser(t, 900)
 	// Revoke, reject and suspend ask for confirmation, naming what they act on: accept.
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	var dialogMu sync.Mutex

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,32 +23,11 @@ import (
 func TestConsole_Tokens(t *testing.T) {
 	s := getStack(t)
 	t.Parallel()
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("Debian's chromium is required (.ci/run installs it): %v", err)
-	}
-	shots := os.Getenv("CONSOLE_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(s.dir, "console-screenshots")
-	} else if !filepath.IsAbs(shots) {
-		root, _ := repoRoot()
-		shots = filepath.Join(root, shots)
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t, s)
 	const pw = "tokens console operator password"
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "token-operator", "role": "operator", "password": pw})
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	ctx := browser(t, 900)
 	go func() { // accept the revoke button's confirmation
 		for _, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
 			if err != nil {
