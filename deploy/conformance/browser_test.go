@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -47,4 +50,36 @@ func browser(t *testing.T, height int) context.Context {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return ctx
+}
+
+// acceptDialogs accepts every confirmation the pages of ctx ask for (revoke, reject,
+// suspend and the budget forms ask before they act).
+func acceptDialogs(ctx context.Context) {
+	go func() {
+		for _, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			go func() {
+				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
+		}
+	}()
+}
+
+// stepRunner returns run, which does steps in ctx within a minute and fails the test
+// naming what, with the page's main element, when one of them fails.
+func stepRunner(t *testing.T, ctx context.Context) func(what string, steps ...chromedp.Action[chromedp.Void]) {
+	return func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, steps...); err != nil {
+			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+			t.Fatalf("%s: %v\npage: %.3000s", what, err, html)
+		}
+	}
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sekgate/gateway/controlplane/alerts"
@@ -52,31 +50,10 @@ func TestConsole_BudgetsAndAlerts(t *testing.T) {
 	a := s.NewAccount(t, "se", 0, modelChat)
 
 	ctx := browser(t, 1000)
-	go func() { // accept the confirmations the forms ask for
-		for ev, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
-			if err != nil {
-				return
-			}
-			_ = ev
-			go func() {
-				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-					return err
-				}))
-			}()
-		}
-	}()
+	acceptDialogs(ctx) // the forms ask before they act
 	base := s.AdminURL + "/console"
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		if err := chromedp.Do(c, steps...); err != nil {
-			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-			t.Fatalf("%s: %v\npage: %.3000s", what, err, html)
-		}
-	}
+	run := stepRunner(t, ctx)
 	eval := func(js string) string {
 		t.Helper()
 		c, cancel := context.WithTimeout(ctx, 60*time.Second)

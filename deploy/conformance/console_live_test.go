@@ -63,15 +63,7 @@ func TestConsole_LiveCharts(t *testing.T) {
 	base := s.AdminURL + "/console"
 	within := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 60*time.Second) }
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := within()
-		defer cancel()
-		if err := chromedp.Do(c, steps...); err != nil {
-			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-			t.Fatalf("%s: %v\npage: %.3000s", what, err, html)
-		}
-	}
+	run := stepRunner(t, ctx)
 	eval := func(js string) string {
 		t.Helper()
 		c, cancel := within()

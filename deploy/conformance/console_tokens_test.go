@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -28,30 +26,10 @@ func TestConsole_Tokens(t *testing.T) {
 	s.Admin(t, "POST", "/admin/v1/operators", map[string]any{"name": "token-operator", "role": "operator", "password": pw})
 
 	ctx := browser(t, 900)
-	go func() { // accept the revoke button's confirmation
-		for _, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
-			if err != nil {
-				return
-			}
-			go func() {
-				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-					return err
-				}))
-			}()
-		}
-	}()
+	acceptDialogs(ctx) // the forms ask before they act
 	base := s.AdminURL + "/console"
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		if err := chromedp.Do(c, steps...); err != nil {
-			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-			t.Fatalf("%s: %v\npage: %.3000s", what, err, html)
-		}
-	}
+	run := stepRunner(t, ctx)
 	text := func(sel string) string {
 		t.Helper()
 		c, cancel := context.WithTimeout(ctx, 60*time.Second)

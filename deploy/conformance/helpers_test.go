@@ -15,6 +15,7 @@ import (
 	anthropic2opt "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	oaopt "github.com/openai/openai-go/v3/option"
+
 	"github.com/sekgate/gateway/internal/poll"
 )
 
