@@ -176,8 +176,6 @@ type session struct {
 	adminapi.Session
 }
 
-type sessionKey struct{}
-
 // authed requires a live session (else it sends the browser to the login page) and, for
 // a POST, the session's CSRF token in the form.
 func (c *Console) authed(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {

@@ -18,10 +18,6 @@ type shutdownOptions struct {
 	FlushTimeout time.Duration `flag:"shutdown-flush-timeout" default:"15s" help:"then how long to wait for the control plane to confirm spooled usage"`
 }
 
-// total is the longest a shutdown after SIGTERM can take, which an orchestrator's grace
-// period (terminationGracePeriodSeconds, TimeoutStopSec) must exceed.
-func (s shutdownOptions) total() time.Duration { return s.Delay + s.DrainTimeout + s.FlushTimeout }
-
 // drainer is the public listener as the shutdown sees it (*server.Server).
 type drainer interface {
 	Shutdown() error

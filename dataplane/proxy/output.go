@@ -105,30 +105,6 @@ func (w *walker) skip() {
 	}
 }
 
-// rest reads past the end of the object or array being read (w.i inside it, at a
-// member or element or the comma or bracket after one), byte by byte in one loop.
-func (w *walker) rest() {
-	b, depth := w.b, 1
-	for i := w.i; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				w.i = i + 1
-				return
-			}
-		}
-	}
-	w.i = len(b)
-}
-
 // member moves to the next member of the object being read (w.i at its '{' or after a
 // member's value) and returns its key, with w.i at its value; ok is false at the end of
 // the object (w.i then past it).

@@ -392,13 +392,6 @@ func messageText(c gjson.Result) string {
 	return b.String()
 }
 
-func stringOnly(r gjson.Result) string {
-	if r.Type == gjson.String {
-		return r.Str
-	}
-	return ""
-}
-
 // toolInput parses tool-call arguments into a JSON object.
 func toolInput(args string) (json.RawMessage, error) {
 	if strings.TrimSpace(args) == "" {
