@@ -197,15 +197,14 @@ func (s *Scraper) fetch(ctx context.Context, url string, buf *bytes.Buffer) (loa
 	return Parse(buf.Bytes())
 }
 
-// Parse reads the load metrics of a Prometheus text page (prometheus/common/expfmt's
-// parser): the page's waiting and running requests, each summed over its series (several
-// models on one server), and its KV-cache use (the largest series). It fails when the page
-// does not parse or has none of the known metrics. The parser builds the page's metric
-// families, a few allocations per read; reads are a few per second per route in use, off
-// the request path.
+// Parse reads the load metrics of a Prometheus text page: the page's waiting and running
+// requests, each summed over its series (several models on one server), and its KV-cache
+// use (the largest series). Only the lines of the known metrics are parsed (loadLines), by
+// prometheus/common/expfmt's parser: a vLLM page is mostly histograms, which are never
+// read. It fails when those lines do not parse or there are none.
 func Parse(page []byte) (loadstat.Report, error) {
 	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(loadLines(make([]byte, 0, 1024), page)))
 	if err != nil {
 		return loadstat.Report{}, fmt.Errorf("metrics page: %w", err)
 	}
@@ -266,4 +265,39 @@ var known = map[string]metricKind{
 	"llamacpp:requests_processing": running,
 	"tgi_queue_size":               waiting,
 	"tgi_batch_current_size":       running,
+}
+
+// loadLines appends to dst the lines of page that speak of a known metric, in their order:
+// its samples and its # TYPE and # HELP lines, each ended by a newline.
+func loadLines(dst, page []byte) []byte {
+	for len(page) > 0 {
+		line := page
+		if i := bytes.IndexByte(page, '\n'); i >= 0 {
+			line, page = page[:i], page[i+1:]
+		} else {
+			page = nil
+		}
+		if _, ok := known[string(lineMetric(line))]; ok {
+			dst = append(append(dst, line...), '\n')
+		}
+	}
+	return dst
+}
+
+// lineMetric is the metric a line of a text page names: a sample's name, or the name a
+// # TYPE or # HELP line describes; nil for other comments and blank lines.
+func lineMetric(line []byte) []byte {
+	line = bytes.TrimLeft(line, " \t")
+	if len(line) > 0 && line[0] == '#' {
+		line = bytes.TrimLeft(line[1:], " \t")
+		if !bytes.HasPrefix(line, []byte("TYPE")) && !bytes.HasPrefix(line, []byte("HELP")) {
+			return nil
+		}
+		line = bytes.TrimLeft(line[4:], " \t")
+	}
+	end := bytes.IndexAny(line, "{ \t")
+	if end < 0 {
+		return line
+	}
+	return line[:end]
 }

@@ -1,12 +1,16 @@
 package scrape
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/shared/snapshot"
@@ -148,4 +152,113 @@ func TestScraperForgetsDroppedReplicas(t *testing.T) {
 	if n != 1 || s.Reads.Load() != 3 {
 		t.Fatalf("%d targets, %d reads: want the dropped replica forgotten and unread", n, s.Reads.Load())
 	}
+}
+
+// vllmPage is a metrics page the size of a vLLM server's: the three load gauges among
+// histograms and counters (vllm/v1/metrics/loggers.py exports about a dozen histograms of
+// up to 30 buckets per model).
+func vllmPage(running, waiting int) []byte {
+	var b strings.Builder
+	hist := func(name string) {
+		fmt.Fprintf(&b, "# HELP vllm:%s Histogram of %s.\n# TYPE vllm:%s histogram\n", name, name, name)
+		for i := range 30 {
+			fmt.Fprintf(&b, "vllm:%s_bucket{engine=\"0\",le=\"%d.0\",model_name=\"llama\"} %d.0\n", name, 1<<i, i*7)
+		}
+		fmt.Fprintf(&b, "vllm:%s_bucket{engine=\"0\",le=\"+Inf\",model_name=\"llama\"} 210.0\n", name)
+		fmt.Fprintf(&b, "vllm:%s_count{engine=\"0\",model_name=\"llama\"} 210.0\nvllm:%s_sum{engine=\"0\",model_name=\"llama\"} 4321.5\n", name, name)
+	}
+	for _, h := range []string{"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds",
+		"request_queue_time_seconds", "request_inference_time_seconds", "request_prefill_time_seconds"} {
+		hist(h)
+	}
+	fmt.Fprintf(&b, "# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\n")
+	fmt.Fprintf(&b, "vllm:num_requests_running{engine=\"0\",model_name=\"llama\"} %d.0\n", running)
+	fmt.Fprintf(&b, "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n# TYPE vllm:num_requests_waiting gauge\n")
+	fmt.Fprintf(&b, "vllm:num_requests_waiting{engine=\"0\",model_name=\"llama\"} %d.0\n", waiting)
+	fmt.Fprintf(&b, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"llama\"} 0.5\n")
+	for _, h := range []string{"request_decode_time_seconds", "request_prompt_tokens", "request_generation_tokens",
+		"iteration_tokens_total", "request_max_num_generation_tokens", "request_params_n"} {
+		hist(h)
+	}
+	b.WriteString("# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{engine=\"0\",model_name=\"llama\"} 98765.0\n")
+	return []byte(b.String())
+}
+
+// parseWhole is Parse over every family of the page: what Parse must equal whenever the
+// whole page parses.
+func parseWhole(page []byte) (loadstat.Report, error) {
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		return loadstat.Report{}, err
+	}
+	var lines bytes.Buffer
+	enc := expfmt.NewEncoder(&lines, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for name, f := range fams {
+		if _, ok := known[name]; ok {
+			if err := enc.Encode(f); err != nil {
+				return loadstat.Report{}, err
+			}
+		}
+	}
+	return Parse(lines.Bytes())
+}
+
+func TestParseReadsOnlyLoadLines(t *testing.T) {
+	page := vllmPage(3, 5)
+	got, err := Parse(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (loadstat.Report{Running: 3, Waiting: 5, KV: 0.5}); got != want {
+		t.Fatalf("Parse = %+v, want %+v", got, want)
+	}
+	if n := len(loadLines(nil, page)); n*20 > len(page) {
+		t.Fatalf("%d of the page's %d bytes kept for the parser, want under 5 %%", n, len(page))
+	}
+	// A malformed line of a metric the node does not read costs nothing.
+	broken := append([]byte("vllm:cache_config_info{broken 1\n"), page...)
+	if got, err := Parse(broken); err != nil || got.Running != 3 {
+		t.Fatalf("Parse with an unrelated broken line = %+v, %v", got, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(vllmPage(4, 7))
+	f.Add([]byte("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 2\nsglang:num_queue_reqs 1\n"))
+	f.Add([]byte("llamacpp:requests_processing 1\n# HELP llamacpp:requests_deferred x\nllamacpp:requests_deferred 2"))
+	f.Add([]byte("#TYPE tgi_queue_size gauge\ntgi_queue_size{a=\"}\"} 3\n\ttgi_batch_current_size 4 1700000000\n"))
+	f.Fuzz(func(t *testing.T, page []byte) {
+		got, err := Parse(page)
+		if err == nil && (got.Waiting < 0 || got.Running < 0 || got.KV > 1) {
+			t.Fatalf("Parse = %+v", got)
+		}
+		want, werr := parseWhole(page)
+		if werr != nil {
+			return // the whole page is not valid: Parse may still read its load lines
+		}
+		if err != nil || got != want {
+			t.Fatalf("Parse = %+v, %v; over the whole page %+v", got, err, want)
+		}
+	})
+}
+
+func BenchmarkParseVLLMPage(b *testing.B) {
+	page := vllmPage(3, 5)
+	b.SetBytes(int64(len(page)))
+	b.Run("load lines", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Parse(page); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("whole page", func(b *testing.B) {
+		for b.Loop() {
+			var p expfmt.TextParser
+			if _, err := p.TextToMetricFamilies(bytes.NewReader(page)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
