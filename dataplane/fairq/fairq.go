@@ -184,9 +184,9 @@ func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
 		}
 	}
 	if n := float64(q.nodes.Load()); n > 1 {
-		// free is this node's 1/n of the servers' free slots: the fleet keeps keep free
-		// even when every node starts one request on the same report.
-		keep = (keep + n - 1) / n
+		// free is this node's part of the servers' free slots (a 1/n share of a report's,
+		// less its own starts since): each node keeping its 1/n of keep, the fleet keeps it.
+		keep /= n
 	}
 	return free > keep
 }

@@ -40,11 +40,11 @@ func TestFleetLoadMakesHeavy(t *testing.T) {
 		{"a has 5 elsewhere: within its half", map[string]int64{"a": 5}, map[string]int64{"a": 1, "b": 1}, "a", 1, 2, true},
 		{"a has 5 elsewhere, c active elsewhere: over a third", map[string]int64{"a": 5, "c": 1},
 			map[string]int64{"a": 1, "b": 1, "c": 1}, "a", 1, 2, false},
-		// Three nodes keep the 2 slots of headroom together, and room for each to start one
-		// on the same report: a heavy account starts while more than 4 of the servers'
-		// slots are free, a third of them this node's.
-		{"3 nodes, 4 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, 4.0 / 3, false},
-		{"3 nodes, 5 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, 5.0 / 3, true},
+		// Three nodes keep the 2 slots of headroom together, each its third: a heavy
+		// account starts while this node's part of the free slots (routing.Selector.Room)
+		// is more than two thirds of a slot.
+		{"3 nodes, 2 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, 2.0 / 3, false},
+		{"3 nodes, 3 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "a", 3, 3.0 / 3, true},
 		{"3 nodes, light b, 1 free in all", map[string]int64{"a": 10}, map[string]int64{"a": 1, "b": 1}, "b", 3, 1.0 / 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,12 +69,12 @@ func TestFleetCountsLapse(t *testing.T) {
 	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, Nodes: 3, TTL: 3 * interval})
 	*now = now.Add(3 * interval)
 	q.refresh(*now)
-	if q.Admit(a, 1, capacity) {
+	if q.Admit(a, 0.5, capacity) {
 		t.Fatal("within three intervals: the other nodes' 10 of a were forgotten")
 	}
 	*now = now.Add(time.Millisecond)
 	q.refresh(*now)
-	if !q.Admit(a, 1, capacity) {
+	if !q.Admit(a, 0.5, capacity) {
 		t.Fatal("three intervals without an answer: the other nodes' counts still held")
 	}
 	if got := a.others.Load() + q.othersIn.Load(); got != 0 || q.nodes.Load() != 1 {
@@ -83,12 +83,12 @@ func TestFleetCountsLapse(t *testing.T) {
 
 	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, TTL: 3 * interval})
 	q.refresh(*now)
-	if q.Admit(a, 1, capacity) {
+	if q.Admit(a, 0.5, capacity) {
 		t.Fatal("a fresh answer not applied")
 	}
 	q.SetFleet(Fleet{Nodes: 3, TTL: 3 * interval}) // the exchange in fallback
 	q.refresh(*now)
-	if !q.Admit(a, 1, capacity) || q.fleetUntil.Load() != 0 {
+	if !q.Admit(a, 0.5, capacity) || q.fleetUntil.Load() != 0 {
 		t.Fatal("an empty answer left the other nodes' counts")
 	}
 }

@@ -148,6 +148,9 @@ type View struct {
 	Excess float64
 	// Slots is the server's capacity when known (0 otherwise; see SlotsKnown).
 	Slots float64
+	// Moved is this node's own requests started less those ended since the report, in
+	// Excess (weighed by Fresh like it; 0 while the capacity is unknown).
+	Moved float64
 }
 
 // SlotsKnown reports whether the server's capacity is known.
@@ -180,8 +183,10 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	v.Running = v.Fresh * float64(run)
 	q := w
 	if slots := r.slots.Load(); slots > 0 && now-r.slotsAt.Load() <= int64(SlotsFor) {
-		q = w + run + v.InFlight - r.srvInFlight.Load() - slots
+		moved := v.InFlight - r.srvInFlight.Load()
+		q = w + run + moved - slots
 		v.Slots = float64(slots)
+		v.Moved = v.Fresh * float64(moved)
 	}
 	v.Excess = v.Fresh * float64(q)
 	v.Queue = max(0, v.Excess)
@@ -230,8 +235,8 @@ func (v View) Load() float64 {
 // Registry holds the load state of every route a node has seen. The zero value is not
 // usable; see NewRegistry.
 type Registry struct {
-	// FreshFor is how long a server report counts in full (default 750ms, three scrape
-	// intervals); it then fades out over as long again.
+	// FreshFor is how long a server report counts in full (default 187.5 ms: 3¾ of the
+	// default scrape interval, scrape.FreshFor); it then fades out over as long again.
 	FreshFor time.Duration
 	mu       sync.Mutex
 	byKey    map[key]*Route
@@ -241,7 +246,7 @@ type key struct{ id, baseURL, metricsURL string }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{FreshFor: 750 * time.Millisecond, byKey: make(map[key]*Route)}
+	return &Registry{FreshFor: 187500 * time.Microsecond, byKey: make(map[key]*Route)}
 }
 
 // memo is what a route's LoadMemo holds: the state and its owner (two registries may share

@@ -215,11 +215,11 @@ func TestRoutingFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := o.Routing
-	if !r.FairQueue || r.ScrapeInterval != 200*time.Millisecond || r.Saturation.KV != 0.95 || r.Queue.Headroom != 2 {
+	if !r.FairQueue || r.ScrapeInterval != 50*time.Millisecond || r.Saturation.KV != 0.95 || r.Queue.Headroom != 2 {
 		t.Errorf("defaults %+v", r)
 	}
 	sel, _ := r.selector(scrape.Config{})
-	if sel.Loads.FreshFor != 750*time.Millisecond || sel.Saturation.KV != 0.95 {
+	if sel.Loads.FreshFor != 187500*time.Microsecond || sel.Saturation.KV != 0.95 {
 		t.Errorf("selector: fresh for %v, saturation %+v", sel.Loads.FreshFor, sel.Saturation)
 	}
 	o, err = parseFlags(append(base, "--fair-queue=false", "--fair-queue-headroom", "0", "--saturation-queue", "2"))
@@ -274,6 +274,7 @@ func TestFlagDefaults(t *testing.T) {
 		"usage-batch-size":      {o.BatchSize, meter.DefaultBatchSize},
 		"spool-fsync-window":    {o.FsyncWindow, meter.DefaultFsyncWindow},
 		"fleet-interval":        {o.FleetInterval, fleetshare.DefaultInterval},
+		"scrape-interval":       {o.Routing.ScrapeInterval, scrape.DefaultInterval},
 		"saturation-kv":         {o.Routing.Saturation, routing.DefaultSaturation},
 	} {
 		if c.flag != c.pkg {

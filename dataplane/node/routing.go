@@ -14,7 +14,7 @@ import (
 // (docs/routing.md): how often the model servers' metrics are read, when a route counts as
 // full, and how long and how many requests the node holds while every route is.
 type routingOptions struct {
-	ScrapeInterval time.Duration      `flag:"scrape-interval" default:"200ms" help:"how often each route's server metrics are read while the route is in use"`
+	ScrapeInterval time.Duration      `flag:"scrape-interval" default:"50ms" help:"how often each route's server metrics are read while the route is in use"`
 	Saturation     routing.Saturation // --saturation-queue, --saturation-kv
 	FairQueue      bool               `flag:"fair-queue" default:"true" help:"hold requests in per-account turns while every route of their model is full"`
 	Queue          fairq.Config       // --fair-queue-*
@@ -45,11 +45,11 @@ func (o *routingOptions) queueConfig() fairq.Config {
 }
 
 // selector returns the node's route selector, its load registry (a report counts in full
-// for 3¾ scrape intervals: 750 ms at the default 200 ms, as make bench-routing measures)
-// and the scraper that fills it.
+// for scrape.FreshFor the interval: 187.5 ms at the default 50 ms, as make bench-routing
+// measures) and the scraper that fills it.
 func (o *routingOptions) selector(cfg scrape.Config) (*routing.Selector, *scrape.Scraper) {
 	loads := loadstat.NewRegistry()
-	loads.FreshFor = o.ScrapeInterval * 15 / 4
+	loads.FreshFor = scrape.FreshFor(o.ScrapeInterval)
 	sat := o.Saturation
 	cfg.Loads, cfg.Interval = loads, o.ScrapeInterval
 	return &routing.Selector{Loads: loads, Saturation: &sat}, scrape.New(cfg)

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -262,5 +263,27 @@ func TestRoomSharedByNodes(t *testing.T) {
 	shared, _ := s.Room(cands, t0)
 	if capacity != 6 || alone != 3 || shared != 1 {
 		t.Fatalf("room alone %v, shared by 3 nodes %v (capacity %v), want 3 and 1 of 6", alone, shared, capacity)
+	}
+	// A request this node starts comes out of its own part, whole; one it ends frees a
+	// slot any node may take: a third of it is this node's.
+	for _, tc := range []struct {
+		started       int
+		alone, shared float64
+	}{{1, 2, 0}, {-1, 4, 4.0 / 3}, {0, 3, 1}} {
+		nodes = 1
+		r := s.Loads.For(cands[0].Route)
+		r.SetServer(loadstat.Report{Waiting: 0, Running: 3, KV: -1}, t0, 1)
+		for range tc.started + 1 {
+			r.Start(t0)
+		}
+		alone, _ := s.Room(cands, t0)
+		nodes = 3
+		shared, _ := s.Room(cands, t0)
+		if alone != tc.alone || math.Abs(shared-tc.shared) > 1e-9 {
+			t.Fatalf("%+d since the report: room alone %v, shared %v; want %v, %v", tc.started, alone, shared, tc.alone, tc.shared)
+		}
+		for range tc.started + 1 {
+			r.Done()
+		}
 	}
 }

@@ -56,23 +56,38 @@ func freeSlots(v loadstat.View, sat *Saturation) float64 {
 // Room is what the fair queue asks of a request's candidates: how many more requests
 // their servers can start now (the sum of freeSlots; +Inf when any route's is), and the
 // capacity known of them (the sum of their known slots). Without a load registry the room
-// is unbounded. The free slots a server reports are seen by every node of the fleet at
-// once, so a node counts its part of them (Nodes): the nodes' fair queues together then
-// keep the headroom and reserves they keep alone, instead of each filling it.
+// is unbounded.
+//
+// The free slots a server reports are seen by every node of the fleet at once, so a node
+// counts its part of them (Nodes, n): a 1/n share of the slots the report showed free, less
+// every request this node started there since (nodePart). The nodes' fair queues together
+// then keep the headroom and reserves one node keeps alone, however many of them act on
+// the same report, instead of each filling it.
 func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity float64) {
 	if s.Loads == nil || len(cands) == 0 {
 		return math.Inf(1), 0
 	}
 	sat := s.saturation()
+	n := 1
+	if s.Nodes != nil {
+		n = max(s.Nodes(), 1)
+	}
 	for _, c := range cands {
 		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
-		free += freeSlots(v, sat)
+		free += nodePart(freeSlots(v, sat), v.Moved, float64(n))
 		capacity += v.Slots
 	}
-	if s.Nodes != nil {
-		if n := s.Nodes(); n > 1 {
-			free /= float64(n)
-		}
-	}
 	return free, capacity
+}
+
+// nodePart is a node's part of a route's free slots, free by this node's view (the
+// report's free slots less moved, this node's own requests started less ended since the
+// report), in a fleet of n nodes: (report's free)/n − moved. Requests this node ended
+// since the report freed slots that any node may take: they count a 1/n share, like the
+// report's.
+func nodePart(free, moved, n float64) float64 {
+	if n <= 1 || math.IsInf(free, 1) {
+		return free
+	}
+	return max(0, free-(n-1)*max(moved, 0)) / n
 }

@@ -262,3 +262,11 @@ func BenchmarkParseVLLMPage(b *testing.B) {
 		}
 	})
 }
+
+// A load registry's reports count in full as long as the node's would at the default
+// interval: the bench's nodes and a node started with defaults judge alike.
+func TestRegistryFreshForIsTheDefaultIntervals(t *testing.T) {
+	if got, want := loadstat.NewRegistry().FreshFor, FreshFor(DefaultInterval); got != want {
+		t.Fatalf("loadstat.NewRegistry().FreshFor = %v, scrape.FreshFor(DefaultInterval) = %v", got, want)
+	}
+}

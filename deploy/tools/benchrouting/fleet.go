@@ -80,7 +80,7 @@ var fleetRows = []fleetRow{
 	{"(d) quiet tenant's TTFT p90 under a 10× burst / without it", func(rs []Result, n int) string {
 		return quiet(rs, n, "d", "d0")
 	}},
-	{"(e) quiet account's TTFT p90 under a 15× burst / without it", func(rs []Result, n int) string {
+	{"(e) quiet accounts' TTFT p90 under a 15× burst / without it", func(rs []Result, n int) string {
 		return quiet(rs, n, "e", "e0")
 	}},
 	{"(e) 429s, of all requests", func(rs []Result, n int) string {

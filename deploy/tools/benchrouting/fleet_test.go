@@ -60,7 +60,7 @@ func TestFleetTable(t *testing.T) {
 		"| (a) replicas per tenant, default / pinning | 0.0 / 0.0 | 3.5 / 0.0 |",
 		"| (c) hot tenant: default TTFT p90 / p99 | – | – |",
 		"| (d) quiet tenant's TTFT p90 under a 10× burst / without it | – | – |",
-		"| (e) quiet account's TTFT p90 under a 15× burst / without it | – | 300 / 140 ms |",
+		"| (e) quiet accounts' TTFT p90 under a 15× burst / without it | – | 300 / 140 ms |",
 		"| (e) 429s, of all requests | – | 40 of 200 |",
 		"| (f) admitted per second, limit 10/s, sending 45/s | 10.2 | – |",
 	} {
@@ -104,7 +104,7 @@ func TestFleetWorkloads(t *testing.T) {
 		check func(w *Workload) bool
 		what  string
 	}{
-		{"e", func(w *Workload) bool { return w.Rates[3] == 15*w.Rates[0] && w.Rates[0] == w.Rates[1] && w.Quiet == 0 }, "one account at 15× the others' rate"},
+		{"e", func(w *Workload) bool { return w.Rates[3] == 15*w.Rates[0] && w.Rates[0] == w.Rates[1] && w.Burst == 3 }, "one account at 15× the others' rate"},
 		{"e0", func(w *Workload) bool { return w.Rates[3] == 0 && w.Tenants == 4 }, "the same without the burst"},
 		{"f", func(w *Workload) bool { return w.LimitRPS == 10 && w.Rates[w.Limited] == 45 }, "limited to 10/s, sending 45/s"},
 	} {

@@ -136,8 +136,8 @@ func runAll(ctx context.Context, o options) ([]Result, error) {
 }
 
 func printResult(r Result) {
-	fmt.Fprintf(os.Stderr, "%s %-26s ttft p50 %6.0f p90 %6.0f p99 %6.0f ms  e2e p50 %6.0f  hits %3.0f %%  quiet p90 %6.0f  admitted/s %4.1f  errors %d 429 %d of %d\n",
-		r.Workload, r.Policy, r.TTFTp50, r.TTFTp90, r.TTFTp99, r.E2Ep50, 100*r.PrefixHitRate, r.QuietTTFTp90, r.AdmittedPerSec, r.Errors, r.Throttled, r.Requests)
+	fmt.Fprintf(os.Stderr, "%s %-26s ttft p50 %6.0f p90 %6.0f p99 %6.0f ms  e2e p50 %6.0f  hits %3.0f %%  quiet p90 %6.0f (429 %d)  admitted/s %4.1f  errors %d 429 %d of %d\n",
+		r.Workload, r.Policy, r.TTFTp50, r.TTFTp90, r.TTFTp99, r.E2Ep50, 100*r.PrefixHitRate, r.QuietTTFTp90, r.QuietThrottled, r.AdmittedPerSec, r.Errors, r.Throttled, r.Requests)
 }
 
 // report writes results as routing.md (also printed) and routing.svg into dir, per node
@@ -175,12 +175,12 @@ func table(results []Result, secs float64) string {
 		fmt.Fprintf(&b, "%d data-plane nodes behind a round-robin balancer. ", n[0])
 	}
 	fmt.Fprintf(&b, "Arrivals over %.0f s per run (same seed for every policy; the first quarter warms the caches and is not counted). Times in ms.\n\n", secs)
-	b.WriteString("| workload | policy | TTFT p50 | p90 | p99 | e2e p50 | prefix hits | quiet tenant TTFT p90 | errors | 429 | requests |\n")
+	b.WriteString("| workload | policy | TTFT p50 | p90 | p99 | e2e p50 | prefix hits | quiet tenants' TTFT p90 (429s) | errors | 429 | requests |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		quiet := "–"
 		if r.QuietTTFTp90 > 0 {
-			quiet = fmt.Sprintf("%.0f", r.QuietTTFTp90)
+			quiet = fmt.Sprintf("%.0f (%d)", r.QuietTTFTp90, r.QuietThrottled)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f %% | %s | %d | %d | %d |\n", titles[r.Workload], r.Policy,
 			r.TTFTp50, r.TTFTp90, r.TTFTp99, r.E2Ep50, 100*r.PrefixHitRate, quiet, r.Errors, r.Throttled, r.Requests)

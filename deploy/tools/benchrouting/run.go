@@ -45,7 +45,8 @@ type Result struct {
 	Errors, Throttled int // other failures; 429s
 	TTFTp50, TTFTp90  float64
 	TTFTp99, E2Ep50   float64 // ms
-	QuietTTFTp90      float64 // ms; the quiet tenant's, when the workload has one
+	QuietTTFTp90      float64 // ms; the quiet tenants', when the workload has a burst
+	QuietThrottled    int     // the quiet tenants' requests refused with 429
 	PrefixHitRate     float64
 	// Nodes is the number of data-plane nodes behind the balancer (0 in results of
 	// runs before there was a choice: one).
@@ -206,18 +207,21 @@ func summarize(w *Workload, p Policy, samples []sample) Result {
 			r.OK++
 			ttft = append(ttft, ms(s.ttft))
 			e2e = append(e2e, ms(s.e2e))
-			if s.tenant == w.Quiet {
+			if w.Burst >= 0 && s.tenant != w.Burst {
 				quiet = append(quiet, ms(s.ttft))
 			}
 		case http.StatusTooManyRequests:
 			r.Throttled++
+			if w.Burst >= 0 && s.tenant != w.Burst {
+				r.QuietThrottled++
+			}
 		default:
 			r.Errors++
 		}
 	}
 	r.TTFTp50, r.TTFTp90, r.TTFTp99 = pct(ttft, 50), pct(ttft, 90), pct(ttft, 99)
 	r.E2Ep50 = pct(e2e, 50)
-	if w.Quiet >= 0 {
+	if w.Burst >= 0 {
 		r.QuietTTFTp90 = pct(quiet, 90)
 	}
 	return r

@@ -162,6 +162,7 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 	meter.SeedBalances(snap.Balances, 1)
 	sel := &routing.Selector{Loads: loadstat.NewRegistry()}
 	n := &node{fq: fairq.New(fairq.Config{})}
+	sel.Loads.FreshFor = scrape.FreshFor(scrape.DefaultInterval) // as a node sets it
 	go scrape.New(scrape.Config{Loads: sel.Loads}).Run(ctx)
 	go n.fq.Run(ctx)
 	lim := limits.New(limits.Config{ShareNodes: share})

@@ -24,8 +24,9 @@ type Workload struct {
 	Rates []float64
 	// SlowFirst gives the first replica one slot instead of four.
 	SlowFirst bool
-	// Quiet, when >= 0, is the tenant whose TTFT p90 is reported apart.
-	Quiet int
+	// Burst, when >= 0, is the tenant that bursts: the others' (the quiet tenants') TTFT
+	// p90 and refusals are reported apart.
+	Burst int
 	// Baseline, when set, is the same workload without the burst (run with the default
 	// policy for the quiet tenant's reference).
 	Baseline *Workload
@@ -122,19 +123,19 @@ func Workloads() []*Workload {
 	hot := even(8, 22*0.4*8/7) // the seven others share 40 %
 	hot[0] = 22 * 0.6
 	quiet := &Workload{Name: "d0", Title: "(d) without the burst", Tenants: 2, SystemTokens: 400, QuestionTokens: 200,
-		OutputTokens: 96, Rates: []float64{2, 2}, Quiet: 0}
+		OutputTokens: 96, Rates: []float64{2, 2}, Burst: 1}
 	return []*Workload{
 		{Name: "a", Title: "(a) 16 tenants, 1,200-token system prompts, 12 req/s", Tenants: 16, SystemTokens: 1200,
-			QuestionTokens: 20, OutputTokens: 32, Rates: even(16, 12), Quiet: -1},
+			QuestionTokens: 20, OutputTokens: 32, Rates: even(16, 12), Burst: -1},
 		{Name: "b", Title: "(b) unique prompts, one replica with 1 slot, 10 req/s", Tenants: 16, QuestionTokens: 300,
-			OutputTokens: 32, Rates: even(16, 10), SlowFirst: true, Quiet: -1},
+			OutputTokens: 32, Rates: even(16, 10), SlowFirst: true, Burst: -1},
 		{Name: "c", Title: "(c) one tenant sends 60 % of 22 req/s", Tenants: 8, SystemTokens: 1200, QuestionTokens: 20,
-			OutputTokens: 32, Rates: hot, Quiet: -1},
+			OutputTokens: 32, Rates: hot, Burst: -1},
 		{Name: "d", Title: "(d) two tenants, one bursting to 10× its share", Tenants: 2, SystemTokens: 400, QuestionTokens: 200,
-			OutputTokens: 96, Rates: []float64{2, 20}, Quiet: 0, Baseline: quiet},
+			OutputTokens: 96, Rates: []float64{2, 20}, Burst: 1, Baseline: quiet},
 		burst15(),
 		{Name: "f", Title: "(f) an account limited to 10 req/s sending 45 req/s", Tenants: 1, QuestionTokens: 50,
-			OutputTokens: 8, Rates: []float64{45}, Quiet: -1, LimitRPS: 10, Limited: 0, Policies: []string{"scored"}},
+			OutputTokens: 8, Rates: []float64{45}, Burst: -1, LimitRPS: 10, Limited: 0, Policies: []string{"scored"}},
 	}
 }
 
@@ -142,7 +143,7 @@ func Workloads() []*Workload {
 // replicas serve), run with the default policy, and its baseline without the burst.
 func burst15() *Workload {
 	w := &Workload{Name: "e", Title: "(e) four accounts, one bursting at 15× the others' rate", Tenants: 4,
-		SystemTokens: 400, QuestionTokens: 200, OutputTokens: 96, Rates: []float64{1.2, 1.2, 1.2, 18}, Quiet: 0,
+		SystemTokens: 400, QuestionTokens: 200, OutputTokens: 96, Rates: []float64{1.2, 1.2, 1.2, 18}, Burst: 3,
 		Policies: []string{"scored"}}
 	base := *w
 	base.Name, base.Title, base.Rates = "e0", "(e) without the burst", []float64{1.2, 1.2, 1.2, 0}
