@@ -88,8 +88,10 @@ type Ticket struct {
 	holder Holder
 	acct   string
 	held   int64
-	// Queued is how long the fair queue held the request.
+	// Queued is how long the fair queue held the request; Heavy whether its account had
+	// its share of the servers in flight before it (routing.Request.Heavy).
 	Queued time.Duration
+	Heavy  bool
 }
 
 // Release gives back the request's limits slot and fair-queue share.
@@ -126,12 +128,12 @@ func (s *Admitter) Admit(ctx *fasthttp.RequestCtx, r *Request) (Ticket, *apierro
 		setRateHeaders(&ctx.Response.Header, v)
 	}
 	tk := Ticket{limits: t, holder: s.cfg.Holder, acct: p.Acct.ID}
-	queued, flow, aerr := s.fairQueue(ctx, r)
+	queued, flow, heavy, aerr := s.fairQueue(ctx, r)
 	if aerr != nil {
 		tk.Release()
 		return Ticket{}, aerr
 	}
-	tk.flow, tk.Queued = flow, queued
+	tk.flow, tk.Queued, tk.Heavy = flow, queued, heavy
 	held, aerr := s.holdMaxPrice(r)
 	if aerr != nil {
 		tk.Release()
@@ -158,18 +160,20 @@ func limitError(d limits.Denial) *apierror.Error {
 
 // fairQueue takes the request's turn in the fair queue: at once when a route has room
 // within the account's share, else after waiting its turn. It returns how long the request
-// waited and its flow (nil without a fair queue), or the refusal: 429 when the queue is
-// full or the wait too long.
-func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duration, *fairq.Flow, *apierror.Error) {
+// waited, its flow (nil without a fair queue) and whether the account had its share of the
+// servers before it (fairq.Queue.Heavy), or the refusal: 429 when the queue is full or the
+// wait too long.
+func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duration, *fairq.Flow, bool, *apierror.Error) {
 	fq := s.cfg.FairQueue
 	if fq == nil {
-		return 0, nil, nil
+		return 0, nil, false, nil
 	}
 	acct := r.P.Acct
 	f := fq.Flow(acct.ID, acct.Weight())
-	if free, capacity := s.cfg.Selector.Room(r.Cands, s.cfg.Now().UnixNano()); fq.Admit(f, free, capacity) {
+	if fq.Admit(f, s.space(r.Cands)) {
+		heavy := fq.Heavy(f)
 		f.Start()
-		return 0, f, nil
+		return 0, f, heavy, nil
 	}
 	class := "standard"
 	if acct.Limits != nil {
@@ -179,12 +183,13 @@ func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duratio
 	d, err := fq.Wait(ctx, f, class, chk.room)
 	if err != nil {
 		if err == fairq.ErrFull || err == fairq.ErrTimeout {
-			return d, nil, ErrSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter()))
+			return d, nil, false, ErrSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter()))
 		}
-		return d, nil, outcome.ErrNoRoute
+		return d, nil, false, outcome.ErrNoRoute
 	}
+	heavy := fq.Heavy(f)
 	f.Start()
-	return d, f, nil
+	return d, f, heavy, nil
 }
 
 // roomCheck is the fair queue's view of a waiting request's routes.
@@ -193,8 +198,12 @@ type roomCheck struct {
 	cands []index.Candidate
 }
 
-func (r *roomCheck) room() (free, capacity float64) {
-	return r.s.cfg.Selector.Room(r.cands, r.s.cfg.Now().UnixNano())
+func (r *roomCheck) room() fairq.Space { return r.s.space(r.cands) }
+
+// space is what the servers of cands can take now.
+func (s *Admitter) space(cands []index.Candidate) fairq.Space {
+	free, spare, capacity := s.cfg.Selector.Room(cands, s.cfg.Now().UnixNano())
+	return fairq.Space{Free: free, Spare: spare, Capacity: capacity}
 }
 
 // refusedLimit counts a limiter refusal.

@@ -18,7 +18,10 @@
 // took every slot first thus leaves its absent peers' recent use free once it is over
 // its share, and a peer that comes back finds a slot at once. While a light account
 // waits, a heavy one's waiting requests are not let go (max-min over the slots held, not
-// only over the queue).
+// only over the queue). Nor does a heavy account take a server's last free slot: it starts
+// only when some server has a slot beyond its last (Space.Spare), and goes there
+// (routing.Request.Heavy), so a light account's request finds a slot where its prefix is
+// cached rather than a cold one elsewhere.
 package fairq
 
 import (
@@ -103,9 +106,16 @@ type Queue struct {
 	pending atomic.Int64
 }
 
-// Room says how many more requests the servers of a request's routes can start now, and
-// their capacity known (routing.Selector.Room).
-type Room func() (free, capacity float64)
+// Space is what the servers of a request's routes can take now (routing.Selector.Room).
+type Space struct {
+	// Free is how many more requests they can start (this node's part of them in a fleet);
+	// Spare the same beyond each server's last free slot, which an account above its share
+	// leaves to the others; Capacity their known slots (0: unknown).
+	Free, Spare, Capacity float64
+}
+
+// Room says what the servers of a request's routes can take now.
+type Room func() Space
 
 type waiter struct {
 	room Room
@@ -156,17 +166,26 @@ func (q *Queue) Len() int {
 // route has room: turns are kept).
 func (q *Queue) Busy() bool { return q.busy.Load() }
 
-// Admit reports whether a request of flow f may start at once, its routes' servers having
-// free slots of capacity: nobody waits, and there is room for it (beyond the headroom when
-// f is heavy).
-func (q *Queue) Admit(f *Flow, free, capacity float64) bool {
-	return !q.Busy() && q.roomFor(f, free, capacity)
+// Admit reports whether a request of flow f may start at once in its routes' space s:
+// nobody waits, and there is room for it (beyond the headroom when f is heavy).
+func (q *Queue) Admit(f *Flow, s Space) bool {
+	return !q.Busy() && q.roomFor(f, s)
 }
 
-// roomFor reports whether free slots of capacity let a request of f start: any free slot
-// when f is within its share; more than the others' reserve (at most what f's share leaves
-// them) and Headroom (at most an eighth of capacity) when f is heavy.
-func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
+// Heavy reports whether flow f has more than one request and at least its share of the
+// servers' slots in flight (by the capacity the last request saw): its requests then
+// leave each server's last free slot to the others (routing.Request.Heavy). One request
+// never makes an account heavy here, however many accounts share the servers.
+func (q *Queue) Heavy(f *Flow) bool {
+	return f.load() > 1 && f.heavy(math.Float64frombits(q.capacity.Load()))
+}
+
+// roomFor reports whether space s lets a request of f start: any free slot when f is
+// within its share; when f is heavy, a slot beyond some server's last, and more free than
+// the others' reserve (at most what f's share leaves them) and Headroom (at most an eighth
+// of capacity).
+func (q *Queue) roomFor(f *Flow, s Space) bool {
+	free, capacity := s.Free, s.Capacity
 	if free <= 0 {
 		return false
 	}
@@ -175,6 +194,9 @@ func (q *Queue) roomFor(f *Flow, free, capacity float64) bool {
 	}
 	if !f.heavy(capacity) {
 		return true
+	}
+	if s.Spare <= 0 {
+		return false
 	}
 	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
 	if r := q.reserveFor(f); r > 0 {
@@ -298,7 +320,7 @@ func (q *Queue) Kick() bool {
 			q.advance(f)
 			continue
 		}
-		if free, capacity := w.room(); !q.roomFor(f, free, capacity) {
+		if !q.roomFor(f, w.room()) {
 			q.advance(f)
 			continue
 		}

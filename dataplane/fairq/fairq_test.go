@@ -3,6 +3,7 @@ package fairq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestTurns(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	q := New(Config{MaxWait: 30 * time.Millisecond, AccountDepth: 1})
-	never := Room(func() (float64, float64) { return 0, 0 })
+	never := Room(func() Space { return Space{} })
 	done := make(chan error)
 	go func() {
 		_, err := q.Wait(context.Background(), q.Flow("a", 1), "standard", never)
@@ -91,18 +92,21 @@ func TestRefusals(t *testing.T) {
 // A request whose routes have room goes at once when nobody waits.
 func TestNoWaitWhenReady(t *testing.T) {
 	q := New(Config{})
-	if _, err := q.Wait(context.Background(), q.Flow("a", 1), "standard", Room(func() (float64, float64) { return 1, 0 })); err != nil {
+	if _, err := q.Wait(context.Background(), q.Flow("a", 1), "standard", Room(func() Space { return sp(1, 0) })); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// sp is the space of free slots of capacity, each beyond its server's last free slot.
+func sp(free, capacity float64) Space { return Space{Free: free, Spare: free, Capacity: capacity} }
+
 // roomIf is a Room of one free slot while open is set, none otherwise.
 func roomIf(open *atomic.Bool) Room {
-	return func() (float64, float64) {
+	return func() Space {
 		if open.Load() {
-			return 1, 0
+			return sp(1, 0)
 		}
-		return 0, 0
+		return Space{}
 	}
 }
 
@@ -153,7 +157,7 @@ func TestHeadroomForLightAccounts(t *testing.T) {
 	}
 	q.refresh(now)
 	const capacity = 16
-	if !q.Admit(heavy, 1, capacity) {
+	if !q.Admit(heavy, sp(1, capacity)) {
 		t.Fatal("alone: refused a free slot")
 	}
 	light := q.Flow("light", 1)
@@ -174,22 +178,52 @@ func TestHeadroomForLightAccounts(t *testing.T) {
 		{"heavy, capacity 8, the eighth", heavy, 1, 8, false},
 		{"heavy, capacity 4: no headroom", heavy, 1, 4, true},
 	} {
-		if got := q.Admit(tc.f, tc.free, tc.capacity); got != tc.want {
+		if got := q.Admit(tc.f, sp(tc.free, tc.capacity)); got != tc.want {
 			t.Errorf("%s: Admit = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// Free slots that are each the last of their server are left to the light account,
+	// however many servers have one.
+	if q.Admit(heavy, Space{Free: 4, Capacity: capacity}) || !q.Admit(light, Space{Free: 4, Capacity: capacity}) {
+		t.Error("the heavy account took a server's last free slot, or the light one was kept off it")
+	}
+	if !q.Heavy(heavy) || q.Heavy(light) {
+		t.Errorf("Heavy: heavy %v, light %v", q.Heavy(heavy), q.Heavy(light))
+	}
+
 	// The light account gone quiet past Linger: its recent use (1) stays reserved for
 	// Remember, then the heavy one is alone again.
 	light.Done()
 	now = now.Add(3 * time.Second)
 	q.refresh(now)
-	if q.Admit(heavy, 2, capacity) || !q.Admit(heavy, 3, capacity) {
+	if q.Admit(heavy, sp(2, capacity)) || !q.Admit(heavy, sp(3, capacity)) {
 		t.Fatal("light account's recent slot and the headroom not kept, or more than them")
 	}
 	now = now.Add(time.Minute)
 	q.refresh(now)
-	if !q.Admit(heavy, 1, capacity) {
+	if !q.Admit(heavy, sp(1, capacity)) {
 		t.Fatal("others idle past Remember: heavy account still kept off the last slots")
+	}
+}
+
+// One request in flight never makes an account heavy for the routes, even where one slot
+// is its whole share.
+func TestOneRequestIsNotHeavy(t *testing.T) {
+	now := time.Now()
+	q := New(Config{Now: func() time.Time { return now }})
+	const capacity = 16
+	for i := range 17 {
+		q.Flow(fmt.Sprint("acct", i), 1).Start()
+	}
+	q.Admit(q.Flow("acct0", 1), sp(1, capacity)) // the capacity seen
+	q.refresh(now)
+	if one := q.Flow("acct0", 1); !one.heavy(capacity) || q.Heavy(one) {
+		t.Errorf("one of 16 slots among 17 accounts: heavy by share %v, Heavy %v; want true, false", one.heavy(capacity), q.Heavy(one))
+	}
+	two := q.Flow("acct1", 1)
+	two.Start()
+	if !q.Heavy(two) {
+		t.Error("two of 16 slots among 17 accounts: not Heavy")
 	}
 }
 
@@ -213,7 +247,7 @@ func TestReserveAndMaxMin(t *testing.T) {
 	started := 0
 	for free := float64(capacity); free > 0; free-- {
 		q.refresh(now)
-		if !q.Admit(a, free, capacity) {
+		if !q.Admit(a, sp(free, capacity)) {
 			break
 		}
 		a.Start()
@@ -224,7 +258,7 @@ func TestReserveAndMaxMin(t *testing.T) {
 	}
 	b = q.Flow("b", 1)
 	q.refresh(now)
-	if !q.Admit(b, capacity-float64(started), capacity) {
+	if !q.Admit(b, sp(capacity-float64(started), capacity)) {
 		t.Fatal("b came back and found no slot")
 	}
 
@@ -263,7 +297,7 @@ func BenchmarkAdmit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		f := q.Flow("acct_bench", 1)
-		if q.Admit(f, 3, 16) {
+		if q.Admit(f, sp(3, 16)) {
 			f.Start()
 			f.Done()
 		}

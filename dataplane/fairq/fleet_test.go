@@ -52,7 +52,7 @@ func TestFleetLoadMakesHeavy(t *testing.T) {
 			q.SetFleet(Fleet{Others: tc.others, Weights: tc.weights, Nodes: tc.nodes, TTL: 3 * time.Second})
 			q.refresh(*now)
 			f := map[string]*Flow{"a": a, "b": b}[tc.acct]
-			if got := q.Admit(f, tc.free, capacity); got != tc.want {
+			if got := q.Admit(f, sp(tc.free, capacity)); got != tc.want {
 				t.Fatalf("Admit(%s, %v free of %d) = %v, want %v (active weight %d)",
 					tc.acct, tc.free, capacity, got, tc.want, q.activeWeight.Load())
 			}
@@ -69,12 +69,12 @@ func TestFleetCountsLapse(t *testing.T) {
 	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, Nodes: 3, TTL: 3 * interval})
 	*now = now.Add(3 * interval)
 	q.refresh(*now)
-	if q.Admit(a, 0.5, capacity) {
+	if q.Admit(a, sp(0.5, capacity)) {
 		t.Fatal("within three intervals: the other nodes' 10 of a were forgotten")
 	}
 	*now = now.Add(time.Millisecond)
 	q.refresh(*now)
-	if !q.Admit(a, 0.5, capacity) {
+	if !q.Admit(a, sp(0.5, capacity)) {
 		t.Fatal("three intervals without an answer: the other nodes' counts still held")
 	}
 	if got := a.others.Load() + q.othersIn.Load(); got != 0 || q.nodes.Load() != 1 {
@@ -83,12 +83,12 @@ func TestFleetCountsLapse(t *testing.T) {
 
 	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, TTL: 3 * interval})
 	q.refresh(*now)
-	if q.Admit(a, 0.5, capacity) {
+	if q.Admit(a, sp(0.5, capacity)) {
 		t.Fatal("a fresh answer not applied")
 	}
 	q.SetFleet(Fleet{Nodes: 3, TTL: 3 * interval}) // the exchange in fallback
 	q.refresh(*now)
-	if !q.Admit(a, 0.5, capacity) || q.fleetUntil.Load() != 0 {
+	if !q.Admit(a, sp(0.5, capacity)) || q.fleetUntil.Load() != 0 {
 		t.Fatal("an empty answer left the other nodes' counts")
 	}
 }
@@ -107,8 +107,8 @@ func TestFleetReserve(t *testing.T) {
 	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: weights, Nodes: 1, TTL: time.Minute})
 	q.refresh(*now)
 	// c's 6 (its share of 16 among three, rounded up) stay free of heavy a.
-	if q.Admit(a, 6, capacity) || !q.Admit(a, 7, capacity) {
-		t.Fatalf("a admitted with 6 free: %v, with 7: %v; want c's 6 kept", q.Admit(a, 6, capacity), q.Admit(a, 7, capacity))
+	if q.Admit(a, sp(6, capacity)) || !q.Admit(a, sp(7, capacity)) {
+		t.Fatalf("a admitted with 6 free: %v, with 7: %v; want c's 6 kept", q.Admit(a, sp(6, capacity)), q.Admit(a, sp(7, capacity)))
 	}
 }
 

@@ -107,6 +107,10 @@ type Request struct {
 	// and the scored policy sends it there rather than to its prefix's replica, which is
 	// still full.
 	Held bool
+	// Heavy says the request's account has at least its share of the servers in flight
+	// (fairq.Queue.Heavy): the scored policy sends it to a route with more than one free
+	// slot when one has, leaving each server's last free slot to the other accounts.
+	Heavy bool
 }
 
 // Decision says why the plan's first route was chosen (the record's routing object).
@@ -245,8 +249,12 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	}
 	for i, v := range views {
 		cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)
-		if req.Held && freeSlots(v, sat) <= 0 {
+		f := freeSlots(v, sat)
+		if req.Held && f <= 0 {
 			cost[i] += heldFull
+		}
+		if req.Heavy && f > 0 && f < 2 && keepsLast(v) {
+			cost[i] += w.Queue // the last free slot is the others': it waits behind one
 		}
 		if cached[i] {
 			cost[i] -= bonus

@@ -153,6 +153,29 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 	if h, _ := order(s3, cands, held); h[0] == ids[0] {
 		t.Fatalf("held request sent to a full replica: %v", h)
 	}
+	// A request of an account above its share leaves a server's last free slot to the
+	// others; a light account's request takes it.
+	for _, tc := range []struct {
+		slots, running int64
+		heavy, home    bool
+	}{
+		{4, 3, false, true},
+		{4, 3, true, false},
+		{4, 2, true, true},   // two free: one for it, one kept
+		{1, 0, true, true},   // a server of one slot keeps none
+		{4, 4, false, false}, // none free: a light one spills too
+	} {
+		s4 := &Selector{Loads: loadstat.NewRegistry()}
+		order(s4, cands, req)
+		r := s4.Loads.For(byID[ids[0]].Route)
+		r.SetServer(loadstat.Report{Waiting: 1, Running: tc.slots}, t0, 0) // capacity learned
+		r.SetServer(loadstat.Report{Running: tc.running}, t0, 0)
+		hv := req
+		hv.Heavy = tc.heavy
+		if h, _ := order(s4, cands, hv); (h[0] == ids[0]) != tc.home {
+			t.Errorf("%d of %d running, heavy %v: %v first, want the home %v", tc.running, tc.slots, tc.heavy, h[0], tc.home)
+		}
+	}
 }
 
 // Least load ignores the key.
@@ -257,12 +280,16 @@ func TestRoomSharedByNodes(t *testing.T) {
 	r := s.Loads.For(cands[0].Route)
 	r.SetServer(loadstat.Report{Waiting: 2, Running: 6, KV: -1}, t0, 0) // capacity 6 learned
 	r.SetServer(loadstat.Report{Waiting: 0, Running: 3, KV: -1}, t0, 0) // 3 free
-	alone, capacity := s.Room(cands, t0)
+	alone, spare, capacity := s.Room(cands, t0)
 	nodes := 3
 	s.Nodes = func() int { return nodes }
-	shared, _ := s.Room(cands, t0)
+	shared, spareShared, _ := s.Room(cands, t0)
 	if capacity != 6 || alone != 3 || shared != 1 {
 		t.Fatalf("room alone %v, shared by 3 nodes %v (capacity %v), want 3 and 1 of 6", alone, shared, capacity)
+	}
+	// Beyond the server's last free slot: 2 of the 3, a third of them this node's.
+	if spare != 2 || math.Abs(spareShared-2.0/3) > 1e-9 {
+		t.Fatalf("spare alone %v, shared by 3 nodes %v; want 2 and 2/3", spare, spareShared)
 	}
 	// A request this node starts comes out of its own part, whole; one it ends frees a
 	// slot any node may take: a third of it is this node's.
@@ -276,9 +303,9 @@ func TestRoomSharedByNodes(t *testing.T) {
 		for range tc.started + 1 {
 			r.Start(t0)
 		}
-		alone, _ := s.Room(cands, t0)
+		alone, _, _ := s.Room(cands, t0)
 		nodes = 3
-		shared, _ := s.Room(cands, t0)
+		shared, _, _ := s.Room(cands, t0)
 		if alone != tc.alone || math.Abs(shared-tc.shared) > 1e-9 {
 			t.Fatalf("%+d since the report: room alone %v, shared %v; want %v, %v", tc.started, alone, shared, tc.alone, tc.shared)
 		}

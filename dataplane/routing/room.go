@@ -54,18 +54,19 @@ func freeSlots(v loadstat.View, sat *Saturation) float64 {
 }
 
 // Room is what the fair queue asks of a request's candidates: how many more requests
-// their servers can start now (the sum of freeSlots; +Inf when any route's is), and the
-// capacity known of them (the sum of their known slots). Without a load registry the room
-// is unbounded.
+// their servers can start now (the sum of freeSlots; +Inf when any route's is), as many
+// beyond each server's last free slot (spare: what an account above its share may take),
+// and the capacity known of them (the sum of their known slots). Without a load registry
+// the room is unbounded.
 //
 // The free slots a server reports are seen by every node of the fleet at once, so a node
 // counts its part of them (Nodes, n): a 1/n share of the slots the report showed free, less
 // every request this node started there since (nodePart). The nodes' fair queues together
 // then keep the headroom and reserves one node keeps alone, however many of them act on
 // the same report, instead of each filling it.
-func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity float64) {
+func (s *Selector) Room(cands []index.Candidate, now int64) (free, spare, capacity float64) {
 	if s.Loads == nil || len(cands) == 0 {
-		return math.Inf(1), 0
+		return math.Inf(1), math.Inf(1), 0
 	}
 	sat := s.saturation()
 	n := 1
@@ -74,11 +75,21 @@ func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity floa
 	}
 	for _, c := range cands {
 		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
-		free += nodePart(freeSlots(v, sat), v.Moved, float64(n))
+		f := freeSlots(v, sat)
+		free += nodePart(f, v.Moved, float64(n))
+		last := 0.0
+		if keepsLast(v) {
+			last = 1
+		}
+		spare += nodePart(f-last, v.Moved, float64(n)) // below 0 when none is free: no spare
 		capacity += v.Slots
 	}
-	return free, capacity
+	return free, spare, capacity
 }
+
+// keepsLast reports whether the route's last free slot is kept from accounts above their
+// share: a server of two or more slots (one of a single slot would never serve them).
+func keepsLast(v loadstat.View) bool { return v.Slots >= 2 }
 
 // nodePart is a node's part of a route's free slots, free by this node's view (the
 // report's free slots less moved, this node's own requests started less ended since the
@@ -86,7 +97,7 @@ func (s *Selector) Room(cands []index.Candidate, now int64) (free, capacity floa
 // since the report freed slots that any node may take: they count a 1/n share, like the
 // report's.
 func nodePart(free, moved, n float64) float64 {
-	if n <= 1 || math.IsInf(free, 1) {
+	if math.IsInf(free, 1) {
 		return free
 	}
 	return max(0, free-(n-1)*max(moved, 0)) / n
