@@ -181,9 +181,9 @@ func (q *Queue) Heavy(f *Flow) bool {
 }
 
 // roomFor reports whether space s lets a request of f start: any free slot when f is
-// within its share; when f is heavy, a slot beyond some server's last, and more free than
-// the others' reserve (at most what f's share leaves them) and Headroom (at most an eighth
-// of capacity).
+// within its share; when f is heavy, more free than the others' reserve (at most what f's
+// share leaves them) and Headroom (at most an eighth of capacity), and, with more than one
+// request in flight (Heavy), a slot beyond some server's last.
 func (q *Queue) roomFor(f *Flow, s Space) bool {
 	free, capacity := s.Free, s.Capacity
 	if free <= 0 {
@@ -195,8 +195,8 @@ func (q *Queue) roomFor(f *Flow, s Space) bool {
 	if !f.heavy(capacity) {
 		return true
 	}
-	if s.Spare <= 0 {
-		return false
+	if s.Spare <= 0 && f.load() > 1 {
+		return false // each server's last free slot is the others' (Heavy)
 	}
 	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
 	if r := q.reserveFor(f); r > 0 {

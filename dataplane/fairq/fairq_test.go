@@ -220,10 +220,14 @@ func TestOneRequestIsNotHeavy(t *testing.T) {
 	if one := q.Flow("acct0", 1); !one.heavy(capacity) || q.Heavy(one) {
 		t.Errorf("one of 16 slots among 17 accounts: heavy by share %v, Heavy %v; want true, false", one.heavy(capacity), q.Heavy(one))
 	}
+	// Nor is it kept off the servers' last free slots when it starts a second one.
+	if !q.Admit(q.Flow("acct0", 1), Space{Free: 4, Capacity: capacity}) {
+		t.Error("one in flight: kept off free slots that are each the last of their server")
+	}
 	two := q.Flow("acct1", 1)
 	two.Start()
-	if !q.Heavy(two) {
-		t.Error("two of 16 slots among 17 accounts: not Heavy")
+	if !q.Heavy(two) || q.Admit(two, Space{Free: 4, Capacity: capacity}) {
+		t.Error("two of 16 slots among 17 accounts: not Heavy, or given a server's last free slot")
 	}
 }
 
