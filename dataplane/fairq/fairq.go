@@ -175,9 +175,9 @@ func (q *Queue) Admit(f *Flow, s Space) bool {
 // Heavy reports whether flow f has more than one request and at least its share of the
 // servers' slots in flight (by the capacity the last request saw): its requests then
 // leave each server's last free slot to the others (routing.Request.Heavy). One request
-// never makes an account heavy here, however many accounts share the servers.
+// never makes an account heavy here (Flow.leavesLastSlots).
 func (q *Queue) Heavy(f *Flow) bool {
-	return f.load() > 1 && f.heavy(math.Float64frombits(q.capacity.Load()))
+	return f.leavesLastSlots(math.Float64frombits(q.capacity.Load()))
 }
 
 // roomFor reports whether space s lets a request of f start: any free slot when f is
@@ -195,8 +195,8 @@ func (q *Queue) roomFor(f *Flow, s Space) bool {
 	if !f.heavy(capacity) {
 		return true
 	}
-	if s.Spare <= 0 && f.load() > 1 {
-		return false // each server's last free slot is the others' (Heavy)
+	if s.Spare <= 0 && f.leavesLastSlots(capacity) {
+		return false // each server's last free slot is the others'
 	}
 	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
 	if r := q.reserveFor(f); r > 0 {

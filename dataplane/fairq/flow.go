@@ -82,6 +82,13 @@ func (f *Flow) heavy(capacity float64) bool {
 	return f.load()*active > (f.q.inFlight.Load()+f.q.othersIn.Load())*f.weight.Load()
 }
 
+// leavesLastSlots reports whether the flow leaves each server's last free slot to the
+// others at capacity: it is heavy with more than one request in flight (one request never
+// is, however many accounts share the servers).
+func (f *Flow) leavesLastSlots(capacity float64) bool {
+	return f.load() > 1 && f.heavy(capacity)
+}
+
 // refresh recomputes the weight of the flows active within Linger (requests in flight or
 // waiting, or seen), active on another node or holding a reserve, the reserve of the flows
 // below their share (the most they had in flight within Remember less what they have now,
