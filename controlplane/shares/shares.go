@@ -103,7 +103,7 @@ func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAn
 	}
 	t.nodes[id] = n
 	live := t.live(now)
-	a := internalapi.FleetAnswer{Nodes: len(live),
+	a := internalapi.FleetAnswer{Nodes: len(live), Rank: rank(id, live),
 		Accounts: t.shares(id, live, func(x *node) map[string]float64 { return x.accounts }),
 		Keys:     t.shares(id, live, func(x *node) map[string]float64 { return x.keys }),
 		Routes:   capacity(live)}
@@ -111,6 +111,17 @@ func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAn
 	t.placed.add(id, r.Placements, now)
 	a.Placements, a.PlacementSeq = t.placed.since(id, r.PlacementsSince, now)
 	return a
+}
+
+// rank is node id's place among the live nodes ordered by ID, from 1.
+func rank(id string, live map[string]*node) int {
+	r := 1
+	for other := range live {
+		if other < id {
+			r++
+		}
+	}
+	return r
 }
 
 // rates turns counts over windowMs into rates per second (a window below 1 ms counts as 1 s).

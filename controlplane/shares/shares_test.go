@@ -158,3 +158,23 @@ func TestPlacementsHandedOn(t *testing.T) {
 		t.Fatalf("a sequence from before a restart: %+v", restarted)
 	}
 }
+
+// TestRanks: each live node learns its place in the order of their IDs, 1 to the number
+// of live nodes, the same order in every answer; a node gone silent leaves the order.
+func TestRanks(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	tb := New(Config{Now: c.now})
+	for _, id := range []string{"node-c", "node-a", "node-b"} {
+		tb.Report(id, internalapi.FleetReport{IntervalMs: 1000})
+	}
+	for id, want := range map[string]int{"node-a": 1, "node-b": 2, "node-c": 3} {
+		if a := tb.Report(id, internalapi.FleetReport{IntervalMs: 1000}); a.Rank != want || a.Nodes != 3 {
+			t.Fatalf("%s: place %d of %d, want %d of 3", id, a.Rank, a.Nodes, want)
+		}
+	}
+	c.t = c.t.Add(3500 * time.Millisecond) // all silent for 3.5 intervals: node-c reports, then node-b
+	tb.Report("node-c", internalapi.FleetReport{IntervalMs: 1000})
+	if a := tb.Report("node-b", internalapi.FleetReport{IntervalMs: 1000}); a.Rank != 1 || a.Nodes != 2 {
+		t.Fatalf("node-b after node-a left: place %d of %d, want 1 of 2", a.Rank, a.Nodes)
+	}
+}

@@ -89,9 +89,10 @@ type Ticket struct {
 	acct   string
 	held   int64
 	// Queued is how long the fair queue held the request; Heavy whether its account had
-	// its share of the servers in flight before it (routing.Request.Heavy).
-	Queued time.Duration
-	Heavy  bool
+	// its share of the servers in flight before it (routing.Request.Heavy), and Turns
+	// whether it takes this node's turns of the servers' spare slots (routing.Request.Turns).
+	Queued       time.Duration
+	Heavy, Turns bool
 }
 
 // Release gives back the request's limits slot and fair-queue share.
@@ -128,12 +129,12 @@ func (s *Admitter) Admit(ctx *fasthttp.RequestCtx, r *Request) (Ticket, *apierro
 		setRateHeaders(&ctx.Response.Header, v)
 	}
 	tk := Ticket{limits: t, holder: s.cfg.Holder, acct: p.Acct.ID}
-	queued, flow, heavy, aerr := s.fairQueue(ctx, r)
+	queued, flow, sh, aerr := s.fairQueue(ctx, r)
 	if aerr != nil {
 		tk.Release()
 		return Ticket{}, aerr
 	}
-	tk.flow, tk.Queued, tk.Heavy = flow, queued, heavy
+	tk.flow, tk.Queued, tk.Heavy, tk.Turns = flow, queued, sh.heavy, sh.turns
 	held, aerr := s.holdMaxPrice(r)
 	if aerr != nil {
 		tk.Release()
@@ -158,22 +159,26 @@ func limitError(d limits.Denial) *apierror.Error {
 		"request rate limit of this "+who+" exceeded; retry after the indicated delay").WithRetryAfter(ra)
 }
 
+// start is how a request starts after the fair queue: whether its account had its share
+// of the servers before it (fairq.Queue.Heavy), and whether, let go from the queue, it took
+// this node's turns of their spare slots (fairq.Queue.InTurns).
+type start struct{ heavy, turns bool }
+
 // fairQueue takes the request's turn in the fair queue: at once when a route has room
 // within the account's share, else after waiting its turn. It returns how long the request
-// waited, its flow (nil without a fair queue) and whether the account had its share of the
-// servers before it (fairq.Queue.Heavy), or the refusal: 429 when the queue is full or the
-// wait too long.
-func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duration, *fairq.Flow, bool, *apierror.Error) {
+// waited, its flow (nil without a fair queue) and how it starts, or the refusal: 429 when
+// the queue is full or the wait too long.
+func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duration, *fairq.Flow, start, *apierror.Error) {
 	fq := s.cfg.FairQueue
 	if fq == nil {
-		return 0, nil, false, nil
+		return 0, nil, start{}, nil
 	}
 	acct := r.P.Acct
 	f := fq.Flow(acct.ID, acct.Weight())
 	if fq.Admit(f, s.space(r.Cands)) {
-		heavy := fq.Heavy(f)
+		st := start{heavy: fq.Heavy(f)}
 		f.Start()
-		return 0, f, heavy, nil
+		return 0, f, st, nil
 	}
 	class := "standard"
 	if acct.Limits != nil {
@@ -183,13 +188,13 @@ func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duratio
 	d, err := fq.Wait(ctx, f, class, chk.room)
 	if err != nil {
 		if err == fairq.ErrFull || err == fairq.ErrTimeout {
-			return d, nil, false, ErrSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter()))
+			return d, nil, start{}, ErrSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter()))
 		}
-		return d, nil, false, outcome.ErrNoRoute
+		return d, nil, start{}, outcome.ErrNoRoute
 	}
-	heavy := fq.Heavy(f)
+	st := start{heavy: fq.Heavy(f), turns: fq.InTurns(f, chk.room())}
 	f.Start()
-	return d, f, heavy, nil
+	return d, f, st, nil
 }
 
 // roomCheck is the fair queue's view of a waiting request's routes.
@@ -202,8 +207,7 @@ func (r *roomCheck) room() fairq.Space { return r.s.space(r.cands) }
 
 // space is what the servers of cands can take now.
 func (s *Admitter) space(cands []index.Candidate) fairq.Space {
-	free, spare, capacity := s.cfg.Selector.Room(cands, s.cfg.Now().UnixNano())
-	return fairq.Space{Free: free, Spare: spare, Capacity: capacity}
+	return s.cfg.Selector.Room(cands, s.cfg.Now().UnixNano())
 }
 
 // refusedLimit counts a limiter refusal.

@@ -84,8 +84,9 @@ type Queue struct {
 	// orders SetFleet and expireFleet (fleet.go).
 	othersIn, fleetUntil atomic.Int64
 	fleetMu              sync.Mutex
-	// nodes is the live nodes of the fleet answer held (1 without one).
-	nodes atomic.Int64
+	// nodes is the live nodes of the fleet answer held (1 without one), rank this node's
+	// place among them (1 to nodes; 0 unknown).
+	nodes, rank atomic.Int64
 
 	mu    sync.Mutex
 	ring  []*Flow // flows with requests waiting, in turn order
@@ -112,6 +113,14 @@ type Space struct {
 	// Spare the same beyond each server's last free slot, which an account above its share
 	// leaves to the others; Capacity their known slots (0: unknown).
 	Free, Spare, Capacity float64
+	// Reported is Free as the servers' last reports showed it, before this node's part
+	// and its own requests since, ReportedAt when the oldest of those reports was read
+	// (unix ns), and Started the requests this node started on those servers since.
+	// SpareTurns is this node's turns (Turn) of the slots beyond each server's last free
+	// one those reports showed, less its requests started there since; NaN when the node
+	// takes no turns (alone, its place in the fleet unknown, or a server's capacity).
+	Reported, Started, SpareTurns float64
+	ReportedAt                    int64
 }
 
 // Room says what the servers of a request's routes can take now.
@@ -169,7 +178,7 @@ func (q *Queue) Busy() bool { return q.busy.Load() }
 // Admit reports whether a request of flow f may start at once in its routes' space s:
 // nobody waits, and there is room for it (beyond the headroom when f is heavy).
 func (q *Queue) Admit(f *Flow, s Space) bool {
-	return !q.Busy() && q.roomFor(f, s)
+	return !q.Busy() && q.roomFor(f, s, false)
 }
 
 // Heavy reports whether flow f has more than one request and at least its share of the
@@ -180,11 +189,12 @@ func (q *Queue) Heavy(f *Flow) bool {
 	return f.leavesLastSlots(math.Float64frombits(q.capacity.Load()))
 }
 
-// roomFor reports whether space s lets a request of f start: any free slot when f is
-// within its share; when f is heavy, more free than the others' reserve (at most what f's
-// share leaves them) and Headroom (at most an eighth of capacity), and, with more than one
-// request in flight (Heavy), a slot beyond some server's last.
-func (q *Queue) roomFor(f *Flow, s Space) bool {
+// roomFor reports whether space s lets a request of f start (queued: let go from the
+// queue, not at its arrival): any free slot when f is within its share; when f is heavy, more
+// free than the others' reserve (at most what f's share leaves them) and Headroom (at most
+// an eighth of capacity), and, with more than one request in flight (Heavy), a slot beyond
+// some server's last. A node of a fleet counts its part of those, or, queued, its turns.
+func (q *Queue) roomFor(f *Flow, s Space, queued bool) bool {
 	free, capacity := s.Free, s.Capacity
 	if free <= 0 {
 		return false
@@ -195,15 +205,12 @@ func (q *Queue) roomFor(f *Flow, s Space) bool {
 	if !f.heavy(capacity) {
 		return true
 	}
+	keep := q.keepFor(f, capacity)
+	if queued && q.takesTurns(s) {
+		return q.inTurn(f, s, keep, capacity)
+	}
 	if s.Spare <= 0 && f.leavesLastSlots(capacity) {
 		return false // each server's last free slot is the others'
-	}
-	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
-	if r := q.reserveFor(f); r > 0 {
-		if active := q.activeWeight.Load(); active > 0 {
-			left := math.Floor(capacity * float64(active-f.weight.Load()) / float64(active))
-			keep = max(keep, min(float64(r), left))
-		}
 	}
 	if n := float64(q.nodes.Load()); n > 1 {
 		// free is this node's part of the servers' free slots (a 1/n share of a report's,
@@ -211,6 +218,19 @@ func (q *Queue) roomFor(f *Flow, s Space) bool {
 		keep /= n
 	}
 	return free > keep
+}
+
+// keepFor is what a heavy flow f leaves free of capacity: the others' reserve (at most
+// what f's share leaves them) and Headroom (at most an eighth of capacity).
+func (q *Queue) keepFor(f *Flow, capacity float64) float64 {
+	keep := min(float64(q.cfg.Headroom), math.Floor(capacity/8))
+	if r := q.reserveFor(f); r > 0 {
+		if active := q.activeWeight.Load(); active > 0 {
+			left := math.Floor(capacity * float64(active-f.weight.Load()) / float64(active))
+			keep = max(keep, min(float64(r), left))
+		}
+	}
+	return keep
 }
 
 // Wait queues a request of flow f (class: the metrics label) until its turn comes and
@@ -320,7 +340,7 @@ func (q *Queue) Kick() bool {
 			q.advance(f)
 			continue
 		}
-		if !q.roomFor(f, w.room()) {
+		if !q.roomFor(f, w.room(), true) { // let go from the queue: on turns (turn.go)
 			q.advance(f)
 			continue
 		}

@@ -61,6 +61,10 @@ type Fleet struct {
 	// slots are divided (routing.Selector.Room): the headroom and reserves an account above
 	// its share leaves are kept by the fleet, each node keeping its part (roomFor).
 	Nodes int
+	// Rank is this node's place among them (1 to Nodes, an order every node's answer
+	// agrees on; 0 unknown), by which the nodes take turns at what an account above its
+	// share may start on the same server reports (roomFor).
+	Rank int
 	// TTL is how long the counts hold without a new answer (the exchange's fallback time).
 	TTL time.Duration
 }
@@ -92,10 +96,12 @@ func (q *Queue) SetFleet(fl Fleet) {
 	q.othersIn.Store(sum)
 	if len(others) == 0 && len(weights) == 0 {
 		q.nodes.Store(1)
+		q.rank.Store(0)
 		q.fleetUntil.Store(0)
 		return
 	}
 	q.nodes.Store(int64(max(fl.Nodes, 1)))
+	q.rank.Store(int64(min(max(fl.Rank, 0), max(fl.Nodes, 1))))
 	q.fleetUntil.Store(q.now().Add(fl.TTL).UnixNano())
 }
 
@@ -117,5 +123,6 @@ func (q *Queue) expireFleet(now time.Time) {
 	})
 	q.othersIn.Store(0)
 	q.nodes.Store(1)
+	q.rank.Store(0)
 	q.fleetUntil.Store(0)
 }

@@ -100,8 +100,8 @@ type Exchange struct {
 	lastAnswer time.Time // when the last answer arrived (the start, before any)
 	nodes      int       // live nodes of the last answer (FallbackNodes before any)
 
-	fallback  atomic.Bool
-	liveNodes atomic.Int64
+	fallback        atomic.Bool
+	liveNodes, rank atomic.Int64
 }
 
 // New returns an Exchange; its clock starts now, so the fallback begins Missed intervals
@@ -128,6 +128,10 @@ func New(cfg Config) *Exchange {
 // LiveNodes is the number of live nodes the last answer gave (the fallback divisor before
 // any).
 func (x *Exchange) LiveNodes() int { return int(x.liveNodes.Load()) }
+
+// Rank is this node's place among the live nodes of the last answer (1 to LiveNodes), or
+// 0 when the control plane gives none or does not answer (the fallback).
+func (x *Exchange) Rank() int { return int(x.rank.Load()) }
 
 // Fallback reports whether the node enforces its fallback share.
 func (x *Exchange) Fallback() bool { return x.fallback.Load() }
@@ -230,12 +234,13 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 	x.learn(a, now)
 	if x.cfg.Flows != nil {
 		// The counts last until the fallback would begin: an answer renews them first.
-		x.cfg.Flows.SetFleet(fairq.Fleet{Others: a.FlowsElsewhere, Weights: a.FlowWeights, Nodes: nodes,
+		x.cfg.Flows.SetFleet(fairq.Fleet{Others: a.FlowsElsewhere, Weights: a.FlowWeights, Nodes: nodes, Rank: a.Rank,
 			TTL: Missed * x.cfg.Interval})
 	}
 	x.mu.Lock()
 	x.lastAnswer, x.nodes = now, nodes
 	x.mu.Unlock()
+	x.rank.Store(int64(min(max(a.Rank, 0), nodes)))
 	if prev := x.liveNodes.Swap(int64(nodes)); prev != int64(nodes) {
 		x.cfg.Logger.Info("fleet: live nodes changed", "nodes", nodes, "was", prev)
 	}
@@ -257,6 +262,7 @@ func (x *Exchange) checkFallback() {
 	if x.cfg.Flows != nil {
 		x.cfg.Flows.SetFleet(fairq.Fleet{})
 	}
+	x.rank.Store(0)
 	x.fallback.Store(true)
 	x.cfg.Logger.Warn("fleet limits: no answer from the control plane; enforcing the fallback share of every limit",
 		"silent", silent.Round(time.Millisecond), "divided_by", nodes)

@@ -151,6 +151,8 @@ type View struct {
 	// Moved is this node's own requests started less those ended since the report, in
 	// Excess (weighed by Fresh like it; 0 while the capacity is unknown).
 	Moved float64
+	// At is when the server's report was read (unix ns; 0 without one).
+	At int64
 }
 
 // SlotsKnown reports whether the server's capacity is known.
@@ -179,6 +181,7 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 		v.Fresh = float64(2*int64(fresh)-age) / float64(fresh)
 	}
 	w, run := r.srvWaiting.Load(), r.srvRunning.Load()
+	v.At = at
 	v.Waiting = v.Fresh * float64(w)
 	v.Running = v.Fresh * float64(run)
 	q := w

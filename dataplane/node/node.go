@@ -195,7 +195,7 @@ func (n *node) openFleet(sel *routing.Selector) {
 	}
 	n.fleet = fleetshare.New(cfg)
 	if sel != nil {
-		sel.Nodes = n.fleet.LiveNodes
+		sel.Nodes, sel.Rank = n.fleet.LiveNodes, n.fleet.Rank
 	}
 	n.tel.Registry().MustRegister(n.fleet.Collectors()...)
 }

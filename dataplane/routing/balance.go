@@ -110,7 +110,9 @@ type Request struct {
 	// Heavy says the request's account has at least its share of the servers in flight
 	// (fairq.Queue.Heavy): the scored policy sends it to a route with more than one free
 	// slot when one has, leaving each server's last free slot to the other accounts.
-	Heavy bool
+	// With Turns (fairq.Queue.InTurns), to a route where one of the slots beyond its
+	// server's last free one is this node's turn (turnSlots).
+	Heavy, Turns bool
 }
 
 // Decision says why the plan's first route was chosen (the record's routing object).
@@ -247,14 +249,18 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 		// than each to whichever of the two homes is less loaded at that instant.
 		cached[0] = cached[0] || !known
 	}
+	var turns [maxScored]float64
+	inTurns := req.Heavy && req.Turns && s.turnSlots(group, views, req.Now, turns[:len(group)])
 	for i, v := range views {
 		cost[i] = w.Load*v.Load() + w.Queue*waitsBehind(v) + w.KV*kvHigh(v.KV)
 		f := freeSlots(v, sat)
 		if req.Held && f <= 0 {
 			cost[i] += heldFull
 		}
-		if req.Heavy && f > 0 && f < 2 && keepsLast(v) {
-			cost[i] += w.Queue // the last free slot is the others': it waits behind one
+		if req.Heavy && f > 0 && (inTurns && turns[i] < 1 || !inTurns && f < 2 && keepsLast(v)) {
+			// The last free slot is the others' (or, taking turns, the slots beyond it
+			// are other nodes' turns): it waits behind one.
+			cost[i] += w.Queue
 		}
 		if cached[i] {
 			cost[i] -= bonus

@@ -280,10 +280,15 @@ func TestRoomSharedByNodes(t *testing.T) {
 	r := s.Loads.For(cands[0].Route)
 	r.SetServer(loadstat.Report{Waiting: 2, Running: 6, KV: -1}, t0, 0) // capacity 6 learned
 	r.SetServer(loadstat.Report{Waiting: 0, Running: 3, KV: -1}, t0, 0) // 3 free
-	alone, spare, capacity := s.Room(cands, t0)
+	a := s.Room(cands, t0)
+	alone, spare, capacity := a.Free, a.Spare, a.Capacity
 	nodes := 3
 	s.Nodes = func() int { return nodes }
-	shared, spareShared, _ := s.Room(cands, t0)
+	sh := s.Room(cands, t0)
+	shared, spareShared := sh.Free, sh.Spare
+	if sh.Reported != 3 || sh.Started != 0 {
+		t.Fatalf("reported %+v, want 3 free, none started since", sh)
+	}
 	if capacity != 6 || alone != 3 || shared != 1 {
 		t.Fatalf("room alone %v, shared by 3 nodes %v (capacity %v), want 3 and 1 of 6", alone, shared, capacity)
 	}
@@ -303,11 +308,15 @@ func TestRoomSharedByNodes(t *testing.T) {
 		for range tc.started + 1 {
 			r.Start(t0)
 		}
-		alone, _, _ := s.Room(cands, t0)
+		alone := s.Room(cands, t0).Free
 		nodes = 3
-		shared, _, _ := s.Room(cands, t0)
-		if alone != tc.alone || math.Abs(shared-tc.shared) > 1e-9 {
-			t.Fatalf("%+d since the report: room alone %v, shared %v; want %v, %v", tc.started, alone, shared, tc.alone, tc.shared)
+		sh := s.Room(cands, t0)
+		if alone != tc.alone || math.Abs(sh.Free-tc.shared) > 1e-9 {
+			t.Fatalf("%+d since the report: room alone %v, shared %v; want %v, %v", tc.started, alone, sh.Free, tc.alone, tc.shared)
+		}
+		// The reports' own counts do not move; the node's starts since are counted apart.
+		if sh.Reported != 3 || sh.Started != float64(max(tc.started, 0)) {
+			t.Fatalf("%+d since the report: reported %v, started %v; want 3, %d", tc.started, sh.Reported, sh.Started, max(tc.started, 0))
 		}
 		for range tc.started + 1 {
 			r.Done()

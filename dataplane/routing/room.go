@@ -2,7 +2,9 @@ package routing
 
 import (
 	"math"
+	"time"
 
+	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/internal/flagenv"
@@ -53,38 +55,138 @@ func freeSlots(v loadstat.View, sat *Saturation) float64 {
 	return math.Inf(1)
 }
 
-// Room is what the fair queue asks of a request's candidates: how many more requests
-// their servers can start now (the sum of freeSlots; +Inf when any route's is), as many
-// beyond each server's last free slot (spare: what an account above its share may take),
-// and the capacity known of them (the sum of their known slots). Without a load registry
-// the room is unbounded.
+// Room is what the fair queue asks of a request's candidates (fairq.Space): how many more
+// requests their servers can start now (Free, the sum of freeSlots; +Inf when any route's
+// is), as many beyond each server's last free slot (Spare: what an account above its share
+// may take), and the capacity known of them (the sum of their known slots). Without a load
+// registry the room is unbounded.
 //
 // The free slots a server reports are seen by every node of the fleet at once, so a node
 // counts its part of them (Nodes, n): a 1/n share of the slots the report showed free, less
 // every request this node started there since (nodePart). The nodes' fair queues together
 // then keep the headroom and reserves one node keeps alone, however many of them act on
-// the same report, instead of each filling it.
-func (s *Selector) Room(cands []index.Candidate, now int64) (free, spare, capacity float64) {
+// the same report, instead of each filling it. For the requests they hold, which every
+// node lets go on the same reports, the space also says what the reports showed free
+// (Reported, read at ReportedAt), this node's requests started since (Started), and its
+// turns of the slots beyond each server's last (SpareTurns, turnSlots).
+func (s *Selector) Room(cands []index.Candidate, now int64) fairq.Space {
 	if s.Loads == nil || len(cands) == 0 {
-		return math.Inf(1), math.Inf(1), 0
+		inf := math.Inf(1)
+		return fairq.Space{Free: inf, Spare: inf, Reported: inf, SpareTurns: math.NaN()}
 	}
 	sat := s.saturation()
-	n := 1
+	n, _ := s.place()
+	var sp fairq.Space
+	var views [maxScored]loadstat.View
+	var turns [maxScored]float64
+	oldest := int64(math.MaxInt64)
+	for len(cands) > 0 {
+		group := firstGroup(cands)
+		cands = cands[len(group):]
+		for len(group) > 0 {
+			part := group[:min(len(group), maxScored)]
+			group = group[len(part):]
+			for i, c := range part {
+				views[i] = s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
+			}
+			inTurns := s.turnSlots(part, views[:len(part)], now, turns[:len(part)])
+			for i, v := range views[:len(part)] {
+				f := freeSlots(v, sat)
+				sp.Free += nodePart(f, v.Moved, float64(n))
+				sp.Spare += nodePart(f-lastSlot(v), v.Moved, float64(n))
+				sp.Reported += freeSlots(asReported(v), sat)
+				sp.Started += max(v.Moved, 0)
+				sp.Capacity += v.Slots
+				oldest = min(oldest, v.At)
+				if inTurns {
+					sp.SpareTurns += turns[i]
+				} else {
+					sp.SpareTurns = math.NaN()
+				}
+			}
+		}
+	}
+	sp.ReportedAt = oldest
+	return sp
+}
+
+// place is the fleet's live nodes and this node's rank among them (1 and 0 alone).
+func (s *Selector) place() (n, rank int) {
+	n = 1
 	if s.Nodes != nil {
 		n = max(s.Nodes(), 1)
 	}
-	for _, c := range cands {
-		v := s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
-		f := freeSlots(v, sat)
-		free += nodePart(f, v.Moved, float64(n))
-		last := 0.0
-		if keepsLast(v) {
-			last = 1
-		}
-		spare += nodePart(f-last, v.Moved, float64(n)) // below 0 when none is free: no spare
-		capacity += v.Slots
+	if s.Rank != nil && n > 1 {
+		rank = s.Rank()
 	}
-	return free, spare, capacity
+	return n, rank
+}
+
+// turnSlots sets room[i] to this node's turns (fairq.Turn) of the slots beyond the last
+// free one of group[i]'s server (group: at most maxScored routes) that the server's report
+// (views[i]) showed, less the requests the node started there since, and reports whether
+// it could: only in a fleet whose order the node knows, every server's capacity known.
+// Every node numbers the slots alike, the first slot beyond the last of each server in the
+// order of their IDs' hashes, then the second, and so on, so that N nodes acting on the
+// same reports take different slots, spread over the servers, and together no more than
+// one node alone would.
+func (s *Selector) turnSlots(group []index.Candidate, views []loadstat.View, now int64, room []float64) bool {
+	sat := s.saturation()
+	n, rank := s.place()
+	if n <= 1 || rank < 1 || len(group) == 0 {
+		return false
+	}
+	var beyond [maxScored]int64
+	for i, v := range views {
+		if !v.SlotsKnown() || math.IsInf(freeSlots(v, sat), 1) {
+			return false
+		}
+		beyond[i] = int64(math.Ceil(freeSlots(asReported(v), sat) - lastSlot(v)))
+	}
+	var byHash [maxScored]int
+	for i := range group {
+		byHash[i] = i
+		for k := i; k > 0 && s.idHash(group[byHash[k]].Route) < s.idHash(group[byHash[k-1]].Route); k-- {
+			byHash[k], byHash[k-1] = byHash[k-1], byHash[k]
+		}
+	}
+	t := fairq.TurnAt(int64(n), int64(rank), time.Unix(0, now))
+	var mine [maxScored]int64
+	slot := int64(0)
+	for j, more := int64(0), true; more; j++ {
+		more = false
+		for _, i := range byHash[:len(group)] {
+			if beyond[i] > j {
+				if t.Mine(slot, views[i].At) {
+					mine[i]++
+				}
+				slot++
+				more = true
+			}
+		}
+	}
+	for i, v := range views {
+		room[i] = max(0, float64(mine[i])-max(v.Moved, 0))
+	}
+	return true
+}
+
+// lastSlot is the free slot of the route's server kept from accounts above their share:
+// 1 when it has one to keep (keepsLast), else 0.
+func lastSlot(v loadstat.View) float64 {
+	if keepsLast(v) {
+		return 1
+	}
+	return 0
+}
+
+// asReported is view v without this node's own requests started or ended since the
+// server's report: the server as every node's report of the same moment shows it.
+func asReported(v loadstat.View) loadstat.View {
+	v.Excess -= v.Moved
+	v.Queue = max(0, v.Excess)
+	v.Moved = 0
+	return v
 }
 
 // keepsLast reports whether the route's last free slot is kept from accounts above their

@@ -46,7 +46,10 @@ type Selector struct {
 	// Nodes, when set, is the number of live nodes sharing the routes' servers (the fleet
 	// exchange's): Room counts this node's part of their free slots.
 	Nodes func() int
-	sent  sentTable
+	// Rank, when set, is this node's place among them (1 to Nodes; 0 unknown): the slots
+	// beyond each server's last free one are taken in turns (heavyRoom).
+	Rank func() int
+	sent sentTable
 }
 
 func (s *Selector) weights() *Weights {

@@ -81,6 +81,10 @@ type FleetAnswer struct {
 	// Nodes is the number of live nodes (those that reported within three of their
 	// intervals), this one included.
 	Nodes int `json:"nodes"`
+	// Rank is the node's place among the live nodes ordered by node ID, 1 to Nodes (0 or
+	// absent from a control plane that does not give it). The nodes take turns at what an
+	// account above its share may start on the same server reports by it.
+	Rank int `json:"rank,omitempty"`
 	// Accounts and Keys are this node's share (0..1] of the limits of each account and
 	// key it reported; one it did not report takes 1/Nodes.
 	Accounts map[string]float64 `json:"accounts,omitempty"`
