@@ -21,7 +21,8 @@
 // only over the queue). Nor does a heavy account take a server's last free slot: it starts
 // only when some server has a slot beyond its last (Space.Spare), and goes there
 // (routing.Request.Heavy), so a light account's request finds a slot where its prefix is
-// cached rather than a cold one elsewhere.
+// cached rather than a cold one elsewhere. In a fleet, the requests of such an account that
+// the nodes hold go on each node's turns of those slots (turn.go).
 package fairq
 
 import (

@@ -13,8 +13,8 @@ import (
 // and the latter's weights to the active weight, wherever shares are judged (heavy, the
 // reserves), so an account above its fleet-wide share is heavy on every node. What such an
 // account leaves free is the fleet's: each node sees its part of the servers' free slots
-// (1/N) and keeps its part of the headroom and reserves, with room for every node to start
-// one request on the same report (roomFor). The counts
+// (1/N) and keeps its part of the headroom and reserves, and lets the requests it holds go
+// only on its turns of what the same reports show (turn.go). The counts
 // are as old as the last answer; when no answer renews them before their time is up, they
 // drop to none and the queue judges by its own flows alone.
 

@@ -144,9 +144,10 @@ func (s *Selector) turnSlots(group []index.Candidate, views []loadstat.View, now
 		beyond[i] = int64(math.Ceil(freeSlots(asReported(v), sat) - lastSlot(v)))
 	}
 	var byHash [maxScored]int
-	for i := range group {
-		byHash[i] = i
-		for k := i; k > 0 && s.idHash(group[byHash[k]].Route) < s.idHash(group[byHash[k-1]].Route); k-- {
+	var hash [maxScored]uint64
+	for i, c := range group {
+		byHash[i], hash[i] = i, s.idHash(c.Route)
+		for k := i; k > 0 && hash[byHash[k]] < hash[byHash[k-1]]; k-- {
 			byHash[k], byHash[k-1] = byHash[k-1], byHash[k]
 		}
 	}

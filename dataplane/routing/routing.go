@@ -47,7 +47,7 @@ type Selector struct {
 	// exchange's): Room counts this node's part of their free slots.
 	Nodes func() int
 	// Rank, when set, is this node's place among them (1 to Nodes; 0 unknown): the slots
-	// beyond each server's last free one are taken in turns (heavyRoom).
+	// beyond each server's last free one are taken in turns (turnSlots).
 	Rank func() int
 	sent sentTable
 }
