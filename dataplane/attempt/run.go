@@ -163,7 +163,8 @@ func (r *Runner) start(ctx *fasthttp.RequestCtx, c *plan.Call, t admit.Ticket, r
 		now = r.cfg.Now()
 	}
 	order, dec := r.cfg.Selector.Order(ex.plan[:0], c.Cands, routing.Request{Key: c.Key, HasKey: c.HasKey,
-		PrefixBytes: c.PrefixBytes, Mode: routing.ModeOf(c.Model.Routing), Now: now.UnixNano(), Held: queued > 0, Heavy: t.Heavy, Turns: t.Turns})
+		PrefixBytes: c.PrefixBytes, Mode: routing.ModeOf(c.Model.Routing), Now: now.UnixNano(), Held: queued > 0,
+		Heavy: t.Heavy, Turns: t.Turns})
 	rt := &ex.Box.Routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	rt.QueuedMS = queued.Milliseconds()

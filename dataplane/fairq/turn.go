@@ -54,7 +54,8 @@ func (t Turn) Count(count float64, readAt int64) int64 {
 // takesTurns reports whether this node takes turns in space s: it is one of a fleet whose
 // order it knows, and s says what its turns are (every server's capacity known).
 func (q *Queue) takesTurns(s Space) bool {
-	return q.nodes.Load() > 1 && q.rank.Load() > 0 && !math.IsInf(s.Reported, 1) && !math.IsNaN(s.SpareTurns)
+	return q.nodes.Load() > 1 && q.rank.Load() > 0 &&
+		!math.IsInf(s.Reported, 1) && !math.IsNaN(s.SpareTurns)
 }
 
 // inTurn reports whether a held request of heavy flow f may start on this node's turns in
