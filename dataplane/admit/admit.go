@@ -161,7 +161,7 @@ func limitError(d limits.Denial) *apierror.Error {
 
 // start is how a request starts after the fair queue: whether its account had its share
 // of the servers before it (fairq.Queue.Heavy), and whether, let go from the queue, it took
-// this node's turns of their spare slots (fairq.Queue.InTurns).
+// this node's turns of their spare slots (fairq.Grant).
 type start struct{ heavy, turns bool }
 
 // fairQueue takes the request's turn in the fair queue: at once when a route has room
@@ -185,16 +185,16 @@ func (s *Admitter) fairQueue(ctx *fasthttp.RequestCtx, r *Request) (time.Duratio
 		class = "limited"
 	}
 	chk := &roomCheck{s: s, cands: r.Cands}
-	d, err := fq.Wait(ctx, f, class, chk.room)
+	g, err := fq.Wait(ctx, f, class, chk.room)
 	if err != nil {
 		if err == fairq.ErrFull || err == fairq.ErrTimeout {
-			return d, nil, start{}, ErrSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter()))
+			return g.Waited, nil, start{}, ErrSaturated.WithRetryAfter(limits.RetryAfterSeconds(fq.RetryAfter()))
 		}
-		return d, nil, start{}, outcome.ErrNoRoute
+		return g.Waited, nil, start{}, outcome.ErrNoRoute
 	}
-	st := start{heavy: fq.Heavy(f), turns: fq.InTurns(f, chk.room())}
+	st := start{heavy: fq.Heavy(f), turns: g.Turns}
 	f.Start()
-	return d, f, st, nil
+	return g.Waited, f, st, nil
 }
 
 // roomCheck is the fair queue's view of a waiting request's routes.

@@ -130,6 +130,8 @@ type Room func() Space
 type waiter struct {
 	room Room
 	ch   chan struct{}
+	// turns says the request was let go on this node's turns (set before ch closes).
+	turns bool
 }
 
 // New returns a Queue with cfg's defaults filled.
@@ -179,7 +181,11 @@ func (q *Queue) Busy() bool { return q.busy.Load() }
 // Admit reports whether a request of flow f may start at once in its routes' space s:
 // nobody waits, and there is room for it (beyond the headroom when f is heavy).
 func (q *Queue) Admit(f *Flow, s Space) bool {
-	return !q.Busy() && q.roomFor(f, s, false)
+	if q.Busy() {
+		return false
+	}
+	ok, _ := q.roomFor(f, s, false)
+	return ok
 }
 
 // Heavy reports whether flow f has more than one request and at least its share of the
@@ -194,31 +200,32 @@ func (q *Queue) Heavy(f *Flow) bool {
 // queue, not at its arrival): any free slot when f is within its share; when f is heavy, more
 // free than the others' reserve (at most what f's share leaves them) and Headroom (at most
 // an eighth of capacity), and, with more than one request in flight (Heavy), a slot beyond
-// some server's last. A node of a fleet counts its part of those, or, queued, its turns.
-func (q *Queue) roomFor(f *Flow, s Space, queued bool) bool {
+// some server's last. A node of a fleet counts its part of those, or, queued, its turns
+// (onTurns: whether the answer was by its turns).
+func (q *Queue) roomFor(f *Flow, s Space, queued bool) (ok, onTurns bool) {
 	free, capacity := s.Free, s.Capacity
 	if free <= 0 {
-		return false
+		return false, false
 	}
 	if capacity > 0 && math.Float64frombits(q.capacity.Load()) != capacity {
 		q.capacity.Store(math.Float64bits(capacity))
 	}
 	if !f.heavy(capacity) {
-		return true
+		return true, false
 	}
 	keep := q.keepFor(f, capacity)
 	if queued && q.takesTurns(s) {
-		return q.inTurn(f, s, keep, capacity)
+		return q.inTurn(f, s, keep, capacity), true
 	}
 	if s.Spare <= 0 && f.leavesLastSlots(capacity) {
-		return false // each server's last free slot is the others'
+		return false, false // each server's last free slot is the others'
 	}
 	if n := float64(q.nodes.Load()); n > 1 {
 		// free is this node's part of the servers' free slots (a 1/n share of a report's,
 		// less its own starts since): each node keeping its 1/n of keep, the fleet keeps it.
 		keep /= n
 	}
-	return free > keep
+	return free > keep, false
 }
 
 // keepFor is what a heavy flow f leaves free of capacity: the others' reserve (at most
@@ -234,17 +241,24 @@ func (q *Queue) keepFor(f *Flow, capacity float64) float64 {
 	return keep
 }
 
+// Grant is how a waiting request was let go: after how long, and whether on this node's
+// turns (turn.go); its route is then one where the node has a turn (routing.Request.Turns).
+type Grant struct {
+	Waited time.Duration
+	Turns  bool
+}
+
 // Wait queues a request of flow f (class: the metrics label) until its turn comes and
-// room reports space for it, and returns how long it waited; ErrFull or ErrTimeout when
-// it is refused instead.
-func (q *Queue) Wait(ctx context.Context, f *Flow, class string, room Room) (time.Duration, error) {
+// room reports space for it, and says how it was let go; ErrFull or ErrTimeout (with how
+// long it waited) when it is refused instead.
+func (q *Queue) Wait(ctx context.Context, f *Flow, class string, room Room) (Grant, error) {
 	start := time.Now()
 	w := &waiter{room: room, ch: make(chan struct{})}
 	q.mu.Lock()
 	if q.depth >= q.cfg.MaxDepth || f.waiting.Len() >= q.cfg.AccountDepth {
 		q.mu.Unlock()
 		q.refused.WithLabelValues(class, "full").Inc()
-		return 0, ErrFull
+		return Grant{}, ErrFull
 	}
 	if f.waiting.Len() == 0 {
 		q.ring = append(q.ring, f)
@@ -282,10 +296,10 @@ func (q *Queue) Wait(ctx context.Context, f *Flow, class string, room Room) (tim
 		if errors.Is(err, ErrTimeout) {
 			q.refused.WithLabelValues(class, "timeout").Inc()
 		}
-		return d, err
+		return Grant{Waited: d}, err
 	}
 	q.waited.WithLabelValues(class).Observe(d.Seconds())
-	return d, nil
+	return Grant{Waited: d, Turns: w.turns}, nil
 }
 
 // remove takes el off f's queue (q.mu held).
@@ -341,10 +355,12 @@ func (q *Queue) Kick() bool {
 			q.advance(f)
 			continue
 		}
-		if !q.roomFor(f, w.room(), true) { // let go from the queue: on turns (turn.go)
+		ok, onTurns := q.roomFor(f, w.room(), true) // let go from the queue: on turns (turn.go)
+		if !ok {
 			q.advance(f)
 			continue
 		}
+		w.turns = onTurns
 		q.pending.Add(1)
 		close(w.ch)
 		q.Granted.Add(1)

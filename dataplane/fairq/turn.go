@@ -68,10 +68,3 @@ func (q *Queue) inTurn(f *Flow, s Space, keep, capacity float64) bool {
 	t := TurnAt(q.nodes.Load(), q.rank.Load(), q.now())
 	return float64(t.Count(s.Reported-keep, s.ReportedAt)) > s.Started
 }
-
-// InTurns reports whether a request of f let go from the queue in space s took this
-// node's turns: its account is heavy, in a fleet whose order the node knows. Its route is
-// then one where the node has a turn (routing.Request.Turns).
-func (q *Queue) InTurns(f *Flow, s Space) bool {
-	return f.heavy(math.Float64frombits(q.capacity.Load())) && q.takesTurns(s)
-}

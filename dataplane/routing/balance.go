@@ -110,7 +110,7 @@ type Request struct {
 	// Heavy says the request's account has at least its share of the servers in flight
 	// (fairq.Queue.Heavy): the scored policy sends it to a route with more than one free
 	// slot when one has, leaving each server's last free slot to the other accounts.
-	// With Turns (fairq.Queue.InTurns), to a route where one of the slots beyond its
+	// With Turns (fairq.Grant), to a route where one of the slots beyond its
 	// server's last free one is this node's turn (turnSlots).
 	Heavy, Turns bool
 }
