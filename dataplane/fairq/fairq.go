@@ -8,7 +8,7 @@
 //
 // Turns alone do not keep a light account's latency: when the servers are full, its
 // request still waits for the next slot to free, behind no one but at the pace the
-// heavy account's long requests end. So an account with at least its weighted share of the
+// heavy account's long requests end. So an account with more than its weighted share of the
 // servers' slots in flight (a heavy one) starts only while more than a reserve of slots is
 // free: the most that any other account had in flight within Remember and does not have
 // now, up to that account's share (adaptive: what the others recently used), and at least
@@ -188,7 +188,7 @@ func (q *Queue) Admit(f *Flow, s Space) bool {
 	return ok
 }
 
-// Heavy reports whether flow f has more than one request and at least its share of the
+// Heavy reports whether flow f has more than one request and more than its share of the
 // servers' slots in flight (by the capacity the last request saw): its requests then
 // leave each server's last free slot to the others (routing.Request.Heavy). One request
 // never makes an account heavy here (Flow.leavesLastSlots).

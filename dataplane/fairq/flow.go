@@ -66,8 +66,9 @@ func (f *Flow) Done() {
 	f.q.inFlight.Add(-1)
 }
 
-// heavy reports whether the flow has at least its weighted share (among the flows active
-// lately, Queue.refresh) of the servers' capacity in flight, or, the capacity unknown (0),
+// heavy reports whether the flow has more than its weighted share (among the flows active
+// lately, Queue.refresh) of the servers' capacity in flight (one at its share exactly may
+// start one more: it is not above it yet), or, the capacity unknown (0),
 // more than its share of the requests in flight; such a flow leaves the others' reserve
 // and Headroom free when the servers are nearly full. Requests in flight count on every
 // node of the fleet (Flow.load).
@@ -77,7 +78,7 @@ func (f *Flow) heavy(capacity float64) bool {
 		return false
 	}
 	if capacity > 0 {
-		return float64(f.load()*active) >= capacity*float64(f.weight.Load())
+		return float64(f.load()*active) > capacity*float64(f.weight.Load())
 	}
 	return f.load()*active > (f.q.inFlight.Load()+f.q.othersIn.Load())*f.weight.Load()
 }

@@ -44,3 +44,40 @@ func TestWeightThreeToOne(t *testing.T) {
 		t.Fatalf("grants %v, want heavy %d and light %d", counts, 3*rounds, rounds)
 	}
 }
+
+// An account is above its share only when it holds more than its weight's part of the
+// servers' slots: one at its share exactly (a whole number of slots) may start one more.
+func TestAboveShareIsMoreThanShare(t *testing.T) {
+	const capacity = 16
+	for _, tc := range []struct {
+		name     string
+		accounts int // of weight 1, all active
+		weight   int // the account judged
+		inFlight int
+		heavy    bool
+	}{
+		{"below a share of 4", 4, 1, 3, false},
+		{"at a share of 4", 4, 1, 4, false},
+		{"above a share of 4", 4, 1, 5, true},
+		{"at a share of 5⅓, rounded down", 3, 1, 5, false},
+		{"above a share of 5⅓", 3, 1, 6, true},
+		{"weight 2 of 5: share 6.4", 4, 2, 6, false},
+		{"weight 2 of 5: above", 4, 2, 7, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+			q := New(Config{Now: func() time.Time { return now }})
+			f := q.Flow("judged", tc.weight)
+			for i := 1; i < tc.accounts; i++ {
+				q.Flow(string(rune('a'+i)), 1)
+			}
+			for range tc.inFlight {
+				f.Start()
+			}
+			q.refresh(now)
+			if got := f.heavy(capacity); got != tc.heavy {
+				t.Fatalf("%d in flight: heavy %v, want %v", tc.inFlight, got, tc.heavy)
+			}
+		})
+	}
+}

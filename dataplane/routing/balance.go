@@ -107,7 +107,7 @@ type Request struct {
 	// and the scored policy sends it there rather than to its prefix's replica, which is
 	// still full.
 	Held bool
-	// Heavy says the request's account has at least its share of the servers in flight
+	// Heavy says the request's account has more than its share of the servers in flight
 	// (fairq.Queue.Heavy): the scored policy sends it to a route with more than one free
 	// slot when one has, leaving each server's last free slot to the other accounts.
 	// With Turns (fairq.Grant), to a route where one of the slots beyond its
