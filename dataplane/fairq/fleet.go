@@ -65,11 +65,15 @@ type Fleet struct {
 	// agrees on; 0 unknown), by which the nodes take turns at what an account above its
 	// share may start on the same server reports (roomFor).
 	Rank int
-	// TTL is how long the counts hold without a new answer (the exchange's fallback time).
+	// TTL is how long the counts and the place hold without a new answer (the exchange's
+	// fallback time).
 	TTL time.Duration
 }
 
-// SetFleet installs a fleet answer; one without accounts drops the fleet's counts at once.
+// SetFleet installs a fleet answer: the other nodes' counts, which one without accounts
+// drops at once, and the live nodes and this node's place, which hold until the next
+// answer (the place lapses after TTL, the node count stays: the exchange's fallback
+// passes it on with no place).
 func (q *Queue) SetFleet(fl Fleet) {
 	q.fleetMu.Lock()
 	defer q.fleetMu.Unlock()
@@ -94,18 +98,25 @@ func (q *Queue) SetFleet(fl Fleet) {
 		return true
 	})
 	q.othersIn.Store(sum)
-	if len(others) == 0 && len(weights) == 0 {
-		q.nodes.Store(1)
-		q.rank.Store(0)
+	q.nodes.Store(int64(max(fl.Nodes, 1)))
+	q.rank.Store(int64(min(max(fl.Rank, 0), max(fl.Nodes, 1))))
+	if len(others) == 0 && len(weights) == 0 && fl.Rank <= 0 {
 		q.fleetUntil.Store(0)
 		return
 	}
-	q.nodes.Store(int64(max(fl.Nodes, 1)))
-	q.rank.Store(int64(min(max(fl.Rank, 0), max(fl.Nodes, 1))))
 	q.fleetUntil.Store(q.now().Add(fl.TTL).UnixNano())
 }
 
-// expireFleet drops the fleet's counts when their time is up at now.
+// Place is the number of live nodes sharing the servers and this node's place among them
+// (1 to nodes; 0 unknown), as the last fleet answer said: 1 and 0 without one. The
+// selector counts this node's part of the servers' free slots and its turns by it
+// (routing.Selector.Place).
+func (q *Queue) Place() (nodes, rank int) {
+	return int(q.nodes.Load()), int(q.rank.Load())
+}
+
+// expireFleet drops the fleet's counts and this node's place when their time is up at
+// now; the live nodes last heard of stay, so the node keeps counting its part.
 func (q *Queue) expireFleet(now time.Time) {
 	if until := q.fleetUntil.Load(); until == 0 || now.UnixNano() <= until {
 		return
@@ -122,7 +133,6 @@ func (q *Queue) expireFleet(now time.Time) {
 		return true
 	})
 	q.othersIn.Store(0)
-	q.nodes.Store(1)
 	q.rank.Store(0)
 	q.fleetUntil.Store(0)
 }

@@ -60,13 +60,17 @@ func TestFleetLoadMakesHeavy(t *testing.T) {
 	}
 }
 
-// The other nodes' counts hold until their time is up and then drop to none when no
-// answer renewed them; an empty answer drops them at once.
+// The other nodes' counts and this node's place hold until their time is up and then
+// drop when no answer renewed them, the node count staying; an empty answer drops the
+// counts at once.
 func TestFleetCountsLapse(t *testing.T) {
 	const capacity = 16
 	q, now, a, _ := fleetQueue()
 	interval := time.Second
-	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, Nodes: 3, TTL: 3 * interval})
+	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, Nodes: 3, Rank: 2, TTL: 3 * interval})
+	if n, r := q.Place(); n != 3 || r != 2 {
+		t.Fatalf("place %d of %d, want 2 of 3", r, n)
+	}
 	*now = now.Add(3 * interval)
 	q.refresh(*now)
 	if q.Admit(a, sp(0.5, capacity)) {
@@ -77,8 +81,8 @@ func TestFleetCountsLapse(t *testing.T) {
 	if !q.Admit(a, sp(0.5, capacity)) {
 		t.Fatal("three intervals without an answer: the other nodes' counts still held")
 	}
-	if got := a.others.Load() + q.othersIn.Load(); got != 0 || q.nodes.Load() != 1 {
-		t.Fatalf("others %d of %d nodes after lapse, want 0 of 1", got, q.nodes.Load())
+	if n, r := q.Place(); a.others.Load()+q.othersIn.Load() != 0 || n != 3 || r != 0 {
+		t.Fatalf("others %d, place %d of %d after lapse, want none, no place, 3 nodes", a.others.Load()+q.othersIn.Load(), r, n)
 	}
 
 	q.SetFleet(Fleet{Others: map[string]int64{"a": 10}, Weights: map[string]int64{"a": 1, "b": 1}, TTL: 3 * interval})
@@ -86,10 +90,17 @@ func TestFleetCountsLapse(t *testing.T) {
 	if q.Admit(a, sp(0.5, capacity)) {
 		t.Fatal("a fresh answer not applied")
 	}
-	q.SetFleet(Fleet{Nodes: 3, TTL: 3 * interval}) // the exchange in fallback
+	q.SetFleet(Fleet{Nodes: 3, Rank: 1, TTL: 3 * interval}) // an idle fleet: no accounts
+	if n, r := q.Place(); n != 3 || r != 1 || q.fleetUntil.Load() == 0 {
+		t.Fatalf("an answer without accounts: place %d of %d, want 1 of 3 until it lapses", r, n)
+	}
+	q.SetFleet(Fleet{Nodes: 3}) // the exchange in fallback
 	q.refresh(*now)
 	if !q.Admit(a, sp(0.5, capacity)) || q.fleetUntil.Load() != 0 {
 		t.Fatal("an empty answer left the other nodes' counts")
+	}
+	if n, r := q.Place(); n != 3 || r != 0 {
+		t.Fatalf("fallback: place %d of %d, want none of 3", r, n)
 	}
 }
 

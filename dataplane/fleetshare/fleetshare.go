@@ -100,8 +100,7 @@ type Exchange struct {
 	lastAnswer time.Time // when the last answer arrived (the start, before any)
 	nodes      int       // live nodes of the last answer (FallbackNodes before any)
 
-	fallback        atomic.Bool
-	liveNodes, rank atomic.Int64
+	fallback atomic.Bool
 }
 
 // New returns an Exchange; its clock starts now, so the fallback begins Missed intervals
@@ -120,18 +119,13 @@ func New(cfg Config) *Exchange {
 		cfg.Logger = slog.Default()
 	}
 	now := cfg.Now()
-	x := &Exchange{cfg: cfg, lastReport: now, lastAnswer: now, nodes: cfg.FallbackNodes}
-	x.liveNodes.Store(int64(cfg.FallbackNodes))
-	return x
+	if cfg.Flows != nil {
+		// Until an answer says otherwise, the node counts its part of the servers' free
+		// slots as of the fallback's node count.
+		cfg.Flows.SetFleet(fairq.Fleet{Nodes: cfg.FallbackNodes})
+	}
+	return &Exchange{cfg: cfg, lastReport: now, lastAnswer: now, nodes: cfg.FallbackNodes}
 }
-
-// LiveNodes is the number of live nodes the last answer gave (the fallback divisor before
-// any).
-func (x *Exchange) LiveNodes() int { return int(x.liveNodes.Load()) }
-
-// Rank is this node's place among the live nodes of the last answer (1 to LiveNodes), or
-// 0 when the control plane gives none or does not answer (the fallback).
-func (x *Exchange) Rank() int { return int(x.rank.Load()) }
 
 // Fallback reports whether the node enforces its fallback share.
 func (x *Exchange) Fallback() bool { return x.fallback.Load() }
@@ -238,10 +232,10 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 			TTL: Missed * x.cfg.Interval})
 	}
 	x.mu.Lock()
+	prev := x.nodes
 	x.lastAnswer, x.nodes = now, nodes
 	x.mu.Unlock()
-	x.rank.Store(int64(min(max(a.Rank, 0), nodes)))
-	if prev := x.liveNodes.Swap(int64(nodes)); prev != int64(nodes) {
+	if prev != nodes {
 		x.cfg.Logger.Info("fleet: live nodes changed", "nodes", nodes, "was", prev)
 	}
 	if x.fallback.Swap(false) {
@@ -260,9 +254,8 @@ func (x *Exchange) checkFallback() {
 	}
 	x.cfg.Limiter.SetShares(limits.EqualShares(nodes))
 	if x.cfg.Flows != nil {
-		x.cfg.Flows.SetFleet(fairq.Fleet{})
+		x.cfg.Flows.SetFleet(fairq.Fleet{Nodes: nodes}) // no counts, no place: no turns
 	}
-	x.rank.Store(0)
 	x.fallback.Store(true)
 	x.cfg.Logger.Warn("fleet limits: no answer from the control plane; enforcing the fallback share of every limit",
 		"silent", silent.Round(time.Millisecond), "divided_by", nodes)
@@ -282,6 +275,10 @@ func (x *Exchange) Collectors() []prometheus.Collector {
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_fleet_nodes",
 			Help: "Live data-plane nodes sharing the limits, as the last fleet answer said (the fallback divisor before any)."},
-			func() float64 { return float64(x.liveNodes.Load()) }),
+			func() float64 {
+				x.mu.Lock()
+				defer x.mu.Unlock()
+				return float64(x.nodes)
+			}),
 	}
 }

@@ -171,16 +171,20 @@ type fakeFlows struct {
 func (f *fakeFlows) Loads(int) []fairq.FlowLoad { return f.own }
 func (f *fakeFlows) SetFleet(fl fairq.Fleet)    { f.set = append(f.set, fl) }
 
-// TestFlowsExchanged: a report carries the fair queue's flows; an answer's other nodes'
-// counts and active accounts go to the queue for three intervals, and the fallback drops
-// them.
+// TestFlowsExchanged: the queue starts with the fallback's node count; a report carries
+// the fair queue's flows; an answer's other nodes' counts, active accounts, node count and
+// place go to the queue for three intervals, and the fallback drops the counts and the
+// place and keeps the node count.
 func TestFlowsExchanged(t *testing.T) {
 	c := &clock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
 	fl := &fakeFlows{own: []fairq.FlowLoad{{Account: "burst", InFlight: 4, Weight: 1}, {Account: "big", Weight: 3}}}
 	ans := internalapi.FleetAnswer{Nodes: 3, Rank: 2, FlowsElsewhere: map[string]int64{"burst": 9},
 		FlowWeights: map[string]int64{"burst": 1, "big": 3, "quiet": 1}}
 	post := &fakePoster{answer: ans}
-	x := New(Config{Limiter: &fakeLimiter{}, Poster: post, Flows: fl, Interval: time.Second, Now: c.now})
+	x := New(Config{Limiter: &fakeLimiter{}, Poster: post, Flows: fl, Interval: time.Second, Now: c.now, FallbackNodes: 2})
+	if len(fl.set) != 1 || !reflect.DeepEqual(fl.set[0], fairq.Fleet{Nodes: 2}) {
+		t.Fatalf("queue given %+v before any answer, want the fallback's 2 nodes", fl.set)
+	}
 	c.step(time.Second)
 	x.Step(context.Background())
 	want := []internalapi.FlowLoad{{Account: "burst", InFlight: 4, Weight: 1}, {Account: "big", Weight: 3}}
@@ -188,21 +192,15 @@ func TestFlowsExchanged(t *testing.T) {
 		t.Fatalf("report flows %+v, want %+v", got, want)
 	}
 	wantSet := fairq.Fleet{Others: ans.FlowsElsewhere, Weights: ans.FlowWeights, Nodes: 3, Rank: 2, TTL: 3 * time.Second}
-	if len(fl.set) != 1 || !reflect.DeepEqual(fl.set[0], wantSet) {
-		t.Fatalf("queue given %+v, want the answer's flows of 3 nodes for 3s", fl.set)
-	}
-	if x.Rank() != 2 || x.LiveNodes() != 3 {
-		t.Fatalf("place %d of %d, want 2 of 3", x.Rank(), x.LiveNodes())
+	if len(fl.set) != 2 || !reflect.DeepEqual(fl.set[1], wantSet) {
+		t.Fatalf("queue given %+v, want the answer's flows and place of 3 nodes for 3s", fl.set)
 	}
 	post.err = errors.New("connection refused")
 	for range Missed {
 		c.step(time.Second)
 		x.Step(context.Background())
 	}
-	if x.Rank() != 0 {
-		t.Fatalf("fallback: place %d kept, want none (no turns without the fleet's order)", x.Rank())
-	}
-	if !x.Fallback() || len(fl.set) != 2 || !reflect.DeepEqual(fl.set[1], fairq.Fleet{}) {
-		t.Fatalf("fallback %v, queue given %+v: want the fleet's counts dropped", x.Fallback(), fl.set)
+	if !x.Fallback() || len(fl.set) != 3 || !reflect.DeepEqual(fl.set[2], fairq.Fleet{Nodes: 3}) {
+		t.Fatalf("fallback %v, queue given %+v: want the fleet's counts and place dropped, 3 nodes kept", x.Fallback(), fl.set)
 	}
 }

@@ -194,8 +194,8 @@ func (n *node) openFleet(sel *routing.Selector) {
 		cfg.Flows = n.fairq
 	}
 	n.fleet = fleetshare.New(cfg)
-	if sel != nil {
-		sel.Nodes, sel.Rank = n.fleet.LiveNodes, n.fleet.Rank
+	if sel != nil && n.fairq != nil {
+		sel.Place = n.fairq.Place
 	}
 	n.tel.Registry().MustRegister(n.fleet.Collectors()...)
 }

@@ -283,7 +283,7 @@ func TestRoomSharedByNodes(t *testing.T) {
 	a := s.Room(cands, t0)
 	alone, spare, capacity := a.Free, a.Spare, a.Capacity
 	nodes := 3
-	s.Nodes = func() int { return nodes }
+	s.Place = func() (int, int) { return nodes, 0 }
 	sh := s.Room(cands, t0)
 	shared, spareShared := sh.Free, sh.Spare
 	if sh.Reported != 3 || sh.Started != 0 {

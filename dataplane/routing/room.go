@@ -112,12 +112,12 @@ func (s *Selector) Room(cands []index.Candidate, now int64) fairq.Space {
 
 // place is the fleet's live nodes and this node's rank among them (1 and 0 alone).
 func (s *Selector) place() (n, rank int) {
-	n = 1
-	if s.Nodes != nil {
-		n = max(s.Nodes(), 1)
+	if s.Place == nil {
+		return 1, 0
 	}
-	if s.Rank != nil && n > 1 {
-		rank = s.Rank()
+	n, rank = s.Place()
+	if n = max(n, 1); n == 1 {
+		rank = 0
 	}
 	return n, rank
 }

@@ -43,13 +43,12 @@ type Selector struct {
 	WarmFor time.Duration
 	// Saturation says when a route is full (default DefaultSaturation).
 	Saturation *Saturation
-	// Nodes, when set, is the number of live nodes sharing the routes' servers (the fleet
-	// exchange's): Room counts this node's part of their free slots.
-	Nodes func() int
-	// Rank, when set, is this node's place among them (1 to Nodes; 0 unknown): the slots
-	// beyond each server's last free one are taken in turns (turnSlots).
-	Rank func() int
-	sent sentTable
+	// Place, when set, is the number of live nodes sharing the routes' servers and this
+	// node's place among them (1 to nodes; 0 unknown), as the fleet's last answer said
+	// (fairq.Queue.Place): Room counts this node's part of their free slots, and the
+	// slots beyond each server's last free one are taken in turns (turnSlots).
+	Place func() (nodes, rank int)
+	sent  sentTable
 }
 
 func (s *Selector) weights() *Weights {

@@ -13,7 +13,7 @@ import (
 // slots with 2, 3, 2 and 3 free (1, 2, 1 and 2 beyond the last).
 func turnsFleet(rank int, at int64) (*Selector, []index.Candidate) {
 	cands := fourRoutes()[:4]
-	s := &Selector{Loads: loadstat.NewRegistry(), Nodes: func() int { return 3 }, Rank: func() int { return rank }}
+	s := &Selector{Loads: loadstat.NewRegistry(), Place: func() (int, int) { return 3, rank }}
 	for i, c := range cands {
 		r := s.Loads.For(c.Route)
 		r.SetServer(loadstat.Report{Waiting: 1, Running: 4, KV: -1}, at, 0) // capacity 4

@@ -168,7 +168,7 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 	lim := limits.New(limits.Config{ShareNodes: share})
 	fx := fleetshare.New(fleetshare.Config{Limiter: lim, Poster: fleet, Capacity: sel.Loads, Prefixes: sel, Flows: n.fq,
 		FallbackNodes: share, Logger: slog.New(slog.DiscardHandler)})
-	sel.Nodes, sel.Rank = fx.LiveNodes, fx.Rank
+	sel.Place = n.fq.Place
 	go fx.Run(ctx)
 	n.srv, err = server.New(server.Config{Store: store, Meter: meter, Selector: sel, FairQueue: n.fq,
 		Limiter: lim, Settings: server.Settings{MaxConnsPerAddr: -1, MaxConns: -1}})
