@@ -125,14 +125,15 @@ bench-ingest-short:
 ## (NODES=N: N nodes of one deployment behind a round-robin balancer), the same Poisson
 ## arrivals replayed per policy, six workloads (docs/routing.md); TTFT, end-to-end time,
 ## prefix-cache hits, errors and 429s in bench-results/routing.{json,md,svg}
-## (routing-Nnodes.* for N > 1). BENCH_SECONDS=S replays S seconds of arrivals per run
-## (default 12; 36 shows the steady state of the bursts, at three times the time).
+## (routing-Nnodes.* for N > 1), each request in bench-results/samples[-Nnodes]/.
+## BENCH_SECONDS=S replays S seconds of arrivals per run (default 24, the first 6 s
+## warming the caches; 12 takes half the time, 36 steadies the bursts).
 NODES ?= 1
-BENCH_SECONDS ?= 12
+BENCH_SECONDS ?= 24
 bench-routing:
 	@mkdir -p $(BIN)
 	$(TOOLBUILD) ./cmd/benchrouting
-	$(BIN)/benchrouting --out $(BENCH_OUT) --nodes $(NODES) --seconds $(BENCH_SECONDS)
+	$(BIN)/benchrouting --out $(BENCH_OUT) --nodes $(NODES) --seconds $(BENCH_SECONDS) --samples
 
 ## chaos: the real binaries and Postgres under steady mixed load with a hostile upstream,
 ## through a control-plane kill, a data-plane kill, a Postgres restart and a hostile-upstream

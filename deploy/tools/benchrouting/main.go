@@ -34,17 +34,19 @@ type options struct {
 	secs                      float64
 	seed                      uint64
 	nodes                     int
+	samples                   bool
 }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("benchrouting", flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.out, "out", "bench-results", "directory for routing.json, routing.md and routing.svg (routing-Nnodes.* with --nodes N)")
-	fs.Float64Var(&o.secs, "seconds", 12, "arrivals per run, in seconds (the first quarter warms the caches and is not counted)")
+	fs.Float64Var(&o.secs, "seconds", 24, "arrivals per run, in seconds (the first quarter warms the caches and is not counted)")
 	fs.StringVar(&o.from, "from", "", "render the tables and plots from these comma-separated result files (a one-node and a fleet run add fleet.md); runs nothing")
 	fs.StringVar(&o.only, "only", "", "comma-separated workloads to run (a,b,c,d,e,f; default all)")
 	fs.Uint64Var(&o.seed, "seed", 28, "arrival schedule seed")
 	fs.StringVar(&o.policies, "policies", "", "comma-separated policies to run (routing names or pin, fewest; default all)")
+	fs.BoolVar(&o.samples, "samples", false, "also write each run's requests (when sent, tenant, status, replica, TTFT, end-to-end time) to samples[-Nnodes]/WORKLOAD-POLICY.csv under --out")
 	fs.IntVar(&o.nodes, "nodes", 1, "data-plane nodes of the deployment, behind a round-robin balancer when more than one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,6 +118,9 @@ func runAll(ctx context.Context, o options) ([]Result, error) {
 				continue
 			}
 			r, err := runOne(ctx, w, p, arrivals, o.nodes)
+			if err == nil && o.samples {
+				err = writeSamples(o.out, o.nodes, w, p, r.samples)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", w.Name, p.Name, err)
 			}
@@ -125,6 +130,9 @@ func runAll(ctx context.Context, o options) ([]Result, error) {
 		if b := w.Baseline; b != nil {
 			p := Policies[3] // the default, without the burst
 			r, err := runOne(ctx, b, p, b.schedule(d, o.seed), o.nodes)
+			if err == nil && o.samples {
+				err = writeSamples(o.out, o.nodes, b, p, r.samples)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", b.Name, p.Name, err)
 			}

@@ -31,7 +31,8 @@ var Policies = []Policy{
 }
 
 type sample struct {
-	warmup    bool // sent in the first quarter of the run: not counted
+	at        time.Duration // when it was sent, from the run's start
+	warmup    bool          // sent in the first quarter of the run: not counted
 	tenant    int
 	status    int
 	replica   int // the replica that answered (from the stream's ID), -1 unknown
@@ -59,6 +60,8 @@ type Result struct {
 	TenantReplicas float64       `json:",omitempty"`
 	Replicas       []ReplicaStat `json:",omitempty"`
 	NodeStats      []NodeStat    `json:",omitempty"`
+	// samples are the run's requests in arrival order (--samples writes them).
+	samples []sample
 }
 
 var client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
@@ -100,12 +103,13 @@ func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival, node
 				defer inflight[replica].Add(-1)
 			}
 			samples[i] = send(ctx, url, key, w.body(a, model))
-			samples[i].tenant = a.tenant
+			samples[i].tenant, samples[i].at = a.tenant, a.at
 			samples[i].warmup = a.at < warmup(arrivals)
 		}()
 	}
 	wg.Wait()
 	r := summarize(w, p, samples)
+	r.samples = samples
 	r.PrefixHitRate = st.prefixHitRate()
 	r.Nodes = max(1, nodes)
 	r.Replicas, r.NodeStats = st.replicaStats(), st.nodeStats()
