@@ -154,16 +154,20 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 		t.Fatalf("held request sent to a full replica: %v", h)
 	}
 	// A request of an account above its share leaves a server's last free slot to the
-	// others; a light account's request takes it.
+	// others; a light account's request takes it. The prefix is the request's size in
+	// FullAffinityBytes: a long one held at its home outweighs the last slot, since its
+	// second home would prefill it in full.
 	for _, tc := range []struct {
+		prefix         float64
 		slots, running int64
 		heavy, home    bool
 	}{
-		{4, 3, false, true},
-		{4, 3, true, false},
-		{4, 2, true, true},   // two free: one for it, one kept
-		{1, 0, true, true},   // a server of one slot keeps none
-		{4, 4, false, false}, // none free: a light one spills too
+		{0.625, 4, 3, false, true},
+		{0.625, 4, 3, true, false},
+		{0.625, 4, 2, true, true},   // two free: one for it, one kept
+		{0.625, 1, 0, true, true},   // a server of one slot keeps none
+		{0.625, 4, 4, false, false}, // none free: a light one spills too
+		{1, 4, 3, true, true},       // a long prefix held there
 	} {
 		s4 := &Selector{Loads: loadstat.NewRegistry()}
 		order(s4, cands, req)
@@ -171,9 +175,9 @@ func TestScoredAffinityAgainstLoad(t *testing.T) {
 		r.SetServer(loadstat.Report{Waiting: 1, Running: tc.slots}, t0, 0) // capacity learned
 		r.SetServer(loadstat.Report{Running: tc.running}, t0, 0)
 		hv := req
-		hv.Heavy = tc.heavy
+		hv.Heavy, hv.PrefixBytes = tc.heavy, int(tc.prefix*FullAffinityBytes)
 		if h, _ := order(s4, cands, hv); (h[0] == ids[0]) != tc.home {
-			t.Errorf("%d of %d running, heavy %v: %v first, want the home %v", tc.running, tc.slots, tc.heavy, h[0], tc.home)
+			t.Errorf("prefix %v, %d of %d running, heavy %v: %v first, want the home %v", tc.prefix, tc.running, tc.slots, tc.heavy, h[0], tc.home)
 		}
 	}
 }
