@@ -52,13 +52,16 @@ func TestSmoke(t *testing.T) {
 	}
 	// What the last run (the filled table-size row) left is removed: half deleted, the rest
 	// with their day dropped. The count is the last run's own, whatever the machine's load
-	// made each scenario ingest.
+	// made each scenario ingest. Postgres's CPU for the deletes may read zero: the kernel
+	// reports CPU time in 10-ms ticks, and deleting this toy scale's two thousand records
+	// can take less than one (the ingest's own Postgres figure, over a second, is checked
+	// above).
 	if len(rep.TableSize) == 0 {
 		t.Fatal("no table-size rows")
 	}
 	last := rep.TableSize[len(rep.TableSize)-1]
 	if x := rep.Retention; x == nil || x.Present < last.StartRecords+last.Records || x.Deleted+x.Dropped != x.Present ||
-		x.Deleted == 0 || x.Dropped == 0 || x.DroppedDays == 0 || x.DeletePGPer1000 <= 0 {
+		x.Deleted == 0 || x.Dropped == 0 || x.DroppedDays == 0 || x.DeletePGPer1000 < 0 || x.DeletedPerSecond <= 0 {
 		t.Fatalf("retention not measured: %+v (the last run started on %d records and added %d)", rep.Retention, last.StartRecords, last.Records)
 	}
 	// The control plane's CPU profile of the scenario (gzip-compressed protobuf).
