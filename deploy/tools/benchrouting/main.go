@@ -108,6 +108,19 @@ func readResults(file string) ([]Result, error) {
 func runAll(ctx context.Context, o options) ([]Result, error) {
 	d := time.Duration(o.secs * float64(time.Second))
 	var results []Result
+	// one runs workload w with policy p, writes its samples when asked and keeps its result.
+	one := func(w *Workload, p Policy, arrivals []arrival) error {
+		r, err := runOne(ctx, w, p, arrivals, o.nodes)
+		if err == nil && o.samples {
+			err = writeSamples(o.out, o.nodes, w, p, r.samples)
+		}
+		if err != nil {
+			return fmt.Errorf("%s, %s: %w", w.Name, p.Name, err)
+		}
+		printResult(r)
+		results = append(results, r)
+		return nil
+	}
 	for _, w := range Workloads() {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), w.Name) {
 			continue
@@ -117,27 +130,15 @@ func runAll(ctx context.Context, o options) ([]Result, error) {
 			if o.policies != "" && !slices.Contains(strings.Split(o.policies, ","), p.Routing+p.Client) || !w.runs(p) {
 				continue
 			}
-			r, err := runOne(ctx, w, p, arrivals, o.nodes)
-			if err == nil && o.samples {
-				err = writeSamples(o.out, o.nodes, w, p, r.samples)
+			if err := one(w, p, arrivals); err != nil {
+				return nil, err
 			}
-			if err != nil {
-				return nil, fmt.Errorf("%s, %s: %w", w.Name, p.Name, err)
-			}
-			printResult(r)
-			results = append(results, r)
 		}
 		if b := w.Baseline; b != nil {
-			p := Policies[3] // the default, without the burst
-			r, err := runOne(ctx, b, p, b.schedule(d, o.seed), o.nodes)
-			if err == nil && o.samples {
-				err = writeSamples(o.out, o.nodes, b, p, r.samples)
+			// The default policy, without the burst.
+			if err := one(b, Policies[3], b.schedule(d, o.seed)); err != nil {
+				return nil, err
 			}
-			if err != nil {
-				return nil, fmt.Errorf("%s, %s: %w", b.Name, p.Name, err)
-			}
-			printResult(r)
-			results = append(results, r)
 		}
 	}
 	return results, nil
