@@ -54,7 +54,7 @@ const (
 // Weights are the scored policy's cost terms. A route's cost is
 //
 //	Load·load + Queue·waiting + KV·kv_high − Affinity·size·[holds the prefix]
-//	  − Affinity·size/2·[one of the key's two homes, not holding it yet]
+//	  − Affinity·size/4·[one of the key's two homes, not holding it yet]
 //
 // where load is the requests at the server (its reported waiting plus running, or this
 // node's own in-flight count when larger or when no fresh report is held), waiting the
@@ -62,7 +62,7 @@ const (
 // dispatches since, plus one when no slot is free), and kv_high how far its KV-cache use
 // is above 75 % (0 up to 75 %, 1 when full: below that the cache is no constraint). A
 // route holds the prefix when this node sent it a request with the same prefix key within
-// WarmFor; the key's homes are the first two routes of its rendezvous order. size is the
+// WarmFor; the key's homes are two routes every node picks alike (homes.go). size is the
 // prefix's size over FullAffinityBytes, at most 1. The lowest cost goes first; ties keep
 // the key's order.
 type Weights struct {
@@ -244,6 +244,7 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 			cached[i] = s.sent.sentWithin(req.Key, tags[i], req.Now, s.warmFor())
 			known = known || cached[i]
 		}
+		s.placeHomes(group, views, tags, cached[:len(group)], req.Now)
 		// A key no node has placed (that this node knows of) is taken to be held by its
 		// first home, so that every node sends a new tenant to the same replica rather
 		// than each to whichever of the two homes is less loaded at that instant.
@@ -286,19 +287,6 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	}
 	return ReasonLoad
 }
-
-// A key's homes are the first routes of its rendezvous order: each earns homeShare of
-// the affinity bonus before it holds the prefix, so a key's requests spread over its two
-// homes by load (the less loaded of two choices) and both caches warm, while every node
-// agrees on which two they are. A home that does not hold the prefix yet prefills it in
-// full like any other replica, so the share is small: a long prefix's first spill waits
-// until its first home has a request waiting, not merely every slot taken (with half the
-// bonus, (a) of make bench-routing prefilled 1,200 tokens, 720 ms, where a slot would
-// have freed within a tenth of that).
-const (
-	homes     = 2
-	homeShare = 0.25
-)
 
 // heldFull is what a route without a free slot adds to the cost of a request the fair
 // queue let go (it was let go because a slot freed elsewhere).

@@ -14,6 +14,11 @@ import (
 // correctness.
 type sentTable struct {
 	slots [sentSlots]sentSlot
+	// counts[cur] counts the keys warm at each route (keyCounts); recount rebuilds the
+	// other one from the table and makes it current.
+	counts    [2]keyCounts
+	cur       atomic.Uint32
+	nextCount atomic.Int64
 }
 
 const (
@@ -83,4 +88,83 @@ func (t *sentTable) put(key uint64, tag uint32, now int64, keepNewer bool) {
 	}
 	s.at[oldest].Store(now)
 	s.tags[oldest].Store(tag)
+	t.counts[t.cur.Load()].add(tag)
+}
+
+// keysAt is how many keys are warm at the route tagged tag: exact at the last recount,
+// plus the keys first sent there since (a key forgotten since is counted until the next).
+func (t *sentTable) keysAt(tag uint32) int {
+	return t.counts[t.cur.Load()].get(tag)
+}
+
+// recountEvery is how often the table's keys per route are counted afresh.
+const recountEvery = int64(time.Second)
+
+// recount rebuilds the keys per route from the table (those sent within warm before now)
+// when the last count is older than recountEvery; one caller does it, the others go on.
+// It scans the whole table (tens of microseconds) and allocates nothing.
+func (t *sentTable) recount(now int64, warm time.Duration) {
+	next := t.nextCount.Load()
+	if now < next || !t.nextCount.CompareAndSwap(next, now+recountEvery) {
+		return
+	}
+	fresh := 1 - t.cur.Load()
+	c := &t.counts[fresh]
+	c.reset()
+	for i := range t.slots {
+		s := &t.slots[i]
+		for w := range s.tags {
+			if tag := s.tags[w].Load(); tag != 0 && now-s.at[w].Load() < int64(warm) {
+				c.add(tag)
+			}
+		}
+	}
+	t.cur.Store(fresh)
+}
+
+// keyCounts is an open-addressed table of route tags and the keys warm at each. Routes
+// beyond its room go uncounted (their homes then fall back to the rendezvous order).
+type keyCounts struct {
+	tags [countSlots]atomic.Uint32
+	n    [countSlots]atomic.Int32
+}
+
+const countSlots = 256
+
+// add counts one more key at the route tagged tag.
+func (c *keyCounts) add(tag uint32) {
+	for i := range uint32(countSlots) {
+		j := (tag + i) % countSlots
+		t := c.tags[j].Load()
+		if t == 0 && c.tags[j].CompareAndSwap(0, tag) {
+			t = tag
+		} else if t == 0 {
+			t = c.tags[j].Load()
+		}
+		if t == tag {
+			c.n[j].Add(1)
+			return
+		}
+	}
+}
+
+// get is the count for the route tagged tag.
+func (c *keyCounts) get(tag uint32) int {
+	for i := range uint32(countSlots) {
+		j := (tag + i) % countSlots
+		switch c.tags[j].Load() {
+		case tag:
+			return int(c.n[j].Load())
+		case 0:
+			return 0
+		}
+	}
+	return 0
+}
+
+func (c *keyCounts) reset() {
+	for j := range c.tags {
+		c.tags[j].Store(0)
+		c.n[j].Store(0)
+	}
 }

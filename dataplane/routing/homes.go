@@ -1,0 +1,79 @@
+package routing
+
+import (
+	"math"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/loadstat"
+)
+
+// A key's homes are two routes every node picks alike: each earns homeShare of the
+// affinity bonus before it holds the prefix, so a key's requests spread over its two
+// homes by load (the less loaded of two choices) and both caches warm. A home that does
+// not hold the prefix yet prefills it in full like any other replica, so the share is
+// small: a long prefix's first spill waits until its first home has a request waiting,
+// not merely every slot taken (with half the bonus, (a) of make bench-routing prefilled
+// 1,200 tokens, 720 ms, where a slot would have freed within a tenth of that).
+//
+// The homes are the first two routes of the key's rendezvous order that hold no more
+// than their share of the warm keys: consistent hashing with bounded loads, over the keys
+// each route holds (placeHomes). Rendezvous order alone gives the replicas shares of the
+// keys as uneven as dice (sixteen tenants on four replicas: 8, 4, 2 and 2 first homes in
+// make bench-routing's (a)), and the replica with eight is where their requests wait.
+// Every node counts the same keys once the fleet's placements have reached it (within
+// about two fleet intervals), so the nodes agree on a new tenant's homes.
+const (
+	homes     = 2
+	homeShare = 0.25
+	homeSlack = 0.0
+)
+
+// placeHomes moves the key's two homes to the front of group (in its rendezvous order),
+// keeping views, tags and held (whether each route holds the key) in step; the others
+// keep their order. A route is a home when the keys warm there, this one aside, plus this
+// one stay within (1+Epsilon) of its weight's share of the group's keys with this one
+// added, rounded up; the first two such routes in the key's order are its homes, and
+// when only one is, the next route in order is the second.
+func (s *Selector) placeHomes(group []index.Candidate, views []loadstat.View, tags []uint32, held []bool, now int64) {
+	s.sent.recount(now, s.warmFor())
+	var keys [maxScored]float64
+	var weight [maxScored]float64
+	total, wsum := 0.0, 0.0
+	allZero := true
+	for _, c := range group {
+		allZero = allZero && c.Route.Weight <= 0
+	}
+	for i, c := range group {
+		keys[i] = float64(s.sent.keysAt(tags[i]))
+		if held[i] {
+			keys[i]--
+		}
+		total += keys[i]
+		weight[i] = float64(max(0, c.Route.Weight))
+		if allZero {
+			weight[i] = 1
+		}
+		wsum += weight[i]
+	}
+	found := 0
+	for i := range group {
+		if found == homes {
+			break
+		}
+		bound := math.Ceil((1 + homeSlack) * (total + 1) * weight[i] / wsum)
+		if weight[i] > 0 && keys[i]+1 <= bound {
+			toFront(group, i, found)
+			toFront(views, i, found)
+			toFront(tags, i, found)
+			toFront(held, i, found)
+			found++
+		}
+	}
+}
+
+// toFront moves s[from] to s[to] (to <= from), shifting the elements between up by one.
+func toFront[T any](s []T, from, to int) {
+	v := s[from]
+	copy(s[to+1:from+1], s[to:from])
+	s[to] = v
+}
