@@ -34,10 +34,10 @@ func tenantKeys(t *testing.T, n, heavy int) []uint64 {
 	return nil
 }
 
-// New tenants' homes are bounded: sixteen tenants whose rendezvous order makes one of
-// four replicas the first home of seven or more start on replicas holding at most five
-// each (⌈1.25 × 16 / 4⌉), and a node that learned the first node's placements picks the
-// same homes for the next tenant.
+// New tenants' homes are bounded: sixteen tenants, each sending two requests, whose
+// rendezvous order makes one of four replicas the first home of seven or more start on
+// replicas holding four each, and a node that learned the first node's placements picks
+// the same homes for the next tenant. Keys sent once (unique prompts) do not count.
 func TestHomesBounded(t *testing.T) {
 	keys := tenantKeys(t, 17, 7)
 	s := &Selector{Loads: loadstat.NewRegistry()}
@@ -46,14 +46,20 @@ func TestHomesBounded(t *testing.T) {
 	now := t0
 	for _, k := range keys[:16] {
 		now += int64(100 * time.Millisecond)
-		ids, d := order(s, cands, Request{Key: k, HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: now})
+		req := Request{Key: k, HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: now}
+		ids, d := order(s, cands, req)
 		if d.Reason != ReasonAffinity {
 			t.Fatalf("a new tenant went by %s, not to its first home", d.Reason)
 		}
 		first[ids[0]]++
+		// Its second request reuses the key, which then counts at its home.
+		req.Now += int64(time.Millisecond)
+		if again, _ := order(s, cands, req); again[0] != ids[0] {
+			t.Fatalf("a tenant's second request left its home %s for %s", ids[0], again[0])
+		}
 	}
 	for id, n := range first {
-		if n > 5 {
+		if n != 4 {
 			t.Errorf("%s is the first home of %d of 16 tenants: %v", id, n, first)
 		}
 	}
@@ -61,6 +67,7 @@ func TestHomesBounded(t *testing.T) {
 	// A second node that learned the first's placements agrees on the next tenant's homes.
 	b := &Selector{Loads: loadstat.NewRegistry()}
 	b.Learn(s.Placements(0, 100), now)
+	b.Learn(s.Placements(0, 100), now) // a second report of the keys: they are reused
 	req := Request{Key: keys[16], HasKey: true, PrefixBytes: FullAffinityBytes, Mode: ModeScored, Now: now + int64(2*time.Second)}
 	oa, _ := order(s, cands, req)
 	ob, _ := order(b, fourRoutes(), req)
@@ -69,18 +76,21 @@ func TestHomesBounded(t *testing.T) {
 	}
 }
 
-// A route's warm keys are counted when first sent there, recounted from the table every
-// second (forgetting those that went cold and those another key took the slot of), and a
-// table full of routes leaves the rest uncounted.
+// A route's warm reused keys are counted when a key is sent a second time (at every
+// route it was sent to), recounted from the table every second (forgetting those that
+// went cold and those another key took the slot of), keys sent once are not counted, and
+// a table full of routes leaves the rest uncounted.
 func TestKeysCounted(t *testing.T) {
 	var m sentTable
 	a, b := tagOf(0xa0), tagOf(0xb0)
 	m.recount(t0, time.Minute)
 	m.mark(1, a, t0)
-	m.mark(1, a, t0+1) // again: still one key
+	m.mark(1, a, t0+1) // again: reused, one key at a
+	m.mark(1, a, t0+2) // and again: still one
 	m.mark(2, a, t0)
-	m.mark(2, b, t0)
-	m.mark(1+sentSlots, b, t0+2) // takes key 1's slot over
+	m.mark(2, b, t0)             // reused: one key at a and one at b
+	m.mark(3, b, t0)             // sent once: not counted
+	m.mark(1+sentSlots, b, t0+2) // takes key 1's slot over, sent once
 	for _, tc := range []struct {
 		name string
 		at   int64
@@ -88,9 +98,9 @@ func TestKeysCounted(t *testing.T) {
 		want int
 	}{
 		{"a before a recount", t0 + 10, a, 2},
-		{"b before a recount", t0 + 10, b, 2},
+		{"b before a recount", t0 + 10, b, 1},
 		{"a recounted", t0 + recountEvery, a, 1},
-		{"b recounted", t0 + recountEvery, b, 2},
+		{"b recounted", t0 + recountEvery, b, 1},
 		{"a gone cold", t0 + 2*int64(time.Minute), a, 0},
 	} {
 		m.recount(tc.at, time.Minute)

@@ -14,8 +14,8 @@ import (
 // correctness.
 type sentTable struct {
 	slots [sentSlots]sentSlot
-	// counts[cur] counts the keys warm at each route (keyCounts); recount rebuilds the
-	// other one from the table and makes it current.
+	// counts[cur] counts the reused keys warm at each route (keyCounts); recount
+	// rebuilds the other one from the table and makes it current.
 	counts    [2]keyCounts
 	cur       atomic.Uint32
 	nextCount atomic.Int64
@@ -30,6 +30,8 @@ type sentSlot struct {
 	key  atomic.Uint64
 	tags [sentWays]atomic.Uint32 // low bits of the route's ID hash (0: empty)
 	at   [sentWays]atomic.Int64  // unix ns of the last send
+	// reused says the key was sent more than once (by this node or, as learned, others).
+	reused atomic.Bool
 }
 
 // tagOf is a route's tag in the table: never 0.
@@ -66,15 +68,24 @@ func (t *sentTable) put(key uint64, tag uint32, now int64, keepNewer bool) {
 	s := &t.slots[key%sentSlots]
 	if s.key.Load() != key {
 		s.key.Store(key)
+		s.reused.Store(false)
 		for i := range s.tags {
 			s.tags[i].Store(0)
 		}
+		s.at[0].Store(now)
+		s.tags[0].Store(tag)
+		return
 	}
+	// Sent before: the key is reused, and from now on its routes count (keysAt).
+	first := !s.reused.Swap(true)
 	oldest := 0
 	for i := range s.tags {
 		if s.tags[i].Load() == tag {
 			if !keepNewer || s.at[i].Load() < now {
 				s.at[i].Store(now)
+			}
+			if first {
+				t.countWays(s)
 			}
 			return
 		}
@@ -88,11 +99,27 @@ func (t *sentTable) put(key uint64, tag uint32, now int64, keepNewer bool) {
 	}
 	s.at[oldest].Store(now)
 	s.tags[oldest].Store(tag)
-	t.counts[t.cur.Load()].add(tag)
+	if first {
+		t.countWays(s)
+	} else {
+		t.counts[t.cur.Load()].add(tag)
+	}
 }
 
-// keysAt is how many keys are warm at the route tagged tag: exact at the last recount,
-// plus the keys first sent there since (a key forgotten since is counted until the next).
+// countWays counts a reused key at every route its slot holds.
+func (t *sentTable) countWays(s *sentSlot) {
+	c := &t.counts[t.cur.Load()]
+	for i := range s.tags {
+		if tag := s.tags[i].Load(); tag != 0 {
+			c.add(tag)
+		}
+	}
+}
+
+// keysAt is how many reused keys (sent more than once) are warm at the route tagged tag:
+// exact at the last recount, plus those counted since (a key forgotten since is counted
+// until the next). A key sent once is not counted: unique prompts come and go wherever
+// load sends them, and counting them would steer new keys towards the routes load avoids.
 func (t *sentTable) keysAt(tag uint32) int {
 	return t.counts[t.cur.Load()].get(tag)
 }
@@ -100,7 +127,7 @@ func (t *sentTable) keysAt(tag uint32) int {
 // recountEvery is how often the table's keys per route are counted afresh.
 const recountEvery = int64(time.Second)
 
-// recount rebuilds the keys per route from the table (those sent within warm before now)
+// recount rebuilds the reused keys per route from the table (sent within warm before now)
 // when the last count is older than recountEvery; one caller does it, the others go on.
 // It scans the whole table (tens of microseconds) and allocates nothing.
 func (t *sentTable) recount(now int64, warm time.Duration) {
@@ -113,6 +140,9 @@ func (t *sentTable) recount(now int64, warm time.Duration) {
 	c.reset()
 	for i := range t.slots {
 		s := &t.slots[i]
+		if !s.reused.Load() {
+			continue
+		}
 		for w := range s.tags {
 			if tag := s.tags[w].Load(); tag != 0 && now-s.at[w].Load() < int64(warm) {
 				c.add(tag)
@@ -122,7 +152,7 @@ func (t *sentTable) recount(now int64, warm time.Duration) {
 	t.cur.Store(fresh)
 }
 
-// keyCounts is an open-addressed table of route tags and the keys warm at each. Routes
+// keyCounts is an open-addressed table of route tags and the reused keys warm at each. Routes
 // beyond its room go uncounted (their homes then fall back to the rendezvous order).
 type keyCounts struct {
 	tags [countSlots]atomic.Uint32
