@@ -16,23 +16,27 @@ import (
 // 1,200 tokens, 720 ms, where a slot would have freed within a tenth of that).
 //
 // The homes are the first two routes of the key's rendezvous order that hold no more
-// than their share of the warm keys: consistent hashing with bounded loads, over the keys
-// each route holds (placeHomes). Rendezvous order alone gives the replicas shares of the
-// keys as uneven as dice (sixteen tenants on four replicas: 8, 4, 2 and 2 first homes in
-// make bench-routing's (a)), and the replica with eight is where their requests wait.
+// than their share of the warm keys sent more than once (tenants' prefixes; sentTable's
+// keysAt): consistent hashing with bounded loads, over keys (placeHomes). Rendezvous
+// order alone gives the replicas shares of the keys as uneven as dice (sixteen tenants
+// on four replicas: 8, 4, 2 and 2 first homes in make bench-routing's (a)), and the
+// replica with eight holds eight long prefixes and takes half the tenants' bursts.
 // Every node counts the same keys once the fleet's placements have reached it (within
 // about two fleet intervals), so the nodes agree on a new tenant's homes.
 const (
 	homes     = 2
 	homeShare = 0.25
+	// homeSlack is how far above its share a home may hold keys: none, since homes are
+	// few per key and one more key on an already full replica is what the bound is for
+	// (with 0.25 three nodes gave (a) six first homes on one replica).
 	homeSlack = 0.0
 )
 
 // placeHomes moves the key's two homes to the front of group (in its rendezvous order),
 // keeping views, tags and held (whether each route holds the key) in step; the others
-// keep their order. A route is a home when the keys warm there, this one aside, plus this
-// one stay within (1+Epsilon) of its weight's share of the group's keys with this one
-// added, rounded up; the first two such routes in the key's order are its homes, and
+// keep their order. A route is a home when the keys counted there, this one aside, plus
+// this one stay within (1+homeSlack) of its weight's share of the group's keys with this
+// one added, rounded up; the first two such routes in the key's order are its homes, and
 // when only one is, the next route in order is the second.
 func (s *Selector) placeHomes(group []index.Candidate, views []loadstat.View, tags []uint32, held []bool, now int64) {
 	s.sent.recount(now, s.warmFor())
