@@ -244,7 +244,7 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 			cached[i] = s.sent.sentWithin(req.Key, tags[i], req.Now, s.warmFor())
 			known = known || cached[i]
 		}
-		s.placeHomes(group, views, tags, cached[:len(group)], req.Now)
+		s.placeHomes(group, views, tags, cached[:len(group)], req.Key, req.Now)
 		// A key no node has placed (that this node knows of) is taken to be held by its
 		// first home, so that every node sends a new tenant to the same replica rather
 		// than each to whichever of the two homes is less loaded at that instant.

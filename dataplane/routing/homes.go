@@ -38,8 +38,9 @@ const (
 // this one stay within (1+homeSlack) of its weight's share of the group's keys with this
 // one added, rounded up; the first two such routes in the key's order are its homes, and
 // when only one is, the next route in order is the second.
-func (s *Selector) placeHomes(group []index.Candidate, views []loadstat.View, tags []uint32, held []bool, now int64) {
+func (s *Selector) placeHomes(group []index.Candidate, views []loadstat.View, tags []uint32, held []bool, key uint64, now int64) {
 	s.sent.recount(now, s.warmFor())
+	self := s.sent.counted(key)
 	var keys [maxScored]float64
 	var weight [maxScored]float64
 	total, wsum := 0.0, 0.0
@@ -49,7 +50,7 @@ func (s *Selector) placeHomes(group []index.Candidate, views []loadstat.View, ta
 	}
 	for i, c := range group {
 		keys[i] = float64(s.sent.keysAt(tags[i]))
-		if held[i] {
+		if held[i] && self {
 			keys[i]--
 		}
 		total += keys[i]

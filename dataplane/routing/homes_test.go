@@ -91,6 +91,9 @@ func TestKeysCounted(t *testing.T) {
 	m.mark(2, b, t0)             // reused: one key at a and one at b
 	m.mark(3, b, t0)             // sent once: not counted
 	m.mark(1+sentSlots, b, t0+2) // takes key 1's slot over, sent once
+	if !m.counted(2) || m.counted(3) || m.counted(1) || m.counted(1+sentSlots) {
+		t.Error("counted: want key 2 only")
+	}
 	for _, tc := range []struct {
 		name string
 		at   int64

@@ -124,6 +124,12 @@ func (t *sentTable) keysAt(tag uint32) int {
 	return t.counts[t.cur.Load()].get(tag)
 }
 
+// counted reports whether key is among those keysAt counts (it was sent more than once).
+func (t *sentTable) counted(key uint64) bool {
+	s := &t.slots[key%sentSlots]
+	return s.key.Load() == key && s.reused.Load()
+}
+
 // recountEvery is how often the table's keys per route are counted afresh.
 const recountEvery = int64(time.Second)
 
@@ -152,8 +158,9 @@ func (t *sentTable) recount(now int64, warm time.Duration) {
 	t.cur.Store(fresh)
 }
 
-// keyCounts is an open-addressed table of route tags and the reused keys warm at each. Routes
-// beyond its room go uncounted (their homes then fall back to the rendezvous order).
+// keyCounts is an open-addressed table of route tags and the reused keys warm at each.
+// Routes beyond its room go uncounted (their homes then fall back to the rendezvous
+// order).
 type keyCounts struct {
 	tags [countSlots]atomic.Uint32
 	n    [countSlots]atomic.Int32
