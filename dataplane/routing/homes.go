@@ -26,10 +26,11 @@ import (
 const (
 	homes     = 2
 	homeShare = 0.25
-	// homeSlack is how far above its share a home may hold keys: none, since homes are
-	// few per key and one more key on an already full replica is what the bound is for
-	// (with 0.25 three nodes gave (a) six first homes on one replica).
-	homeSlack = 0.0
+	// homeSlack is how far above its share a home may hold keys, as in consistent
+	// hashing with bounded loads. None would be too tight while few keys are counted:
+	// one tenant's key on one of two replicas would make the other the first home of
+	// every new key (keys sent once never count, so nothing would even it out).
+	homeSlack = 0.25
 )
 
 // placeHomes moves the key's two homes to the front of group (in its rendezvous order),
