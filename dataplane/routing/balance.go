@@ -172,20 +172,9 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 		key = s.rand64()
 	}
 	// Rendezvous order: highest weighted score first.
-	var rz, cost [maxScored]float64
-	allZero := true
-	for _, c := range group {
-		if c.Route.Weight > 0 {
-			allZero = false
-			break
-		}
-	}
-	for i, c := range group {
-		w := float64(c.Route.Weight)
-		if allZero {
-			w = 1
-		}
-		rz[i] = rendezvous(key, s.idHash(c.Route), w)
+	var rz, cost, ws [maxScored]float64
+	for i, w := range groupWeights(group, ws[:0]) {
+		rz[i] = rendezvous(key, s.idHash(group[i].Route), w)
 	}
 	sortBy(group, rz[:len(group)], true, nil)
 	if s.Loads == nil {
@@ -291,6 +280,23 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 // heldFull is what a route without a free slot adds to the cost of a request the fair
 // queue let go (it was let go because a slot freed elsewhere).
 const heldFull = 1000
+
+// groupWeights appends to dst each route's weight in group for its key order: the
+// route's weight (none below zero), or 1 for every route when all are zero.
+func groupWeights(group []index.Candidate, dst []float64) []float64 {
+	allZero := true
+	for _, c := range group {
+		allZero = allZero && c.Route.Weight <= 0
+	}
+	for _, c := range group {
+		w := float64(max(0, c.Route.Weight))
+		if allZero {
+			w = 1
+		}
+		dst = append(dst, w)
+	}
+	return dst
+}
 
 // sortBy sorts group by keys (descending when desc), stably, by insertion (groups are
 // small), keeping keys and idx (when not nil) in step; it reports whether the first

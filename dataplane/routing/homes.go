@@ -42,23 +42,15 @@ const (
 func (s *Selector) placeHomes(group []index.Candidate, views []loadstat.View, tags []uint32, held []bool, key uint64, now int64) {
 	s.sent.recount(now, s.warmFor())
 	self := s.sent.counted(key)
-	var keys [maxScored]float64
-	var weight [maxScored]float64
+	var keys, ws [maxScored]float64
+	weight := groupWeights(group, ws[:0])
 	total, wsum := 0.0, 0.0
-	allZero := true
-	for _, c := range group {
-		allZero = allZero && c.Route.Weight <= 0
-	}
-	for i, c := range group {
+	for i := range group {
 		keys[i] = float64(s.sent.keysAt(tags[i]))
 		if held[i] && self {
 			keys[i]--
 		}
 		total += keys[i]
-		weight[i] = float64(max(0, c.Route.Weight))
-		if allZero {
-			weight[i] = 1
-		}
 		wsum += weight[i]
 	}
 	found := 0

@@ -156,3 +156,18 @@ func TestHomesSkipZeroWeight(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecount is the once-a-second recount over a full table (the request that
+// does it pays this once).
+func BenchmarkRecount(b *testing.B) {
+	var m sentTable
+	for k := range uint64(sentSlots) {
+		m.mark(k, tagOf(k%4<<8), t0)
+		m.mark(k, tagOf(k%4<<8), t0+1)
+	}
+	now := t0
+	for b.Loop() {
+		now += recountEvery
+		m.recount(now, time.Hour)
+	}
+}
