@@ -168,6 +168,9 @@ func (r *Runner) start(ctx *fasthttp.RequestCtx, c *plan.Call, t admit.Ticket, r
 	rt := &ex.Box.Routing
 	rt.Balancer, rt.Reason, rt.InFlight, rt.ServerQueue = dec.Mode.String(), dec.Reason, dec.InFlight, max(dec.Waiting, 0)
 	rt.QueuedMS = queued.Milliseconds()
+	if dec.HasWarm {
+		r.warm(c, dec.Warm, requestID)
+	}
 	return ex, order
 }
 

@@ -46,7 +46,14 @@ type Route struct {
 	// fleetSlots is the capacity the fleet learned (dataplane/fleetshare), seeded at
 	// fleetAt (unix ns): used while the node has no server report of its own.
 	fleetSlots, fleetAt atomic.Int64
+	// cacheTokens is the size of the server's KV cache in tokens, as last reported (0:
+	// never reported).
+	cacheTokens atomic.Int64
 }
+
+// CacheTokens is the size of the route's server's KV cache in tokens as last reported
+// (0: unknown).
+func (r *Route) CacheTokens() int64 { return r.cacheTokens.Load() }
 
 // Start counts a request dispatched to the route at now (unix ns); Done must follow.
 func (r *Route) Start(now int64) {
@@ -94,6 +101,8 @@ type Report struct {
 	Waiting, Running int64
 	// KV is the KV-cache use from 0 to 1 (-1: not reported).
 	KV float64
+	// CacheTokens is the size of the server's KV cache in tokens (0: not reported).
+	CacheTokens int64
 }
 
 // SetServer stores a server's report read at now (unix ns); inFlightBefore is this node's
@@ -108,6 +117,9 @@ func (r *Route) SetServer(rep Report, now int64, inFlightBefore int64) {
 		kv = int64(rep.KV * 1e6)
 	}
 	r.srvKV.Store(kv)
+	if rep.CacheTokens > 0 {
+		r.cacheTokens.Store(rep.CacheTokens)
+	}
 	r.srvInFlight.Store(max(inFlightBefore, r.inFlight.Load()))
 	switch slots := r.slots.Load(); {
 	case rep.Waiting > 0 && rep.Running > 0:

@@ -18,6 +18,7 @@ type routingOptions struct {
 	Saturation     routing.Saturation // --saturation-queue, --saturation-kv
 	FairQueue      bool               `flag:"fair-queue" default:"true" help:"hold requests in per-account turns while every route of their model is full"`
 	Queue          fairq.Config       // --fair-queue-*
+	WarmHomes      bool               `flag:"warm-homes" default:"true" help:"copy a returning tenant's request (one token) to its prefix's other home replica when idle"`
 }
 
 func (o *routingOptions) validate() error {
@@ -52,5 +53,5 @@ func (o *routingOptions) selector(cfg scrape.Config) (*routing.Selector, *scrape
 	loads.FreshFor = scrape.FreshFor(o.ScrapeInterval)
 	sat := o.Saturation
 	cfg.Loads, cfg.Interval = loads, o.ScrapeInterval
-	return &routing.Selector{Loads: loads, Saturation: &sat}, scrape.New(cfg)
+	return &routing.Selector{Loads: loads, Saturation: &sat, WarmHomes: o.WarmHomes}, scrape.New(cfg)
 }

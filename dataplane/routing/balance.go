@@ -122,6 +122,10 @@ type Decision struct {
 	// Waiting is the first route's server-reported waiting queue at dispatch, -1 without a
 	// fresh report; InFlight this node's requests there.
 	Waiting, InFlight int64
+	// Warm, when HasWarm, is a copy of the request to send to the key's other home
+	// (warm.go); the caller ends it with Selector.Warmed.
+	Warm    Warm
+	HasWarm bool
 }
 
 // FullAffinityBytes is the prefix size from which the scored policy's affinity terms count
@@ -143,7 +147,7 @@ func (s *Selector) Order(dst, cands []index.Candidate, req Request) ([]index.Can
 		cands = cands[len(group):]
 		start := len(dst)
 		dst = append(dst, group...)
-		reason := s.orderGroup(dst[start:], req, g == 0)
+		reason := s.orderGroup(dst[start:], req, g == 0, &d)
 		if g == 0 {
 			d.Reason = reason
 		}
@@ -159,7 +163,7 @@ func (s *Selector) Order(dst, cands []index.Candidate, req Request) ([]index.Can
 }
 
 // orderGroup orders one priority group in place and says why its first route is first.
-func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) string {
+func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool, d *Decision) string {
 	if len(group) == 1 {
 		return ReasonOnly
 	}
@@ -211,7 +215,7 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 			cost[i] = views[i].Load() + waitsBehind(views[i]) + s.weights().KV*kvHigh(views[i].KV)
 		}
 	default:
-		return s.score(group, req, best, views[:len(group)], tags[:len(group)])
+		return s.score(group, req, best, views[:len(group)], tags[:len(group)], d)
 	}
 	sortBy(group, cost[:len(group)], false, nil)
 	return ReasonLoad
@@ -221,7 +225,7 @@ func (s *Selector) orderGroup(group []index.Candidate, req Request, best bool) s
 // Weights) and says why its first route is first: affinity when it holds the prefix or
 // is the key's first home. A request let go by the fair queue goes to a route with a free
 // slot: the full ones cost heldFull more.
-func (s *Selector) score(group []index.Candidate, req Request, best bool, views []loadstat.View, tags []uint32) string {
+func (s *Selector) score(group []index.Candidate, req Request, best bool, views []loadstat.View, tags []uint32, d *Decision) string {
 	w := s.weights()
 	sat := s.saturation()
 	var cost [maxScored]float64
@@ -270,6 +274,7 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	sortBy(group, cost[:len(group)], false, idx[:len(group)])
 	if req.HasKey && best {
 		s.sent.mark(req.Key, tags[idx[0]], req.Now)
+		d.Warm, d.HasWarm = s.toWarm(group, idx[:len(group)], cached[:len(group)], views, req, tags)
 	}
 	if cached[idx[0]] || req.HasKey && best && idx[0] == 0 {
 		return ReasonAffinity

@@ -172,6 +172,11 @@ func (h *Health) Do(r *index.Route, fn func() error) error {
 // than busy or recovering.
 func (h *Health) Unreachable(r *index.Route) bool { return h.breaker(r).unreachable.Load() }
 
+// Closed reports whether route r's breaker is closed (the route is taking requests).
+func (h *Health) Closed(r *index.Route) bool {
+	return h.breaker(r).cb.State() == gobreaker.StateClosed
+}
+
 // State names the breaker state of route r: "closed", "half-open" or "open".
 func (h *Health) State(r *index.Route) string { return h.breaker(r).cb.State().String() }
 

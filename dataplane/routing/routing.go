@@ -48,7 +48,11 @@ type Selector struct {
 	// (fairq.Queue.Place): Room counts this node's part of their free slots, and the
 	// slots beyond each server's last free one are taken in turns (turnSlots).
 	Place func() (nodes, rank int)
-	sent  sentTable
+	// WarmHomes sends a copy of a reused key's request to its other home while that one
+	// does not hold the prefix and has slots to spare (warm.go; Decision.Warm).
+	WarmHomes bool
+	sent      sentTable
+	warming   warmups
 }
 
 func (s *Selector) weights() *Weights {

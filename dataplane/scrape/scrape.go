@@ -14,10 +14,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -213,14 +215,23 @@ func (s *Scraper) fetch(ctx context.Context, url string, buf *bytes.Buffer) (loa
 // requests, each summed over its series (several models on one server), and its KV-cache
 // use (the largest series). Only the lines of the known metrics are parsed (loadLines), by
 // prometheus/common/expfmt's parser: a vLLM page is mostly histograms, which are never
-// read. It fails when those lines do not parse or there are none.
+// read. It fails when those lines do not parse or there are none. The KV cache's size
+// (vLLM's vllm:cache_config_info) is parsed apart: a page without it, or with a line of it
+// that does not parse, says nothing of the size but still reports the load.
 func Parse(page []byte) (loadstat.Report, error) {
 	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(loadLines(make([]byte, 0, 1024), page)))
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(loadLines(make([]byte, 0, 1024), page, false)))
 	if err != nil {
 		return loadstat.Report{}, fmt.Errorf("metrics page: %w", err)
 	}
 	rep := loadstat.Report{KV: -1}
+	if cache := loadLines(nil, page, true); len(cache) > 0 {
+		if cf, err := p.TextToMetricFamilies(bytes.NewReader(cache)); err == nil {
+			for name, f := range cf {
+				fams[name] = f
+			}
+		}
+	}
 	found := false
 	for name, f := range fams {
 		kind, ok := known[name]
@@ -228,6 +239,10 @@ func Parse(page []byte) (loadstat.Report, error) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			if kind == cacheConfig {
+				rep.CacheTokens = max(rep.CacheTokens, cacheTokens(m.GetLabel()))
+				continue
+			}
 			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 			if v != v || v < 0 { // NaN, nonsense
 				continue
@@ -255,11 +270,36 @@ const (
 	waiting metricKind = iota
 	running
 	kvUse
+	cacheConfig // an info gauge: the size is in its labels (cacheTokens)
 )
+
+// cacheTokens is a prefix cache's size in tokens from the labels of vLLM's
+// vllm:cache_config_info (num_gpu_blocks times block_size); 0 when they are missing or
+// not whole numbers (vLLM says "None" before the cache is sized).
+func cacheTokens(labels []*dto.LabelPair) int64 {
+	var blocks, size int64
+	for _, l := range labels {
+		n, err := strconv.ParseInt(l.GetValue(), 10, 64)
+		if err != nil || n <= 0 || n > 1<<40 {
+			continue
+		}
+		switch l.GetName() {
+		case "num_gpu_blocks":
+			blocks = n
+		case "block_size":
+			size = n
+		}
+	}
+	if blocks == 0 || size == 0 || blocks > 1<<40/size {
+		return 0
+	}
+	return blocks * size
+}
 
 // known maps the servers' load metrics to what they measure:
 //   - vLLM (vllm/v1/metrics/loggers.py; gpu_cache_usage_perc before v0.10):
-//     vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc;
+//     vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc, and
+//     the cache's size in vllm:cache_config_info's labels;
 //   - SGLang (python/sglang/srt/metrics/collector.py): sglang:num_queue_reqs,
 //     sglang:num_running_reqs, sglang:token_usage;
 //   - llama.cpp server (tools/server/server.cpp, --metrics): llamacpp:requests_deferred,
@@ -270,6 +310,7 @@ var known = map[string]metricKind{
 	"vllm:num_requests_running":    running,
 	"vllm:kv_cache_usage_perc":     kvUse,
 	"vllm:gpu_cache_usage_perc":    kvUse,
+	"vllm:cache_config_info":       cacheConfig,
 	"sglang:num_queue_reqs":        waiting,
 	"sglang:num_running_reqs":      running,
 	"sglang:token_usage":           kvUse,
@@ -280,8 +321,9 @@ var known = map[string]metricKind{
 }
 
 // loadLines appends to dst the lines of page that speak of a known metric, in their order:
-// its samples and its # TYPE and # HELP lines, each ended by a newline.
-func loadLines(dst, page []byte) []byte {
+// its samples and its # TYPE and # HELP lines, each ended by a newline; those of the
+// cache's size only (cache) or all others.
+func loadLines(dst, page []byte, cache bool) []byte {
 	for len(page) > 0 {
 		line := page
 		if i := bytes.IndexByte(page, '\n'); i >= 0 {
@@ -289,7 +331,7 @@ func loadLines(dst, page []byte) []byte {
 		} else {
 			page = nil
 		}
-		if _, ok := known[string(lineMetric(line))]; ok {
+		if kind, ok := known[string(lineMetric(line))]; ok && (kind == cacheConfig) == cache {
 			dst = append(append(dst, line...), '\n')
 		}
 	}

@@ -31,6 +31,15 @@ vllm:kv_cache_usage_perc{engine="0",model_name="llama"} 0.625
 # TYPE vllm:prefix_cache_hits counter
 vllm:prefix_cache_hits_total{engine="0",model_name="llama"} 1234.0
 `, loadstat.Report{Waiting: 7, Running: 4, KV: 0.625}},
+		{"vllm with its cache's size", `vllm:num_requests_running{engine="0",model_name="llama"} 4.0
+vllm:num_requests_waiting{engine="0",model_name="llama"} 0.0
+# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",num_gpu_blocks="27713"} 1.0
+`, loadstat.Report{Running: 4, KV: -1, CacheTokens: 16 * 27713}},
+		{"vllm before its cache is sized", `vllm:num_requests_running{engine="0",model_name="llama"} 1.0
+vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="None"} 1.0
+`, loadstat.Report{Running: 1, KV: -1}},
 		{"vllm old, two models", `vllm:num_requests_running{model_name="a"} 1
 vllm:num_requests_running{model_name="b"} 2
 vllm:num_requests_waiting{model_name="a"} 0
@@ -213,13 +222,15 @@ func TestParseReadsOnlyLoadLines(t *testing.T) {
 	if want := (loadstat.Report{Running: 3, Waiting: 5, KV: 0.5}); got != want {
 		t.Fatalf("Parse = %+v, want %+v", got, want)
 	}
-	if n := len(loadLines(nil, page)); n*20 > len(page) {
+	if n := len(loadLines(nil, page, false)); n*20 > len(page) {
 		t.Fatalf("%d of the page's %d bytes kept for the parser, want under 5 %%", n, len(page))
 	}
-	// A malformed line of a metric the node does not read costs nothing.
-	broken := append([]byte("vllm:cache_config_info{broken 1\n"), page...)
-	if got, err := Parse(broken); err != nil || got.Running != 3 {
-		t.Fatalf("Parse with an unrelated broken line = %+v, %v", got, err)
+	// A malformed line of a metric the node does not read costs nothing, and one of the
+	// cache's size costs only the size.
+	for _, line := range []string{"vllm:iteration_tokens_total{broken 1\n", "vllm:cache_config_info{broken 1\n"} {
+		if got, err := Parse(append([]byte(line), page...)); err != nil || got.Running != 3 || got.CacheTokens != 0 {
+			t.Fatalf("Parse with a broken line %q = %+v, %v", line, got, err)
+		}
 	}
 }
 

@@ -73,6 +73,7 @@ type Metrics struct {
 	// underreported counts records whose provider reported less output than it delivered
 	// (model, provider).
 	underreported *prometheus.CounterVec
+	warmups       *prometheus.CounterVec // provider, outcome
 
 	byRequest cache[requestKey, *requestSeries]
 	byAttempt cache[attemptKey, *attemptSeries]
@@ -125,8 +126,11 @@ func New() *Metrics {
 	m.underreported = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "output_underreported_total",
 		Help: "Requests whose provider reported less output than the client was delivered (by the node's low estimate from the text), beyond the tolerance; charged the delivered estimate, and flagged routing.output_underreported in the record."},
 		[]string{"model", "provider"})
+	m.warmups = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "prefix_warmups_total",
+		Help: "Copies of a tenant's request, cut to one output token, sent to the other of its prefix's two home replicas to fill that cache (not charged or recorded), by provider and outcome (ok, failed)."},
+		[]string{"provider", "outcome"})
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.added, m.tokens, m.spend, m.upstream,
-		m.attempts, m.failover, m.streams, refused, m.conns, m.breakers, m.underreported} {
+		m.attempts, m.failover, m.streams, refused, m.conns, m.breakers, m.underreported, m.warmups} {
 		f(c)
 	}
 	for e := range index.Endpoint(numEndpoints) {
@@ -292,6 +296,18 @@ func (m *Metrics) newAttemptSeries(k attemptKey) *attemptSeries {
 		failover: m.failover.WithLabelValues(k.provider),
 		upstream: m.upstream.WithLabelValues(k.provider),
 	}
+}
+
+// Warmup counts a prefix warm-up copy sent to provider (routing.Warm), answered or not.
+func (m *Metrics) Warmup(provider string, ok bool) {
+	if m == nil {
+		return
+	}
+	outcome := "failed"
+	if ok {
+		outcome = "ok"
+	}
+	m.warmups.WithLabelValues(provider, outcome).Inc()
 }
 
 // Attempt counts one upstream attempt at provider with its outcome (a fixed list: ok,

@@ -33,6 +33,9 @@ func (s *Server) engineAdmit(c *call) (admission, bool) {
 // serveMetrics answers GET /metrics in Prometheus text format with vLLM's metric names
 // (vllm/v1/metrics/loggers.py): requests running and waiting, KV-cache use, prefix-cache
 // queries and hits in tokens, and finished requests. Without an engine every gauge is 0.
+// With one, the cache's size is in vllm:cache_config_info's labels block_size and
+// num_gpu_blocks, as vLLM's info gauge of its cache configuration has them (loggers.py,
+// log_metrics_info("cache_config", ...); tests/entrypoints/openai/test_metrics.py expects it).
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -56,6 +59,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", float64(st.queries))
 	metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", float64(st.hits))
 	metric("vllm:request_success_total", "counter", "Count of successfully processed requests.", float64(st.done))
+	if s.eng != nil {
+		c := s.eng.cfg
+		b = append(b, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"...)
+		b = append(b, `vllm:cache_config_info{block_size="`+strconv.Itoa(c.BlockTokens)+`",enable_prefix_caching="True",engine="0",num_gpu_blocks="`+strconv.Itoa(c.CacheBlocks)+`"} 1`+"\n"...)
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(b)
 }

@@ -35,6 +35,7 @@ type options struct {
 	seed                      uint64
 	nodes                     int
 	samples                   bool
+	cacheBlocks               int
 }
 
 func run(args []string) error {
@@ -48,9 +49,14 @@ func run(args []string) error {
 	fs.StringVar(&o.policies, "policies", "", "comma-separated policies to run (routing names or pin, fewest; default all)")
 	fs.BoolVar(&o.samples, "samples", false, "also write each run's requests (when sent, tenant, status, replica, TTFT, end-to-end time) to samples[-Nnodes]/WORKLOAD-POLICY.csv under --out")
 	fs.IntVar(&o.nodes, "nodes", 1, "data-plane nodes of the deployment, behind a round-robin balancer when more than one")
+	fs.IntVar(&o.cacheBlocks, "cache-blocks", engine.CacheBlocks, "each replica's prefix cache, in blocks of 16 tokens (the default holds about eight of (a)'s sixteen prefixes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if o.cacheBlocks < 1 {
+		return fmt.Errorf("--cache-blocks %d: at least 1", o.cacheBlocks)
+	}
+	engine.CacheBlocks = o.cacheBlocks
 	if o.nodes < 1 {
 		return fmt.Errorf("--nodes %d: at least 1", o.nodes)
 	}

@@ -160,7 +160,7 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 	store.Swap(x)
 	meter := memmeter.New(0)
 	meter.SeedBalances(snap.Balances, 1)
-	sel := &routing.Selector{Loads: loadstat.NewRegistry()}
+	sel := &routing.Selector{Loads: loadstat.NewRegistry(), WarmHomes: true} // --warm-homes's default
 	n := &node{fq: fairq.New(fairq.Config{})}
 	sel.Loads.FreshFor = scrape.FreshFor(scrape.DefaultInterval) // as a node sets it
 	go scrape.New(scrape.Config{Loads: sel.Loads}).Run(ctx)

@@ -1,0 +1,85 @@
+package routing
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sekgate/gateway/dataplane/index"
+	"github.com/sekgate/gateway/dataplane/loadstat"
+)
+
+// A reused key's request at one home asks for a copy to its other home only while that
+// one lacks the prefix, has slots and cache to spare, and has no copy in flight.
+func TestWarmHomes(t *testing.T) {
+	idle := loadstat.Report{KV: 0.1, CacheTokens: 16 * 640}
+	cases := []struct {
+		name  string
+		off   bool
+		other loadstat.Report // the other home's report
+		want  bool
+	}{
+		{"idle other home", false, idle, true},
+		{"off", true, idle, false},
+		{"cache size unknown", false, loadstat.Report{KV: 0.1}, false},
+		{"cache too small for another prefix", false, loadstat.Report{KV: 0.1, CacheTokens: 1500}, false},
+		{"requests waiting there", false, loadstat.Report{Waiting: 1, Running: 4, KV: 0.5, CacheTokens: 16 * 640}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Selector{Loads: loadstat.NewRegistry(), WarmHomes: !tc.off}
+			cands := []index.Candidate{cand("r1", 0, 1), cand("r2", 0, 1)}
+			key, _ := PrefixKey("m", "acct_1", nil, []byte("system prompt"))
+			req := Request{Key: key, HasKey: true, PrefixBytes: 4000, Mode: ModeScored, Now: t0}
+			first, d := order(s, cands, req) // a new key: sent to its first home, not counted yet
+			if d.HasWarm {
+				t.Fatal("a key sent once asked for a copy")
+			}
+			home, other := byID(cands, first[0]), byID(cands, first[1])
+			s.Loads.For(home.Route).SetServer(idle, t0, 0)
+			s.Loads.For(other.Route).SetServer(tc.other, t0, 0)
+			req.Now += int64(time.Millisecond)
+			again, d := order(s, cands, req)
+			if again[0] != first[0] {
+				t.Fatalf("the second request went to %s, not its home %s", again[0], first[0])
+			}
+			if d.HasWarm != tc.want {
+				t.Fatalf("copy asked: %v, want %v", d.HasWarm, tc.want)
+			}
+			if !d.HasWarm {
+				return
+			}
+			if d.Warm.Cand.Route != other.Route || d.Warm.Key != key {
+				t.Fatalf("copy of %x to %s, want %x to %s", d.Warm.Key, d.Warm.Cand.Route.ID, key, other.Route.ID)
+			}
+			// One copy per route in flight; a failed one frees the route and marks nothing.
+			req.Now += int64(time.Millisecond)
+			if _, d2 := order(s, cands, req); d2.HasWarm {
+				t.Fatal("a second copy while one is in flight")
+			}
+			s.Warmed(d.Warm, false, req.Now)
+			req.Now += int64(time.Millisecond)
+			_, d3 := order(s, cands, req)
+			if !d3.HasWarm {
+				t.Fatal("no copy after a failed one")
+			}
+			// An answered copy marks the key at the other home: both hold it, no more copies.
+			s.Warmed(d3.Warm, true, req.Now)
+			if !s.sent.sentWithin(key, tagOf(s.Loads.For(other.Route).IDHash), req.Now, s.warmFor()) {
+				t.Fatal("the answered copy did not mark the key at the other home")
+			}
+			req.Now += int64(time.Millisecond)
+			if _, d4 := order(s, cands, req); d4.HasWarm {
+				t.Fatal("a copy to a home that holds the prefix")
+			}
+		})
+	}
+}
+
+func byID(cands []index.Candidate, id string) index.Candidate {
+	for _, c := range cands {
+		if c.Route.ID == id {
+			return c
+		}
+	}
+	panic("no route " + id)
+}
