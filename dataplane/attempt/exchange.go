@@ -10,6 +10,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 	"github.com/sekgate/gateway/dataplane/proxy"
+	"github.com/sekgate/gateway/dataplane/reqparse"
 	"github.com/sekgate/gateway/dataplane/settle"
 	"github.com/sekgate/gateway/dataplane/tokens"
 	"github.com/sekgate/gateway/dataplane/tracing"
@@ -125,7 +126,8 @@ func (ex *Exchange) countLoad(ld *loadstat.Route, committed, stream bool) {
 }
 
 // endLoad counts the committed route's request off, lets the fair queue admit the next
-// waiting request, and samples a stream's time per output token.
+// waiting request, and samples a stream's time per output token and a prompt's bytes per
+// token (when the server reported its usage).
 func (ex *Exchange) endLoad() {
 	ld := ex.load
 	ex.load = nil
@@ -134,6 +136,9 @@ func (ex *Exchange) endLoad() {
 		fq.Kick() // one out, one in
 	}
 	rec := &ex.Box.Rec
+	if !ex.Box.Routing.UsageEstimated && ex.PromptEstimate > 0 {
+		ld.ObservePrompt(ex.PromptEstimate*reqparse.PromptBytesPerToken, rec.PromptTokens)
+	}
 	if ex.Stream != nil && ex.Box.TTFT > 0 && rec.CompletionTokens > 1 {
 		rest := ex.r.cfg.Now().Sub(ex.start) - ex.Box.TTFT
 		if rest > 0 {

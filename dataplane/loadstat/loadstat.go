@@ -34,7 +34,10 @@ type Route struct {
 	inFlight atomic.Int64
 	ttft     atomic.Int64 // moving average, ns; 0 before the first sample
 	tpot     atomic.Int64 // moving average, ns per output token
-	lastUsed atomic.Int64 // unix ns of the last dispatch
+	// promptBPT is the moving average of prompt bytes per token the server reported, in
+	// thousandths (0 before the first sample).
+	promptBPT atomic.Int64
+	lastUsed  atomic.Int64 // unix ns of the last dispatch
 	// Server-reported load (scrape): requests waiting and running, KV-cache use in
 	// parts per million, and when it was read (unix ns; 0: never).
 	srvWaiting, srvRunning, srvKV, srvAt atomic.Int64
@@ -75,6 +78,18 @@ func (r *Route) ObserveTTFT(d time.Duration) { ewma(&r.ttft, int64(d)) }
 
 // ObserveTPOT adds a time-per-output-token sample.
 func (r *Route) ObserveTPOT(d time.Duration) { ewma(&r.tpot, int64(d)) }
+
+// ObservePrompt adds a sample of a prompt's size: bytes of its text, and the tokens its
+// server reported for it.
+func (r *Route) ObservePrompt(bytes, tokens int64) {
+	if bytes > 0 && tokens > 0 && bytes < 1<<40 {
+		ewma(&r.promptBPT, bytes*1000/tokens)
+	}
+}
+
+// PromptBytesPerToken is the moving average of the route's prompts' bytes per token
+// (ObservePrompt; 0 before the first sample).
+func (r *Route) PromptBytesPerToken() float64 { return float64(r.promptBPT.Load()) / 1000 }
 
 // TTFT and TPOT are the moving averages (0 before the first sample).
 func (r *Route) TTFT() time.Duration { return time.Duration(r.ttft.Load()) }

@@ -21,19 +21,23 @@ import (
 // flight, and a copy is only sent where at least two slots are free beyond the server's
 // queue (none waiting), so it never takes a slot a client is waiting for. A key is marked
 // at the home once its copy is answered, and that placement is shared with the fleet like
-// any other, so every node then sees both homes warm.
+// any other, so every node then sees both homes warm. In a fleet one node sends each
+// route's copies (warmsAt).
 
 // warmSlots is how many free slots a home needs for a copy to be sent there.
 const warmSlots = 2
 
 // A copy is sent only to a server whose KV-cache size is known (vLLM's
 // vllm:cache_config_info) and only while the reused keys warm there, this one added, take
-// at most warmCacheShare of that cache, each taken to be as long as this key's prefix at
-// warmBytesPerToken (few bytes per token: long estimates): a second copy of every
-// tenant's prefix must not push the first ones out of a cache too small for both (in
-// make bench-routing's (a), whose replicas hold about eight of its sixteen prefixes
-// each, warming every second home turned 92 % prefix hits into 83 % and the time to
-// first token's p99 from 94 to 751 ms).
+// at most warmCacheShare of that cache, and those warm on all the group's routes of known
+// size at most that share of their caches together, each key taken to be as long as this
+// one's prefix: a second copy of a tenant's prefix must not push the first ones out of
+// caches too small for both (in make bench-routing's (a), whose replicas' caches hold about eight
+// of its sixteen prefixes each, warming every second home turned 92 % prefix hits into
+// 83 % and the time to first token's p99 from 94 to 751 ms). A prefix's tokens are its
+// bytes over the route's prompts' bytes per token as its server reported them
+// (loadstat.Route.PromptBytesPerToken; the serving home's while the other has none), or
+// over warmBytesPerToken before any report.
 const (
 	warmCacheShare    = 0.5
 	warmBytesPerToken = 4
@@ -81,19 +85,47 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 	}
 	other := 1 - first
 	v := views[other]
-	if v.Queue >= 0.5 || freeSlots(v, s.saturation()) < warmSlots || !s.sent.counted(req.Key) {
+	if v.Queue >= 0.5 || freeSlots(v, s.saturation()) < warmSlots || !s.sent.counted(req.Key) || !s.warmsAt(tags[other]) {
 		return Warm{}, false
 	}
 	j := 0
 	for idx[j] != other {
 		j++
 	}
-	size := s.Loads.For(group[j].Route).CacheTokens()
-	prefix := float64(req.PrefixBytes) / warmBytesPerToken
-	if float64(s.sent.keysAt(tags[other])+1)*prefix > warmCacheShare*float64(size) || !s.warming.claim(tags[other]) {
+	ld := s.Loads.For(group[j].Route)
+	bpt := ld.PromptBytesPerToken()
+	if bpt <= 0 {
+		bpt = s.Loads.For(group[0].Route).PromptBytesPerToken() // the home serving the request
+	}
+	if bpt <= 0 {
+		bpt = warmBytesPerToken
+	}
+	prefix := float64(req.PrefixBytes) / bpt
+	var keys, size float64 // the group's reused keys warm, and the KV caches they are in
+	for i, c := range group {
+		if n := s.Loads.For(c.Route).CacheTokens(); n > 0 {
+			keys, size = keys+float64(s.sent.keysAt(tags[idx[i]])), size+float64(n)
+		}
+	}
+	if (keys+1)*prefix > warmCacheShare*size ||
+		float64(s.sent.keysAt(tags[other])+1)*prefix > warmCacheShare*float64(ld.CacheTokens()) ||
+		!s.warming.claim(tags[other]) {
 		return Warm{}, false
 	}
 	return Warm{Key: req.Key, Cand: group[j]}, true
+}
+
+// warmsAt reports whether this node sends the copies to the route tagged tag: in a fleet,
+// each route's copies are sent by one node (its tag modulo the live nodes is the node's
+// place, fairq.Queue.Place), which counts every one of them at once and the other nodes'
+// placements within a fleet interval; others would each fill the same cache before
+// learning of the others' copies. A node that does not know its place sends none.
+func (s *Selector) warmsAt(tag uint32) bool {
+	n, rank := s.place()
+	if n == 1 {
+		return true
+	}
+	return rank > 0 && int(tag%uint32(n)) == rank-1
 }
 
 // Warmed is told when a copy Order asked for (Decision.Warm) is over: ok when its server

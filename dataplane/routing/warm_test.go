@@ -83,3 +83,26 @@ func byID(cands []index.Candidate, id string) index.Candidate {
 	}
 	panic("no route " + id)
 }
+
+// In a fleet one node sends a route's copies: of two nodes that see the same requests,
+// exactly one asks for the copy, and a node that does not know its place asks for none.
+func TestWarmHomesOneNodePerRoute(t *testing.T) {
+	idle := loadstat.Report{KV: 0.1, CacheTokens: 16 * 640}
+	key, _ := PrefixKey("m", "acct_1", nil, []byte("system prompt"))
+	asked := map[int]bool{}
+	for _, rank := range []int{0, 1, 2} {
+		s := &Selector{Loads: loadstat.NewRegistry(), WarmHomes: true, Place: func() (int, int) { return 2, rank }}
+		cands := []index.Candidate{cand("r1", 0, 1), cand("r2", 0, 1)}
+		for _, c := range cands {
+			s.Loads.For(c.Route).SetServer(idle, t0, 0)
+		}
+		req := Request{Key: key, HasKey: true, PrefixBytes: 4000, Mode: ModeScored, Now: t0}
+		order(s, cands, req)
+		req.Now += int64(time.Millisecond)
+		_, d := order(s, cands, req)
+		asked[rank] = d.HasWarm
+	}
+	if asked[0] || asked[1] == asked[2] {
+		t.Fatalf("copies asked by place (0: unknown): %v, want one of places 1 and 2", asked)
+	}
+}
