@@ -2,6 +2,7 @@ package routing
 
 import (
 	"sync"
+	"time"
 
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
@@ -28,20 +29,31 @@ import (
 const warmSlots = 2
 
 // A copy is sent only to a server whose KV-cache size is known (vLLM's
-// vllm:cache_config_info) and only while the reused keys warm there, this one added, take
-// at most warmCacheShare of that cache, and those warm on all the group's routes of known
-// size at most that share of their caches together, each key taken to be as long as this
-// one's prefix: a second copy of a tenant's prefix must not push the first ones out of
-// caches too small for both (in make bench-routing's (a), whose replicas' caches hold about eight
-// of its sixteen prefixes each, warming every second home turned 92 % prefix hits into
-// 83 % and the time to first token's p99 from 94 to 751 ms). A prefix's tokens are its
-// bytes over the route's prompts' bytes per token as its server reported them
-// (loadstat.Route.PromptBytesPerToken; the serving home's while the other has none), or
-// over warmBytesPerToken before any report.
+// vllm:cache_config_info), only while the reused keys warm there, this one added, take at
+// most warmCacheShare of that cache, and only while the group's caches of known size could
+// hold two copies of every reused key warm in them, this one added, in that share of
+// their room together; each key is taken to be as long as this one's prefix. A second
+// copy of a tenant's prefix must not push the first ones out of caches too small for
+// both: in make bench-routing's (a), whose replicas' caches hold about eight of its
+// sixteen 1,200-token prefixes each, copies to every second home took its prefix hits
+// from 92 to 83 % and its time to first token's p99 from 94 to 751 ms, and with room
+// for one copy of every key (the pool's half) those sent while few tenants had arrived
+// overfilled the caches once the rest came (over eight runs, 17 requests cold against
+// 11 without copies). A prefix's tokens are its bytes over the route's prompts' bytes per
+// token as its server reported them (loadstat.Route.PromptBytesPerToken; the serving
+// home's while the other has none), or over warmBytesPerToken before any report.
 const (
 	warmCacheShare    = 0.5
 	warmBytesPerToken = 4
 )
+
+// copyFor is how long a copy counts as holding its prefix at the home it went to, unless
+// a request sent there since renews it: a copy nobody uses ages out of the server's cache
+// like anything unused, sooner than WarmFor under pressure, and a request sent to a home
+// believed warm that is not pays the full prefill a copy was to spare. While the tenant
+// keeps sending, the next copy refreshes it (at the cost of a cache hit and one token
+// when it is still there).
+const copyFor = 10 * time.Second
 
 // warmups are the routes with a copy in flight, by tag.
 type warmups struct {
@@ -107,7 +119,7 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 			keys, size = keys+float64(s.sent.keysAt(tags[idx[i]])), size+float64(n)
 		}
 	}
-	if (keys+1)*prefix > warmCacheShare*size ||
+	if 2*(keys+1)*prefix > warmCacheShare*size ||
 		float64(s.sent.keysAt(tags[other])+1)*prefix > warmCacheShare*float64(ld.CacheTokens()) ||
 		!s.warming.claim(tags[other]) {
 		return Warm{}, false
@@ -134,7 +146,10 @@ func (s *Selector) warmsAt(tag uint32) bool {
 func (s *Selector) Warmed(w Warm, ok bool, now int64) {
 	tag := tagOf(s.Loads.For(w.Cand.Route).IDHash)
 	if ok {
-		s.sent.mark(w.Key, tag, now)
+		// Warm for copyFor from now: marked as sent that long before WarmFor ends,
+		// unless a request sent since marked it later.
+		at := now - int64(max(0, s.warmFor()-copyFor))
+		s.sent.put(w.Key, tag, at&^1, true)
 	}
 	s.warming.done(tag)
 }

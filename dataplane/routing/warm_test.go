@@ -71,6 +71,11 @@ func TestWarmHomes(t *testing.T) {
 			if _, d4 := order(s, cands, req); d4.HasWarm {
 				t.Fatal("a copy to a home that holds the prefix")
 			}
+			// A copy nobody used counts for copyFor; then the next request refreshes it.
+			req.Now += int64(copyFor)
+			if _, d5 := order(s, cands, req); !d5.HasWarm {
+				t.Fatal("no fresh copy once the last one's copyFor passed")
+			}
 		})
 	}
 }

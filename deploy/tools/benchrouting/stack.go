@@ -29,6 +29,9 @@ const model = "bench-llm"
 var engine = simulator.EngineConfig{Slots: 4, Overhead: 15 * time.Millisecond, PrefillPerToken: 600 * time.Microsecond,
 	PerOutputToken: 10 * time.Millisecond, CacheBlocks: 640}
 
+// warmHomes is the nodes' --warm-homes (a node's default: on).
+var warmHomes = true
+
 // stack is one run's replicas and, for gateway policies, the data-plane nodes in front
 // (behind a round-robin balancer when there are several).
 type stack struct {
@@ -160,7 +163,7 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 	store.Swap(x)
 	meter := memmeter.New(0)
 	meter.SeedBalances(snap.Balances, 1)
-	sel := &routing.Selector{Loads: loadstat.NewRegistry(), WarmHomes: true} // --warm-homes's default
+	sel := &routing.Selector{Loads: loadstat.NewRegistry(), WarmHomes: warmHomes}
 	n := &node{fq: fairq.New(fairq.Config{})}
 	sel.Loads.FreshFor = scrape.FreshFor(scrape.DefaultInterval) // as a node sets it
 	go scrape.New(scrape.Config{Loads: sel.Loads}).Run(ctx)
