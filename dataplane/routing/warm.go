@@ -104,27 +104,33 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 	for idx[j] != other {
 		j++
 	}
-	ld := s.Loads.For(group[j].Route)
-	bpt := ld.PromptBytesPerToken()
+	if !s.roomFor(group, idx, tags, j, req.PrefixBytes) || !s.warming.claim(tags[other]) {
+		return Warm{}, false
+	}
+	return Warm{Key: req.Key, Cand: group[j]}, true
+}
+
+// roomFor reports whether the caches have room for a copy of a prefix of the given bytes
+// at group[j] (group sorted, idx its original places and tags by them; group[0] serves
+// the request): see warmCacheShare.
+func (s *Selector) roomFor(group []index.Candidate, idx []int, tags []uint32, j, bytes int) bool {
+	to := s.Loads.For(group[j].Route)
+	bpt := to.PromptBytesPerToken()
 	if bpt <= 0 {
-		bpt = s.Loads.For(group[0].Route).PromptBytesPerToken() // the home serving the request
+		bpt = s.Loads.For(group[0].Route).PromptBytesPerToken()
 	}
 	if bpt <= 0 {
 		bpt = warmBytesPerToken
 	}
-	prefix := float64(req.PrefixBytes) / bpt
+	prefix := float64(bytes) / bpt
 	var keys, size float64 // the group's reused keys warm, and the KV caches they are in
 	for i, c := range group {
 		if n := s.Loads.For(c.Route).CacheTokens(); n > 0 {
 			keys, size = keys+float64(s.sent.keysAt(tags[idx[i]])), size+float64(n)
 		}
 	}
-	if 2*(keys+1)*prefix > warmCacheShare*size ||
-		float64(s.sent.keysAt(tags[other])+1)*prefix > warmCacheShare*float64(ld.CacheTokens()) ||
-		!s.warming.claim(tags[other]) {
-		return Warm{}, false
-	}
-	return Warm{Key: req.Key, Cand: group[j]}, true
+	at := float64(s.sent.keysAt(tags[idx[j]]))
+	return 2*(keys+1)*prefix <= warmCacheShare*size && (at+1)*prefix <= warmCacheShare*float64(to.CacheTokens())
 }
 
 // warmsAt reports whether this node sends the copies to the route tagged tag: in a fleet,
@@ -141,8 +147,8 @@ func (s *Selector) warmsAt(tag uint32) bool {
 }
 
 // Warmed is told when a copy Order asked for (Decision.Warm) is over: ok when its server
-// answered it (the key is then marked at that route at now), false when it failed or was
-// not sent. Every Warm returned must be ended by exactly one Warmed.
+// answered it at now (the key then counts as held there for copyFor), false when it
+// failed or was not sent. Every Warm returned must be ended by exactly one Warmed.
 func (s *Selector) Warmed(w Warm, ok bool, now int64) {
 	tag := tagOf(s.Loads.For(w.Cand.Route).IDHash)
 	if ok {
