@@ -13,10 +13,13 @@ import (
 // ReplicaStat is one replica's share of a run (warm-up included): requests finished, its
 // prefix-cache hit rate (tokens), and its waiting queue sampled every 50 ms.
 type ReplicaStat struct {
-	Requests    int64
-	HitRate     float64
-	MeanWaiting float64
-	PeakWaiting int
+	Requests int64
+	// Streams are the workload's requests the replica received (every one streams), and
+	// Copies the nodes' warm-up copies (unstreamed), both counted as they arrive.
+	Streams, Copies int64 `json:",omitempty"`
+	HitRate         float64
+	MeanWaiting     float64
+	PeakWaiting     int
 }
 
 // NodeStat is one node's share of a run: requests the balancer sent it, and its fair
@@ -69,7 +72,8 @@ func (st *stack) replicaStats() []ReplicaStat {
 	out := make([]ReplicaStat, len(st.sims))
 	for i, sim := range st.sims {
 		e := sim.Engine()
-		out[i] = ReplicaStat{Requests: e.Done, PeakWaiting: st.waits.peak[i]}
+		ss := sim.Stats()
+		out[i] = ReplicaStat{Requests: e.Done, Streams: ss.Streams, Copies: ss.Requests - ss.Streams, PeakWaiting: st.waits.peak[i]}
 		if e.Queries > 0 {
 			out[i].HitRate = float64(e.Hits) / float64(e.Queries)
 		}
