@@ -44,13 +44,19 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 	}
 	envFile := filepath.Join(dir, "fleet.env")
 	env := append(proc.ChildEnv(), "BIN="+binDir, "GATEWAY_FLEET_DATA="+filepath.Join(dir, "fleet"), "GATEWAY_FLEET_ENV="+envFile)
-	ports := map[string]string{}
+	ports, taken := map[string]string{}, map[string]bool{}
 	for _, name := range []string{"PG", "CP", "ADMIN", "CP_OPS", "SE", "EU", "US", "SE_OPS", "EU_OPS", "US_OPS", "SE_SIM", "EU_SIM", "US_SIM", "SE2", "SE2_OPS", "SE_SIM2"} {
-		addr, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
+		// Each free port is closed again before the next is asked for, so the system may
+		// hand one out twice: a second listener on it would fail to start, and requests
+		// meant for it would reach the first.
+		for ports[name] == "" || taken[ports[name]] {
+			addr, err := freeAddr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ports[name], _ = net.SplitHostPort(addr)
 		}
-		_, ports[name], _ = net.SplitHostPort(addr)
+		taken[ports[name]] = true
 		env = append(env, "GATEWAY_FLEET_"+name+"_PORT="+ports[name])
 	}
 	var out bytes.Buffer
