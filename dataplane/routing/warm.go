@@ -36,7 +36,7 @@ const warmSlots = 2
 // copy of a tenant's prefix must not push the first ones out of caches too small for
 // both: in make bench-routing's (a), whose replicas' caches hold about eight of its
 // sixteen 1,200-token prefixes each, copies to every second home took its prefix hits
-// from 92 to 83 % and its time to first token's p99 from 94 to 751 ms, and with room
+// from 92 to 83 % and its time to first token's p99 from 96 to 751 ms, and with room
 // for one copy of every key (the pool's half) those sent while few tenants had arrived
 // overfilled the caches once the rest came (over eight runs, 17 requests cold against
 // 11 without copies). A prefix's tokens are its bytes over the route's prompts' bytes per
