@@ -77,8 +77,9 @@ func TestWarmHomesFillTheOtherReplica(t *testing.T) {
 	if q, _ := sims[other].PrefixCache(); q-queried[other] < 64 {
 		t.Fatalf("the other replica prefilled %d prompt tokens, want the tenant's prompt", q-queried[other])
 	}
-	// Nothing of the copy is recorded: the tenant's two requests and the others' only.
-	time.Sleep(100 * time.Millisecond)
+	// Nothing of the copy is recorded: the tenant's two requests and the others' only. The
+	// copy is over (counted above once answered), so a record of it would be here now.
+	awaitRecords(t, g.Meter, sent+2)
 	if n := g.Meter.Count(); n != sent+2 {
 		t.Fatalf("%d records, want %d", n, sent+2)
 	}
