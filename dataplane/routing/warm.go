@@ -82,10 +82,11 @@ func (w *warmups) done(tag uint32) {
 	w.mu.Unlock()
 }
 
-// Warm is a copy to send: the key and the home to warm with it.
+// Warm is a copy to send: the key and the home to warm with it (tag: the home's).
 type Warm struct {
 	Key  uint64
 	Cand index.Candidate
+	tag  uint32
 }
 
 // toWarm returns the home to warm for a request with key placed first at group[idx[0]]
@@ -107,7 +108,7 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 	if !s.roomFor(group, idx, tags, j, req.PrefixBytes) || !s.warming.claim(tags[other]) {
 		return Warm{}, false
 	}
-	return Warm{Key: req.Key, Cand: group[j]}, true
+	return Warm{Key: req.Key, Cand: group[j], tag: tags[other]}, true
 }
 
 // roomFor reports whether the caches have room for a copy of a prefix of the given bytes
@@ -150,12 +151,11 @@ func (s *Selector) warmsAt(tag uint32) bool {
 // answered it at now (the key then counts as held there for copyFor), false when it
 // failed or was not sent. Every Warm returned must be ended by exactly one Warmed.
 func (s *Selector) Warmed(w Warm, ok bool, now int64) {
-	tag := tagOf(s.Loads.For(w.Cand.Route).IDHash)
 	if ok {
 		// Warm for copyFor from now: marked as sent that long before WarmFor ends,
 		// unless a request sent since marked it later.
 		at := now - int64(max(0, s.warmFor()-copyFor))
-		s.sent.put(w.Key, tag, at&^1, true)
+		s.sent.put(w.Key, w.tag, at&^1, true)
 	}
-	s.warming.done(tag)
+	s.warming.done(w.tag)
 }
