@@ -125,6 +125,14 @@ func (ex *Exchange) countLoad(ld *loadstat.Route, committed, stream bool) {
 	}
 }
 
+// slotFreed lets the fair queue admit its next waiting request, if any: a request (or a
+// warm-up copy) left its route. One out, one in.
+func (r *Runner) slotFreed() {
+	if fq := r.cfg.FairQueue; fq != nil && fq.Busy() {
+		fq.Kick()
+	}
+}
+
 // endLoad counts the committed route's request off, lets the fair queue admit the next
 // waiting request, and samples a stream's time per output token and a prompt's bytes per
 // token (when the server reported its usage).
@@ -132,9 +140,7 @@ func (ex *Exchange) endLoad() {
 	ld := ex.load
 	ex.load = nil
 	ld.Done()
-	if fq := ex.r.cfg.FairQueue; fq != nil && fq.Busy() {
-		fq.Kick() // one out, one in
-	}
+	ex.r.slotFreed()
 	rec := &ex.Box.Rec
 	if !ex.Box.Routing.UsageEstimated && ex.PromptEstimate > 0 {
 		ld.ObservePrompt(ex.PromptEstimate*reqparse.PromptBytesPerToken, rec.PromptTokens)

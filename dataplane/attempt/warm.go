@@ -44,9 +44,7 @@ func (r *Runner) warm(c *plan.Call, w routing.Warm, requestID string) {
 		if ld != nil {
 			ld.Done()
 		}
-		if fq := r.cfg.FairQueue; fq != nil && fq.Busy() {
-			fq.Kick()
-		}
+		r.slotFreed()
 		r.cfg.Telemetry.Warmup(rt.Provider, ok)
 		r.cfg.Selector.Warmed(w, ok, r.cfg.Now().UnixNano())
 	}()
