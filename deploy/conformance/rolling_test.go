@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -160,13 +159,7 @@ func (o *opsStack) allRecords(t *testing.T, key string) []map[string]any {
 		if after != "" {
 			q.Set("after", after)
 		}
-		r := o.Do(t, "GET", "/v1/service/requests?"+q.Encode(), key, nil, nil)
-		if r.Status == http.StatusTooManyRequests {
-			// The read limit of /v1/service/*: wait as told and read the page again.
-			ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
-			time.Sleep(time.Duration(min(max(ra, 1), 5)) * time.Second)
-			continue
-		}
+		r := serviceRead(t, o.Stack, "/v1/service/requests?"+q.Encode(), key)
 		var page struct {
 			Data      []map[string]any `json:"data"`
 			HasMore   bool             `json:"has_more"`
