@@ -52,6 +52,8 @@ type Route struct {
 	// cacheTokens is the size of the server's KV cache in tokens, as last reported (0:
 	// never reported).
 	cacheTokens atomic.Int64
+	// pace is learned from the server's timing totals (pace.go).
+	pace pace
 }
 
 // CacheTokens is the size of the route's server's KV cache in tokens as last reported
@@ -118,6 +120,18 @@ type Report struct {
 	KV float64
 	// CacheTokens is the size of the server's KV cache in tokens (0: not reported).
 	CacheTokens int64
+	// Timing is the server's timing totals (zero: not reported).
+	Timing Timing
+}
+
+// Timing is what a model server reports of its requests' times since it started:
+// totals, from which the route's pace is learned (Route.Pace). vLLM's: the sums of its
+// histograms of the time its finished requests spent in prefill and in the running phase
+// (prefill and decode), how many finished, and its prefix cache's queried and hit tokens.
+type Timing struct {
+	PrefillSeconds, InferenceSeconds float64
+	Finished                         int64
+	QueriedTokens, CachedTokens      int64
 }
 
 // SetServer stores a server's report read at now (unix ns); inFlightBefore is this node's
@@ -135,6 +149,7 @@ func (r *Route) SetServer(rep Report, now int64, inFlightBefore int64) {
 	if rep.CacheTokens > 0 {
 		r.cacheTokens.Store(rep.CacheTokens)
 	}
+	r.pace.observe(rep.Timing)
 	r.srvInFlight.Store(max(inFlightBefore, r.inFlight.Load()))
 	switch slots := r.slots.Load(); {
 	case rep.Waiting > 0 && rep.Running > 0:
@@ -180,6 +195,8 @@ type View struct {
 	Moved float64
 	// At is when the server's report was read (unix ns; 0 without one).
 	At int64
+	// Pace is the server's pace as learned so far (Route.Pace; it does not fade).
+	Pace Pace
 }
 
 // SlotsKnown reports whether the server's capacity is known.
@@ -193,7 +210,7 @@ func (v View) SlotsKnown() bool { return v.Slots > 0 }
 // view is fresh, with Slots the fleet's capacity and Excess this node's in-flight count
 // beyond it, so a node that just started does not send its first burst into a queue.
 func (r *Route) View(now int64, fresh time.Duration) View {
-	v := View{InFlight: r.inFlight.Load()}
+	v := View{InFlight: r.inFlight.Load(), Pace: r.Pace()}
 	at := r.srvAt.Load()
 	if at == 0 {
 		return r.fleetView(v, now)

@@ -231,6 +231,7 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	var cost [maxScored]float64
 	var cached [maxScored]bool
 	bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
+	var held [maxScored]float64 // the bonus of each route holding the prefix
 	if req.HasKey && best {
 		known := false
 		for i := range group {
@@ -238,10 +239,20 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 			known = known || cached[i]
 		}
 		s.placeHomes(group, views, tags, cached[:len(group)], req.Key, req.Now)
+		for i := range group {
+			switch {
+			case cached[i] && i < homes: // placeHomes put the key's homes first
+				held[i] = s.holdBonus(bonus, group[i], views[i], req.PrefixBytes)
+			case cached[i]:
+				held[i] = bonus
+			}
+		}
 		// A key no node has placed (that this node knows of) is taken to be held by its
 		// first home, so that every node sends a new tenant to the same replica rather
 		// than each to whichever of the two homes is less loaded at that instant.
-		cached[0] = cached[0] || !known
+		if !known {
+			cached[0], held[0] = true, bonus
+		}
 	}
 	var turns [maxScored]float64
 	inTurns := req.Heavy && req.Turns && s.turnSlots(group, views, req.Now, turns[:len(group)])
@@ -257,7 +268,7 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 			cost[i] += w.Queue
 		}
 		if cached[i] {
-			cost[i] -= bonus
+			cost[i] -= held[i]
 		}
 	}
 	if req.HasKey && best {

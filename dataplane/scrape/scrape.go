@@ -216,8 +216,9 @@ func (s *Scraper) fetch(ctx context.Context, url string, buf *bytes.Buffer) (loa
 // use (the largest series). Only the lines of the known metrics are parsed (loadLines), by
 // prometheus/common/expfmt's parser: a vLLM page is mostly histograms, which are never
 // read. It fails when those lines do not parse or there are none. The KV cache's size
-// (vLLM's vllm:cache_config_info) is parsed apart: a page without it, or with a line of it
-// that does not parse, says nothing of the size but still reports the load.
+// (vLLM's vllm:cache_config_info) and the server's timing totals (loadstat.Timing) are
+// parsed apart: a page without them, or with a line of them that does not parse, says
+// nothing of the size and timings but still reports the load.
 func Parse(page []byte) (loadstat.Report, error) {
 	var p expfmt.TextParser
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(loadLines(make([]byte, 0, 1024), page, false)))
@@ -225,13 +226,14 @@ func Parse(page []byte) (loadstat.Report, error) {
 		return loadstat.Report{}, fmt.Errorf("metrics page: %w", err)
 	}
 	rep := loadstat.Report{KV: -1}
-	if cache := loadLines(nil, page, true); len(cache) > 0 {
-		if cf, err := p.TextToMetricFamilies(bytes.NewReader(cache)); err == nil {
+	if extra := loadLines(nil, page, true); len(extra) > 0 {
+		if cf, err := p.TextToMetricFamilies(bytes.NewReader(extra)); err == nil {
 			for name, f := range cf {
 				fams[name] = f
 			}
 		}
 	}
+	var timing [timingKinds]bool
 	found := false
 	for name, f := range fams {
 		kind, ok := known[name]
@@ -244,7 +246,12 @@ func Parse(page []byte) (loadstat.Report, error) {
 				continue
 			}
 			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
-			if v != v || v < 0 { // NaN, nonsense
+			if v != v || v < 0 || v > 1e15 { // NaN, nonsense
+				continue
+			}
+			if kind >= prefillSeconds {
+				timing[kind-prefillSeconds] = true
+				addTiming(&rep.Timing, kind, v)
 				continue
 			}
 			found = true
@@ -261,7 +268,26 @@ func Parse(page []byte) (loadstat.Report, error) {
 	if !found {
 		return loadstat.Report{}, errNoLoad
 	}
+	if timing != [timingKinds]bool{true, true, true, true, true} {
+		rep.Timing = loadstat.Timing{} // all or nothing: one total alone says nothing
+	}
 	return rep, nil
+}
+
+// addTiming adds v, a sample of timing total kind, to t.
+func addTiming(t *loadstat.Timing, kind metricKind, v float64) {
+	switch kind {
+	case prefillSeconds:
+		t.PrefillSeconds += v
+	case inferenceSeconds:
+		t.InferenceSeconds += v
+	case inferenceCount:
+		t.Finished += int64(v + 0.5)
+	case cacheQueries:
+		t.QueriedTokens += int64(v + 0.5)
+	case cacheHits:
+		t.CachedTokens += int64(v + 0.5)
+	}
 }
 
 type metricKind uint8
@@ -271,7 +297,19 @@ const (
 	running
 	kvUse
 	cacheConfig // an info gauge: the size is in its labels (cacheTokens)
+	// The timing totals (loadstat.Timing), in this order; every one of them or none.
+	prefillSeconds
+	inferenceSeconds
+	inferenceCount
+	cacheQueries
+	cacheHits
 )
+
+// timingKinds is the number of timing totals.
+const timingKinds = 5
+
+// extra reports whether kind's lines are parsed apart from the load's (Parse).
+func (k metricKind) extra() bool { return k >= cacheConfig }
 
 // cacheTokens is a prefix cache's size in tokens from the labels of vLLM's
 // vllm:cache_config_info (num_gpu_blocks times block_size); 0 when they are missing or
@@ -299,31 +337,41 @@ func cacheTokens(labels []*dto.LabelPair) int64 {
 // known maps the servers' load metrics to what they measure:
 //   - vLLM (vllm/v1/metrics/loggers.py; gpu_cache_usage_perc before v0.10):
 //     vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc, and
-//     the cache's size in vllm:cache_config_info's labels;
+//     the cache's size in vllm:cache_config_info's labels; and the timing totals: the
+//     sums of its histograms of the time finished requests spent in prefill and running
+//     (request_prefill_time_seconds, request_inference_time_seconds) and the count of
+//     the latter, and its prefix cache's queried and hit tokens;
 //   - SGLang (python/sglang/srt/metrics/collector.py): sglang:num_queue_reqs,
 //     sglang:num_running_reqs, sglang:token_usage;
 //   - llama.cpp server (tools/server/server.cpp, --metrics): llamacpp:requests_deferred,
 //     llamacpp:requests_processing;
 //   - TGI (router/src/infer/mod.rs, queue.rs): tgi_queue_size, tgi_batch_current_size.
 var known = map[string]metricKind{
-	"vllm:num_requests_waiting":    waiting,
-	"vllm:num_requests_running":    running,
-	"vllm:kv_cache_usage_perc":     kvUse,
-	"vllm:gpu_cache_usage_perc":    kvUse,
-	"vllm:cache_config_info":       cacheConfig,
-	"sglang:num_queue_reqs":        waiting,
-	"sglang:num_running_reqs":      running,
-	"sglang:token_usage":           kvUse,
-	"llamacpp:requests_deferred":   waiting,
-	"llamacpp:requests_processing": running,
-	"tgi_queue_size":               waiting,
-	"tgi_batch_current_size":       running,
+	"vllm:num_requests_waiting": waiting,
+	"vllm:num_requests_running": running,
+	"vllm:kv_cache_usage_perc":  kvUse,
+	"vllm:gpu_cache_usage_perc": kvUse,
+	"vllm:cache_config_info":    cacheConfig,
+	// Histograms' sums and counts read as untyped samples: their # TYPE lines name the
+	// histogram, which is not read, and their buckets are not needed.
+	"vllm:request_prefill_time_seconds_sum":     prefillSeconds,
+	"vllm:request_inference_time_seconds_sum":   inferenceSeconds,
+	"vllm:request_inference_time_seconds_count": inferenceCount,
+	"vllm:prefix_cache_queries_total":           cacheQueries,
+	"vllm:prefix_cache_hits_total":              cacheHits,
+	"sglang:num_queue_reqs":                     waiting,
+	"sglang:num_running_reqs":                   running,
+	"sglang:token_usage":                        kvUse,
+	"llamacpp:requests_deferred":                waiting,
+	"llamacpp:requests_processing":              running,
+	"tgi_queue_size":                            waiting,
+	"tgi_batch_current_size":                    running,
 }
 
 // loadLines appends to dst the lines of page that speak of a known metric, in their order:
-// its samples and its # TYPE and # HELP lines, each ended by a newline; those of the
-// cache's size only (cache) or all others.
-func loadLines(dst, page []byte, cache bool) []byte {
+// its samples and its # TYPE and # HELP lines, each ended by a newline; those parsed apart
+// only (extra: the cache's size and the timing totals) or all others.
+func loadLines(dst, page []byte, extra bool) []byte {
 	for len(page) > 0 {
 		line := page
 		if i := bytes.IndexByte(page, '\n'); i >= 0 {
@@ -331,7 +379,7 @@ func loadLines(dst, page []byte, cache bool) []byte {
 		} else {
 			page = nil
 		}
-		if kind, ok := known[string(lineMetric(line))]; ok && (kind == cacheConfig) == cache {
+		if kind, ok := known[string(lineMetric(line))]; ok && kind.extra() == extra {
 			dst = append(append(dst, line...), '\n')
 		}
 	}

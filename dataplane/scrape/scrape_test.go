@@ -40,6 +40,27 @@ vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching=
 		{"vllm before its cache is sized", `vllm:num_requests_running{engine="0",model_name="llama"} 1.0
 vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="None"} 1.0
 `, loadstat.Report{Running: 1, KV: -1}},
+		{"vllm with its timing totals", `vllm:num_requests_running{engine="0",model_name="llama"} 2.0
+# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase for request.
+# TYPE vllm:request_prefill_time_seconds histogram
+vllm:request_prefill_time_seconds_bucket{engine="0",le="0.3",model_name="llama"} 90.0
+vllm:request_prefill_time_seconds_bucket{engine="0",le="+Inf",model_name="llama"} 100.0
+vllm:request_prefill_time_seconds_count{engine="0",model_name="llama"} 100.0
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="llama"} 12.5
+# TYPE vllm:request_inference_time_seconds histogram
+vllm:request_inference_time_seconds_bucket{engine="0",le="+Inf",model_name="llama"} 100.0
+vllm:request_inference_time_seconds_count{engine="0",model_name="llama"} 100.0
+vllm:request_inference_time_seconds_sum{engine="0",model_name="llama"} 40.25
+# TYPE vllm:prefix_cache_queries counter
+vllm:prefix_cache_queries_total{engine="0",model_name="llama"} 50000.0
+# TYPE vllm:prefix_cache_hits counter
+vllm:prefix_cache_hits_total{engine="0",model_name="llama"} 30000.0
+`, loadstat.Report{Running: 2, KV: -1, Timing: loadstat.Timing{PrefillSeconds: 12.5, InferenceSeconds: 40.25,
+			Finished: 100, QueriedTokens: 50000, CachedTokens: 30000}}},
+		{"vllm with some timing totals only", `vllm:num_requests_running{engine="0",model_name="llama"} 2.0
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="llama"} 12.5
+vllm:prefix_cache_queries_total{engine="0",model_name="llama"} 50000.0
+`, loadstat.Report{Running: 2, KV: -1}},
 		{"vllm old, two models", `vllm:num_requests_running{model_name="a"} 1
 vllm:num_requests_running{model_name="b"} 2
 vllm:num_requests_waiting{model_name="a"} 0
@@ -204,7 +225,7 @@ func parseWhole(page []byte) (loadstat.Report, error) {
 	var lines bytes.Buffer
 	enc := expfmt.NewEncoder(&lines, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for name, f := range fams {
-		if _, ok := known[name]; ok {
+		if _, ok := known[name]; ok || known[name+"_sum"] != 0 { // a histogram whose sum is read
 			if err := enc.Encode(f); err != nil {
 				return loadstat.Report{}, err
 			}
@@ -227,7 +248,8 @@ func TestParseReadsOnlyLoadLines(t *testing.T) {
 	}
 	// A malformed line of a metric the node does not read costs nothing, and one of the
 	// cache's size costs only the size.
-	for _, line := range []string{"vllm:iteration_tokens_total{broken 1\n", "vllm:cache_config_info{broken 1\n"} {
+	for _, line := range []string{"vllm:iteration_tokens_total{broken 1\n", "vllm:cache_config_info{broken 1\n",
+		"vllm:request_prefill_time_seconds_sum{broken 1\n"} {
 		if got, err := Parse(append([]byte(line), page...)); err != nil || got.Running != 3 || got.CacheTokens != 0 {
 			t.Fatalf("Parse with a broken line %q = %+v, %v", line, got, err)
 		}
@@ -236,6 +258,7 @@ func TestParseReadsOnlyLoadLines(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add(vllmPage(4, 7))
+	f.Add(append(vllmPage(1, 0), "# TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total 10\nvllm:prefix_cache_hits_total 4\n"...))
 	f.Add([]byte("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 2\nsglang:num_queue_reqs 1\n"))
 	f.Add([]byte("llamacpp:requests_processing 1\n# HELP llamacpp:requests_deferred x\nllamacpp:requests_deferred 2"))
 	f.Add([]byte("#TYPE tgi_queue_size gauge\ntgi_queue_size{a=\"}\"} 3\n\ttgi_batch_current_size 4 1700000000\n"))

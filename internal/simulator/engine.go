@@ -58,6 +58,9 @@ type engine struct {
 	// Prefix-cache counters in tokens (vLLM's prefix_cache_queries / _hits), and finished
 	// requests.
 	queries, hits, done int64
+	// The finished requests' time in prefill and running, in total (vLLM's histograms
+	// request_prefill_time_seconds and request_inference_time_seconds, sum).
+	prefillTime, runTime time.Duration
 }
 
 func newEngine(cfg EngineConfig) *engine {
@@ -71,6 +74,7 @@ func newEngine(cfg EngineConfig) *engine {
 type admission struct {
 	ttft   time.Duration
 	blocks int
+	start  time.Time // when it took its slot
 }
 
 // admit waits in FIFO order for a slot (false when ctx ends first), then looks the prompt's
@@ -116,6 +120,7 @@ func (e *engine) admit(ctx context.Context, prompt []uint64, outTokens int) (adm
 	a := admission{
 		ttft:   e.cfg.Overhead + time.Duration(len(prompt)-hitTokens)*e.cfg.PrefillPerToken,
 		blocks: (len(prompt) + outTokens + bt - 1) / bt,
+		start:  time.Now(),
 	}
 	e.usedBlocks += a.blocks
 	return a, true
@@ -126,6 +131,8 @@ func (e *engine) release(a admission) {
 	e.mu.Lock()
 	e.usedBlocks -= a.blocks
 	e.done++
+	e.prefillTime += a.ttft
+	e.runTime += time.Since(a.start)
 	e.handOver()
 	e.mu.Unlock()
 }
@@ -142,9 +149,10 @@ func (e *engine) handOver() {
 
 // engineStats is what /metrics reports.
 type engineStats struct {
-	running, waiting    int
-	kvUse               float64
-	queries, hits, done int64
+	running, waiting     int
+	kvUse                float64
+	queries, hits, done  int64
+	prefillTime, runTime time.Duration
 }
 
 func (e *engine) stats() engineStats {
@@ -152,7 +160,7 @@ func (e *engine) stats() engineStats {
 	defer e.mu.Unlock()
 	return engineStats{running: e.running, waiting: e.waiting.Len(),
 		kvUse:   min(1, float64(e.usedBlocks)/float64(e.cfg.CacheBlocks)),
-		queries: e.queries, hits: e.hits, done: e.done}
+		queries: e.queries, hits: e.hits, done: e.done, prefillTime: e.prefillTime, runTime: e.runTime}
 }
 
 // promptTokens returns the request's prompt as chained token hashes: element i hashes

@@ -32,7 +32,10 @@ func (s *Server) engineAdmit(c *call) (admission, bool) {
 
 // serveMetrics answers GET /metrics in Prometheus text format with vLLM's metric names
 // (vllm/v1/metrics/loggers.py): requests running and waiting, KV-cache use, prefix-cache
-// queries and hits in tokens, and finished requests. Without an engine every gauge is 0.
+// queries and hits in tokens, finished requests, and the histograms of the time finished
+// requests spent in prefill and running (request_prefill_time_seconds,
+// request_inference_time_seconds; one +Inf bucket each, as the gateway reads only the sum
+// and count). Without an engine every gauge is 0.
 // With one, the cache's size is in vllm:cache_config_info's labels block_size and
 // num_gpu_blocks, as vLLM's info gauge of its cache configuration has them (loggers.py,
 // log_metrics_info("cache_config", ...); tests/entrypoints/openai/test_metrics.py expects it).
@@ -59,6 +62,19 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", float64(st.queries))
 	metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", float64(st.hits))
 	metric("vllm:request_success_total", "counter", "Count of successfully processed requests.", float64(st.done))
+	histogram := func(name, help string, sum time.Duration) {
+		b = append(b, "# HELP "+name+" "+help+"\n# TYPE "+name+" histogram\n"...)
+		lb := label[:len(label)-2] // without "} "
+		b = append(b, name+"_bucket"+lb+`,le="+Inf"} `...)
+		b = strconv.AppendInt(b, st.done, 10)
+		b = append(b, "\n"+name+"_sum"+label...)
+		b = strconv.AppendFloat(b, sum.Seconds(), 'g', -1, 64)
+		b = append(b, "\n"+name+"_count"+label...)
+		b = strconv.AppendInt(b, st.done, 10)
+		b = append(b, '\n')
+	}
+	histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", st.prefillTime)
+	histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", st.runTime)
 	if s.eng != nil {
 		c := s.eng.cfg
 		b = append(b, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/sekgate/gateway/internal/poll"
 	"github.com/tidwall/gjson"
@@ -121,7 +122,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 
 // /metrics speaks Prometheus text with vLLM's names, counting the engine's work.
 func TestMetricsEndpoint(t *testing.T) {
-	s := New(Config{Name: "r0", Engine: EngineConfig{Slots: 2}})
+	s := New(Config{Name: "r0", Engine: EngineConfig{Slots: 2, PrefillPerToken: time.Millisecond}})
 	if err := s.Start(context.Background(), "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +158,19 @@ func TestMetricsEndpoint(t *testing.T) {
 		got := m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		if got != v {
 			t.Errorf("%s = %v, want %v", name, got, v)
+		}
+	}
+	// The histograms of the finished requests' prefill and running time: 80 prompt
+	// tokens, 32 of them cached, prefilled at 1 ms each (48 ms); running takes at least
+	// as long.
+	for name, least := range map[string]float64{"vllm:request_prefill_time_seconds": 0.048, "vllm:request_inference_time_seconds": 0.048} {
+		f, ok := fams[name]
+		if !ok || f.GetType() != dto.MetricType_HISTOGRAM {
+			t.Fatalf("no histogram %s", name)
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 2 || h.GetSampleSum() < least || name == "vllm:request_prefill_time_seconds" && h.GetSampleSum() > least+1e-9 {
+			t.Errorf("%s: count %d sum %v, want 2 and %v", name, h.GetSampleCount(), h.GetSampleSum(), least)
 		}
 	}
 }
