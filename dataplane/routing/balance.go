@@ -63,8 +63,9 @@ const (
 // is above 75 % (0 up to 75 %, 1 when full: below that the cache is no constraint). A
 // route holds the prefix when this node sent it a request with the same prefix key within
 // WarmFor; the key's homes are two routes every node picks alike (homes.go). size is the
-// prefix's size over FullAffinityBytes, at most 1. The lowest cost goes first; ties keep
-// the key's order.
+// prefix's size over FullAffinityBytes, at most 1. A home that holds the prefix earns more
+// once its server's pace is known: the waits a prefill of the prefix elsewhere would cost
+// (holdBonus). The lowest cost goes first; ties keep the key's order.
 type Weights struct {
 	Load, Queue, KV, Affinity float64
 }
@@ -233,6 +234,7 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
 	var held [maxScored]float64 // the bonus of each route holding the prefix
 	if req.HasKey && best {
+		gap := s.keyGap(req.Key)
 		known := false
 		for i := range group {
 			cached[i] = s.sent.sentWithin(req.Key, tags[i], req.Now, s.warmFor())
@@ -241,9 +243,15 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 		s.placeHomes(group, views, tags, cached[:len(group)], req.Key, req.Now)
 		for i := range group {
 			switch {
-			case cached[i] && i < homes: // placeHomes put the key's homes first
-				held[i] = s.holdBonus(bonus, group[i], views[i], req.PrefixBytes)
-			case cached[i]:
+			case !cached[i]:
+			case i < homes: // placeHomes put the homes first
+				held[i] = s.holdBonus(bonus, group[i], views[i], req.PrefixBytes, gap)
+				if held[i] > bonus { // a home's share over a recent holder's, so a tenant drifts home
+					held[i] += bonus * homeShare
+				}
+			case s.sent.sentWithin(req.Key, tags[i], req.Now, recentHold):
+				held[i] = s.holdBonus(bonus, group[i], views[i], req.PrefixBytes, gap)
+			default:
 				held[i] = bonus
 			}
 		}

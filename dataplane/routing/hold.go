@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"time"
+
 	"github.com/sekgate/gateway/dataplane/index"
 	"github.com/sekgate/gateway/dataplane/loadstat"
 )
@@ -13,33 +15,59 @@ import (
 // not known; the prefix's tokens are its bytes over the route's prompts' bytes per token,
 // and another replica is taken to prefill at this one's pace.
 //
+// A spill's prefill is paid once, and the tenant's requests that arrive during it go to a
+// replica more: the waits are divided by one plus the requests the tenant sends in a
+// prefill (gap: the time between its requests across the fleet, 0 when not known). A
+// tenant sending one request a second keeps to its holder; one sending faster than its
+// holders serve spills as readily as by its prefix's size alone, and then has the
+// replicas it needs (a hot tenant of 13 requests a second queued at its two homes,
+// TTFT p90 340 ms against 32).
+//
 // A route that holds the prefix but is not one of its homes (the tenant went there when
 // its homes were busy, or before the homes' bounds moved them) earns the size bonus
 // alone: with this one it would keep the tenant for good, and the replica every new
 // tenant reached first (the homes are bounded only from a tenant's second request) ended
-// up holding nine tenants' prefixes in a cache for eight.
+// up holding nine tenants' prefixes in a cache for eight. Such a tenant moves to its
+// first home by a warm-up copy (toWarm).
 //
 // Without it the bonus was a size's alone, however long a prefill takes against a
 // request's turn: a tenant of a 1,200-token prefix spilled to a replica that did not hold
 // it (a 750 ms prefill) where a slot of its own would free within 90 ms.
-func (s *Selector) holdBonus(bonus float64, c index.Candidate, v loadstat.View, prefixBytes int) float64 {
+func (s *Selector) holdBonus(bonus float64, c index.Candidate, v loadstat.View, prefixBytes int, gap time.Duration) float64 {
 	p := v.Pace
 	if p.PrefillPerToken <= 0 || p.Turn <= 0 || prefixBytes <= 0 {
 		return bonus
-	}
-	bpt := s.Loads.For(c.Route).PromptBytesPerToken()
-	if bpt <= 0 {
-		bpt = warmBytesPerToken
 	}
 	slots := v.Slots
 	if slots <= 0 {
 		slots = max(1, v.Load())
 	}
-	prefill := float64(prefixBytes) / bpt * float64(p.PrefillPerToken)
+	prefill := prefixTokens(prefixBytes, s.Loads.For(c.Route)) * float64(p.PrefillPerToken)
 	waits := prefill * slots / float64(p.Turn)
+	if gap > 0 {
+		waits /= 1 + prefill/float64(gap)
+	}
 	return max(bonus, min(maxHoldWaits*s.weights().Affinity, waits))
 }
 
 // maxHoldWaits bounds holdBonus at this many times the largest size bonus (Weights.Affinity):
 // a prefix held is left once its holder's wait is that long, whatever its prefill.
 const maxHoldWaits = 4
+
+// recentHold is how recently a route that is not one of the key's homes must have been
+// sent the key to earn holdBonus: a hot tenant's replicas beyond its homes, in use every
+// second, are as warm as its homes, while one it was sent to minutes ago may have been
+// pushed out of the cache since.
+const recentHold = 10 * time.Second
+
+// keyGap is the time between the key's requests across the fleet: this node's gap between
+// its sends over the live nodes (a balancer spreads a tenant's requests over them), or 0
+// before this node sent it twice.
+func (s *Selector) keyGap(key uint64) time.Duration {
+	gap := s.sent.gapOf(key)
+	if gap <= 0 {
+		return 0
+	}
+	n, _ := s.place()
+	return gap / time.Duration(n)
+}

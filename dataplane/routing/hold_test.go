@@ -25,19 +25,24 @@ func TestHoldBonusWeighsPrefillAgainstWait(t *testing.T) {
 		prefill, turn  time.Duration // the learned pace (0: none)
 		slots, running int64         // the home's capacity learned and running now
 		waiting        int64         // its queue
+		gap            time.Duration // between the tenant's requests (0: this is its second)
 		stays          bool
 	}{
 		// Full, nothing waiting: a slot frees within a turn over four (90 ms) against
 		// a 720 ms prefill elsewhere.
-		{"long prefill, full home", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 0, true},
-		{"long prefill, two waiting", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 2, true},
+		{"long prefill, full home", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 0, 0, true},
+		{"long prefill, two waiting", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 2, 0, true},
 		// A queue of eight turns (700 ms) and more: the prefill is the shorter.
-		{"long prefill, long queue", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 8, false},
-		{"no pace learned", 0, 0, 4, 4, 0, false},
+		{"long prefill, long queue", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 8, 0, false},
+		{"no pace learned", 0, 0, 4, 4, 0, 0, false},
 		// 1,200 tokens in 36 ms: a cache miss costs less than waiting for a slot.
-		{"quick prefill", 30 * time.Microsecond, 350 * time.Millisecond, 4, 4, 0, false},
+		{"quick prefill", 30 * time.Microsecond, 350 * time.Millisecond, 4, 4, 0, 0, false},
+		// One request a second: 0.7 arrive in a prefill, the waits weigh 1/1.7; it stays.
+		{"a tenant's pace", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 1, time.Second, true},
+		// Ten requests a second: seven arrive in a prefill, and a spill serves them too.
+		{"a hot tenant", 600 * time.Microsecond, 350 * time.Millisecond, 4, 4, 1, 100 * time.Millisecond, false},
 		// Capacity not known: it is at least the four it runs.
-		{"capacity unknown", 600 * time.Microsecond, 350 * time.Millisecond, 0, 4, 0, true},
+		{"capacity unknown", 600 * time.Microsecond, 350 * time.Millisecond, 0, 4, 0, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +61,17 @@ func TestHoldBonusWeighsPrefillAgainstWait(t *testing.T) {
 				r.SetServer(loadstat.Report{Waiting: 1, Running: tt.slots, KV: -1}, t0, 0) // capacity learned
 			}
 			r.SetServer(loadstat.Report{Waiting: tt.waiting, Running: tt.running, KV: -1}, t0, 0)
-			got, _ := order(s, cands, req)
+			next := req
+			if tt.gap > 0 { // the tenant's requests so far, at its home
+				tag := tagOf(r.IDHash)
+				for range 20 {
+					next.Now += int64(tt.gap)
+					s.sent.mark(key, tag, next.Now)
+				}
+				next.Now += int64(tt.gap)
+				r.SetServer(loadstat.Report{Waiting: tt.waiting, Running: tt.running, KV: -1}, next.Now, 0)
+			}
+			got, _ := order(s, cands, next)
 			if (got[0] == home[0]) != tt.stays {
 				t.Fatalf("%v first (home %s), want the home: %v", got, home[0], tt.stays)
 			}

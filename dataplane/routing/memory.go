@@ -32,6 +32,9 @@ type sentSlot struct {
 	at   [sentWays]atomic.Int64  // unix ns of the last send
 	// reused says the key was sent more than once (by this node or, as learned, others).
 	reused atomic.Bool
+	// last is when this node last sent the key (unix ns); gap the moving average of the
+	// time between its sends (ns; 0 before the second).
+	last, gap atomic.Int64
 }
 
 // tagOf is a route's tag in the table: never 0.
@@ -55,6 +58,30 @@ func (t *sentTable) sentWithin(key uint64, tag uint32, now int64, d time.Duratio
 // cleared: placements.go).
 func (t *sentTable) mark(key uint64, tag uint32, now int64) {
 	t.put(key, tag, now&^1, false)
+	s := &t.slots[key%sentSlots]
+	if s.key.Load() != key {
+		return
+	}
+	if last := s.last.Swap(now); last > 0 && last < now {
+		g := now - last
+		if old := s.gap.Load(); old > 0 {
+			g = old + (g-old)/gapWeight
+		}
+		s.gap.Store(g)
+	}
+}
+
+// gapWeight: a new gap between a key's sends weighs 1/gapWeight in its moving average.
+const gapWeight = 4
+
+// gapOf is the moving average of the time between this node's sends of key (0 before
+// its second send, or when the key's slot was taken over since).
+func (t *sentTable) gapOf(key uint64) time.Duration {
+	s := &t.slots[key%sentSlots]
+	if s.key.Load() != key {
+		return 0
+	}
+	return time.Duration(s.gap.Load())
 }
 
 // learn records that another node sent key to the route tagged tag at at (lowest bit set),
@@ -69,6 +96,8 @@ func (t *sentTable) put(key uint64, tag uint32, now int64, keepNewer bool) {
 	if s.key.Load() != key {
 		s.key.Store(key)
 		s.reused.Store(false)
+		s.last.Store(0)
+		s.gap.Store(0)
 		for i := range s.tags {
 			s.tags[i].Store(0)
 		}

@@ -42,8 +42,12 @@ const warmSlots = 2
 // 11 without copies). A prefix's tokens are its bytes over the route's prompts' bytes per
 // token as its server reported them (loadstat.Route.PromptBytesPerToken; the serving
 // home's while the other has none), or over warmBytesPerToken before any report.
+//
+// A tenant moving to its home (toWarm) needs room there alone, within warmMoveShare: the
+// homes' bounds already spread the keys, and the cache left behind ages out.
 const (
 	warmCacheShare    = 0.5
+	warmMoveShare     = 0.75
 	warmBytesPerToken = 4
 )
 
@@ -91,12 +95,26 @@ type Warm struct {
 
 // toWarm returns the home to warm for a request with key placed first at group[idx[0]]
 // (group sorted by cost, idx its original places: the homes were 0 and 1), or false.
+//
+// A request served at a route that holds its prefix but is not one of its homes (the
+// homes' bounds moved them since: a key counts from its second request, so tenants whose
+// first requests came together may start on one replica past its bound) warms the key's
+// first home instead, while neither home holds it: the copy moves the tenant, whose
+// requests then go to the home that holds its prefix (holdBonus) with nobody waiting for
+// its prefill. The move's room is that home's alone (roomToMove): its old place ages out.
 func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, views []loadstat.View, req Request, tags []uint32) (Warm, bool) {
 	first := idx[0]
-	if !s.WarmHomes || len(group) < homes || first >= homes || !cached[first] || cached[1-first] {
+	if !s.WarmHomes || len(group) < homes || !cached[first] {
 		return Warm{}, false
 	}
+	move := first >= homes
 	other := 1 - first
+	switch {
+	case move && !cached[0] && !cached[1]:
+		other = 0
+	case move || cached[other]:
+		return Warm{}, false
+	}
 	v := views[other]
 	if v.Queue >= 0.5 || freeSlots(v, s.saturation()) < warmSlots || !s.sent.counted(req.Key) || !s.warmsAt(tags[other]) {
 		return Warm{}, false
@@ -105,7 +123,8 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 	for idx[j] != other {
 		j++
 	}
-	if !s.roomFor(group, idx, tags, j, req.PrefixBytes) || !s.warming.claim(tags[other]) {
+	room := move && s.roomToMove(group, idx, tags, j, req.PrefixBytes) || !move && s.roomFor(group, idx, tags, j, req.PrefixBytes)
+	if !room || !s.warming.claim(tags[other]) {
 		return Warm{}, false
 	}
 	return Warm{Key: req.Key, Cand: group[j], tag: tags[other]}, true
@@ -116,14 +135,7 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 // the request): see warmCacheShare.
 func (s *Selector) roomFor(group []index.Candidate, idx []int, tags []uint32, j, bytes int) bool {
 	to := s.Loads.For(group[j].Route)
-	bpt := to.PromptBytesPerToken()
-	if bpt <= 0 {
-		bpt = s.Loads.For(group[0].Route).PromptBytesPerToken()
-	}
-	if bpt <= 0 {
-		bpt = warmBytesPerToken
-	}
-	prefix := float64(bytes) / bpt
+	prefix := prefixTokens(bytes, to, s.Loads.For(group[0].Route))
 	var keys, size float64 // the group's reused keys warm, and the KV caches they are in
 	for i, c := range group {
 		if n := s.Loads.For(c.Route).CacheTokens(); n > 0 {
@@ -132,6 +144,27 @@ func (s *Selector) roomFor(group []index.Candidate, idx []int, tags []uint32, j,
 	}
 	at := float64(s.sent.keysAt(tags[idx[j]]))
 	return 2*(keys+1)*prefix <= warmCacheShare*size && (at+1)*prefix <= warmCacheShare*float64(to.CacheTokens())
+}
+
+// roomToMove reports whether a tenant's prefix of the given bytes may move to its home
+// group[j] (as roomFor): the reused keys warm there, this one added, stay within
+// warmMoveShare of its cache. The pool's bound does not apply: the prefix's place it
+// leaves ages out, so the caches together hold no more than before.
+func (s *Selector) roomToMove(group []index.Candidate, idx []int, tags []uint32, j, bytes int) bool {
+	to := s.Loads.For(group[j].Route)
+	at := float64(s.sent.keysAt(tags[idx[j]]))
+	return (at+1)*prefixTokens(bytes, to, s.Loads.For(group[0].Route)) <= warmMoveShare*float64(to.CacheTokens())
+}
+
+// prefixTokens is a prefix's tokens: its bytes over the first of routes' prompts' bytes
+// per token that is known, else over warmBytesPerToken.
+func prefixTokens(bytes int, routes ...*loadstat.Route) float64 {
+	for _, r := range routes {
+		if bpt := r.PromptBytesPerToken(); bpt > 0 {
+			return float64(bytes) / bpt
+		}
+	}
+	return float64(bytes) / warmBytesPerToken
 }
 
 // warmsAt reports whether this node sends the copies to the route tagged tag: in a fleet,

@@ -111,3 +111,30 @@ func TestWarmHomesOneNodePerRoute(t *testing.T) {
 		t.Fatalf("copies asked by place (0: unknown): %v, want one of places 1 and 2", asked)
 	}
 }
+
+// A tenant held at a replica that is not one of its homes (the homes' bounds moved them)
+// moves to its first home by a copy, and its requests follow once the copy is answered.
+func TestWarmHomesMovesATenantHome(t *testing.T) {
+	idle := loadstat.Report{KV: 0.1, CacheTokens: 16 * 640}
+	s := &Selector{Loads: loadstat.NewRegistry(), WarmHomes: true}
+	cands := []index.Candidate{cand("r1", 0, 1), cand("r2", 0, 1), cand("r3", 0, 1)}
+	for _, c := range cands {
+		s.Loads.For(c.Route).SetServer(idle, t0, 0)
+	}
+	key, _ := PrefixKey("m", "acct_1", nil, []byte("system prompt"))
+	rz, _ := order(&Selector{Loads: loadstat.NewRegistry()}, cands, Request{Key: key, HasKey: true, Mode: ModeAffinity, Now: t0})
+	away := tagOf(s.Loads.For(byID(cands, rz[2]).Route).IDHash)
+	s.sent.mark(key, away, t0) // sent twice to the third route in its order: held there, reused
+	s.sent.mark(key, away, t0+int64(time.Millisecond))
+	req := Request{Key: key, HasKey: true, PrefixBytes: 4000, Mode: ModeScored, Now: t0 + int64(2*time.Millisecond)}
+	got, d := order(s, cands, req)
+	if got[0] != rz[2] || !d.HasWarm || d.Warm.Cand.Route.ID != rz[0] {
+		t.Fatalf("served at %s, copy %v to %s; want served at %s, a copy to its first home %s", got[0], d.HasWarm, d.Warm.Cand.Route.ID, rz[2], rz[0])
+	}
+	s.Warmed(d.Warm, true, req.Now)
+	req.Now += int64(time.Millisecond)
+	// Served at its home now; a copy, if any, warms its second home.
+	if moved, d := order(s, cands, req); moved[0] != rz[0] || d.HasWarm && d.Warm.Cand.Route.ID != rz[1] {
+		t.Fatalf("after the copy: served at %s (copy %v to %s), want its home %s", moved[0], d.HasWarm, d.Warm.Cand.Route.ID, rz[0])
+	}
+}
