@@ -63,9 +63,10 @@ const (
 // is above 75 % (0 up to 75 %, 1 when full: below that the cache is no constraint). A
 // route holds the prefix when this node sent it a request with the same prefix key within
 // WarmFor; the key's homes are two routes every node picks alike (homes.go). size is the
-// prefix's size over FullAffinityBytes, at most 1. A home that holds the prefix earns more
-// once its server's pace is known: the waits a prefill of the prefix elsewhere would cost
-// (holdBonus). The lowest cost goes first; ties keep the key's order.
+// prefix's size over FullAffinityBytes, at most 1. A home, or a route sent the key within
+// recentHold, that holds the prefix earns more once its server's pace is known: the waits
+// a prefill of the prefix elsewhere would cost (holdBonus). The lowest cost goes first;
+// ties keep the key's order.
 type Weights struct {
 	Load, Queue, KV, Affinity float64
 }

@@ -7,32 +7,31 @@ import (
 	"github.com/sekgate/gateway/dataplane/loadstat"
 )
 
-// holdBonus is the scored policy's bonus for route c, one of the key's homes, which holds
-// a prefix of prefixBytes (its view v): at least bonus, the bonus by the prefix's size alone; and once the server's
-// pace is learned (loadstat.Pace), the waits a full prefill of the prefix elsewhere would
-// cost, at most maxHoldWaits. A wait is a slot's turn over the slots (Turn / Slots: one of
-// them frees that often), with Slots at least the requests it runs when its capacity is
-// not known; the prefix's tokens are its bytes over the route's prompts' bytes per token,
-// and another replica is taken to prefill at this one's pace.
+// holdBonus is the scored policy's bonus for route c, which holds a prefix of prefixBytes
+// and is one of the key's homes or was sent the key within recentHold (its view v): at
+// least bonus, the bonus by the prefix's size alone; and once the server's pace is
+// learned (loadstat.Pace), the waits a full prefill of the prefix elsewhere would cost,
+// at most maxHoldWaits times the largest size bonus. A wait is a slot's turn over the
+// slots (Turn / Slots: one of them frees that often), with Slots at least the requests it
+// runs when its capacity is not known; the prefix's tokens are its bytes over the route's
+// prompts' bytes per token, and another replica is taken to prefill at this one's pace.
+// Without it a tenant of a 1,200-token prefix spilled to a replica that did not hold it
+// (a 750 ms prefill) where a slot of its own would free within 90 ms.
 //
 // A spill's prefill is paid once, and the tenant's requests that arrive during it go to a
 // replica more: the waits are divided by one plus the requests the tenant sends in a
 // prefill (gap: the time between its requests across the fleet, 0 when not known). A
 // tenant sending one request a second keeps to its holder; one sending faster than its
 // holders serve spills as readily as by its prefix's size alone, and then has the
-// replicas it needs (a hot tenant of 13 requests a second queued at its two homes,
-// TTFT p90 340 ms against 32).
+// replicas it needs (a hot tenant of 13 requests a second held to its two homes queued
+// there: TTFT p90 340 ms against 32).
 //
-// A route that holds the prefix but is not one of its homes (the tenant went there when
-// its homes were busy, or before the homes' bounds moved them) earns the size bonus
-// alone: with this one it would keep the tenant for good, and the replica every new
-// tenant reached first (the homes are bounded only from a tenant's second request) ended
-// up holding nine tenants' prefixes in a cache for eight. Such a tenant moves to its
-// first home by a warm-up copy (toWarm).
-//
-// Without it the bonus was a size's alone, however long a prefill takes against a
-// request's turn: a tenant of a 1,200-token prefix spilled to a replica that did not hold
-// it (a 750 ms prefill) where a slot of its own would free within 90 ms.
+// A route sent the key longer ago than recentHold that is not a home earns the size bonus
+// alone (score): its cache may have dropped the prefix since. A home earns a quarter of
+// the size bonus more than a recent holder, so a tenant drifts home, and a tenant held only
+// away from its homes moves home by a warm-up copy (toWarm): held everywhere alike, the
+// replica every early tenant reached first (a key counts towards the homes' bounds from
+// its second request) kept nine tenants' prefixes in a cache for eight.
 func (s *Selector) holdBonus(bonus float64, c index.Candidate, v loadstat.View, prefixBytes int, gap time.Duration) float64 {
 	p := v.Pace
 	if p.PrefillPerToken <= 0 || p.Turn <= 0 || prefixBytes <= 0 {
@@ -50,8 +49,9 @@ func (s *Selector) holdBonus(bonus float64, c index.Candidate, v loadstat.View, 
 	return max(bonus, min(maxHoldWaits*s.weights().Affinity, waits))
 }
 
-// maxHoldWaits bounds holdBonus at this many times the largest size bonus (Weights.Affinity):
-// a prefix held is left once its holder's wait is that long, whatever its prefill.
+// maxHoldWaits bounds holdBonus at this many times the largest size bonus
+// (Weights.Affinity): a prefix held is left once its holder's wait is that long, whatever
+// its prefill.
 const maxHoldWaits = 4
 
 // recentHold is how recently a route that is not one of the key's homes must have been
