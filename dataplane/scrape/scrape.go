@@ -397,9 +397,16 @@ func lineMetric(line []byte) []byte {
 		}
 		line = bytes.TrimLeft(line[4:], " \t")
 	}
-	end := bytes.IndexAny(line, "{ \t")
+	end := bytes.IndexFunc(line, func(r rune) bool { return !nameByte(r) })
 	if end < 0 {
 		return line
 	}
 	return line[:end]
+}
+
+// nameByte reports whether r may be part of a metric's name ([a-zA-Z0-9_:]): a name ends
+// at the first other one, whether a label set, a blank or the value's sign follows
+// ("name+1" is a sample of name, as the text parser reads it).
+func nameByte(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == ':'
 }

@@ -258,7 +258,10 @@ func TestParseReadsOnlyLoadLines(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add(vllmPage(4, 7))
-	f.Add(append(vllmPage(1, 0), "# TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total 10\nvllm:prefix_cache_hits_total 4\n"...))
+	f.Add([]byte("vllm:num_requests_running 1\n# TYPE vllm:request_prefill_time_seconds histogram\n" +
+		"vllm:request_prefill_time_seconds_sum 1.5\nvllm:request_inference_time_seconds_sum 4\n" +
+		"vllm:request_inference_time_seconds_count 10\n# TYPE vllm:prefix_cache_queries counter\n" +
+		"vllm:prefix_cache_queries_total 10\nvllm:prefix_cache_hits_total 4\n"))
 	f.Add([]byte("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 2\nsglang:num_queue_reqs 1\n"))
 	f.Add([]byte("llamacpp:requests_processing 1\n# HELP llamacpp:requests_deferred x\nllamacpp:requests_deferred 2"))
 	f.Add([]byte("#TYPE tgi_queue_size gauge\ntgi_queue_size{a=\"}\"} 3\n\ttgi_batch_current_size 4 1700000000\n"))
