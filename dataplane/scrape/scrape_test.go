@@ -274,6 +274,10 @@ func FuzzParse(f *testing.F) {
 		if werr != nil {
 			return // the whole page is not valid: Parse may still read its load lines
 		}
+		// The timing totals are read from their sample lines by name, whatever the page
+		// declares of their histograms (a malformed # TYPE line can make the text parser
+		// read a plain sample as a histogram's sum): the table tests pin them.
+		got.Timing, want.Timing = loadstat.Timing{}, loadstat.Timing{}
 		if err != nil || got != want {
 			t.Fatalf("Parse = %+v, %v; over the whole page %+v", got, err, want)
 		}
