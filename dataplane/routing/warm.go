@@ -101,7 +101,7 @@ type Warm struct {
 // first requests came together may start on one replica past its bound) warms the key's
 // first home instead, while neither home holds it: the copy moves the tenant, whose
 // requests then go to the home that holds its prefix (holdBonus) with nobody waiting for
-// its prefill. The move's room is that home's alone (roomToMove): its old place ages out.
+// its prefill. The move's room is that home's alone (roomFor): its old place ages out.
 func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, views []loadstat.View, req Request, tags []uint32) (Warm, bool) {
 	first := idx[0]
 	if !s.WarmHomes || len(group) < homes || !cached[first] {
@@ -123,8 +123,7 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 	for idx[j] != other {
 		j++
 	}
-	room := move && s.roomToMove(group, idx, tags, j, req.PrefixBytes) || !move && s.roomFor(group, idx, tags, j, req.PrefixBytes)
-	if !room || !s.warming.claim(tags[other]) {
+	if !s.roomFor(group, idx, tags, j, req.PrefixBytes, move) || !s.warming.claim(tags[other]) {
 		return Warm{}, false
 	}
 	return Warm{Key: req.Key, Cand: group[j], tag: tags[other]}, true
@@ -132,28 +131,23 @@ func (s *Selector) toWarm(group []index.Candidate, idx []int, cached []bool, vie
 
 // roomFor reports whether the caches have room for a copy of a prefix of the given bytes
 // at group[j] (group sorted, idx its original places and tags by them; group[0] serves
-// the request): see warmCacheShare.
-func (s *Selector) roomFor(group []index.Candidate, idx []int, tags []uint32, j, bytes int) bool {
+// the request): see warmCacheShare. A tenant's move to its home (move) needs room there
+// alone, within warmMoveShare: the pool's bound does not apply, since the place it leaves
+// ages out and the caches together hold no more than before.
+func (s *Selector) roomFor(group []index.Candidate, idx []int, tags []uint32, j, bytes int, move bool) bool {
 	to := s.Loads.For(group[j].Route)
 	prefix := prefixTokens(bytes, to, s.Loads.For(group[0].Route))
+	at := float64(s.sent.keysAt(tags[idx[j]]))
+	if move {
+		return (at+1)*prefix <= warmMoveShare*float64(to.CacheTokens())
+	}
 	var keys, size float64 // the group's reused keys warm, and the KV caches they are in
 	for i, c := range group {
 		if n := s.Loads.For(c.Route).CacheTokens(); n > 0 {
 			keys, size = keys+float64(s.sent.keysAt(tags[idx[i]])), size+float64(n)
 		}
 	}
-	at := float64(s.sent.keysAt(tags[idx[j]]))
 	return 2*(keys+1)*prefix <= warmCacheShare*size && (at+1)*prefix <= warmCacheShare*float64(to.CacheTokens())
-}
-
-// roomToMove reports whether a tenant's prefix of the given bytes may move to its home
-// group[j] (as roomFor): the reused keys warm there, this one added, stay within
-// warmMoveShare of its cache. The pool's bound does not apply: the prefix's place it
-// leaves ages out, so the caches together hold no more than before.
-func (s *Selector) roomToMove(group []index.Candidate, idx []int, tags []uint32, j, bytes int) bool {
-	to := s.Loads.For(group[j].Route)
-	at := float64(s.sent.keysAt(tags[idx[j]]))
-	return (at+1)*prefixTokens(bytes, to, s.Loads.For(group[0].Route)) <= warmMoveShare*float64(to.CacheTokens())
 }
 
 // prefixTokens is a prefix's tokens: its bytes over the first of routes' prompts' bytes
