@@ -195,8 +195,6 @@ type View struct {
 	Moved float64
 	// At is when the server's report was read (unix ns; 0 without one).
 	At int64
-	// Pace is the server's pace as learned so far (Route.Pace; it does not fade).
-	Pace Pace
 }
 
 // SlotsKnown reports whether the server's capacity is known.
@@ -210,7 +208,7 @@ func (v View) SlotsKnown() bool { return v.Slots > 0 }
 // view is fresh, with Slots the fleet's capacity and Excess this node's in-flight count
 // beyond it, so a node that just started does not send its first burst into a queue.
 func (r *Route) View(now int64, fresh time.Duration) View {
-	v := View{InFlight: r.inFlight.Load(), Pace: r.Pace()}
+	v := View{InFlight: r.inFlight.Load()}
 	at := r.srvAt.Load()
 	if at == 0 {
 		return r.fleetView(v, now)

@@ -235,7 +235,6 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 	bonus := w.Affinity * min(1, float64(req.PrefixBytes)/FullAffinityBytes)
 	var held [maxScored]float64 // the bonus of each route holding the prefix
 	if req.HasKey && best {
-		gap := s.keyGap(req.Key)
 		known := false
 		for i := range group {
 			cached[i] = s.sent.sentWithin(req.Key, tags[i], req.Now, s.warmFor())
@@ -246,12 +245,12 @@ func (s *Selector) score(group []index.Candidate, req Request, best bool, views 
 			switch {
 			case !cached[i]:
 			case i < homes: // placeHomes put the homes first
-				held[i] = s.holdBonus(bonus, group[i], views[i], req.PrefixBytes, gap)
+				held[i] = s.holdBonus(bonus, group[i], views[i], req)
 				if held[i] > bonus { // a home's share over a recent holder's, so a tenant drifts home
 					held[i] += bonus * homeShare
 				}
 			case s.sent.sentWithin(req.Key, tags[i], req.Now, recentHold):
-				held[i] = s.holdBonus(bonus, group[i], views[i], req.PrefixBytes, gap)
+				held[i] = s.holdBonus(bonus, group[i], views[i], req)
 			default:
 				held[i] = bonus
 			}
