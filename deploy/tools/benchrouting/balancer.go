@@ -17,21 +17,24 @@ import (
 // event by event (every write is flushed).
 type balancer struct {
 	nodes []*url.URL
-	next  atomic.Uint64
-	sent  []atomic.Int64 // requests sent per node
-	srv   *http.Server
-	url   string // base URL, ending in /v1
+	// pt, when set, is the pass-through nodes: a request naming a replica (replicaHeader)
+	// goes to the next node's proxy in front of it.
+	pt   *passThrough
+	next atomic.Uint64
+	sent []atomic.Int64 // requests sent per node
+	srv  *http.Server
+	url  string // base URL, ending in /v1
 }
 
 var balancerTransport = &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 30 * time.Second}
 
 // startBalancer listens on addr (loopback, port 0 for any) in front of the nodes' base
 // URLs (each ending in /v1).
-func startBalancer(addr string, nodes []string) (*balancer, error) {
+func startBalancer(addr string, nodes []string, pt *passThrough) (*balancer, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("balancer: no nodes")
 	}
-	b := &balancer{sent: make([]atomic.Int64, len(nodes))}
+	b := &balancer{sent: make([]atomic.Int64, len(nodes)), pt: pt}
 	for _, n := range nodes {
 		u, err := url.Parse(n)
 		if err != nil {
@@ -55,6 +58,11 @@ func (b *balancer) rewrite(r *httputil.ProxyRequest) {
 	i := int((b.next.Add(1) - 1) % uint64(len(b.nodes)))
 	b.sent[i].Add(1)
 	n := b.nodes[i]
+	if b.pt != nil {
+		if u := b.pt.to(i, r.In.Header.Get(replicaHeader)); u != nil {
+			n = u
+		}
+	}
 	r.Out.URL.Scheme, r.Out.URL.Host = n.Scheme, n.Host
 	r.Out.Host = n.Host
 	r.SetXForwarded()

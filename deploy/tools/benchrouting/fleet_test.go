@@ -20,7 +20,7 @@ func TestBalancerRoundRobin(t *testing.T) {
 		defer s.Close()
 		urls = append(urls, s.URL+"/v1")
 	}
-	lb, err := startBalancer("127.0.0.1:0", urls)
+	lb, err := startBalancer("127.0.0.1:0", urls, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,53 @@ func TestBalancerRoundRobin(t *testing.T) {
 	}
 	if got := fmt.Sprint(lb.perNode()); got != "[3 2 2]" {
 		t.Fatalf("per node %s", got)
+	}
+}
+
+// A client-side policy's request naming a replica passes the balancer and the next
+// pass-through node to that replica; one naming none goes to the node's first.
+func TestPassThroughReachesTheNamedReplica(t *testing.T) {
+	var replicas []string
+	for k := range 4 {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "replica %d %s", k, r.URL.Path)
+		}))
+		defer s.Close()
+		replicas = append(replicas, s.URL+"/v1")
+	}
+	pt, err := startPassThrough(2, replicas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pt.close()
+	lb, err := startBalancer("127.0.0.1:0", pt.nodeURLs(), pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.close()
+	for i, tc := range []struct{ named, want string }{
+		{"2", "replica 2 /v1/chat/completions"},
+		{"3", "replica 3 /v1/chat/completions"},
+		{"0", "replica 0 /v1/chat/completions"},
+		{"", "replica 0 /v1/chat/completions"},
+		{"9", "replica 0 /v1/chat/completions"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, lb.url+"/chat/completions", strings.NewReader("x"))
+		if tc.named != "" {
+			req.Header.Set(replicaHeader, tc.named)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != tc.want {
+			t.Errorf("request %d naming %q: %q, want %q", i, tc.named, b, tc.want)
+		}
+	}
+	if got := fmt.Sprint(lb.perNode()); got != "[3 2]" {
+		t.Errorf("per node %s", got)
 	}
 }
 

@@ -46,7 +46,7 @@ func run(args []string) error {
 	fs.StringVar(&o.from, "from", "", "render the tables and plots from these comma-separated result files (a one-node and a fleet run add fleet.md); runs nothing")
 	fs.StringVar(&o.only, "only", "", "comma-separated workloads to run (a,b,c,d,e,f; default all)")
 	fs.Uint64Var(&o.seed, "seed", 28, "arrival schedule seed")
-	fs.StringVar(&o.policies, "policies", "", "comma-separated policies to run (routing names or pin, fewest; default all)")
+	fs.StringVar(&o.policies, "policies", "", "comma-separated policies to run (routing names or pin, fewest, fewest-proxied; default all)")
 	fs.BoolVar(&o.samples, "samples", false, "also write each run's requests (when sent, tenant, status, replica, TTFT, end-to-end time) to samples[-Nnodes]/WORKLOAD-POLICY.csv under --out")
 	fs.IntVar(&o.nodes, "nodes", 1, "data-plane nodes of the deployment, behind a round-robin balancer when more than one")
 	fs.BoolVar(&warmHomes, "warm-homes", warmHomes, "the nodes' --warm-homes: copies of a tenant's request to the other home of its prefix")
@@ -134,7 +134,7 @@ func runAll(ctx context.Context, o options) ([]Result, error) {
 		}
 		arrivals := w.schedule(d, o.seed)
 		for _, p := range Policies {
-			if o.policies != "" && !slices.Contains(strings.Split(o.policies, ","), p.Routing+p.Client) || !w.runs(p) {
+			if o.policies != "" && !slices.Contains(strings.Split(o.policies, ","), p.Key()) || !w.runs(p) {
 				continue
 			}
 			if err := one(w, p, arrivals); err != nil {

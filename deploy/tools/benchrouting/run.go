@@ -18,6 +18,18 @@ type Policy struct {
 	Name    string
 	Routing string // gateway policy; "" for client-side ones
 	Client  string // "pin" (tenant i to replica i mod 4) or "fewest" (fewest requests in flight)
+	// Proxied sends a client-side policy's requests through as many hops as a gateway
+	// policy's: the balancer (with several nodes) and a bare proxy per node (passThrough).
+	Proxied bool
+}
+
+// Key is the policy's name in --policies and in sample files: the routing policy, or
+// the client-side one (with "-proxied" when Proxied).
+func (p Policy) Key() string {
+	if p.Proxied {
+		return p.Client + "-proxied"
+	}
+	return p.Routing + p.Client
 }
 
 // Policies in the report's order.
@@ -28,6 +40,7 @@ var Policies = []Policy{
 	{Name: "scored (default)", Routing: "scored"},
 	{Name: "client: tenant pinning", Client: "pin"},
 	{Name: "client: fewest in flight", Client: "fewest"},
+	{Name: "client: fewest in flight, proxied", Client: "fewest", Proxied: true},
 }
 
 type sample struct {
@@ -68,7 +81,7 @@ var client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{M
 
 // runOne replays arrivals of w against p on a fresh stack of nodes data-plane nodes.
 func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival, nodes int) (Result, error) {
-	st, err := startStack(w, p.Routing, p.Client == "", nodes)
+	st, err := startStack(w, p, nodes)
 	if err != nil {
 		return Result{}, err
 	}
@@ -88,7 +101,7 @@ func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival, node
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			url, key, replica := st.url, "", -1
+			url, key, named, replica := st.url, "", "", -1
 			switch p.Client {
 			case "":
 				key = st.keys[a.tenant]
@@ -98,11 +111,11 @@ func runOne(ctx context.Context, w *Workload, p Policy, arrivals []arrival, node
 				replica = fewest(&inflight, a.id)
 			}
 			if replica >= 0 {
-				url = st.sims[replica].BaseURL()
+				url, named = st.replicaURL(replica)
 				inflight[replica].Add(1)
 				defer inflight[replica].Add(-1)
 			}
-			samples[i] = send(ctx, url, key, w.body(a, model))
+			samples[i] = send(ctx, url, key, named, w.body(a, model))
 			samples[i].tenant, samples[i].at = a.tenant, a.at
 			samples[i].warmup = a.at < warmup(arrivals)
 		}()
@@ -133,8 +146,9 @@ func fewest(inflight *[4]atomic.Int64, id int) int {
 	return best
 }
 
-// send posts one streaming chat request and times its first event and its end.
-func send(ctx context.Context, base, key string, body []byte) sample {
+// send posts one streaming chat request (naming the replica chosen for it, when not "",
+// to the balancer of pass-through nodes) and times its first event and its end.
+func send(ctx context.Context, base, key, replica string, body []byte) sample {
 	t0 := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -143,6 +157,9 @@ func send(ctx context.Context, base, key string, body []byte) sample {
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if replica != "" {
+		req.Header.Set(replicaHeader, replica)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

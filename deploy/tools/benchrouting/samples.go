@@ -20,7 +20,7 @@ func writeSamples(dir string, nodes int, w *Workload, p Policy, samples []sample
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(sub, fmt.Sprintf("%s-%s.csv", w.Name, p.Routing+p.Client)))
+	f, err := os.Create(filepath.Join(sub, fmt.Sprintf("%s-%s.csv", w.Name, p.Key())))
 	if err != nil {
 		return err
 	}

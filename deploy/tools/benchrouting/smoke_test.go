@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// A short run of one workload through the gateway and straight to the replicas answers
-// every request (figures are not checked: they need the full benchmark).
+// A short run of one workload through the gateway, straight to the replicas and through
+// the pass-through node answers every request (figures are not checked: they need the full benchmark).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every workload for seconds; skipped with -short")
@@ -17,7 +17,7 @@ func TestSmoke(t *testing.T) {
 	if len(arrivals) == 0 {
 		t.Fatal("no arrivals")
 	}
-	for _, p := range []Policy{Policies[3], Policies[4]} {
+	for _, p := range []Policy{Policies[3], Policies[4], Policies[6]} {
 		r, err := runOne(context.Background(), w, p, arrivals, 1)
 		if err != nil {
 			t.Fatal(err)

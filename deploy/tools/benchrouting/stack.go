@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/sekgate/gateway/controlplane/shares"
@@ -41,6 +42,7 @@ type stack struct {
 	cancel context.CancelFunc
 	nodes  []*node
 	lb     *balancer
+	pt     *passThrough // a client-side policy's hops (Policy.Proxied)
 	waits  *waitSampler
 }
 
@@ -51,11 +53,12 @@ type node struct {
 	url string
 }
 
-// startStack starts four fresh replicas (empty caches) and, when gateway is set, nodes
-// data-plane nodes of one deployment ordering routes by policy, each wired as in
-// production (load registry, scraper, fair queue, limits shared by the nodes), all from
-// the same snapshot, as a control plane would push it to every node of a region.
-func startStack(w *Workload, policy string, gateway bool, nodes int) (*stack, error) {
+// startStack starts four fresh replicas (empty caches) and, for a gateway policy, nodes
+// data-plane nodes of one deployment ordering routes by it, each wired as in production
+// (load registry, scraper, fair queue, limits shared by the nodes), all from the same
+// snapshot, as a control plane would push it to every node of a region; for a proxied
+// client-side policy, as many pass-through nodes (behind the balancer likewise).
+func startStack(w *Workload, p Policy, nodes int) (*stack, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &stack{cancel: cancel}
 	if err := st.startReplicas(ctx, w); err != nil {
@@ -63,10 +66,13 @@ func startStack(w *Workload, policy string, gateway bool, nodes int) (*stack, er
 		return nil, err
 	}
 	st.waits = sampleWaits(ctx, st.sims)
-	if !gateway {
+	if p.Proxied {
+		return st, st.startPassThrough(nodes)
+	}
+	if p.Routing == "" {
 		return st, nil
 	}
-	snap, keys, err := fleetSnapshot(w, policy, st.sims)
+	snap, keys, err := fleetSnapshot(w, p.Routing, st.sims)
 	if err != nil {
 		st.close()
 		return nil, err
@@ -85,13 +91,47 @@ func startStack(w *Workload, policy string, gateway bool, nodes int) (*stack, er
 	}
 	st.url = urls[0]
 	if len(urls) > 1 {
-		if st.lb, err = startBalancer("127.0.0.1:0", urls); err != nil {
+		if st.lb, err = startBalancer("127.0.0.1:0", urls, nil); err != nil {
 			st.close()
 			return nil, err
 		}
 		st.url = st.lb.url
 	}
 	return st, nil
+}
+
+// startPassThrough puts nodes pass-through nodes (behind the balancer when more than
+// one) between a client-side policy and the replicas.
+func (st *stack) startPassThrough(nodes int) error {
+	var bases []string
+	for _, s := range st.sims {
+		bases = append(bases, s.BaseURL())
+	}
+	pt, err := startPassThrough(nodes, bases)
+	if err != nil {
+		st.close()
+		return err
+	}
+	st.pt = pt
+	if nodes > 1 {
+		if st.lb, err = startBalancer("127.0.0.1:0", pt.nodeURLs(), pt); err != nil {
+			st.close()
+			return err
+		}
+	}
+	return nil
+}
+
+// replicaURL is where a client-side policy sends a request for replica k, and the
+// header value naming k (""): the replica itself, or through the pass-through nodes.
+func (st *stack) replicaURL(k int) (string, string) {
+	switch {
+	case st.lb != nil && st.pt != nil:
+		return st.lb.url, strconv.Itoa(k)
+	case st.pt != nil:
+		return st.pt.urls[0][k].String(), ""
+	}
+	return st.sims[k].BaseURL(), ""
 }
 
 func (st *stack) startReplicas(ctx context.Context, w *Workload) error {
@@ -203,6 +243,7 @@ func (st *stack) prefixHitRate() float64 {
 
 func (st *stack) close() {
 	st.lb.close()
+	st.pt.close()
 	for _, n := range st.nodes {
 		n.srv.Shutdown()
 	}

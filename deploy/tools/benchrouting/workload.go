@@ -153,5 +153,5 @@ func burst15() *Workload {
 
 // runs reports whether the workload runs policy p.
 func (w *Workload) runs(p Policy) bool {
-	return len(w.Policies) == 0 || slices.Contains(w.Policies, p.Routing+p.Client)
+	return len(w.Policies) == 0 || slices.Contains(w.Policies, p.Key())
 }
