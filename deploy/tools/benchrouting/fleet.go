@@ -44,7 +44,11 @@ type fleetRow struct {
 	cell    func(rs []Result, nodes int) string
 }
 
-const pinName = "client: tenant pinning"
+const (
+	pinName           = "client: tenant pinning"
+	fewestName        = "client: fewest in flight"
+	fewestProxiedName = "client: fewest in flight, proxied"
+)
 
 var fleetRows = []fleetRow{
 	{"(a) shared prefixes: default TTFT p90 / p99", func(rs []Result, n int) string {
@@ -76,6 +80,12 @@ var fleetRows = []fleetRow{
 	}},
 	{"(c) hot tenant: default TTFT p90 / p99", func(rs []Result, n int) string {
 		return pair(find(rs, n, "c", defaultName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+	}},
+	{"(c) fewest in flight TTFT p90 / p99, straight to the replicas", func(rs []Result, n int) string {
+		return pair(find(rs, n, "c", fewestName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+	}},
+	{"(c) fewest in flight TTFT p90 / p99, through the same hops", func(rs []Result, n int) string {
+		return pair(find(rs, n, "c", fewestProxiedName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
 	}},
 	{"(d) quiet tenant's TTFT p90 under a 10× burst / without it", func(rs []Result, n int) string {
 		return quiet(rs, n, "d", "d0")

@@ -2,7 +2,7 @@
 // (internal/simulator's engine) behind a data-plane node, or behind N nodes of one
 // deployment and a round-robin balancer (--nodes), and the same open-loop Poisson
 // arrivals (same seed) replayed against each routing policy and two client-side
-// references, for six workloads. It reports time to first token, end-to-end time,
+// references (fewest in flight also through the gateway's hops), for six workloads. It reports time to first token, end-to-end time,
 // prefix-cache hit rate, errors and 429s per policy, as routing.json, routing.md and a
 // plot, routing.svg.
 package benchrouting
@@ -152,7 +152,7 @@ func runAll(ctx context.Context, o options) ([]Result, error) {
 }
 
 func printResult(r Result) {
-	fmt.Fprintf(os.Stderr, "%s %-26s ttft p50 %6.0f p90 %6.0f p99 %6.0f ms  e2e p50 %6.0f  hits %3.0f %%  quiet p90 %6.0f (429 %d)  admitted/s %4.1f  errors %d 429 %d of %d\n",
+	fmt.Fprintf(os.Stderr, "%s %-33s ttft p50 %6.0f p90 %6.0f p99 %6.0f ms  e2e p50 %6.0f  hits %3.0f %%  quiet p90 %6.0f (429 %d)  admitted/s %4.1f  errors %d 429 %d of %d\n",
 		r.Workload, r.Policy, r.TTFTp50, r.TTFTp90, r.TTFTp99, r.E2Ep50, 100*r.PrefixHitRate, r.QuietTTFTp90, r.QuietThrottled, r.AdmittedPerSec, r.Errors, r.Throttled, r.Requests)
 }
 

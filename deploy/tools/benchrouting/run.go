@@ -13,7 +13,8 @@ import (
 )
 
 // Policy is one way of choosing a replica: a gateway routing policy (the model's routing
-// field) or a client-side reference that sends straight to the replicas.
+// field) or a client-side reference that sends straight to the replicas (or, Proxied,
+// through the gateway's hops without the gateway).
 type Policy struct {
 	Name    string
 	Routing string // gateway policy; "" for client-side ones
@@ -38,9 +39,9 @@ var Policies = []Policy{
 	{Name: "least load", Routing: "least_load"},
 	{Name: "affinity", Routing: "affinity"},
 	{Name: "scored (default)", Routing: "scored"},
-	{Name: "client: tenant pinning", Client: "pin"},
-	{Name: "client: fewest in flight", Client: "fewest"},
-	{Name: "client: fewest in flight, proxied", Client: "fewest", Proxied: true},
+	{Name: pinName, Client: "pin"},
+	{Name: fewestName, Client: "fewest"},
+	{Name: fewestProxiedName, Client: "fewest", Proxied: true},
 }
 
 type sample struct {
