@@ -52,10 +52,10 @@ const (
 
 var fleetRows = []fleetRow{
 	{"(a) shared prefixes: default TTFT p90 / p99", func(rs []Result, n int) string {
-		return pair(find(rs, n, "a", defaultName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+		return ttft(rs, n, "a", defaultName)
 	}},
 	{"(a) tenant pinning TTFT p90 / p99", func(rs []Result, n int) string {
-		return pair(find(rs, n, "a", pinName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+		return ttft(rs, n, "a", pinName)
 	}},
 	{"(a) default ÷ pinning, p90 / p99", func(rs []Result, n int) string {
 		d, p := find(rs, n, "a", defaultName), find(rs, n, "a", pinName)
@@ -79,13 +79,13 @@ var fleetRows = []fleetRow{
 		return fmt.Sprintf("%.1f / %.1f", d.TenantReplicas, p.TenantReplicas)
 	}},
 	{"(c) hot tenant: default TTFT p90 / p99", func(rs []Result, n int) string {
-		return pair(find(rs, n, "c", defaultName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+		return ttft(rs, n, "c", defaultName)
 	}},
 	{"(c) fewest in flight TTFT p90 / p99, straight to the replicas", func(rs []Result, n int) string {
-		return pair(find(rs, n, "c", fewestName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+		return ttft(rs, n, "c", fewestName)
 	}},
 	{"(c) fewest in flight TTFT p90 / p99, through the same hops", func(rs []Result, n int) string {
-		return pair(find(rs, n, "c", fewestProxiedName), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
+		return ttft(rs, n, "c", fewestProxiedName)
 	}},
 	{"(d) quiet tenant's TTFT p90 under a 10× burst / without it", func(rs []Result, n int) string {
 		return quiet(rs, n, "d", "d0")
@@ -116,6 +116,11 @@ func quiet(rs []Result, n int, w, baseline string) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f / %.0f ms", b.QuietTTFTp90, q.QuietTTFTp90)
+}
+
+// ttft is the TTFT p90 and p99 of policy on workload w with n nodes.
+func ttft(rs []Result, n int, w, policy string) string {
+	return pair(find(rs, n, w, policy), func(r *Result) (float64, float64) { return r.TTFTp90, r.TTFTp99 })
 }
 
 func pair(r *Result, get func(*Result) (float64, float64)) string {

@@ -2,9 +2,9 @@
 // (internal/simulator's engine) behind a data-plane node, or behind N nodes of one
 // deployment and a round-robin balancer (--nodes), and the same open-loop Poisson
 // arrivals (same seed) replayed against each routing policy and two client-side
-// references (fewest in flight also through the gateway's hops), for six workloads. It reports time to first token, end-to-end time,
-// prefix-cache hit rate, errors and 429s per policy, as routing.json, routing.md and a
-// plot, routing.svg.
+// references (fewest in flight also through the gateway's hops), for six workloads. It
+// reports time to first token, end-to-end time, prefix-cache hit rate, errors and 429s
+// per policy, as routing.json, routing.md and a plot, routing.svg.
 package benchrouting
 
 import (

@@ -26,17 +26,21 @@ type passThrough struct {
 	proxies []*bareproxy.Proxy
 }
 
-// startPassThrough starts nodes sets of proxies, one in front of each of sims' replicas.
+// startPassThrough starts nodes sets of proxies, one in front of each replica (base URLs
+// ending in /v1).
 func startPassThrough(nodes int, replicas []string) (*passThrough, error) {
+	var ups []*url.URL
+	for _, base := range replicas {
+		u, err := url.Parse(base)
+		if err != nil {
+			return nil, fmt.Errorf("pass-through: replica %q: %w", base, err)
+		}
+		ups = append(ups, u)
+	}
 	pt := &passThrough{}
 	for range max(1, nodes) {
 		var row []*url.URL
-		for _, base := range replicas {
-			u, err := url.Parse(base)
-			if err != nil {
-				pt.close()
-				return nil, fmt.Errorf("pass-through: replica %q: %w", base, err)
-			}
+		for _, u := range ups {
 			p, err := bareproxy.New(bareproxy.Config{Upstream: u.Host})
 			if err != nil {
 				pt.close()

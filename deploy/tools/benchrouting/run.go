@@ -38,7 +38,7 @@ var Policies = []Policy{
 	{Name: "weighted random", Routing: "weighted"},
 	{Name: "least load", Routing: "least_load"},
 	{Name: "affinity", Routing: "affinity"},
-	{Name: "scored (default)", Routing: "scored"},
+	{Name: defaultName, Routing: "scored"},
 	{Name: pinName, Client: "pin"},
 	{Name: fewestName, Client: "fewest"},
 	{Name: fewestProxiedName, Client: "fewest", Proxied: true},

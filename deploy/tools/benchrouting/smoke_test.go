@@ -7,7 +7,8 @@ import (
 )
 
 // A short run of one workload through the gateway, straight to the replicas and through
-// the pass-through node answers every request (figures are not checked: they need the full benchmark).
+// the pass-through node answers every request (figures are not checked: they need the
+// full benchmark).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every workload for seconds; skipped with -short")
