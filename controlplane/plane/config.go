@@ -34,16 +34,17 @@ import (
 // docs/configuration.md.
 type Config struct {
 	// Listeners and credentials.
-	Listen         string            `flag:"listen" default:"127.0.0.1:8081" help:"address of the node-facing listener (internal API and forwarded customer paths)"`
-	AdminToken     flagenv.Secret    `flag:"admin-token" help:"bearer token of the admin API, at least 32 bytes (or --admin-token-file)"`
-	NodeTokens     flagenv.Secret    `flag:"node-tokens" help:"comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)"`
-	Link           linkConfig        // admin listener, token files, signing, TLS
-	Ops            opsConfig         // private metrics and probes listener
-	Console        consoleConfig     // operator console and its test box
-	OIDC           oidcConfig        // console sign-in through an OIDC provider
-	LogLevel       string            `flag:"log-level" default:"info" help:"log level: debug, info, warn or error"`
-	RegionURLsFlag string            `flag:"region-urls" help:"policy=base URL pairs of the regions serving each residency policy"`
-	regionURLs     map[string]string // RegionURLsFlag, parsed
+	Listen          string            `flag:"listen" default:"127.0.0.1:8081" help:"address of the node-facing listener (internal API and forwarded customer paths)"`
+	AdminToken      flagenv.Secret    `flag:"admin-token" help:"bearer token of the admin API, at least 32 bytes (or --admin-token-file)"`
+	NodeTokens      flagenv.Secret    `flag:"node-tokens" help:"comma-separated node bearer tokens, each ≥ 32 bytes (or --node-tokens-file)"`
+	Link            linkConfig        // admin listener, token files, signing, TLS
+	Ops             opsConfig         // private metrics and probes listener
+	Console         consoleConfig     // operator console and its test box
+	OIDC            oidcConfig        // console sign-in through an OIDC provider
+	LogLevel        string            `flag:"log-level" default:"info" help:"log level: debug, info, warn or error"`
+	RegionURLsFlag  string            `flag:"region-urls" help:"policy=base URL pairs of the regions serving each residency policy"`
+	StartFeedListen string            `flag:"start-feed-listen" help:"private address of a NATS server for the nodes' --start-feed-url (empty: off)"`
+	regionURLs      map[string]string // RegionURLsFlag, parsed
 	// Postgres.
 	DatabaseURL        flagenv.DSN `flag:"database-url" help:"Postgres connection URL of the runtime role, a member of gateway_runtime (required)"`
 	MigrateDatabaseURL flagenv.DSN `flag:"migrate-database-url" help:"Postgres URL of the schema owner, used for migrations then closed (empty: --database-url)"`

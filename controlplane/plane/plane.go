@@ -20,6 +20,7 @@ import (
 	"github.com/sekgate/gateway/controlplane/publish"
 	"github.com/sekgate/gateway/controlplane/retention"
 	"github.com/sekgate/gateway/controlplane/store"
+	"github.com/sekgate/gateway/internal/feedbus"
 	"github.com/sekgate/gateway/shared/snapshot"
 )
 
@@ -49,7 +50,8 @@ func (p *plane) close() {
 	}
 }
 
-// openStore opens the database (migrating it) and starts the ops listener.
+// openStore opens the database (migrating it) and starts the ops listener and, with
+// --start-feed-listen, the start feed's NATS server.
 func (p *plane) openStore(ctx context.Context) error {
 	cfg := p.cfg
 	st, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL.Reveal(), MigrateDatabaseURL: cfg.MigrateDatabaseURL.Reveal(), MaxConns: int32(cfg.MaxConns), Logger: p.log,
@@ -64,6 +66,13 @@ func (p *plane) openStore(ctx context.Context) error {
 		return err
 	}
 	p.closers = append(p.closers, p.ops.stop)
+	if cfg.StartFeedListen != "" {
+		bus, err := feedbus.Start(cfg.StartFeedListen, p.log)
+		if err != nil {
+			return err
+		}
+		p.closers = append(p.closers, bus.Close)
+	}
 	return nil
 }
 

@@ -122,6 +122,9 @@ type Space struct {
 	// takes no turns (alone, its place in the fleet unknown, or a server's capacity).
 	Reported, Started, SpareTurns float64
 	ReportedAt                    int64
+	// Split is how many nodes' parts Free and Spare are one of (0 or 1: the whole; a node
+	// that hears the others' starts as they happen takes the whole).
+	Split float64
 }
 
 // Room says what the servers of a request's routes can take now.
@@ -220,7 +223,7 @@ func (q *Queue) roomFor(f *Flow, s Space, queued bool) (ok, onTurns bool) {
 	if s.Spare <= 0 && f.leavesLastSlots(capacity) {
 		return false, false // each server's last free slot is the others'
 	}
-	if n := float64(q.nodes.Load()); n > 1 {
+	if n := s.Split; n > 1 {
 		// free is this node's part of the servers' free slots (a 1/n share of a report's,
 		// less its own starts since): each node keeping its 1/n of keep, the fleet keeps it.
 		keep /= n

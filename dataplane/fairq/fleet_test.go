@@ -52,7 +52,9 @@ func TestFleetLoadMakesHeavy(t *testing.T) {
 			q.SetFleet(Fleet{Others: tc.others, Weights: tc.weights, Nodes: tc.nodes, TTL: 3 * time.Second})
 			q.refresh(*now)
 			f := map[string]*Flow{"a": a, "b": b}[tc.acct]
-			if got := q.Admit(f, sp(tc.free, capacity)); got != tc.want {
+			space := sp(tc.free, capacity)
+			space.Split = float64(tc.nodes)
+			if got := q.Admit(f, space); got != tc.want {
 				t.Fatalf("Admit(%s, %v free of %d) = %v, want %v (active weight %d)",
 					tc.acct, tc.free, capacity, got, tc.want, q.activeWeight.Load())
 			}

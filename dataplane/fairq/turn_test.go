@@ -60,7 +60,7 @@ func TestHeldHeavyGoesOnItsTurn(t *testing.T) {
 	readAt := now.UnixNano()
 	// The servers showed 3 free slots: the headroom of 2 and one more, beyond their last
 	// free ones; no node has started anything since.
-	space := Space{Free: 1, Spare: 1.0 / 3, Capacity: capacity, Reported: 3, ReportedAt: readAt}
+	space := Space{Free: 1, Spare: 1.0 / 3, Capacity: capacity, Reported: 3, ReportedAt: readAt, Split: 3}
 	granted := 0
 	for rank := 1; rank <= 3; rank++ {
 		q := New(Config{Now: func() time.Time { return now }, Poll: time.Hour})

@@ -54,6 +54,11 @@ type Route struct {
 	cacheTokens atomic.Int64
 	// pace is learned from the server's timing totals (pace.go).
 	pace pace
+	// others is the other nodes' requests started less those ended at the route, as far
+	// as the start feed told (Registry.Heard); srvOthers its value when the server's
+	// report was read. feed is told of this node's own (Registry.SetFeed).
+	others, srvOthers atomic.Int64
+	feed              *atomic.Pointer[feedBox]
 }
 
 // CacheTokens is the size of the route's server's KV cache in tokens as last reported
@@ -64,10 +69,24 @@ func (r *Route) CacheTokens() int64 { return r.cacheTokens.Load() }
 func (r *Route) Start(now int64) {
 	r.inFlight.Add(1)
 	r.lastUsed.Store(now)
+	r.tell(1)
 }
 
 // Done counts a request off the route.
-func (r *Route) Done() { r.inFlight.Add(-1) }
+func (r *Route) Done() {
+	r.inFlight.Add(-1)
+	r.tell(-1)
+}
+
+// tell passes a start (1) or an end (-1) of this node's to the feed, if any.
+func (r *Route) tell(delta int64) {
+	if r.feed == nil {
+		return
+	}
+	if b := r.feed.Load(); b != nil {
+		b.f.Moved(r.IDHash, delta)
+	}
+}
 
 // InFlight is this node's number of requests at the route.
 func (r *Route) InFlight() int64 { return r.inFlight.Load() }
@@ -151,6 +170,7 @@ func (r *Route) SetServer(rep Report, now int64, inFlightBefore int64) {
 	}
 	r.pace.observe(rep.Timing)
 	r.srvInFlight.Store(max(inFlightBefore, r.inFlight.Load()))
+	r.srvOthers.Store(r.others.Load())
 	switch slots := r.slots.Load(); {
 	case rep.Waiting > 0 && rep.Running > 0:
 		r.slots.Store(rep.Running) // full: its capacity now
@@ -190,9 +210,12 @@ type View struct {
 	Excess float64
 	// Slots is the server's capacity when known (0 otherwise; see SlotsKnown).
 	Slots float64
-	// Moved is this node's own requests started less those ended since the report, in
-	// Excess (weighed by Fresh like it; 0 while the capacity is unknown).
+	// Moved is the requests started less those ended since the report, in Excess
+	// (weighed by Fresh like it; 0 while the capacity is unknown): this node's own, and
+	// the other nodes' as far as the start feed told (Registry.Heard; none without one).
 	Moved float64
+	// Heard is the other nodes' part of Moved.
+	Heard float64
 	// At is when the server's report was read (unix ns; 0 without one).
 	At int64
 }
@@ -228,10 +251,12 @@ func (r *Route) View(now int64, fresh time.Duration) View {
 	v.Running = v.Fresh * float64(run)
 	q := w
 	if slots := r.slots.Load(); slots > 0 && now-r.slotsAt.Load() <= int64(SlotsFor) {
-		moved := v.InFlight - r.srvInFlight.Load()
+		heard := r.others.Load() - r.srvOthers.Load()
+		moved := v.InFlight - r.srvInFlight.Load() + heard
 		q = w + run + moved - slots
 		v.Slots = float64(slots)
 		v.Moved = v.Fresh * float64(moved)
+		v.Heard = v.Fresh * float64(heard)
 	}
 	v.Excess = v.Fresh * float64(q)
 	v.Queue = max(0, v.Excess)
@@ -285,13 +310,45 @@ type Registry struct {
 	FreshFor time.Duration
 	mu       sync.Mutex
 	byKey    map[key]*Route
+	byHash   map[uint64][]*Route // by IDHash, for Heard
+	feed     atomic.Pointer[feedBox]
+}
+
+// Feed is told of every start and end of this node's requests at a route (the route's
+// IDHash; delta 1 or -1), to pass on to the other nodes (dataplane/startfeed). It is
+// called on the request path and must not block.
+type Feed interface {
+	Moved(idHash uint64, delta int64)
+}
+
+type feedBox struct{ f Feed }
+
+// SetFeed makes f the feed told of this node's starts and ends from now on (nil: none).
+func (g *Registry) SetFeed(f Feed) {
+	if f == nil {
+		g.feed.Store(nil)
+		return
+	}
+	g.feed.Store(&feedBox{f})
+}
+
+// Heard counts another node's start (delta 1) or end (-1) at the routes of ID hash
+// idHash, as the start feed told: it moves their estimated load (View.Moved) until the
+// next server report. A hash of no known route is ignored.
+func (g *Registry) Heard(idHash uint64, delta int64) {
+	g.mu.Lock()
+	rs := g.byHash[idHash]
+	g.mu.Unlock()
+	for _, r := range rs {
+		r.others.Add(delta)
+	}
 }
 
 type key struct{ id, baseURL, metricsURL string }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{FreshFor: 187500 * time.Microsecond, byKey: make(map[key]*Route)}
+	return &Registry{FreshFor: 187500 * time.Microsecond, byKey: make(map[key]*Route), byHash: make(map[uint64][]*Route)}
 }
 
 // memo is what a route's LoadMemo holds: the state and its owner (two registries may share
@@ -311,8 +368,9 @@ func (g *Registry) For(r *index.Route) *Route {
 	k := key{r.ID, r.BaseURL, MetricsURL(r)}
 	s := g.byKey[k]
 	if s == nil {
-		s = &Route{ID: r.ID, IDHash: xxhash.Sum64String(r.ID), MetricsURL: k.metricsURL}
+		s = &Route{ID: r.ID, IDHash: xxhash.Sum64String(r.ID), MetricsURL: k.metricsURL, feed: &g.feed}
 		g.byKey[k] = s
+		g.byHash[s.IDHash] = append(g.byHash[s.IDHash], s)
 	}
 	r.LoadMemo.Store(memo{owner: g, r: s})
 	return s
@@ -380,7 +438,24 @@ func (g *Registry) Retain(live func(id, baseURL string) bool) {
 	defer g.mu.Unlock()
 	for k := range g.byKey {
 		if _, _, replica := snapshot.SplitReplicaID(k.id); replica && !live(k.id, k.baseURL) {
+			g.unhash(g.byKey[k])
 			delete(g.byKey, k)
 		}
 	}
+}
+
+// unhash removes r from byHash (g.mu held).
+func (g *Registry) unhash(r *Route) {
+	rs := g.byHash[r.IDHash]
+	for i, x := range rs {
+		if x == r {
+			rs = append(rs[:i:i], rs[i+1:]...)
+			break
+		}
+	}
+	if len(rs) == 0 {
+		delete(g.byHash, r.IDHash)
+		return
+	}
+	g.byHash[r.IDHash] = rs
 }

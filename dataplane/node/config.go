@@ -50,8 +50,10 @@ type Config struct {
 	Discovery       discoveryOptions     // routes whose replicas come from DNS
 	CredentialsFile string               `flag:"credentials-file" help:"file of GATEWAY_CREDENTIAL_*=value lines, re-read when it changes and on SIGHUP"`
 	// The fleet.
-	LimitShareNodes int           `flag:"limit-share-nodes" default:"1" help:"fallback N: enforce 1/N of each limit until the fleet exchange answers (always, --fleet-interval 0)"`
-	FleetInterval   time.Duration `flag:"fleet-interval" default:"1s" help:"report interval of limit demand for the node's fleet share; 3 unanswered: fallback (0: off)"`
+	LimitShareNodes  int           `flag:"limit-share-nodes" default:"1" help:"fallback N: enforce 1/N of each limit until the fleet exchange answers (always, --fleet-interval 0)"`
+	FleetInterval    time.Duration `flag:"fleet-interval" default:"1s" help:"report interval of limit demand for the node's fleet share; 3 unanswered: fallback (0: off)"`
+	StartFeedURL     string        `flag:"start-feed-url" help:"NATS URL where the fleet's nodes share their requests' starts, nats://host:port (empty: off)"`
+	StartFeedSubject string        `flag:"start-feed-subject" default:"sekgate.starts" help:"NATS subject of the start feed (one per fleet)"`
 	// Metering.
 	DataDir       string        `flag:"data-dir" default:".data/dataplane" help:"directory for the last-known-good snapshot and the usage spool"`
 	BatchInterval time.Duration `flag:"usage-batch-interval" default:"200ms" help:"longest wait before a usage batch is sent"`

@@ -27,6 +27,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/dataplane/server"
+	"github.com/sekgate/gateway/dataplane/startfeed"
 	"github.com/sekgate/gateway/dataplane/syncclient"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/internal/daemon"
@@ -53,6 +54,7 @@ type node struct {
 	checker   *routecheck.Checker     // routes this node cannot use because of their configuration
 	refusals  *refusals.Counter       // requests refused before routing, reported for operators
 	fleet     *fleetshare.Exchange    // the limits' fleet shares and known capacities (nil: off)
+	feed      *startfeed.Feed         // the other nodes' starts as they happen (nil: off)
 	discovery *discovery.Discoverer   // the replicas of routes discovered from DNS
 	loads     *loadstat.Registry      // the routes' load, read by the scraper
 
@@ -200,6 +202,23 @@ func (n *node) openFleet(sel *routing.Selector) {
 	n.tel.Registry().MustRegister(n.fleet.Collectors()...)
 }
 
+// openFeed connects the start feed (--start-feed-url): the other nodes' starts and ends
+// counted in the selector's loads, and, while every live node is heard, the servers'
+// free slots taken as by one node alone.
+func (n *node) openFeed(sel *routing.Selector) error {
+	if n.o.StartFeedURL == "" || sel == nil || sel.Loads == nil {
+		return nil
+	}
+	f, err := startfeed.OpenFor(startfeed.Config{URL: n.o.StartFeedURL, Subject: n.o.StartFeedSubject,
+		Node: n.o.NodeID, Logger: n.log}, startfeed.Node{Selector: sel, Queue: n.fairq})
+	if err != nil {
+		return err
+	}
+	n.feed = f
+	n.tel.Registry().MustRegister(f.Collectors()...)
+	return nil
+}
+
 // newServer builds the public edge.
 func (n *node) newServer() error {
 	o := n.o
@@ -243,6 +262,9 @@ func (n *node) newServer() error {
 		cfg.FairQueue = n.fairq
 	}
 	n.openFleet(cfg.Selector)
+	if err := n.openFeed(cfg.Selector); err != nil {
+		return err
+	}
 	n.loads = cfg.Selector.Loads
 	n.refusals = refusals.New(nil)
 	cfg.Refusals = n.refusals
@@ -276,6 +298,9 @@ func (n *node) serve(ctx context.Context) error {
 	go n.refusals.Run(bg, n.link, 10*time.Second, log)
 	if n.fleet != nil {
 		go n.fleet.Run(bg)
+	}
+	if n.feed != nil {
+		go n.feed.Run(bg)
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // re-read the route credentials and check the routes

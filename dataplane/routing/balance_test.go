@@ -327,3 +327,27 @@ func TestRoomSharedByNodes(t *testing.T) {
 		}
 	}
 }
+
+// A node that hears the other nodes' starts as they happen (Alone) takes what the report
+// showed free less every node's starts since, whole, and takes no turns.
+func TestRoomAloneWithTheFleetsStarts(t *testing.T) {
+	cands := fourRoutes()[:1]
+	alone := true
+	s := &Selector{Loads: loadstat.NewRegistry(), Place: func() (int, int) { return 3, 2 }, Alone: func() bool { return alone }}
+	r := s.Loads.For(cands[0].Route)
+	r.SetServer(loadstat.Report{Waiting: 2, Running: 6, KV: -1}, t0, 0) // capacity 6 learned
+	r.SetServer(loadstat.Report{Waiting: 0, Running: 2, KV: -1}, t0, 0) // 4 free
+	r.Start(t0)                                                         // this node's
+	s.Loads.Heard(r.IDHash, 1)                                          // another node's
+	sp := s.Room(cands, t0)
+	if sp.Free != 2 || sp.Spare != 1 || sp.Split != 1 || !math.IsNaN(sp.SpareTurns) {
+		t.Fatalf("alone: %+v, want 2 free, 1 spare, whole, no turns", sp)
+	}
+	// Not alone, it splits the report (4 free) with the others and counts only its own
+	// start against its part: 4/3 - 1.
+	alone = false
+	sp = s.Room(cands, t0)
+	if sp.Split != 3 || math.IsNaN(sp.SpareTurns) || math.Abs(sp.Free-1.0/3) > 1e-9 || sp.Started != 1 {
+		t.Fatalf("not alone: %+v, want a third of 4 less its own start, on turns", sp)
+	}
+}

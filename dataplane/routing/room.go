@@ -68,14 +68,16 @@ func freeSlots(v loadstat.View, sat *Saturation) float64 {
 // the same report, instead of each filling it. For the requests they hold, which every
 // node lets go on the same reports, the space also says what the reports showed free
 // (Reported, read at ReportedAt), this node's requests started since (Started), and its
-// turns of the slots beyond each server's last (SpareTurns, turnSlots).
+// turns of the slots beyond each server's last (SpareTurns, turnSlots). A node that hears
+// the other nodes' starts as they happen (Alone) takes the whole of what the reports
+// showed free less every node's starts since, and takes no turns (Space.Split 1).
 func (s *Selector) Room(cands []index.Candidate, now int64) fairq.Space {
 	if s.Loads == nil || len(cands) == 0 {
 		inf := math.Inf(1)
 		return fairq.Space{Free: inf, Spare: inf, Reported: inf, SpareTurns: math.NaN()}
 	}
 	sat := s.saturation()
-	n, _ := s.place()
+	n, _ := s.roomPlace()
 	var sp fairq.Space
 	var views [maxScored]loadstat.View
 	var turns [maxScored]float64
@@ -88,6 +90,9 @@ func (s *Selector) Room(cands []index.Candidate, now int64) fairq.Space {
 			group = group[len(part):]
 			for i, c := range part {
 				views[i] = s.Loads.For(c.Route).View(now, s.Loads.FreshFor)
+				if n > 1 {
+					views[i] = unheard(views[i])
+				}
 			}
 			inTurns := s.turnSlots(part, views[:len(part)], now, turns[:len(part)])
 			for i, v := range views[:len(part)] {
@@ -107,6 +112,7 @@ func (s *Selector) Room(cands []index.Candidate, now int64) fairq.Space {
 		}
 	}
 	sp.ReportedAt = oldest
+	sp.Split = float64(n)
 	return sp
 }
 
@@ -122,6 +128,15 @@ func (s *Selector) place() (n, rank int) {
 	return n, rank
 }
 
+// roomPlace is place for sharing the servers' free slots: alone (1, 0) while the node
+// knows the other nodes' starts as they happen (Alone).
+func (s *Selector) roomPlace() (n, rank int) {
+	if s.Alone != nil && s.Alone() {
+		return 1, 0
+	}
+	return s.place()
+}
+
 // turnSlots sets room[i] to this node's turns (fairq.Turn) of the slots beyond the last
 // free one of group[i]'s server (group: at most maxScored routes) that the server's report
 // (views[i]) showed, less the requests the node started there since, and reports whether
@@ -132,7 +147,7 @@ func (s *Selector) place() (n, rank int) {
 // one node alone would.
 func (s *Selector) turnSlots(group []index.Candidate, views []loadstat.View, now int64, room []float64) bool {
 	sat := s.saturation()
-	n, rank := s.place()
+	n, rank := s.roomPlace()
 	if n <= 1 || rank < 1 || len(group) == 0 {
 		return false
 	}
@@ -181,12 +196,23 @@ func lastSlot(v loadstat.View) float64 {
 	return 0
 }
 
+// unheard is view v without the other nodes' starts and ends heard since the report
+// (loadstat.View.Heard): a node that splits the report's free slots with the others
+// counts only its own, as the others count theirs.
+func unheard(v loadstat.View) loadstat.View {
+	v.Excess -= v.Heard
+	v.Moved -= v.Heard
+	v.Queue = max(0, v.Excess)
+	v.Heard = 0
+	return v
+}
+
 // asReported is view v without this node's own requests started or ended since the
 // server's report: the server as every node's report of the same moment shows it.
 func asReported(v loadstat.View) loadstat.View {
 	v.Excess -= v.Moved
 	v.Queue = max(0, v.Excess)
-	v.Moved = 0
+	v.Moved, v.Heard = 0, 0
 	return v
 }
 

@@ -48,6 +48,11 @@ type Selector struct {
 	// (fairq.Queue.Place): Room counts this node's part of their free slots, and the
 	// slots beyond each server's last free one are taken in turns (turnSlots).
 	Place func() (nodes, rank int)
+	// Alone, when set and true, says the node knows the other nodes' starts and ends as
+	// they happen (dataplane/startfeed, Feed.Live): Room then takes what the servers'
+	// reports show free, less every node's requests since, as one node alone would,
+	// without splitting it or taking turns.
+	Alone func() bool
 	// WarmHomes sends a copy of a reused key's request to its other home while that one
 	// does not hold the prefix and has slots to spare (warm.go; Decision.Warm).
 	WarmHomes bool

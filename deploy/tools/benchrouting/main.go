@@ -50,6 +50,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.samples, "samples", false, "also write each run's requests (when sent, tenant, status, replica, TTFT, end-to-end time) to samples[-Nnodes]/WORKLOAD-POLICY.csv under --out")
 	fs.IntVar(&o.nodes, "nodes", 1, "data-plane nodes of the deployment, behind a round-robin balancer when more than one")
 	fs.BoolVar(&warmHomes, "warm-homes", warmHomes, "the nodes' --warm-homes: copies of a tenant's request to the other home of its prefix")
+	fs.BoolVar(&startFeed, "start-feed", startFeed, "with several nodes, share their starts on a start feed (a NATS server in the bench, as the control plane's --start-feed-listen)")
 	fs.IntVar(&o.cacheBlocks, "cache-blocks", engine.CacheBlocks, "each replica's prefix cache, in blocks of 16 tokens (the default holds about eight of (a)'s sixteen prefixes)")
 	if err := fs.Parse(args); err != nil {
 		return err

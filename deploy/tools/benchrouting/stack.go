@@ -18,6 +18,8 @@ import (
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/scrape"
 	"github.com/sekgate/gateway/dataplane/server"
+	"github.com/sekgate/gateway/dataplane/startfeed"
+	"github.com/sekgate/gateway/internal/feedbus"
 	"github.com/sekgate/gateway/internal/simulator"
 	"github.com/sekgate/gateway/shared/apikey"
 	"github.com/sekgate/gateway/shared/internalapi"
@@ -33,6 +35,10 @@ var engine = simulator.EngineConfig{Slots: 4, Overhead: 15 * time.Millisecond, P
 // warmHomes is the nodes' --warm-homes (a node's default: on).
 var warmHomes = true
 
+// startFeed is whether several nodes share their starts on a start feed (the fleet's
+// recommended set-up: the control plane's --start-feed-listen, the nodes' --start-feed-url).
+var startFeed = true
+
 // stack is one run's replicas and, for gateway policies, the data-plane nodes in front
 // (behind a round-robin balancer when there are several).
 type stack struct {
@@ -42,7 +48,8 @@ type stack struct {
 	cancel context.CancelFunc
 	nodes  []*node
 	lb     *balancer
-	pt     *passThrough // a client-side policy's hops (Policy.Proxied)
+	bus    *feedbus.Server // the start feed's NATS server (nil: none)
+	pt     *passThrough    // a client-side policy's hops (Policy.Proxied)
 	waits  *waitSampler
 }
 
@@ -80,8 +87,17 @@ func startStack(w *Workload, p Policy, nodes int) (*stack, error) {
 	st.keys = keys
 	var urls []string
 	fleet := shares.New(shares.Config{})
+	feedURL := ""
+	if startFeed && nodes > 1 {
+		if st.bus, err = feedbus.Start("127.0.0.1:0", nil); err != nil {
+			st.close()
+			return nil, err
+		}
+		feedURL = st.bus.URL()
+	}
 	for i := range max(1, nodes) {
-		n, err := startNode(ctx, snap, max(1, nodes), fleetPoster{fleet, fmt.Sprintf("node-%d", i)})
+		id := fmt.Sprintf("node-%d", i)
+		n, err := startNode(ctx, snap, max(1, nodes), fleetPoster{fleet, id}, feedURL, id)
 		if err != nil {
 			st.close()
 			return nil, err
@@ -194,7 +210,7 @@ func (p fleetPoster) Post(_ context.Context, r internalapi.FleetReport) (interna
 // startNode starts one node serving snap on a loopback port, in the fleet exchange through
 // fleet as in production (limits shared by demand, --limit-share-nodes the fallback;
 // capacities, prefix placements and the fair queues' flows shared).
-func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fleetshare.Poster) (*node, error) {
+func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fleetshare.Poster, feedURL, id string) (*node, error) {
 	x, err := index.Build(snap)
 	if err != nil {
 		return nil, fmt.Errorf("index: %w", err)
@@ -213,6 +229,14 @@ func startNode(ctx context.Context, snap *snapshot.Snapshot, share int, fleet fl
 		FallbackNodes: share, Logger: slog.New(slog.DiscardHandler)})
 	sel.Place = n.fq.Place
 	go fx.Run(ctx)
+	if feedURL != "" {
+		f, err := startfeed.OpenFor(startfeed.Config{URL: feedURL, Node: id, Logger: slog.New(slog.DiscardHandler)},
+			startfeed.Node{Selector: sel, Queue: n.fq})
+		if err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		go f.Run(ctx)
+	}
 	n.srv, err = server.New(server.Config{Store: store, Meter: meter, Selector: sel, FairQueue: n.fq,
 		Limiter: lim, Settings: server.Settings{MaxConnsPerAddr: -1, MaxConns: -1}})
 	if err != nil {
@@ -250,5 +274,8 @@ func (st *stack) close() {
 	st.cancel()
 	for _, s := range st.sims {
 		s.Close()
+	}
+	if st.bus != nil {
+		st.bus.Close()
 	}
 }
