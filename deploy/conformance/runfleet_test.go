@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sekgate/gateway/deploy/tools/proc"
+	"github.com/sekgate/gateway/internal/poll"
 )
 
 // TestFleet_MakeRunFleet runs deploy/local/run-fleet.sh (make run-fleet) on free ports and a
@@ -45,7 +46,7 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 	envFile := filepath.Join(dir, "fleet.env")
 	env := append(proc.ChildEnv(), "BIN="+binDir, "GATEWAY_FLEET_DATA="+filepath.Join(dir, "fleet"), "GATEWAY_FLEET_ENV="+envFile)
 	ports, taken := map[string]string{}, map[string]bool{}
-	for _, name := range []string{"PG", "CP", "ADMIN", "CP_OPS", "SE", "EU", "US", "SE_OPS", "EU_OPS", "US_OPS", "SE_SIM", "EU_SIM", "US_SIM", "SE2", "SE2_OPS", "SE_SIM2"} {
+	for _, name := range []string{"PG", "CP", "ADMIN", "CP_OPS", "SE", "EU", "US", "SE_OPS", "EU_OPS", "US_OPS", "SE_SIM", "EU_SIM", "US_SIM", "SE2", "SE2_OPS", "SE_SIM2", "FEED"} {
 		// Each free port is closed again before the next is asked for, so the system may
 		// hand one out twice: a second listener on it would fail to start, and requests
 		// meant for it would reach the first.
@@ -157,6 +158,12 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 	}
 	sharedPool(t, []string{se, vars["GATEWAY_FLEET_SE_STO_2_URL"]}, vars["GATEWAY_FLEET_SE_KEY"],
 		[]string{ports["SE_SIM"], ports["SE_SIM2"]})
+	// Stockholm's two nodes hear each other on the control plane's start feed.
+	for _, p := range []string{ports["SE_OPS"], ports["SE2_OPS"]} {
+		if !poll.Wait(30*time.Second, func() bool { return metricIs("http://127.0.0.1:"+p+"/metrics", "gateway_start_feed_live 1") }) {
+			t.Errorf("the node with ops port %s is not live on the start feed", p)
+		}
+	}
 	ctl := exec.Command(filepath.Join(binDir, "gatewayctl"), "nodes", "list")
 	ctl.Env = append(proc.ChildEnv(), "GATEWAY_ADMIN_URL="+vars["GATEWAY_ADMIN_URL"], "GATEWAY_ADMIN_TOKEN="+vars["GATEWAY_ADMIN_TOKEN"])
 	list, err := ctl.CombinedOutput()
@@ -188,6 +195,22 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 			t.Errorf("port %s still open after the script stopped", p)
 		}
 	}
+}
+
+// metricIs reports whether the metrics page at url has line.
+func metricIs(url, line string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == line {
+			return true
+		}
+	}
+	return false
 }
 
 // sharedPool sends 16 unique prompts (each its own prefix key, so rendezvous hashing

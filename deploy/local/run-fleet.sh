@@ -2,8 +2,8 @@
 # Local fleet for `make run-fleet`: one Postgres cluster and control plane, and three
 # regions of data planes, each node with its own port and spool:
 #   se-sto  in SE  (serves se, eu and any accounts): two nodes, se-sto and se-sto-2, sharing
-#                  a pool of two simulators (each node routes to both and enforces half of
-#                  every limit, --limit-share-nodes 2)
+#                  a pool of two simulators (each node routes to both, and enforces half of
+#                  every limit while the control plane is unreachable, --limit-share-nodes 2)
 #   eu-fra  in DE  (serves eu and any accounts): one node and a simulator
 #   us-any  in US  (serves any accounts): one node and a simulator
 # and a demo account of each residency (se, eu, any). A node refuses an account outside its
@@ -20,6 +20,7 @@
 #   GATEWAY_FLEET_CP_PORT     (8181)  control plane's node-facing listener
 #   GATEWAY_FLEET_ADMIN_PORT  (8182)  control plane's admin API
 #   GATEWAY_FLEET_CP_OPS_PORT (9209)  control plane's /metrics, /livez, /readyz
+#   GATEWAY_FLEET_FEED_PORT   (4322)  control plane's start feed (NATS), which every node joins
 #   GATEWAY_FLEET_SE_PORT, _EU_PORT, _US_PORT              (8180, 8280, 8380) data planes
 #   GATEWAY_FLEET_SE_OPS_PORT, _EU_OPS_PORT, _US_OPS_PORT  (9281, 9282, 9283) their /metrics, /readyz
 #   GATEWAY_FLEET_SE_SIM_PORT, _EU_SIM_PORT, _US_SIM_PORT  (8190, 8290, 8390) simulators
@@ -38,6 +39,7 @@ PG_PORT=${GATEWAY_FLEET_PG_PORT:-5434}
 CP_PORT=${GATEWAY_FLEET_CP_PORT:-8181}
 ADMIN_PORT=${GATEWAY_FLEET_ADMIN_PORT:-8182}
 CP_OPS_PORT=${GATEWAY_FLEET_CP_OPS_PORT:-9209}
+FEED_PORT=${GATEWAY_FLEET_FEED_PORT:-4322}
 SE_PORT=${GATEWAY_FLEET_SE_PORT:-8180}
 EU_PORT=${GATEWAY_FLEET_EU_PORT:-8280}
 US_PORT=${GATEWAY_FLEET_US_PORT:-8380}
@@ -70,15 +72,20 @@ for sim in "se $SE_SIM_PORT" "se-2 $SE_SIM2_PORT" "eu $EU_SIM_PORT" "us $US_SIM_
 done
 # The control plane names each policy's region in every snapshot.
 controlplane "$PG_PORT" "$CP_PORT" "$ADMIN_PORT" "$CP_OPS_PORT" \
-  --region-urls "se=$se_url,eu=$eu_url,any=$us_url"
+  --region-urls "se=$se_url,eu=$eu_url,any=$us_url" --start-feed-listen "127.0.0.1:$FEED_PORT"
 # se-sto's two nodes: same region, same snapshots, same simulator pool; a load balancer in
-# front would spread clients over them, so each enforces half of every limit.
+# front would spread clients over them. They share their starts on the start feed, and
+# each enforces half of every limit while the control plane does not answer.
 dataplane se-sto se-sto "$DATA/se-sto" "$SE_PORT" "$SE_OPS_PORT" "$CP_PORT" --region se-sto --country SE \
-  --limit-share-nodes 2
+  --limit-share-nodes 2 --start-feed-url "nats://127.0.0.1:$FEED_PORT"
 dataplane se-sto-2 se-sto-2 "$DATA/se-sto-2" "$SE2_PORT" "$SE2_OPS_PORT" "$CP_PORT" --region se-sto --country SE \
-  --limit-share-nodes 2
-dataplane eu-fra eu-fra "$DATA/eu-fra" "$EU_PORT" "$EU_OPS_PORT" "$CP_PORT" --region eu-fra --country DE
-dataplane us-any us-any "$DATA/us-any" "$US_PORT" "$US_OPS_PORT" "$CP_PORT" --region us-any --country US
+  --limit-share-nodes 2 --start-feed-url "nats://127.0.0.1:$FEED_PORT"
+# Every node of the control plane joins the feed: a node takes the servers' free slots
+# whole only while it hears as many nodes as the fleet exchange counts.
+dataplane eu-fra eu-fra "$DATA/eu-fra" "$EU_PORT" "$EU_OPS_PORT" "$CP_PORT" --region eu-fra --country DE \
+  --start-feed-url "nats://127.0.0.1:$FEED_PORT"
+dataplane us-any us-any "$DATA/us-any" "$US_PORT" "$US_OPS_PORT" "$CP_PORT" --region us-any --country US \
+  --start-feed-url "nats://127.0.0.1:$FEED_PORT"
 
 for p in "$SE_SIM_PORT" "$SE_SIM2_PORT" "$EU_SIM_PORT" "$US_SIM_PORT"; do wait_for "http://127.0.0.1:$p/healthz" simulator; done
 wait_for "http://127.0.0.1:$CP_PORT/healthz" "control plane"
