@@ -20,6 +20,7 @@ import (
 	"github.com/sekgate/gateway/dataplane/proxy"
 	"github.com/sekgate/gateway/dataplane/routing"
 	"github.com/sekgate/gateway/dataplane/server"
+	"github.com/sekgate/gateway/dataplane/startfeed"
 	"github.com/sekgate/gateway/dataplane/telemetry"
 	"github.com/sekgate/gateway/internal/daemon"
 	"github.com/sekgate/gateway/internal/flagenv"
@@ -159,13 +160,22 @@ func parseSettings(w io.Writer, args []string, lookup func(string) (string, bool
 	if o.BatchInterval <= 0 {
 		return o, errors.New("--usage-batch-interval must be positive")
 	}
+	return o, validateFleet(o)
+}
+
+// validateFleet checks the fleet's settings: the fallback share, the exchange's interval
+// and the start feed's subject.
+func validateFleet(o Config) error {
 	if o.LimitShareNodes < 1 {
-		return o, errors.New("--limit-share-nodes must be at least 1")
+		return errors.New("--limit-share-nodes must be at least 1")
 	}
 	if o.FleetInterval != 0 && (o.FleetInterval < 100*time.Millisecond || o.FleetInterval > time.Minute) {
-		return o, errors.New("--fleet-interval must be 0 (off) or between 100ms and 1m")
+		return errors.New("--fleet-interval must be 0 (off) or between 100ms and 1m")
 	}
-	return o, nil
+	if o.StartFeedURL != "" && !startfeed.ValidSubject(o.StartFeedSubject) {
+		return fmt.Errorf("--start-feed-subject %q must be a NATS subject without wildcards: tokens of letters, digits, - and _ joined by dots", o.StartFeedSubject)
+	}
+	return nil
 }
 
 // Main runs the dataplane command with its arguments (args) and exits the process

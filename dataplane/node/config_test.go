@@ -185,6 +185,27 @@ func TestSpoolFlags(t *testing.T) {
 	}
 }
 
+// The start feed's subject must be one a node can publish on; without a URL it is not
+// looked at.
+func TestStartFeedFlags(t *testing.T) {
+	base := []string{"--node-token", testNodeToken, "--insecure-unsigned-snapshots"}
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--start-feed-url", "nats://127.0.0.1:4222"}, true},
+		{[]string{"--start-feed-url", "nats://127.0.0.1:4222", "--start-feed-subject", "fleet-a.starts"}, true},
+		{[]string{"--start-feed-url", "nats://127.0.0.1:4222", "--start-feed-subject", "fleet.*"}, false},
+		{[]string{"--start-feed-url", "nats://127.0.0.1:4222", "--start-feed-subject", "a..b"}, false},
+		{[]string{"--start-feed-subject", "fleet.>"}, true},
+	} {
+		if _, err := parseFlags(append(base, tc.args...)); (err == nil) != tc.ok {
+			t.Errorf("%v: error %v, want ok %v", tc.args, err, tc.ok)
+		}
+	}
+}
+
 func TestConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := dir + "/dataplane.yaml"

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,25 @@ func Parse(b []byte) (Event, error) {
 	return Event{}, fmt.Errorf("%w: kind %q", ErrEvent, b[0])
 }
 
+// ValidSubject reports whether s is a subject the feed can publish on: tokens of ASCII
+// letters, digits, '-' and '_' joined by dots (no wildcards, no empty token).
+func ValidSubject(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return false
+		}
+		for _, c := range tok {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Routes is what the feed needs of the node's load registry (*loadstat.Registry).
 type Routes interface {
 	Heard(idHash uint64, delta int64)
@@ -98,9 +118,6 @@ type Config struct {
 	Node string
 	// Routes hears the other nodes' events (required).
 	Routes Routes
-	// Freed, when set, is called after another node's request ended (a slot may be free:
-	// the fair queue's Kick).
-	Freed func()
 	// Nodes is the fleet's number of live nodes (the fleet exchange's; fairq.Queue.Place):
 	// the feed is Live while at least as many nodes are heard on it. Nil: 1.
 	Nodes func() int
@@ -116,7 +133,6 @@ type Feed struct {
 	cfg  Config
 	self uint64
 	nc   *nats.Conn
-	sub  *nats.Subscription
 
 	mu      sync.Mutex
 	members map[uint64]int64 // node ID hash → when last heard (unix ns)
@@ -134,6 +150,9 @@ func Open(cfg Config) (*Feed, error) {
 	}
 	if cfg.Subject == "" {
 		cfg.Subject = DefaultSubject
+	}
+	if !ValidSubject(cfg.Subject) {
+		return nil, fmt.Errorf("startfeed: subject %q is not a plain NATS subject", cfg.Subject)
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
@@ -161,8 +180,7 @@ func Open(cfg Config) (*Feed, error) {
 		return nil, fmt.Errorf("start feed: connect: %w", err)
 	}
 	f.nc = nc
-	f.sub, err = nc.Subscribe(cfg.Subject, f.receive)
-	if err != nil {
+	if _, err := nc.Subscribe(cfg.Subject, f.receive); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("start feed: subscribe %s: %w", cfg.Subject, err)
 	}
@@ -203,9 +221,6 @@ func (f *Feed) receive(m *nats.Msg) {
 	case End:
 		f.heard.Add(1)
 		f.cfg.Routes.Heard(e.Route, -1)
-		if f.cfg.Freed != nil {
-			f.cfg.Freed()
-		}
 	}
 }
 
@@ -261,14 +276,16 @@ func (f *Feed) heardNodes(now int64) int {
 }
 
 // Node is what the feed serves on a node: its route selector, whose loads hear the other
-// nodes and tell the feed of the node's own, and its fair queue (nil: none), kicked when
-// another node's request ended and asked for the fleet's live nodes.
+// nodes and tell the feed of the node's own, and its fair queue (nil: none), asked for the
+// fleet's live nodes. Another node's end does not kick the fair queue: every node would
+// let a held request go for the one slot freed; a held request goes when its own node's
+// request ends or at the queue's next poll.
 type Node struct {
 	Selector *routing.Selector
 	Queue    *fairq.Queue
 }
 
-// OpenFor opens the feed for a node (cfg's Routes, Freed and Nodes are set from it) and
+// OpenFor opens the feed for a node (cfg's Routes and Nodes are set from it) and
 // wires it in: the selector's loads tell it the node's starts and ends, and its Room takes
 // the servers' free slots as one node alone while the feed is Live.
 func OpenFor(cfg Config, n Node) (*Feed, error) {

@@ -41,6 +41,17 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestValidSubject(t *testing.T) {
+	for s, want := range map[string]bool{
+		"sekgate.starts": true, "fleet-a.starts_2": true, "x": true,
+		"": false, "a..b": false, ".a": false, "a.": false, "a.*": false, "a.>": false, "a b": false, "å": false,
+	} {
+		if got := ValidSubject(s); got != want {
+			t.Errorf("ValidSubject(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 // FuzzParse: any message is an event that encodes back to itself, or ErrEvent.
 func FuzzParse(f *testing.F) {
 	f.Add(Event{Kind: Start, Node: 1, Route: 2}.Append(nil))

@@ -11,14 +11,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sekgate/gateway/internal/feedbus"
 )
 
 // Limits that hold for the fleet: three nodes behind a round-robin balancer share an
 // account's limit of 10 requests/s through the control plane's fleet exchange, so 45
 // requests/s get about 10/s admitted in all (each node alone would admit 10/s: 30/s). The
-// same after a fourth node joins and one leaves; with the control plane stopped every node
-// keeps serving, enforces 1/3 of the limit (the last live count it heard) and says so in
-// gateway_fleet_limits_fallback. The nodes run with the default --limit-share-nodes 1.
+// same after a fourth node joins and one leaves; with the control plane and the start feed
+// stopped every node keeps serving, enforces 1/3 of the limit (the last live count it
+// heard) and says so in gateway_fleet_limits_fallback and gateway_start_feed_live. The
+// nodes run with the default --limit-share-nodes 1.
 //
 // Tolerances, for a busy 2-core machine: counts are taken over 3 s windows that start 1.5 s
 // or more after a change (three runs of the exchange, every 500 ms: shares have converged), by the
@@ -40,16 +43,17 @@ type limitNode struct {
 	cmd            *exec.Cmd
 }
 
-// limitNode starts a data plane with the fleet exchange every 500 ms. --limit-share-nodes
-// stays 1: without the exchange each node would admit the full limit.
-func (o *opsStack) limitNode(t *testing.T, name string) *limitNode {
+// limitNode starts a data plane with the fleet exchange every 500 ms and the start feed
+// at feed. --limit-share-nodes stays 1: without the exchange each node would admit the
+// full limit.
+func (o *opsStack) limitNode(t *testing.T, name, feed string) *limitNode {
 	t.Helper()
 	addr, _ := freeAddr()
 	ops, _ := freeAddr()
 	if err := o.spawn("dataplane", name, []string{"GATEWAY_NODE_TOKEN=" + o.NodeToken},
 		"--listen", addr, "--ops-listen", ops, "--control-plane-url", o.CPURL, "--snapshot-public-key-file", o.PublicKey,
 		"--node-id", name, "--data-dir", filepath.Join(o.dir, name), "--snapshot-wait", "10s",
-		"--usage-batch-interval", "50ms", "--fleet-interval", fleetInterval); err != nil {
+		"--usage-batch-interval", "50ms", "--fleet-interval", fleetInterval, "--start-feed-url", feed); err != nil {
 		t.Fatal(err)
 	}
 	n := &limitNode{name: name, url: "http://" + addr, ops: "http://" + ops, cmd: o.procs[len(o.procs)-1]}
@@ -143,7 +147,13 @@ func checkFleetRate(t *testing.T, what string, admitted map[string]int) {
 func TestFleet_LimitsHoldForTheFleet(t *testing.T) {
 	o := newOpsStack(t)
 	o.stop(t, o.dp, false)
-	nodes := []*limitNode{o.limitNode(t, "lim-1"), o.limitNode(t, "lim-2"), o.limitNode(t, "lim-3")}
+	bus, err := feedbus.Start("127.0.0.1:0", nil) // the nodes' start feed, as the control plane runs it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	feed := bus.URL()
+	nodes := []*limitNode{o.limitNode(t, "lim-1", feed), o.limitNode(t, "lim-2", feed), o.limitNode(t, "lim-3", feed)}
 	o.DataURL = nodes[0].url
 	a := o.NewAccount(t, "any", 1000, modelChat)
 	o.Admin(t, "PATCH", "/admin/v1/accounts/"+a.ID, map[string]any{"limits": map[string]any{"requests_per_second": fleetLimit, "burst": 10}})
@@ -157,9 +167,10 @@ func TestFleet_LimitsHoldForTheFleet(t *testing.T) {
 		if v := n.gauge(t, "gateway_fleet_limits_fallback"); v != 0 {
 			t.Errorf("%s: gateway_fleet_limits_fallback %v with the control plane up", n.name, v)
 		}
+		o.waitFor(t, n.name+" to hear every node on the start feed", func() bool { return n.gauge(t, "gateway_start_feed_live") == 1 })
 	}
 
-	nodes = append(nodes, o.limitNode(t, "lim-4"))
+	nodes = append(nodes, o.limitNode(t, "lim-4", feed))
 	o.waitFor(t, "lim-4 to know the key", func() bool { return o.getAt(t, nodes[3].url, "/v1/models", a.Key).Status == 200 })
 	checkFleetRate(t, "a fourth node added", load(t, nodes, a.Key, body, 1500*time.Millisecond))
 	if n := nodes[3].gauge(t, "gateway_fleet_nodes"); n != 4 {
@@ -175,14 +186,19 @@ func TestFleet_LimitsHoldForTheFleet(t *testing.T) {
 	}
 	checkModes(t, o, map[string]string{"lim-1": "fallback", "lim-2": "shared", "lim-3": "shared", "lim-4": "shared"})
 
-	// The control plane stops: after three intervals every node enforces 1/3 of the limit
-	// (the live count it last heard, not --limit-share-nodes 1), says so, and keeps serving.
+	// The control plane and the start feed stop: after three intervals every node enforces
+	// 1/3 of the limit (the live count it last heard, not --limit-share-nodes 1), says so,
+	// and keeps serving; off the feed, it says that too.
 	o.stop(t, o.cp, false)
+	bus.Close()
 	admitted := load(t, nodes, a.Key, body, 2*time.Second)
 	checkFleetRate(t, "control plane stopped", admitted)
 	for _, n := range nodes {
 		if v := n.gauge(t, "gateway_fleet_limits_fallback"); v != 1 {
 			t.Errorf("%s: gateway_fleet_limits_fallback %v, want 1", n.name, v)
+		}
+		if v := n.gauge(t, "gateway_start_feed_live"); v != 0 {
+			t.Errorf("%s: gateway_start_feed_live %v with the feed's server stopped, want 0", n.name, v)
 		}
 		// limit/3 over the window plus a burst of ceil(10/3) = 4.
 		if got, most := admitted[n.name], int(fleetLimit/3*fleetWindow.Seconds())+4; got < 1 || got > most {

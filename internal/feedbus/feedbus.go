@@ -29,8 +29,8 @@ func Start(addr string, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("start feed listen %q: %w", addr, err)
 	}
 	p, err := strconv.Atoi(port)
-	if err != nil {
-		return nil, fmt.Errorf("start feed listen %q: port: %w", addr, err)
+	if err != nil || p < 0 || p > 65535 {
+		return nil, fmt.Errorf("start feed listen %q: not a port number", addr)
 	}
 	if p == 0 {
 		p = server.RANDOM_PORT
