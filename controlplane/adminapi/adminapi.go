@@ -167,6 +167,10 @@ type Node struct {
 	// FleetReportedAt is its last fleet report.
 	LimitsMode      *string    `json:"limits_mode"`
 	FleetReportedAt *time.Time `json:"fleet_reported_at"`
+	// StartFeed is the node's start feed as its last fleet report said: "live" (it hears
+	// every node and takes the servers' free slots whole), "split" (it has one but does
+	// not hear every node, and splits the servers' reports) or "off"; null with LimitsMode.
+	StartFeed *string `json:"start_feed"`
 }
 
 // RejectedRecord is a usage record the control plane refused, with the record as the node

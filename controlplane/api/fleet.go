@@ -38,6 +38,11 @@ func (s *server) postFleet(w http.ResponseWriter, r *http.Request) {
 
 func validFleetReport(rep internalapi.FleetReport) bool {
 	validID := func(id string) bool { return id != "" && len(id) <= 200 && utf8.ValidString(id) }
+	switch rep.StartFeed {
+	case "", internalapi.StartFeedLive, internalapi.StartFeedSplit:
+	default:
+		return false
+	}
 	for _, ds := range [][]internalapi.FleetDemand{rep.Accounts, rep.Keys} {
 		if len(ds) > internalapi.MaxFleetEntries {
 			return false
@@ -72,8 +77,11 @@ func (s *server) addFleetModes(nodes []adminapi.Node) {
 	modes := s.cfg.Fleet.Modes()
 	for i := range nodes {
 		if m, ok := modes[nodes[i].NodeID]; ok {
-			mode, at := m.Mode, m.ReportedAt.UTC()
-			nodes[i].LimitsMode, nodes[i].FleetReportedAt = &mode, &at
+			mode, at, feed := m.Mode, m.ReportedAt.UTC(), m.StartFeed
+			if feed == "" {
+				feed = "off"
+			}
+			nodes[i].LimitsMode, nodes[i].FleetReportedAt, nodes[i].StartFeed = &mode, &at, &feed
 		}
 	}
 }

@@ -17,7 +17,11 @@ func TestFleetReportShares(t *testing.T) {
 		return e.do("POST", internalapi.PathFleet, nodeToken, rep, map[string]string{internalapi.HeaderNodeID: node})
 	}
 	rep := func(attempts int64, slots int64, fallback bool) internalapi.FleetReport {
-		return internalapi.FleetReport{IntervalMs: 1000, WindowMs: 1000, Fallback: fallback,
+		feed := "" // node-b has no start feed
+		if !fallback {
+			feed = internalapi.StartFeedLive
+		}
+		return internalapi.FleetReport{IntervalMs: 1000, WindowMs: 1000, Fallback: fallback, StartFeed: feed,
 			Accounts: []internalapi.FleetDemand{{ID: "acct_1", Attempts: attempts, InFlight: 1}},
 			Routes:   []internalapi.RouteSlots{{RouteID: "route_1", Slots: slots}}}
 	}
@@ -36,6 +40,7 @@ func TestFleetReportShares(t *testing.T) {
 		Data []struct {
 			NodeID     string  `json:"node_id"`
 			LimitsMode *string `json:"limits_mode"`
+			StartFeed  *string `json:"start_feed"`
 		}
 	}
 	// The nodes never polled a snapshot, so they are not in the node list; poll once.
@@ -43,14 +48,20 @@ func TestFleetReportShares(t *testing.T) {
 		e.do("GET", internalapi.PathSnapshot+"?wait=0", nodeToken, nil, map[string]string{internalapi.HeaderNodeID: n})
 	}
 	e.mustStatus(e.admin("GET", "/admin/v1/nodes", nil), 200).json(t, &l)
-	modes := map[string]string{}
+	modes, feeds := map[string]string{}, map[string]string{}
 	for _, n := range l.Data {
 		if n.LimitsMode != nil {
 			modes[n.NodeID] = *n.LimitsMode
 		}
+		if n.StartFeed != nil {
+			feeds[n.NodeID] = *n.StartFeed
+		}
 	}
 	if modes["node-a"] != "shared" || modes["node-b"] != "fallback" || len(modes) != 2 {
 		t.Fatalf("limits modes %v", modes)
+	}
+	if feeds["node-a"] != "live" || feeds["node-b"] != "off" || len(feeds) != 2 {
+		t.Fatalf("start feeds %v", feeds)
 	}
 	for name, bad := range map[string]internalapi.FleetReport{
 		"no interval":          {},
@@ -59,6 +70,7 @@ func TestFleetReportShares(t *testing.T) {
 		"negative slots":       {IntervalMs: 1000, Routes: []internalapi.RouteSlots{{RouteID: "r", Slots: -1}}},
 		"negative in flight":   {IntervalMs: 1000, Flows: []internalapi.FlowLoad{{Account: "a", InFlight: -1, Weight: 1}}},
 		"flow without account": {IntervalMs: 1000, Flows: []internalapi.FlowLoad{{InFlight: 1, Weight: 1}}},
+		"unknown feed state":   {IntervalMs: 1000, StartFeed: "maybe"},
 	} {
 		if r := post("node-a", bad); r.status != 400 {
 			t.Errorf("%s: %d", name, r.status)

@@ -65,6 +65,7 @@ type node struct {
 	at       time.Time
 	ttl      time.Duration
 	fallback bool
+	feed     string // internalapi.FleetReport.StartFeed
 	accounts map[string]float64
 	keys     map[string]float64
 	routes   map[string]int64
@@ -88,7 +89,7 @@ func New(cfg Config) *Table {
 // Report records node id's report and returns its answer.
 func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAnswer {
 	now := t.cfg.Now()
-	n := &node{at: now, ttl: Missed * time.Duration(max(r.IntervalMs, 1)) * time.Millisecond, fallback: r.Fallback,
+	n := &node{at: now, ttl: Missed * time.Duration(max(r.IntervalMs, 1)) * time.Millisecond, fallback: r.Fallback, feed: r.StartFeed,
 		accounts: rates(r.Accounts, r.WindowMs), keys: rates(r.Keys, r.WindowMs), routes: make(map[string]int64, len(r.Routes)),
 		flows: flowsOf(r.Flows)}
 	for _, x := range r.Routes {
@@ -196,6 +197,8 @@ type Mode struct {
 	ReportedAt time.Time
 	// Nodes is the number of live nodes now.
 	Nodes int
+	// StartFeed is the node's start feed as it last reported it ("" none).
+	StartFeed string
 }
 
 // Modes returns the mode of every node that reported in the last ten minutes.
@@ -206,7 +209,7 @@ func (t *Table) Modes() map[string]Mode {
 	live := t.live(now)
 	out := make(map[string]Mode, len(t.nodes))
 	for id, n := range t.nodes {
-		m := Mode{Mode: "shared", ReportedAt: n.at, Nodes: len(live)}
+		m := Mode{Mode: "shared", ReportedAt: n.at, Nodes: len(live), StartFeed: n.feed}
 		if _, ok := live[id]; !ok || n.fallback {
 			m.Mode = "fallback"
 		}

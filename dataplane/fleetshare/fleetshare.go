@@ -79,6 +79,9 @@ type Config struct {
 	Prefixes Prefixes
 	// Flows, when set, reports the fair queue's flows and hands it the fleet's.
 	Flows Flows
+	// StartFeed, when set, is the node's start feed's state, reported for operators
+	// (internalapi.FleetReport.StartFeed; startfeed.Feed.State).
+	StartFeed func() string
 	// Interval between reports (default 1 s).
 	Interval time.Duration
 	// FallbackNodes divides every limit in the fallback until an answer told the number
@@ -171,6 +174,9 @@ func (x *Exchange) report() internalapi.FleetReport {
 	keys, accts := x.cfg.Limiter.Demand()
 	rep := internalapi.FleetReport{IntervalMs: x.cfg.Interval.Milliseconds(), WindowMs: max(window.Milliseconds(), 1),
 		Fallback: x.fallback.Load(), Keys: wire(keys), Accounts: wire(accts)}
+	if x.cfg.StartFeed != nil {
+		rep.StartFeed = x.cfg.StartFeed()
+	}
 	if x.cfg.Capacity != nil {
 		for id, s := range x.cfg.Capacity.LearnedSlots(now.UnixNano()) {
 			rep.Routes = append(rep.Routes, internalapi.RouteSlots{RouteID: id, Slots: s})

@@ -204,3 +204,21 @@ func TestFlowsExchanged(t *testing.T) {
 		t.Fatalf("fallback %v, queue given %+v: want the fleet's counts and place dropped, 3 nodes kept", x.Fallback(), fl.set)
 	}
 }
+
+// The node's start feed state goes with each report, as it is when the report is made.
+func TestStartFeedReported(t *testing.T) {
+	state := internalapi.StartFeedSplit
+	post := &fakePoster{}
+	x := New(Config{Limiter: &fakeLimiter{}, Poster: post, StartFeed: func() string { return state }})
+	x.Step(context.Background())
+	state = internalapi.StartFeedLive
+	x.Step(context.Background())
+	New(Config{Limiter: &fakeLimiter{}, Poster: post}).Step(context.Background())
+	var got []string
+	for _, r := range post.reports {
+		got = append(got, r.StartFeed)
+	}
+	if want := []string{"split", "live", ""}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reported feeds %q, want %q", got, want)
+	}
+}

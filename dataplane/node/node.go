@@ -195,6 +195,9 @@ func (n *node) openFleet(sel *routing.Selector) {
 	if n.fairq != nil {
 		cfg.Flows = n.fairq
 	}
+	if n.feed != nil {
+		cfg.StartFeed = n.feed.State
+	}
 	n.fleet = fleetshare.New(cfg)
 	if sel != nil && n.fairq != nil {
 		sel.Place = n.fairq.Place
@@ -261,10 +264,10 @@ func (n *node) newServer() error {
 		n.tel.Registry().MustRegister(n.fairq.Collectors()...)
 		cfg.FairQueue = n.fairq
 	}
-	n.openFleet(cfg.Selector)
 	if err := n.openFeed(cfg.Selector); err != nil {
 		return err
 	}
+	n.openFleet(cfg.Selector)
 	n.loads = cfg.Selector.Loads
 	n.refusals = refusals.New(nil)
 	cfg.Refusals = n.refusals

@@ -30,6 +30,7 @@ import (
 
 	"github.com/sekgate/gateway/dataplane/fairq"
 	"github.com/sekgate/gateway/dataplane/routing"
+	"github.com/sekgate/gateway/shared/internalapi"
 )
 
 // Defaults.
@@ -184,6 +185,7 @@ func Open(cfg Config) (*Feed, error) {
 		nc.Close()
 		return nil, fmt.Errorf("start feed: subscribe %s: %w", cfg.Subject, err)
 	}
+	_ = nc.FlushTimeout(time.Second) // the subscription reached the server (when connected)
 	return f, nil
 }
 
@@ -228,6 +230,15 @@ func (f *Feed) receive(m *nats.Msg) {
 // last heartbeat): then what the other nodes start is known within the bus's delay, and
 // the node need not split the servers' reports with them.
 func (f *Feed) Live() bool { return f.live.Load() }
+
+// State is the feed's state for the fleet report: internalapi.StartFeedLive or
+// internalapi.StartFeedSplit.
+func (f *Feed) State() string {
+	if f.Live() {
+		return internalapi.StartFeedLive
+	}
+	return internalapi.StartFeedSplit
+}
 
 // Run announces the node every Heartbeat and judges Live, until ctx ends; then it closes
 // the connection.

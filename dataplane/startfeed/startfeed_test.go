@@ -118,6 +118,12 @@ func TestNodesHearEachOther(t *testing.T) {
 	defer cancel()
 	a := join(t, ctx, bus.URL(), "node-a", 3)
 	b := join(t, ctx, bus.URL(), "node-b", 3)
+	// Each hears the other's heartbeats: both subscriptions are in place.
+	for _, m := range []member{a, b} {
+		if !poll.Wait(10*time.Second, func() bool { return m.f.heardNodes(time.Now().UnixNano()) == 1 }) {
+			t.Fatal("the two nodes do not hear each other's heartbeats")
+		}
+	}
 	const route = 42
 	a.f.Moved(route, 1)
 	a.f.Moved(route, 1)

@@ -43,9 +43,13 @@ func (a *app) nodesCmd() *cobra.Command {
 				if n.LimitsMode != nil {
 					limitsMode = *n.LimitsMode
 				}
-				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago, spool, limitsMode})
+				feed := "-"
+				if n.StartFeed != nil {
+					feed = *n.StartFeed
+				}
+				rows = append(rows, []string{n.NodeID, region, itoa(n.AppliedVersion), fmtTime(n.LastSeen), ago, spool, limitsMode, feed})
 			}
-			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age", "Spool age", "Limits"}, rows)
+			return a.table([]any{"Node", "Region", "Applied version", "Last seen", "Age", "Spool age", "Limits", "Start feed"}, rows)
 		},
 	}
 	var limit int

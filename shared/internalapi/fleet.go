@@ -22,6 +22,10 @@ type FleetReport struct {
 	// Fallback is true when the node enforced its fallback share (no fresh answer) when
 	// it sent the report.
 	Fallback bool          `json:"fallback,omitempty"`
+	// StartFeed is the node's start feed when it sent the report: StartFeedLive (it hears
+	// every node and takes the servers' free slots whole), StartFeedSplit (it has a feed
+	// but does not hear every node, so it splits the servers' reports), "" (none).
+	StartFeed string        `json:"start_feed,omitempty"`
 	Accounts []FleetDemand `json:"accounts,omitempty"`
 	Keys     []FleetDemand `json:"keys,omitempty"`
 	Routes   []RouteSlots  `json:"routes,omitempty"`
@@ -35,6 +39,12 @@ type FleetReport struct {
 	// of the servers by what it holds on all of them (dataplane/fairq).
 	Flows []FlowLoad `json:"flows,omitempty"`
 }
+
+// The states of a node's start feed (FleetReport.StartFeed).
+const (
+	StartFeedLive  = "live"
+	StartFeedSplit = "split"
+)
 
 // MaxFleetFlows bounds the flows of one report and of one answer's maps.
 const MaxFleetFlows = 10_000
