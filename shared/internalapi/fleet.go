@@ -21,14 +21,14 @@ type FleetReport struct {
 	WindowMs int64 `json:"window_ms"`
 	// Fallback is true when the node enforced its fallback share (no fresh answer) when
 	// it sent the report.
-	Fallback bool          `json:"fallback,omitempty"`
+	Fallback bool `json:"fallback,omitempty"`
 	// StartFeed is the node's start feed when it sent the report: StartFeedLive (it hears
 	// every node and takes the servers' free slots whole), StartFeedSplit (it has a feed
 	// but does not hear every node, so it splits the servers' reports), "" (none).
 	StartFeed string        `json:"start_feed,omitempty"`
-	Accounts []FleetDemand `json:"accounts,omitempty"`
-	Keys     []FleetDemand `json:"keys,omitempty"`
-	Routes   []RouteSlots  `json:"routes,omitempty"`
+	Accounts  []FleetDemand `json:"accounts,omitempty"`
+	Keys      []FleetDemand `json:"keys,omitempty"`
+	Routes    []RouteSlots  `json:"routes,omitempty"`
 	// Placements are the prefix keys the node sent to routes since its last report
 	// (at most MaxFleetPlacements); PlacementsSince is the PlacementSeq of the last answer
 	// it took placements from (0: none yet).
