@@ -38,6 +38,9 @@ func (s *server) postFleet(w http.ResponseWriter, r *http.Request) {
 
 func validFleetReport(rep internalapi.FleetReport) bool {
 	validID := func(id string) bool { return id != "" && len(id) <= 200 && utf8.ValidString(id) }
+	if len(rep.Region) > 200 || !utf8.ValidString(rep.Region) {
+		return false
+	}
 	switch rep.StartFeed {
 	case "", internalapi.StartFeedLive, internalapi.StartFeedSplit:
 	default:

@@ -66,6 +66,7 @@ type node struct {
 	ttl      time.Duration
 	fallback bool
 	feed     string // internalapi.FleetReport.StartFeed
+	region   string
 	accounts map[string]float64
 	keys     map[string]float64
 	routes   map[string]int64
@@ -89,7 +90,7 @@ func New(cfg Config) *Table {
 // Report records node id's report and returns its answer.
 func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAnswer {
 	now := t.cfg.Now()
-	n := &node{at: now, ttl: Missed * time.Duration(max(r.IntervalMs, 1)) * time.Millisecond, fallback: r.Fallback, feed: r.StartFeed,
+	n := &node{at: now, ttl: Missed * time.Duration(max(r.IntervalMs, 1)) * time.Millisecond, fallback: r.Fallback, feed: r.StartFeed, region: r.Region,
 		accounts: rates(r.Accounts, r.WindowMs), keys: rates(r.Keys, r.WindowMs), routes: make(map[string]int64, len(r.Routes)),
 		flows: flowsOf(r.Flows)}
 	for _, x := range r.Routes {
@@ -109,6 +110,13 @@ func (t *Table) Report(id string, r internalapi.FleetReport) internalapi.FleetAn
 		Keys:     t.shares(id, live, func(x *node) map[string]float64 { return x.keys }),
 		Routes:   capacity(live)}
 	a.FlowsElsewhere, a.FlowWeights = fleetFlows(id, live)
+	region := make(map[string]*node, len(live))
+	for other, x := range live {
+		if x.region == n.region {
+			region[other] = x
+		}
+	}
+	a.RegionNodes, a.RegionRank = len(region), rank(id, region)
 	t.placed.add(id, r.Placements, now)
 	a.Placements, a.PlacementSeq = t.placed.since(id, r.PlacementsSince, now)
 	return a

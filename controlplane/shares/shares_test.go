@@ -178,3 +178,30 @@ func TestRanks(t *testing.T) {
 		t.Fatalf("node-b after node-a left: place %d of %d, want 1 of 2", a.Rank, a.Nodes)
 	}
 }
+
+// TestRegionRanks: each node also learns the live nodes of its own region and its place
+// among them; the whole fleet's count and place stay the same.
+func TestRegionRanks(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	tb := New(Config{Now: c.now})
+	regions := map[string]string{"node-a": "se-sto", "node-b": "eu-fra", "node-c": "se-sto", "node-d": ""}
+	for id, r := range regions {
+		tb.Report(id, internalapi.FleetReport{IntervalMs: 1000, Region: r})
+	}
+	for _, tc := range []struct {
+		id               string
+		nodes, rank      int
+		inRegion, rankIn int
+	}{
+		{"node-a", 4, 1, 2, 1},
+		{"node-b", 4, 2, 1, 1},
+		{"node-c", 4, 3, 2, 2},
+		{"node-d", 4, 4, 1, 1},
+	} {
+		a := tb.Report(tc.id, internalapi.FleetReport{IntervalMs: 1000, Region: regions[tc.id]})
+		if a.Nodes != tc.nodes || a.Rank != tc.rank || a.RegionNodes != tc.inRegion || a.RegionRank != tc.rankIn {
+			t.Errorf("%s: %d of %d, %d of %d in its region; want %d of %d, %d of %d", tc.id,
+				a.Rank, a.Nodes, a.RegionRank, a.RegionNodes, tc.rank, tc.nodes, tc.rankIn, tc.inRegion)
+		}
+	}
+}

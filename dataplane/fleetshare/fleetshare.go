@@ -79,6 +79,9 @@ type Config struct {
 	Prefixes Prefixes
 	// Flows, when set, reports the fair queue's flows and hands it the fleet's.
 	Flows Flows
+	// Region is the node's region (--region), reported so that the fleet's answer places
+	// the node among the nodes sharing its servers.
+	Region string
 	// StartFeed, when set, is the node's start feed's state, reported for operators
 	// (internalapi.FleetReport.StartFeed; startfeed.Feed.State).
 	StartFeed func() string
@@ -102,6 +105,7 @@ type Exchange struct {
 	placeSeq   uint64    // the fleet's placement sequence taken up to
 	lastAnswer time.Time // when the last answer arrived (the start, before any)
 	nodes      int       // live nodes of the last answer (FallbackNodes before any)
+	pool       int       // of them, those of the node's region (likewise)
 
 	fallback atomic.Bool
 }
@@ -127,7 +131,7 @@ func New(cfg Config) *Exchange {
 		// slots as of the fallback's node count.
 		cfg.Flows.SetFleet(fairq.Fleet{Nodes: cfg.FallbackNodes})
 	}
-	return &Exchange{cfg: cfg, lastReport: now, lastAnswer: now, nodes: cfg.FallbackNodes}
+	return &Exchange{cfg: cfg, lastReport: now, lastAnswer: now, nodes: cfg.FallbackNodes, pool: cfg.FallbackNodes}
 }
 
 // Fallback reports whether the node enforces its fallback share.
@@ -174,6 +178,7 @@ func (x *Exchange) report() internalapi.FleetReport {
 	keys, accts := x.cfg.Limiter.Demand()
 	rep := internalapi.FleetReport{IntervalMs: x.cfg.Interval.Milliseconds(), WindowMs: max(window.Milliseconds(), 1),
 		Fallback: x.fallback.Load(), Keys: wire(keys), Accounts: wire(accts)}
+	rep.Region = x.cfg.Region
 	if x.cfg.StartFeed != nil {
 		rep.StartFeed = x.cfg.StartFeed()
 	}
@@ -232,14 +237,18 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 		x.cfg.Capacity.SeedSlots(a.Routes, now.UnixNano())
 	}
 	x.learn(a, now)
+	pool, rank := a.RegionNodes, a.RegionRank
+	if pool <= 0 { // an older control plane: the whole fleet
+		pool, rank = nodes, a.Rank
+	}
 	if x.cfg.Flows != nil {
 		// The counts last until the fallback would begin: an answer renews them first.
-		x.cfg.Flows.SetFleet(fairq.Fleet{Others: a.FlowsElsewhere, Weights: a.FlowWeights, Nodes: nodes, Rank: a.Rank,
+		x.cfg.Flows.SetFleet(fairq.Fleet{Others: a.FlowsElsewhere, Weights: a.FlowWeights, Nodes: pool, Rank: rank,
 			TTL: Missed * x.cfg.Interval})
 	}
 	x.mu.Lock()
 	prev := x.nodes
-	x.lastAnswer, x.nodes = now, nodes
+	x.lastAnswer, x.nodes, x.pool = now, nodes, pool
 	x.mu.Unlock()
 	if prev != nodes {
 		x.cfg.Logger.Info("fleet: live nodes changed", "nodes", nodes, "was", prev)
@@ -253,14 +262,14 @@ func (x *Exchange) apply(a internalapi.FleetAnswer) {
 func (x *Exchange) checkFallback() {
 	now := x.cfg.Now()
 	x.mu.Lock()
-	silent, nodes := now.Sub(x.lastAnswer), x.nodes
+	silent, nodes, pool := now.Sub(x.lastAnswer), x.nodes, x.pool
 	x.mu.Unlock()
 	if silent < Missed*x.cfg.Interval || x.fallback.Load() {
 		return
 	}
 	x.cfg.Limiter.SetShares(limits.EqualShares(nodes))
 	if x.cfg.Flows != nil {
-		x.cfg.Flows.SetFleet(fairq.Fleet{Nodes: nodes}) // no counts, no place: no turns
+		x.cfg.Flows.SetFleet(fairq.Fleet{Nodes: pool}) // no counts, no place: no turns
 	}
 	x.fallback.Store(true)
 	x.cfg.Logger.Warn("fleet limits: no answer from the control plane; enforcing the fallback share of every limit",

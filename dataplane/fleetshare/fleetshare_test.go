@@ -222,3 +222,37 @@ func TestStartFeedReported(t *testing.T) {
 		t.Fatalf("reported feeds %q, want %q", got, want)
 	}
 }
+
+// The fair queue is placed among the nodes of the node's region (those sharing its
+// servers), the limits among the whole fleet; an answer without the region's count (an
+// older control plane) places it in the whole fleet; the fallback keeps the region's count.
+func TestRegionPlacesTheQueue(t *testing.T) {
+	fl := &fakeFlows{}
+	lim := &fakeLimiter{}
+	post := &fakePoster{answer: internalapi.FleetAnswer{Nodes: 4, Rank: 3, RegionNodes: 2, RegionRank: 2}}
+	c := &clock{t: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)}
+	x := New(Config{Limiter: lim, Poster: post, Flows: fl, Region: "se-sto", Interval: time.Second, Now: c.now})
+	x.Step(context.Background())
+	if post.reports[0].Region != "se-sto" {
+		t.Fatalf("reported region %q", post.reports[0].Region)
+	}
+	if got := fl.set[len(fl.set)-1]; got.Nodes != 2 || got.Rank != 2 {
+		t.Fatalf("queue placed %d of %d, want 2 of 2 (its region)", got.Rank, got.Nodes)
+	}
+	if got := lim.shares[len(lim.shares)-1].Default; got != 0.25 {
+		t.Fatalf("limits' default share %v, want a quarter (the fleet)", got)
+	}
+	post.err = errors.New("connection refused")
+	for range Missed {
+		c.step(time.Second)
+		x.Step(context.Background())
+	}
+	if got := fl.set[len(fl.set)-1]; !x.Fallback() || got.Nodes != 2 || got.Rank != 0 {
+		t.Fatalf("fallback %v, queue placed %d of %d; want the region's 2 and no place", x.Fallback(), got.Rank, got.Nodes)
+	}
+	post.err, post.answer = nil, internalapi.FleetAnswer{Nodes: 4, Rank: 3}
+	x.Step(context.Background())
+	if got := fl.set[len(fl.set)-1]; got.Nodes != 4 || got.Rank != 3 {
+		t.Fatalf("queue placed %d of %d by an older answer, want 3 of 4", got.Rank, got.Nodes)
+	}
+}

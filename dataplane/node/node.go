@@ -185,6 +185,7 @@ func (n *node) openFleet(sel *routing.Selector) {
 		return
 	}
 	cfg := fleetshare.Config{Limiter: n.limiter, Interval: n.o.FleetInterval, FallbackNodes: n.o.LimitShareNodes, Logger: n.log,
+		Region: n.o.Region.Region,
 		Poster: &fleetshare.LinkPoster{Link: n.link, Client: n.link.HTTPClient(n.o.FleetInterval)}}
 	if sel != nil && sel.Loads != nil {
 		cfg.Capacity = sel.Loads

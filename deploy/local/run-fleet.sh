@@ -80,8 +80,8 @@ dataplane se-sto se-sto "$DATA/se-sto" "$SE_PORT" "$SE_OPS_PORT" "$CP_PORT" --re
   --limit-share-nodes 2 --start-feed-url "nats://127.0.0.1:$FEED_PORT"
 dataplane se-sto-2 se-sto-2 "$DATA/se-sto-2" "$SE2_PORT" "$SE2_OPS_PORT" "$CP_PORT" --region se-sto --country SE \
   --limit-share-nodes 2 --start-feed-url "nats://127.0.0.1:$FEED_PORT"
-# Every node of the control plane joins the feed: a node takes the servers' free slots
-# whole only while it hears as many nodes as the fleet exchange counts.
+# The other regions' nodes join the feed too (harmless: a node is live on it while it
+# hears as many nodes as the fleet exchange counts in its own region).
 dataplane eu-fra eu-fra "$DATA/eu-fra" "$EU_PORT" "$EU_OPS_PORT" "$CP_PORT" --region eu-fra --country DE \
   --start-feed-url "nats://127.0.0.1:$FEED_PORT"
 dataplane us-any us-any "$DATA/us-any" "$US_PORT" "$US_OPS_PORT" "$CP_PORT" --region us-any --country US \

@@ -25,10 +25,14 @@ type FleetReport struct {
 	// StartFeed is the node's start feed when it sent the report: StartFeedLive (it hears
 	// every node and takes the servers' free slots whole), StartFeedSplit (it has a feed
 	// but does not hear every node, so it splits the servers' reports), "" (none).
-	StartFeed string        `json:"start_feed,omitempty"`
-	Accounts  []FleetDemand `json:"accounts,omitempty"`
-	Keys      []FleetDemand `json:"keys,omitempty"`
-	Routes    []RouteSlots  `json:"routes,omitempty"`
+	StartFeed string `json:"start_feed,omitempty"`
+	// Region is the node's region (its --region): the nodes of one region share its
+	// model servers, and share their free slots and take turns among themselves
+	// (FleetAnswer.RegionNodes).
+	Region   string        `json:"region,omitempty"`
+	Accounts []FleetDemand `json:"accounts,omitempty"`
+	Keys     []FleetDemand `json:"keys,omitempty"`
+	Routes   []RouteSlots  `json:"routes,omitempty"`
 	// Placements are the prefix keys the node sent to routes since its last report
 	// (at most MaxFleetPlacements); PlacementsSince is the PlacementSeq of the last answer
 	// it took placements from (0: none yet).
@@ -95,6 +99,12 @@ type FleetAnswer struct {
 	// absent from a control plane that does not give it). The nodes take turns at what an
 	// account above its share may start on the same server reports by it.
 	Rank int `json:"rank,omitempty"`
+	// RegionNodes and RegionRank are the same within the node's region (the live nodes
+	// that reported the same FleetReport.Region): the nodes that share its model servers'
+	// free slots, take turns at them and send each route's warm-up copies. Absent from an
+	// older control plane: Nodes and Rank serve.
+	RegionNodes int `json:"region_nodes,omitempty"`
+	RegionRank  int `json:"region_rank,omitempty"`
 	// Accounts and Keys are this node's share (0..1] of the limits of each account and
 	// key it reported; one it did not report takes 1/Nodes.
 	Accounts map[string]float64 `json:"accounts,omitempty"`
