@@ -164,6 +164,30 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 			t.Errorf("the node with ops port %s is not live on the start feed", p)
 		}
 	}
+	// The control plane knows it from their fleet reports: gatewayctl shows it.
+	if !poll.Wait(30*time.Second, func() bool {
+		c := exec.Command(filepath.Join(binDir, "gatewayctl"), "--json", "nodes", "list")
+		c.Env = append(proc.ChildEnv(), "GATEWAY_ADMIN_URL="+vars["GATEWAY_ADMIN_URL"], "GATEWAY_ADMIN_TOKEN="+vars["GATEWAY_ADMIN_TOKEN"])
+		b, err := c.Output()
+		var l struct {
+			Data []struct {
+				NodeID    string  `json:"node_id"`
+				StartFeed *string `json:"start_feed"`
+			} `json:"data"`
+		}
+		if err != nil || json.Unmarshal(b, &l) != nil {
+			return false
+		}
+		live := 0
+		for _, n := range l.Data {
+			if (n.NodeID == "se-sto" || n.NodeID == "se-sto-2") && n.StartFeed != nil && *n.StartFeed == "live" {
+				live++
+			}
+		}
+		return live == 2
+	}) {
+		t.Error("gatewayctl nodes list does not show both Stockholm nodes live on the start feed")
+	}
 	ctl := exec.Command(filepath.Join(binDir, "gatewayctl"), "nodes", "list")
 	ctl.Env = append(proc.ChildEnv(), "GATEWAY_ADMIN_URL="+vars["GATEWAY_ADMIN_URL"], "GATEWAY_ADMIN_TOKEN="+vars["GATEWAY_ADMIN_TOKEN"])
 	list, err := ctl.CombinedOutput()

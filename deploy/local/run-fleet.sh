@@ -139,7 +139,8 @@ An se account is served in Stockholm and refused in the US:
   curl -s \$GATEWAY_FLEET_US_ANY_URL/v1/chat/completions -H "Authorization: Bearer \$GATEWAY_FLEET_SE_KEY" \\
     -H 'Content-Type: application/json' -d '{"model":"llama-3.1-8b-instruct","messages":[{"role":"user","content":"Hej!"}]}'
 
-Nodes, their regions, applied snapshot versions and spool ages: $BIN/gatewayctl nodes list
+Nodes, their regions, applied snapshot versions, spool ages, limits modes and start feeds
+(nats://127.0.0.1:$FEED_PORT): $BIN/gatewayctl nodes list
 (with GATEWAY_ADMIN_URL and GATEWAY_ADMIN_TOKEN from $FLEET_ENV).
 Console: http://127.0.0.1:$ADMIN_PORT/console/ (operator demo, password CONSOLE_PASSWORD in $DATA/secrets.env).
 Grafana (when installed): http://127.0.0.1:$GRAFANA_PORT/d/sekgate-gateway, provisioned from $DATA/grafana/provisioning;
