@@ -165,15 +165,33 @@ func ChildEnv() []string {
 	return env
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
+// FreeAddr returns a loopback address with a port that was free a moment ago and that
+// it has not returned before in this process: the port is closed again before it is
+// used, so the system may hand it out twice, and two listeners of one test on the same
+// port would fail to start (or one would answer for the other).
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	handed.Lock()
+	defer handed.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handed.m[addr] {
+			handed.m[addr] = true
+			return addr, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", errors.New("no loopback port free that was not handed out before")
 }
+
+// handed are the addresses FreeAddr returned.
+var handed = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
 
 // WaitHTTP polls method p.URL()+path (with the Authorization header auth, when set) until
 // it answers want, the process exits, ctx ends or timeout passes.
