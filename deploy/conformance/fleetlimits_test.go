@@ -147,7 +147,11 @@ func checkFleetRate(t *testing.T, what string, admitted map[string]int) {
 func TestFleet_LimitsHoldForTheFleet(t *testing.T) {
 	o := newOpsStack(t)
 	o.stop(t, o.dp, false)
-	bus, err := feedbus.Start("127.0.0.1:0", nil) // the nodes' start feed, as the control plane runs it
+	busAddr, err := freeAddr() // a port no other process of the tests is given
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := feedbus.Start(busAddr, nil) // the nodes' start feed, as the control plane runs it
 	if err != nil {
 		t.Fatal(err)
 	}
