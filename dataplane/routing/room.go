@@ -182,7 +182,7 @@ func (s *Selector) turnSlots(group []index.Candidate, views []loadstat.View, now
 		}
 	}
 	for i, v := range views {
-		room[i] = max(0, float64(mine[i])-max(v.Moved, 0))
+		room[i] = max(0, float64(mine[i])-max(v.Moved-v.Heard, 0)) // its own starts: the others take their own turns
 	}
 	return true
 }

@@ -91,3 +91,30 @@ func TestHeavyOnTurnsGoesWhereItsTurnIs(t *testing.T) {
 		}
 	}
 }
+
+// A node's turns are less its own starts since the report only: another node's start
+// heard on the start feed (while not every node is heard) took one of that node's turns,
+// not this one's.
+func TestTurnSlotsCountOwnStartsOnly(t *testing.T) {
+	for rank := 1; rank <= 3; rank++ {
+		s, cands := turnsFleet(rank, t0)
+		turnsOf := func() [maxScored]float64 {
+			var views [maxScored]loadstat.View
+			for i, c := range cands {
+				views[i] = s.Loads.For(c.Route).View(t0, s.Loads.FreshFor)
+			}
+			var turns [maxScored]float64
+			if !s.turnSlots(cands, views[:4], t0, turns[:4]) {
+				t.Fatalf("rank %d of 3: takes no turns", rank)
+			}
+			return turns
+		}
+		before := turnsOf()
+		for _, c := range cands {
+			s.Loads.Heard(s.Loads.For(c.Route).IDHash, 1)
+		}
+		if after := turnsOf(); after != before {
+			t.Fatalf("rank %d: turns %v after other nodes' starts, want %v", rank, after[:4], before[:4])
+		}
+	}
+}
