@@ -159,9 +159,10 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 	sharedPool(t, []string{se, vars["GATEWAY_FLEET_SE_STO_2_URL"]}, vars["GATEWAY_FLEET_SE_KEY"],
 		[]string{ports["SE_SIM"], ports["SE_SIM2"]})
 	// Stockholm's two nodes hear each other on the control plane's start feed.
-	for _, p := range []string{ports["SE_OPS"], ports["SE2_OPS"]} {
-		if !poll.Wait(30*time.Second, func() bool { return metricIs("http://127.0.0.1:"+p+"/metrics", "gateway_start_feed_live 1") }) {
-			t.Errorf("the node with ops port %s is not live on the start feed", p)
+	for name, p := range map[string]string{"se-sto": ports["SE_OPS"], "se-sto-2": ports["SE2_OPS"]} {
+		n := &limitNode{name: name, ops: "http://127.0.0.1:" + p}
+		if !poll.Wait(30*time.Second, func() bool { return n.gauge(t, "gateway_start_feed_live") == 1 }) {
+			t.Errorf("%s is not live on the start feed", name)
 		}
 	}
 	// The control plane knows it from their fleet reports: gatewayctl shows it.
@@ -219,22 +220,6 @@ func TestFleet_MakeRunFleet(t *testing.T) {
 			t.Errorf("port %s still open after the script stopped", p)
 		}
 	}
-}
-
-// metricIs reports whether the metrics page at url has line.
-func metricIs(url, line string) bool {
-	resp, err := http.Get(url)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == line {
-			return true
-		}
-	}
-	return false
 }
 
 // sharedPool sends 16 unique prompts (each its own prefix key, so rendezvous hashing
