@@ -119,7 +119,7 @@ type Config struct {
 	Node string
 	// Routes hears the other nodes' events (required).
 	Routes Routes
-	// Nodes is the fleet's number of live nodes (the fleet exchange's; fairq.Queue.Place):
+	// Nodes is the live nodes of the node's region (the fleet exchange's; fairq.Queue.Place):
 	// the feed is Live while at least as many nodes are heard on it. Nil: 1.
 	Nodes func() int
 	// Heartbeat is how often the node announces itself (default DefaultHeartbeat).
@@ -226,7 +226,7 @@ func (f *Feed) receive(m *nats.Msg) {
 	}
 }
 
-// Live reports whether the node hears every live node of the fleet on the feed (as of the
+// Live reports whether the node hears every live node of its region on the feed (as of the
 // last heartbeat): then what the other nodes start is known within the bus's delay, and
 // the node need not split the servers' reports with them.
 func (f *Feed) Live() bool { return f.live.Load() }
